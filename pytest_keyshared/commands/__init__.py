@@ -1,0 +1,1 @@
+"""One module per ``keyshared`` subcommand; see :mod:`pytest_keyshared.cli`."""

@@ -1,0 +1,135 @@
+"""Pulsar versions and the behaviour changes between them.
+
+The model is faithful *per version*: a rule that changed in Apache Pulsar is a :class:`Fix` with the
+releases that first carried it, and model code asks ``version.has(FIX)`` instead of comparing numbers.
+
+A version written without a patch number (``"4.0"``) means the newest release of that line: what a user
+running "Pulsar 4.0" today has.  Give the patch (``"4.0.2"``, ``"3.0.6"``) to model an older release.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+from reference_model.errors import UnknownVersion
+
+__all__ = [
+    "CLASSIC_RECENTLY_JOINED_SORTED",
+    "CONSISTENT_HASHING_NAME_INDEX",
+    "CONSISTENT_HASHING_NUL_SEPARATOR",
+    "DEFAULT_VERSION",
+    "KNOWN_LINES",
+    "PIP_379",
+    "PIP_379_REPLAY_FILTER_FIX",
+    "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
+    "STICKY_GAP_FIX",
+    "Fix",
+    "PulsarVersion",
+    "parse_version",
+]
+
+#: Release lines the model has rules for (major, minor).
+KNOWN_LINES: tuple[tuple[int, int], ...] = (
+    (2, 6), (2, 7), (2, 8), (2, 9), (2, 10), (2, 11),
+    (3, 0), (3, 1), (3, 2), (3, 3),
+    (4, 0), (4, 1), (4, 2),
+)  # fmt: skip
+
+_VERSION_RE = re.compile(r"^(?:pulsar-|v)?(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+@total_ordering
+@dataclass(frozen=True, slots=True)
+class PulsarVersion:
+    """A Pulsar release, or with ``patch=None`` the newest release of a line."""
+
+    major: int
+    minor: int
+    patch: int | None = None
+
+    @property
+    def line(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+    def _key(self) -> tuple[int, int, float]:
+        return (self.major, self.minor, float("inf") if self.patch is None else float(self.patch))
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, PulsarVersion):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
+        return self._key() >= (major, minor, float(patch))
+
+    def has(self, fix: Fix) -> bool:
+        """Whether this release carries ``fix``."""
+        return fix.present_in(self)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}" + ("" if self.patch is None else f".{self.patch}")
+
+    def __repr__(self) -> str:
+        return f"parse_version({str(self)!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """A behaviour change in Apache Pulsar and the first release of each line that carried it.
+
+    A line not listed carries the change iff it is newer than every listed line (lines that reached their
+    end of life before the change never got it).
+    """
+
+    name: str
+    reference: str
+    first_releases: tuple[str, ...]
+
+    def present_in(self, version: PulsarVersion) -> bool:
+        firsts = [parse_version(v) for v in self.first_releases]
+        for first in firsts:
+            if first.line == version.line:
+                return version >= first
+        return version.line > max(f.line for f in firsts)
+
+
+def parse_version(text: str | PulsarVersion) -> PulsarVersion:
+    """Parse ``"4.0"``, ``"3.0.7"``, ``"pulsar-3.3"`` or ``"v4.0.2"``; raise :class:`UnknownVersion` otherwise."""
+    if isinstance(text, PulsarVersion):
+        return text
+    m = _VERSION_RE.match(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise UnknownVersion(
+            f"Expected a Pulsar version like '4.0' or '3.0.7' but got {text!r}."
+            f" Known release lines: {', '.join(f'{a}.{b}' for a, b in KNOWN_LINES)}."
+        )
+    major, minor = int(m.group(1)), int(m.group(2))
+    patch = None if m.group(3) is None else int(m.group(3))
+    if (major, minor) not in KNOWN_LINES:
+        raise UnknownVersion(
+            f"Pulsar version {text!r} is not a release line the model knows."
+            f" Known release lines: {', '.join(f'{a}.{b}' for a, b in KNOWN_LINES)}."
+        )
+    return PulsarVersion(major, minor, patch)
+
+
+DEFAULT_VERSION = PulsarVersion(4, 0)
+
+#: Consistent-hashing ring keys get a NUL separator: ``name + "\0" + i`` (was ``name + i``).
+CONSISTENT_HASHING_NUL_SEPARATOR = Fix("ring key NUL separator", "apache/pulsar#22053", ("3.0.3", "3.1.3", "3.2.1"))
+#: Ring keys carry the consumer-name index; one consumer per ring point (was a list, ``hash % size``).
+CONSISTENT_HASHING_NAME_INDEX = Fix("ring key consumer-name index", "apache/pulsar#23327", ("3.0.7", "3.3.2"))
+#: PIP-379: draining hashes dispatcher, 65535-slot hash range, no-key fallback ``producerName-sequenceId``.
+PIP_379 = Fix("PIP-379 draining hashes", "apache/pulsar#23352", ("4.0.0",))
+#: Classic dispatcher re-sorts recently joined consumers by position (a stuck subscription otherwise).
+CLASSIC_RECENTLY_JOINED_SORTED = Fix(
+    "recently joined consumers sorted", "apache/pulsar#23795", ("3.0.9", "3.3.4", "4.0.2")
+)
+#: PIP-379 replay filter blocks every later position of a hash blocked earlier in the same pass.
+PIP_379_REPLAY_FILTER_FIX = Fix("replay filter blocks hash for the pass", "apache/pulsar#23874", ("4.0.3",))
+#: STICKY selector no longer selects slots in the gaps between one consumer's ranges.
+STICKY_GAP_FIX = Fix("sticky selector gaps", "apache/pulsar#24730", ("3.0.14", "3.3.9", "4.0.7", "4.1.1"))
+#: Replicated-subscription snapshot cache keeps snapshots spread by distance (was: newest N).
+REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE = Fix("snapshot cache by distance", "apache/pulsar#25044", ("4.2.0",))
