@@ -21,6 +21,8 @@ __all__ = [
     "CONSISTENT_HASHING_NUL_SEPARATOR",
     "DEFAULT_VERSION",
     "KNOWN_LINES",
+    "MIN_SELECTOR_VERSION",
+    "NO_KEY_FALLBACK",
     "PIP_379",
     "PIP_379_REPLAY_FILTER_FIX",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
@@ -123,6 +125,12 @@ CONSISTENT_HASHING_NUL_SEPARATOR = Fix("ring key NUL separator", "apache/pulsar#
 CONSISTENT_HASHING_NAME_INDEX = Fix("ring key consumer-name index", "apache/pulsar#23327", ("3.0.7", "3.3.2"))
 #: PIP-379: draining hashes dispatcher, 65535-slot hash range, no-key fallback ``producerName-sequenceId``.
 PIP_379 = Fix("PIP-379 draining hashes", "apache/pulsar#23352", ("4.0.0",))
+#: Key-less messages hash ``producerName-sequenceId`` instead of ``NONE_KEY`` (``Commands.resolveStickyKey``).
+NO_KEY_FALLBACK = Fix("no-key fallback producerName-sequenceId", "apache/pulsar#23219", ("4.0.0",))
+#: Oldest release whose sticky-key selectors the model reproduces.  Before 2.9.3 the consistent-hashing selector
+#: removed every consumer sharing the leaving consumer's name from the ring (fixed by apache/pulsar#13991), and
+#: before 2.8.2 its stats were keyed by name (apache/pulsar#12212); the model does not reproduce those lines.
+MIN_SELECTOR_VERSION = PulsarVersion(2, 10, 0)
 #: Classic dispatcher re-sorts recently joined consumers by position (a stuck subscription otherwise).
 CLASSIC_RECENTLY_JOINED_SORTED = Fix(
     "recently joined consumers sorted", "apache/pulsar#23795", ("3.0.9", "3.3.4", "4.0.2")
