@@ -1,0 +1,92 @@
+"""Settings of the model broker: Key_Shared dispatch, deduplication, and what the model adds (crash detection).
+
+``BrokerConfig(key_shared=DispatcherSettings(...), dedup=DedupConfig(...), ...)``; or from ``broker.conf`` names
+with :meth:`BrokerConfig.from_broker_conf` (``{"keySharedUnblockingIntervalMs": 0, "brokerDeduplicationEnabled":
+True}``), so a scenario can carry settings under the names Pulsar users know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from reference_model.dedup import DedupConfig
+from reference_model.errors import InvalidArgument, did_you_mean
+from reference_model.keyshared import BROKER_CONF_NAMES, DispatcherSettings
+
+__all__ = ["BrokerConfig"]
+
+_SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+
+_DEDUP_CONF_NAMES: Mapping[str, str] = {
+    "brokerDeduplicationEnabled": "broker_enabled",
+    "brokerDeduplicationEntriesInterval": "entries_interval",
+    "brokerDeduplicationMaxNumberOfProducers": "max_producers",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Everything configurable about a :class:`~reference_model.broker.ModelBroker`.
+
+    ``key_shared``
+        Key_Shared dispatcher settings (look-ahead limits, unblocking interval, max unacked, selector).
+    ``dedup``
+        Deduplication settings; ``dedup.broker_enabled`` is ``brokerDeduplicationEnabled``.
+    ``crash_detection_delay_ms``
+        How long after a client crashes the broker notices (keep-alive: Pulsar's default
+        ``keepAliveIntervalSeconds`` is 30 and a connection is dropped after a missed ping, so about 60 s).
+        Until then the crashed consumer keeps its permits and pending messages.
+    ``subscription_types_enabled``
+        ``subscriptionTypesEnabled``: removing ``"Key_Shared"`` makes subscribing fail with NotAllowedError.
+    """
+
+    key_shared: DispatcherSettings = field(default_factory=DispatcherSettings)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+    crash_detection_delay_ms: int = 60_000
+    subscription_types_enabled: tuple[str, ...] = _SUBSCRIPTION_TYPES
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key_shared, DispatcherSettings):
+            raise InvalidArgument(
+                f"Expected DispatcherSettings for key_shared but got {self.key_shared!r}"
+                f" (type={type(self.key_shared).__name__})."
+            )
+        if not isinstance(self.dedup, DedupConfig):
+            raise InvalidArgument(
+                f"Expected DedupConfig for dedup but got {self.dedup!r} (type={type(self.dedup).__name__})."
+            )
+        delay = self.crash_detection_delay_ms
+        if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
+            raise InvalidArgument(f"crash_detection_delay_ms must be an int >= 0 but got {delay!r}.")
+        for name in self.subscription_types_enabled:
+            if name not in _SUBSCRIPTION_TYPES:
+                raise InvalidArgument(
+                    f"Unknown subscription type {name!r} in subscription_types_enabled."
+                    f"{did_you_mean(str(name), _SUBSCRIPTION_TYPES)} Choices: {', '.join(_SUBSCRIPTION_TYPES)}."
+                )
+
+    @classmethod
+    def from_broker_conf(cls, conf: Mapping[str, object]) -> BrokerConfig:
+        """A config from ``broker.conf`` names (Key_Shared, dedup and ``subscriptionTypesEnabled`` keys)."""
+        key_shared: dict[str, object] = {}
+        dedup: dict[str, object] = {}
+        other: dict[str, object] = {}
+        known = [*BROKER_CONF_NAMES, *_DEDUP_CONF_NAMES, "subscriptionTypesEnabled"]
+        for name, value in conf.items():
+            if name in BROKER_CONF_NAMES:
+                key_shared[name] = value
+            elif name in _DEDUP_CONF_NAMES:
+                dedup[_DEDUP_CONF_NAMES[name]] = value
+            elif name == "subscriptionTypesEnabled":
+                types = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+                other["subscription_types_enabled"] = tuple(str(t).strip() for t in types)
+            else:
+                raise InvalidArgument(
+                    f"Unknown broker setting {name!r}.{did_you_mean(name, known)} Known: {', '.join(sorted(known))}."
+                )
+        return cls(
+            key_shared=DispatcherSettings.from_broker_conf(key_shared),
+            dedup=replace(DedupConfig(), **dedup),  # type: ignore[arg-type]
+            **other,  # type: ignore[arg-type]
+        )

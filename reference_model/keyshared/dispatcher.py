@@ -1,0 +1,456 @@
+"""What both Key_Shared dispatchers share: membership, permits, the replay queue, and the read loop.
+
+Follows ``PersistentDispatcherMultipleConsumers`` (the base of both of Pulsar's Key_Shared dispatchers):
+
+* ``read_more_entries`` is one *read round* after another: a **replay** read when the replay queue yields
+  positions the dispatcher may send now, else a **normal** read from the cursor's read position if allowed.
+  Entries of a round are dispatched (or put into the replay queue) by the implementation's
+  :meth:`_send_entries`.
+* Pulsar re-reads after every flow, join, leave and new entry, after acknowledgements (via the unblocking
+  interval) and, when a round sent nothing, again after a back-off. The model runs rounds until one makes no
+  progress (nothing sent, read position unchanged, replay queue unchanged) and is re-run by the same events;
+  the back-off's repeated identical rounds are collapsed (they cannot change the outcome).
+* Reads are instantaneous unless a test holds them (:meth:`hold_reads`): then a normal read stays *in flight*
+  until :meth:`complete_pending_read`, which lets a scenario force the interleavings Pulsar's races need
+  (a delayed cursor rewind, #23802; a close while a read is in flight, #12885).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from reference_model.errors import ModelStateError
+from reference_model.keyshared.consumer import DispatchConsumer
+from reference_model.keyshared.policy import KeySharedPolicy
+from reference_model.keyshared.replay_queue import ReplayQueue
+from reference_model.keyshared.settings import DispatcherSettings
+from reference_model.selectors import ConsumerRef, Selector
+from reference_model.storage.cursor import ManagedCursor
+from reference_model.storage.entry import Entry
+from reference_model.storage.position import Position
+from reference_model.versions import PulsarVersion
+
+__all__ = ["KeySharedDispatcher", "ReadType", "Scheduler"]
+
+#: ``schedule(delay_ms, callback)``: run ``callback`` on the simulated clock after ``delay_ms``.
+Scheduler = Callable[[int, Callable[[], None]], Any]
+
+#: A safety net against a model bug that would loop forever; never reached by a correct model.
+_MAX_ROUNDS = 10_000_000
+#: Sticky key -> slot cache bound (the slot depends only on the key and the selector's hash range).
+_SLOT_CACHE_SIZE = 1 << 16
+
+
+class ReadType(enum.Enum):
+    """``PersistentDispatcherMultipleConsumers.ReadType``."""
+
+    NORMAL = "Normal"
+    REPLAY = "Replay"
+
+
+class KeySharedDispatcher(ABC):
+    """A Key_Shared dispatcher of one subscription. Subclasses: PIP-379 and classic."""
+
+    #: ``"pip379"`` or ``"classic"``.
+    implementation: str = ""
+
+    def __init__(
+        self,
+        *,
+        cursor: ManagedCursor,
+        selector: Selector,
+        policy: KeySharedPolicy,
+        settings: DispatcherSettings,
+        version: PulsarVersion,
+        schedule: Scheduler | None = None,
+        on_marker: Callable[[Entry], None] | None = None,
+    ) -> None:
+        self.cursor = cursor
+        self.log = cursor.log
+        self.selector = selector
+        self.policy = policy
+        self.settings = settings
+        self.version = version
+        self.allow_out_of_order = policy.allow_out_of_order_delivery
+        self.replay = ReplayQueue(track_hashes=not self.allow_out_of_order)
+        self.consumers: dict[int, DispatchConsumer] = {}
+        self.redelivery_counts: dict[Position, int] = {}
+        self._schedule = schedule
+        self._on_marker = on_marker
+        self._slots: dict[bytes, int] = {}
+        self._read_scheduled = False
+        self._in_read = False
+        self._read_again = False
+        self.total_unacked = 0
+        self.blocked_on_unacked = False
+        # in-flight reads (only while a test holds reads)
+        self._holding = False
+        self._pending_read: tuple[ReadType, Position | None] | None = None
+        self.should_rewind = False
+        # hook a test uses to run an action in the middle of a replay-filter pass (#23870)
+        self._filter_interleave: tuple[Position | None, Callable[[], None]] | None = None
+        self.rounds = 0
+        #: entries read from the replay queue so far (``testNoRepeatedReadAndDiscard`` bounds it)
+        self.entries_replayed = 0
+        #: set by a round that decided to skip the next replay read (look-ahead); counts as progress once
+        self._lookahead_triggered = False
+
+    # -- membership ----------------------------------------------------------------------------------------
+    def add_consumer(self, consumer: DispatchConsumer) -> None:
+        """Add a consumer (``addConsumer``); raises :class:`ConsumerAssignError` if the selector refuses it."""
+        if not self.consumers:
+            # first consumer after none: rewind to the first unacknowledged entry (base ``addConsumer``)
+            if self._pending_read is not None:
+                self.should_rewind = True
+            else:
+                self.cursor.rewind()
+                self.should_rewind = False
+            self.replay.clear()
+            self.redelivery_counts.clear()
+        impacted = self.selector.add(consumer.ref, consumer.sticky_ranges)
+        self.consumers[consumer.consumer_id] = consumer
+        self._after_add(consumer, impacted)
+
+    def remove_consumer(self, consumer: DispatchConsumer) -> None:
+        """Remove a consumer (``removeConsumer``): its pending entries go back to the replay queue."""
+        if self.consumers.get(consumer.consumer_id) is not consumer:
+            return
+        impacted = self.selector.remove(consumer.ref)
+        del self.consumers[consumer.consumer_id]
+        consumer.active = False
+        self.total_unacked -= consumer.unacked_messages
+        if not self.consumers:
+            consumer.pending.drain(close=True)
+            self.replay.clear()
+            self.redelivery_counts.clear()
+            self.total_unacked = 0
+            self._after_last_removed(consumer)
+            return
+        self._release_pending(consumer)
+        self._after_remove(consumer, impacted)
+        self.read_more_entries()
+
+    def _release_pending(self, consumer: DispatchConsumer) -> None:
+        for position, _batch, slot in consumer.pending.drain(close=True):
+            if self._add_to_replay(position, slot or None):
+                self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+
+    def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
+        """Implementation-specific work after a consumer joined."""
+        return None
+
+    def _after_remove(self, consumer: DispatchConsumer, impacted: Any) -> None:
+        """Implementation-specific work after a consumer left (others remain)."""
+        return None
+
+    def _after_last_removed(self, consumer: DispatchConsumer) -> None:
+        """Implementation-specific work after the last consumer left."""
+        return None
+
+    def consumer_by_ref(self, ref: ConsumerRef | None) -> DispatchConsumer | None:
+        if ref is None:
+            return None
+        return self.consumers.get(ref.consumer_id)
+
+    def select(self, slot: int) -> DispatchConsumer | None:
+        ref = self.selector.select(slot)
+        return None if ref is None else self.consumers.get(ref.consumer_id)
+
+    def slot_of(self, entry: Entry) -> int:
+        """The slot of an entry (``getStickyKeyHash``; cached per sticky key, as Pulsar caches it per entry)."""
+        key = entry.sticky_key
+        slot = self._slots.get(key)
+        if slot is None:
+            if len(self._slots) >= _SLOT_CACHE_SIZE:
+                self._slots.clear()
+            slot = self._slots[key] = self.selector.slot_of(key)
+        return slot
+
+    # -- client commands -----------------------------------------------------------------------------------
+    def consumer_flow(self, consumer: DispatchConsumer, permits: int) -> None:
+        """``Flow``: more permits for ``consumer``, then read."""
+        if self.consumers.get(consumer.consumer_id) is not consumer:
+            return
+        consumer.add_permits(permits)
+        self.read_more_entries()
+
+    def acknowledge(self, consumer: DispatchConsumer, position: Position) -> bool:
+        """An individual acknowledgement of a whole entry: drop its pending ack; return whether one was found.
+
+        The ack may come through another consumer of the subscription than the one holding the entry
+        (``Consumer.getAckOwnerConsumer``); the holder's pending ack is removed then.
+        """
+        owner = consumer
+        record = consumer.pending.remove(position)
+        if record is None:
+            for other in self.consumers.values():
+                if other is not consumer:
+                    record = other.pending.remove(position)
+                    if record is not None:
+                        owner = other
+                        break
+        self.redelivery_counts.pop(position, None)
+        if record is None:
+            return False
+        batch_size, slot = record
+        owner.message_ack_counter += batch_size
+        if owner.consumer_id in self.consumers:
+            self.total_unacked -= batch_size
+        self._pending_removed(owner, slot, closing=False)
+        if owner.maybe_unblock():
+            self.read_more_entries()
+        if self.blocked_on_unacked and self.total_unacked <= self.settings.max_unacked_per_subscription // 2:
+            self.blocked_on_unacked = False
+        return True
+
+    def _pending_removed(self, consumer: DispatchConsumer, slot: int, *, closing: bool) -> None:
+        """A pending ack of ``consumer`` went away (draining bookkeeping in PIP-379)."""
+        return None
+
+    def after_acknowledgements(self, mark_delete_moved: bool) -> None:
+        """Re-read after acknowledgements, after ``keySharedUnblockingIntervalMs`` (coalesced).
+
+        Pulsar re-reads after a hash is unblocked or the mark-delete position moves (``RescheduleReadHandler``),
+        and a round that sent nothing is retried with a back-off anyway; both are covered by one re-read at
+        the unblocking interval.
+        """
+        self.schedule_read(self.settings.unblocking_interval_ms)
+
+    def redeliver(self, consumer: DispatchConsumer, positions: Iterable[Position] | None) -> int:
+        """``RedeliverUnacknowledgedMessages``: all pending entries (``None``) or the given ones, without hashes.
+
+        ``Consumer.redeliverUnacknowledgedMessages`` removes the pending acks, then the dispatcher adds the
+        positions to the replay queue *without* their hash ("difficult to get the sticky key here"): ordering
+        is not kept for redelivered messages (PIP-379's documented contract). Returns the entries queued.
+        """
+        if self.consumers.get(consumer.consumer_id) is not consumer:
+            return 0
+        wanted = [p for p, _b, _s in consumer.pending] if positions is None else sorted(set(positions))
+        queued = 0
+        for position in wanted:
+            record = consumer.pending.remove(position)
+            if record is None:
+                continue
+            batch_size, slot = record
+            self.total_unacked -= batch_size
+            consumer.msg_redeliver_counter += batch_size
+            self._pending_removed(consumer, slot, closing=False)
+            if self._add_to_replay(position, None):
+                self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+                queued += 1
+        consumer.maybe_unblock()
+        consumer.blocked_on_unacked = False
+        self.read_more_entries()
+        return queued
+
+    def _add_to_replay(self, position: Position, slot: int | None) -> bool:
+        """``addMessageToReplay``: only entries that are still unacknowledged."""
+        if self.cursor.is_deleted(position):
+            return False
+        return self.replay.add(position, slot)
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def schedule_read(self, delay_ms: int) -> None:
+        """Run :meth:`read_more_entries` after ``delay_ms`` on the simulated clock (coalesced)."""
+        if delay_ms <= 0 or self._schedule is None:
+            self.read_more_entries()
+            return
+        if self._read_scheduled:
+            return
+        self._read_scheduled = True
+
+        def run() -> None:
+            self._read_scheduled = False
+            self.read_more_entries()
+
+        self._schedule(delay_ms, run)
+
+    def read_more_entries(self) -> None:
+        """Run read rounds until one makes no progress (``readMoreEntries``)."""
+        if self._in_read:
+            self._read_again = True
+            return
+        self._in_read = True
+        try:
+            for _ in range(_MAX_ROUNDS):
+                self.rounds += 1
+                if self._read_round():
+                    continue
+                if self._read_again:
+                    self._read_again = False
+                    continue
+                return
+            raise ModelStateError(f"The dispatcher did not settle after {_MAX_ROUNDS} read rounds: a model bug.")
+        finally:
+            self._in_read = False
+
+    def available_permits_total(self) -> int:
+        return sum(c.permits for c in self.consumers.values() if c.permits > 0)
+
+    def _read_round(self) -> bool:
+        if not self.consumers or self._pending_read is not None:
+            return False
+        if not self.replay and not self._holding and not self.cursor.has_more_entries():
+            return False  # nothing to replay, nothing new: a read would wait at the end of the topic
+        total = self.available_permits_total()
+        if total <= 0:
+            return False
+        to_read = min(total, self.settings.max_read_batch_size, self._max_entries_read_limit())
+        version_before = self.replay.version
+        self._lookahead_triggered = False
+        positions = self._replay_candidates(to_read)
+        if positions:
+            entries: list[Entry] = []
+            for position in positions:
+                if self.cursor.is_deleted(position):
+                    self.replay.remove(position)
+                else:
+                    entries.append(self.log.get(position))
+            if entries:
+                self.entries_replayed += len(entries)
+                sent = self._send_entries(ReadType.REPLAY, entries)
+            else:
+                sent = 0
+            return sent > 0 or self.replay.version != version_before or self._lookahead_triggered
+        if self.blocked_on_unacked:
+            return False
+        if not self._normal_read_allowed():
+            return False
+        if self._holding:
+            first = self.replay.first()
+            self._pending_read = (ReadType.NORMAL, first)
+            return False
+        if not self.cursor.has_more_entries():
+            return self.replay.version != version_before
+        return self._normal_read(to_read, self.replay.first())
+
+    def _normal_read(self, to_read: int, min_replayed: Position | None) -> bool:
+        before = self.cursor.read_position
+        version_before = self.replay.version
+        entries = self._strip_markers(self.cursor.read_entries(to_read))
+        if entries:
+            if not self.allow_out_of_order and min_replayed is not None:
+                first = self.replay.first()
+                if first is not None and first < min_replayed:
+                    # #12885: something older was queued for replay while this read was in flight
+                    for entry in entries:
+                        self._add_to_replay(entry.position, self.slot_of(entry))
+                    return True
+            self._send_entries(ReadType.NORMAL, entries)
+        return self.cursor.read_position != before or self.replay.version != version_before
+
+    def _strip_markers(self, entries: list[Entry]) -> list[Entry]:
+        """Markers are acknowledged as they are read and never sent (``filterEntriesForConsumer``)."""
+        if not any(e.is_marker for e in entries):
+            return entries
+        out: list[Entry] = []
+        for entry in entries:
+            if entry.is_marker:
+                if self._on_marker is not None:
+                    self._on_marker(entry)
+            else:
+                out.append(entry)
+        return out
+
+    @abstractmethod
+    def _replay_candidates(self, max_positions: int) -> list[Position]:
+        """Positions to replay now (after this implementation's replay filter)."""
+
+    @abstractmethod
+    def _normal_read_allowed(self) -> bool:
+        """Whether a normal read may be issued now."""
+
+    def _max_entries_read_limit(self) -> int:
+        return self.settings.max_read_batch_size
+
+    @abstractmethod
+    def _send_entries(self, read_type: ReadType, entries: list[Entry]) -> int:
+        """Dispatch one round's entries; return how many entries were sent."""
+
+    def _send(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:
+        """Record the pending ack (send-time re-check) and write the entry to the consumer's connection."""
+        if not self._add_pending_if_allowed(consumer, entry, slot):
+            self._add_to_replay(entry.position, slot)
+            return False
+        consumer.record_sent(entry)
+        self.total_unacked += entry.batch_size
+        max_sub = self.settings.max_unacked_per_subscription
+        if max_sub > 0 and self.total_unacked >= max_sub:
+            self.blocked_on_unacked = True
+        consumer.sink(entry, self.redelivery_counts.get(entry.position, 0))
+        return True
+
+    def _add_pending_if_allowed(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:
+        return consumer.pending.add_if_allowed(entry.position, entry.batch_size, slot)
+
+    # -- forcing interleavings (tests) ---------------------------------------------------------------------
+    def hold_reads(self) -> None:
+        """From now on a normal read stays in flight until :meth:`complete_pending_read` (test hook)."""
+        self._holding = True
+
+    def complete_pending_read(self) -> bool:
+        """Complete the in-flight normal read, if any (``readEntriesComplete``); return whether there was one."""
+        if self._pending_read is None:
+            return False
+        _read_type, min_replayed = self._pending_read
+        self._pending_read = None
+        if not self.consumers:
+            return True
+        if self.should_rewind:
+            # the rewind requested while this read was in flight happens now; the read's entries are dropped
+            self.cursor.rewind()
+            self.should_rewind = False
+            self.read_more_entries()
+            return True
+        total = self.available_permits_total()
+        to_read = max(1, min(total, self.settings.max_read_batch_size, self._max_entries_read_limit()))
+        self._in_read = True
+        try:
+            self._normal_read(to_read, min_replayed)
+        finally:
+            self._in_read = False
+        self.read_more_entries()
+        return True
+
+    def release_reads(self) -> None:
+        """Stop holding reads; complete the in-flight one and dispatch normally again."""
+        self._holding = False
+        if not self.complete_pending_read():
+            self.read_more_entries()
+
+    @property
+    def has_pending_read(self) -> bool:
+        return self._pending_read is not None
+
+    def interleave_replay_filter(self, action: Callable[[], None], after: Position | None = None) -> None:
+        """Run ``action`` once, inside the next replay-filter pass, right after it judged ``after``
+        (or the first position). Forces the timing of the #23870 race (an ack during replay filtering)."""
+        self._filter_interleave = (after, action)
+
+    def _filter_step_done(self, position: Position) -> None:
+        hook = self._filter_interleave
+        if hook is not None and (hook[0] is None or hook[0] == position):
+            self._filter_interleave = None
+            hook[1]()
+
+    # -- stats ---------------------------------------------------------------------------------------------
+    @abstractmethod
+    def consumer_stats(self, consumer: DispatchConsumer) -> dict[str, Any]:
+        """Implementation-specific consumer stats fields."""
+
+    @abstractmethod
+    def subscription_stats(self) -> dict[str, Any]:
+        """Implementation-specific subscription stats fields."""
+
+    def key_hash_ranges(self) -> dict[int, list[tuple[int, int]]]:
+        """``consumer_id -> ranges`` as this version's stats print them."""
+        return {ref.consumer_id: ranges for ref, ranges in self.selector.ranges().items()}
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} consumers={len(self.consumers)} replay={len(self.replay)}"
+            f" read={self.cursor.read_position} markDelete={self.cursor.mark_delete_position}>"
+        )

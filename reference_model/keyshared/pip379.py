@@ -1,0 +1,333 @@
+"""The PIP-379 Key_Shared dispatcher (Pulsar 4.0+ default): draining hashes instead of "recently joined".
+
+Follows ``PersistentStickyKeyDispatcherMultipleConsumers`` of Pulsar 4.0 (apache/pulsar#23352). For every entry
+of a round, in position order (``filterAndGroupEntriesForDispatching``):
+
+* its slot selects a consumer; no consumer (a STICKY gap), no permits left in this round (permits count
+  *entries* here), or a blocked hash sends it to the replay queue, and then every later entry of the same
+  slot in the round follows it there (``alreadyBlockedHashes``);
+* **R1** (normal reads only): a slot with anything in the replay queue is blocked;
+* **R2** (``drainingHashesRequired`` = AUTO_SPLIT without out-of-order delivery): a slot draining at another
+  consumer is blocked (:class:`DrainingHashesTracker`);
+* **R3** the replay filter chooses which replay positions to read: positions without a known hash pass; a slot
+  without consumer, without permits or draining elsewhere is skipped, and since 4.0.3 (apache/pulsar#23874) so
+  is every later position of a slot skipped earlier in the same pass;
+* **R4** at send time ``addPendingAckIfAllowed`` refuses an entry whose slot drains at another consumer;
+* **look-ahead**: normal reads stop while the replay queue holds ``effectiveLookAheadLimit`` entries and read at
+  most ``limit - replay size``; a round that sent nothing while a consumer with permits was blocked by hash, or
+  had no entry at all for some consumer with permits, skips the next replay read once to read ahead.
+
+Consumer joins register draining hashes for the pending entries of the slots other consumers lost; a leaving
+consumer's pending entries return to the replay queue *with* their slots (R1 keeps their order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from reference_model.keyshared.consumer import DispatchConsumer
+from reference_model.keyshared.dispatcher import KeySharedDispatcher, ReadType
+from reference_model.keyshared.draining import DrainingHashesTracker
+from reference_model.keyshared.ranges import RangeSet
+from reference_model.keyshared.settings import effective_lookahead_limit
+from reference_model.selectors import AssignmentSnapshot, ConsumerRef, ImpactedRanges, diff_ranges
+from reference_model.storage.entry import Entry
+from reference_model.storage.position import Position
+from reference_model.versions import PIP_379_REPLAY_FILTER_FIX, Fix
+
+__all__ = ["DRAINING_REASSIGNMENT_FIX", "Pip379Dispatcher"]
+
+#: A hash that comes back to the consumer it drains at releases that consumer's references at once (the "ADD"
+#: operation of ``registerDrainingHashes``). Without it the entry keeps its references until a dispatch clears
+#: it lazily, and a later move of the hash adds the same pending entries again: the reference count never
+#: returns to 0 and the hash stays blocked (apache/pulsar#23845). Release lines inferred from the PR's timing
+#: (merged 2025-09 with the first attempt aimed at branch-4.0, like #24730): to be confirmed.
+DRAINING_REASSIGNMENT_FIX = Fix(
+    "draining refcount released when a hash returns", "apache/pulsar#24736", ("4.0.7", "4.1.1")
+)
+
+
+class Pip379Dispatcher(KeySharedDispatcher):
+    """Pulsar 4.0's ``PersistentStickyKeyDispatcherMultipleConsumers``."""
+
+    implementation = "pip379"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.draining_required = not self.policy.is_sticky and not self.allow_out_of_order
+        self.tracker: DrainingHashesTracker[DispatchConsumer] | None = (
+            DrainingHashesTracker(self._hash_unblocked) if self.draining_required else None
+        )
+        self.skip_next_replay = False
+        self._lookahead = (-1, 0)
+        self.replay_filter_fix = self.version.has(PIP_379_REPLAY_FILTER_FIX)
+        self.reassignment_fix = self.version.has(DRAINING_REASSIGNMENT_FIX)
+        self._assignments: AssignmentSnapshot | None = (
+            self.selector.snapshot() if self.draining_required and self.reassignment_fix else None
+        )
+
+    # -- membership ----------------------------------------------------------------------------------------
+    def _hash_unblocked(self, slot: int) -> None:
+        self.schedule_read(self.settings.unblocking_interval_ms)
+
+    def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
+        if self.tracker is not None:
+            gained = self._gained_ranges()
+            if impacted is not None:
+                self._register_draining(consumer, impacted)
+            self._release_returned(consumer, gained)
+
+    def _gained_ranges(self) -> dict[ConsumerRef, list[tuple[int, int]]]:
+        """Ranges each consumer gained in the last membership change (``diffRanges`` "after" side)."""
+        before = self._assignments
+        if before is None:
+            return {}
+        after = self._assignments = self.selector.snapshot()
+        gained: dict[ConsumerRef, list[tuple[int, int]]] = {}
+        for hash_range, was, now in diff_ranges(before, after):
+            if now is not None and now != was:
+                gained.setdefault(now, []).append(hash_range)
+        return gained
+
+    def _release_returned(self, skip: DispatchConsumer, gained: dict[ConsumerRef, list[tuple[int, int]]]) -> None:
+        """apache/pulsar#24736: a consumer that gets back a hash draining at itself drops its references."""
+        tracker = self.tracker
+        assert tracker is not None
+        for ref, ranges in gained.items():
+            consumer = self.consumers.get(ref.consumer_id)
+            if consumer is None or consumer is skip or not len(consumer.pending):
+                continue
+            returned = RangeSet(ranges)
+            for _position, _batch, slot in consumer.pending:
+                if slot and slot in returned:
+                    entry = tracker.get_entry(slot)
+                    if entry is not None and entry.consumer is consumer:
+                        tracker.reduce_ref_count(consumer, slot, closing=False)
+
+    def _register_draining(self, skip: DispatchConsumer, impacted: ImpactedRanges) -> None:
+        """``registerDrainingHashes``: pending entries of lost slots drain at the consumer that holds them."""
+        tracker = self.tracker
+        assert tracker is not None
+        for ref, lost in impacted.items():
+            consumer = self.consumers.get(ref.consumer_id)
+            if consumer is None or consumer is skip or not lost or not len(consumer.pending):
+                continue
+            lost_slots = RangeSet(lost)
+            for _position, _batch, slot in consumer.pending:
+                if slot and slot in lost_slots:
+                    tracker.add_entry(consumer, slot)
+
+    def _release_pending(self, consumer: DispatchConsumer) -> None:
+        tracker = self.tracker
+        if tracker is not None:
+            tracker.start_batch()
+        try:
+            for position, _batch, slot in consumer.pending.drain(close=True):
+                if self._add_to_replay(position, slot or None):
+                    self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+                if tracker is not None:
+                    tracker.reduce_ref_count(consumer, slot, closing=True)
+        finally:
+            if tracker is not None:
+                tracker.end_batch()
+
+    def _after_remove(self, consumer: DispatchConsumer, impacted: Any) -> None:
+        if self.tracker is not None:
+            gained = self._gained_ranges()
+            if impacted is not None:
+                self._register_draining(consumer, impacted)
+            self._release_returned(consumer, gained)
+            self.tracker.consumer_removed(consumer)
+
+    def _after_last_removed(self, consumer: DispatchConsumer) -> None:
+        if self.tracker is not None:
+            self.tracker.clear()
+        if self._assignments is not None:
+            self._assignments = self.selector.snapshot()
+        self.skip_next_replay = False
+
+    def _pending_removed(self, consumer: DispatchConsumer, slot: int, *, closing: bool) -> None:
+        if self.tracker is not None:
+            self.tracker.reduce_ref_count(consumer, slot, closing=closing)
+
+    # -- permits and limits --------------------------------------------------------------------------------
+    def available_permits(self, consumer: DispatchConsumer) -> int:
+        """``getAvailablePermits``: 0 while closing; else permits, capped by the room left under max-unacked
+        (estimated in entries with the consumer's average messages per entry)."""
+        if not consumer.active:
+            return 0
+        permits = max(consumer.permits, 0)
+        max_unacked = consumer.max_unacked_messages
+        if permits > 0 and max_unacked > 0:
+            room = max(max_unacked - consumer.unacked_messages, 0)
+            if room == 0:
+                return 0
+            avg = max(consumer.avg_messages_per_entry, 1)
+            return min(permits, (room + avg - 1) // avg)
+        return permits
+
+    def lookahead_limit(self) -> int:
+        """``getEffectiveLookAheadLimit`` for the current number of consumers (cached per count)."""
+        n = len(self.consumers)
+        cached = self._lookahead
+        if cached[0] != n:
+            cached = self._lookahead = (n, effective_lookahead_limit(self.settings, n))
+        return cached[1]
+
+    def _max_entries_read_limit(self) -> int:
+        return max(self.lookahead_limit() - len(self.replay), 1)
+
+    def _normal_read_allowed(self) -> bool:
+        """``isNormalReadAllowed``: replay queue under the look-ahead limit and a consumer with permits."""
+        if len(self.replay) >= self.lookahead_limit():
+            return False
+        return any(not c.blocked_on_unacked and self.available_permits(c) > 0 for c in self.consumers.values())
+
+    # -- replay filter (R3) --------------------------------------------------------------------------------
+    def _replay_candidates(self, max_positions: int) -> list[Position]:
+        if self.skip_next_replay:
+            self.skip_next_replay = False
+            return []
+        if not self.replay:
+            return []
+        if self.allow_out_of_order:
+            return self.replay.select(max_positions)
+        return self.replay.select(max_positions, self._make_replay_filter())
+
+    def _make_replay_filter(self) -> Callable[[Position, int | None], bool]:
+        """A stateful ``ReplayPositionFilter`` for one pass."""
+        permits: dict[DispatchConsumer, int] = {}
+        blocked: set[int] = set()
+        fix = self.replay_filter_fix
+        tracker = self.tracker
+
+        def accept(position: Position, slot: int | None) -> bool:
+            try:
+                if slot is None:
+                    return True  # no hash known: filtered at dispatch time
+                if fix and slot in blocked:
+                    return False
+                consumer = self.select(slot)
+                if consumer is None:
+                    blocked.add(slot)
+                    return False
+                left = permits.get(consumer)
+                if left is None:
+                    left = permits[consumer] = self.available_permits(consumer)
+                if left <= 0:
+                    blocked.add(slot)
+                    return False
+                if tracker is not None and tracker.should_block(consumer, slot):
+                    blocked.add(slot)
+                    return False
+                permits[consumer] = left - 1
+                return True
+            finally:
+                if self._filter_interleave is not None:
+                    self._filter_step_done(position)
+
+        return accept
+
+    # -- dispatch ------------------------------------------------------------------------------------------
+    def _send_entries(self, read_type: ReadType, entries: list[Entry]) -> int:
+        """``trySendMessagesToConsumers`` with ``filterAndGroupEntriesForDispatching``."""
+        replay = self.replay
+        tracker = self.tracker
+        normal = read_type is ReadType.NORMAL
+        lookahead_allowed = len(replay) < self.lookahead_limit()
+        permits: dict[DispatchConsumer, int] = {}
+        grouped: dict[DispatchConsumer, list[tuple[Entry, int]]] = {}
+        blocked_slots: set[int] = set()
+        blocked_by_hash: list[DispatchConsumer] = []
+        targeted: set[DispatchConsumer] = set()
+        selector_select = self.selector.select
+        consumers = self.consumers
+        slot_of = self.slot_of
+        for entry in entries:
+            slot = slot_of(entry)
+            consumer: DispatchConsumer | None = None
+            dispatch = False
+            hash_blocked = False
+            if slot not in blocked_slots:
+                ref = selector_select(slot)
+                consumer = consumers.get(ref.consumer_id) if ref is not None else None
+                if consumer is not None:
+                    if lookahead_allowed:
+                        targeted.add(consumer)
+                    left = permits.get(consumer)
+                    if left is None:
+                        left = permits[consumer] = self.available_permits(consumer)
+                    if left > 0:
+                        if (normal and replay.contains_slot(slot)) or (
+                            tracker is not None and tracker.should_block(consumer, slot)
+                        ):
+                            hash_blocked = lookahead_allowed and normal
+                        else:
+                            permits[consumer] = left - 1
+                            dispatch = True
+            if dispatch:
+                assert consumer is not None
+                group = grouped.get(consumer)
+                if group is None:
+                    group = grouped[consumer] = []
+                group.append((entry, slot))
+            else:
+                blocked_slots.add(slot)
+                if hash_blocked:
+                    assert consumer is not None
+                    blocked_by_hash.append(consumer)
+                self._add_to_replay(entry.position, slot)
+
+        trigger = False
+        if lookahead_allowed and not grouped:
+            if normal:
+                trigger = any(permits.get(c, 0) > 0 for c in blocked_by_hash)
+            if not trigger:
+                trigger = any(c not in targeted and self.available_permits(c) > 0 for c in self.consumers.values())
+
+        sent = 0
+        for consumer, items in grouped.items():
+            for entry, slot in items:
+                if not normal:
+                    replay.remove(entry.position)
+                if self._send(consumer, entry, slot):
+                    sent += 1
+        if trigger:
+            if not self.skip_next_replay:
+                self._lookahead_triggered = True
+            self.skip_next_replay = True
+        return sent
+
+    def _add_pending_if_allowed(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:
+        """R4 (``handleAddingPendingAck``): refuse a slot that drains at another consumer."""
+        tracker = self.tracker
+        if tracker is not None:
+            draining = tracker.get_entry(slot)
+            if draining is not None and draining.consumer is not consumer:
+                return False
+        return consumer.pending.add_if_allowed(entry.position, entry.batch_size, slot)
+
+    # -- stats ---------------------------------------------------------------------------------------------
+    def consumer_stats(self, consumer: DispatchConsumer) -> dict[str, Any]:
+        if self.tracker is not None:
+            return self.tracker.consumer_stats(consumer)
+        return {
+            "drainingHashesCount": 0,
+            "drainingHashesClearedTotal": 0,
+            "drainingHashesUnackedMessages": 0,
+            "drainingHashes": [],
+        }
+
+    def subscription_stats(self) -> dict[str, Any]:
+        count = cleared = unacked = 0
+        for consumer in self.consumers.values():
+            stats = self.consumer_stats(consumer)
+            count += stats["drainingHashesCount"]
+            cleared += stats["drainingHashesClearedTotal"]
+            unacked += stats["drainingHashesUnackedMessages"]
+        return {
+            "drainingHashesCount": count,
+            "drainingHashesClearedTotal": cleared,
+            "drainingHashesUnackedMessages": unacked,
+        }

@@ -1,0 +1,155 @@
+"""A subscription's cursor: read position, mark-delete position and the individually deleted entries above it.
+
+Follows ``ManagedCursorImpl``. The mark-delete position is the highest position up to which *every* entry is
+acknowledged; acknowledgements above it are kept as "individually deleted" positions (the ack holes between
+them are ``nonContiguousDeletedMessagesRanges`` in the stats). The read position is where the next normal read
+starts; ``rewind`` moves it back to just after the mark-delete position. All of this survives a broker restart
+(Pulsar persists the mark-delete position and the individually deleted ranges in the cursor ledger).
+"""
+
+from __future__ import annotations
+
+from reference_model.storage.entry import Entry
+from reference_model.storage.position import Position, format_position
+from reference_model.storage.topic_log import TopicLog
+
+__all__ = ["ManagedCursor"]
+
+
+class ManagedCursor:
+    """Positions of one subscription in one :class:`TopicLog`."""
+
+    __slots__ = ("_deleted", "log", "mark_delete_position", "name", "read_position")
+
+    def __init__(self, log: TopicLog, name: str, mark_delete_position: Position) -> None:
+        self.log = log
+        self.name = name
+        self.mark_delete_position = mark_delete_position
+        self.read_position = log.next_valid_position(mark_delete_position)
+        self._deleted: set[Position] = set()
+
+    # -- acknowledgement -----------------------------------------------------------------------------------
+    def is_deleted(self, position: tuple[int, int]) -> bool:
+        """Whether ``position`` is acknowledged (at or below mark-delete, or individually deleted)."""
+        return position <= self.mark_delete_position or position in self._deleted
+
+    def delete(self, position: Position) -> bool:
+        """Individually acknowledge one entry; return whether the mark-delete position advanced."""
+        if position <= self.mark_delete_position or position in self._deleted or position not in self.log._index:
+            return False
+        self._deleted.add(position)
+        return self._advance_mark_delete()
+
+    def mark_delete(self, position: Position) -> bool:
+        """Cumulatively acknowledge everything up to ``position``; return whether mark-delete advanced."""
+        if position <= self.mark_delete_position:
+            return False
+        self.mark_delete_position = position
+        if self._deleted:
+            self._deleted = {p for p in self._deleted if p > position}
+        self._advance_mark_delete()
+        return True
+
+    def _advance_mark_delete(self) -> bool:
+        moved = False
+        log = self.log
+        deleted = self._deleted
+        positions = log._positions
+        i = log.index_after(self.mark_delete_position)
+        n = len(positions)
+        while i < n and positions[i] in deleted:
+            deleted.discard(positions[i])
+            self.mark_delete_position = positions[i]
+            moved = True
+            i += 1
+        if moved or self.read_position <= self.mark_delete_position:
+            first_unacked = log.next_valid_position(self.mark_delete_position)
+            if self.read_position < first_unacked:
+                self.read_position = first_unacked
+        return moved
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def rewind(self) -> None:
+        """Move the read position back to the first unacknowledged entry (``ManagedCursorImpl.rewind``)."""
+        self.read_position = self.log.next_valid_position(self.mark_delete_position)
+
+    def seek(self, read_position: Position) -> None:
+        self.read_position = read_position
+
+    def has_more_entries(self) -> bool:
+        last = self.log.last_position
+        return last is not None and self.read_position <= last
+
+    def read_entries(self, max_entries: int) -> list[Entry]:
+        """A normal read: up to ``max_entries`` unacknowledged entries from the read position, which moves past them.
+
+        Individually deleted entries are skipped, as ``asyncReadEntriesWithSkip`` does after a rewind.
+        """
+        out: list[Entry] = []
+        log = self.log
+        i = start = log.index_at_or_after(self.read_position)
+        n = len(log)
+        deleted = self._deleted
+        md = self.mark_delete_position
+        entries = log._entries
+        while i < n and len(out) < max_entries:
+            entry = entries[i]
+            i += 1
+            pos = entry.position
+            if pos <= md or pos in deleted:
+                continue
+            out.append(entry)
+        if i > start:
+            self.read_position = log.next_valid_position(entries[i - 1].position)
+        return out
+
+    # -- numbers the stats print ---------------------------------------------------------------------------
+    @property
+    def individually_deleted(self) -> frozenset[Position]:
+        return frozenset(self._deleted)
+
+    def backlog(self) -> int:
+        """Entries not yet acknowledged (``msgBacklog`` counts entries for non-batched topics)."""
+        return self.log.count_after(self.mark_delete_position) - len(self._deleted)
+
+    def backlog_messages(self) -> int:
+        """Messages not yet acknowledged, counting each message of a batch."""
+        return sum(
+            e.batch_size for e in self.log.entries_after(self.mark_delete_position) if e.position not in self._deleted
+        )
+
+    def entries_since_first_not_acked(self) -> int:
+        """``getNumberOfEntriesSinceFirstNotAckedMessage``: entries ``p`` with ``mark-delete < p <= read``."""
+        return self.log.count_between(self.mark_delete_position, self.read_position)
+
+    def deleted_ranges(self) -> list[tuple[Position, Position]]:
+        """The individually deleted entries as open-closed ranges ``(before_first, last]``, as Pulsar prints them."""
+        if not self._deleted:
+            return []
+        log = self.log
+        ranges: list[tuple[Position, Position]] = []
+        start_prev: Position | None = None
+        prev_index = -2
+        last: Position | None = None
+        for pos in sorted(self._deleted):
+            idx = log.index_at_or_after(pos)
+            if idx != prev_index + 1 or last is None or start_prev is None:
+                if last is not None and start_prev is not None:
+                    ranges.append((start_prev, last))
+                start_prev = log._positions[idx - 1] if idx > 0 else Position(pos[0], pos[1] - 1)
+            last = pos
+            prev_index = idx
+        if last is not None and start_prev is not None:
+            ranges.append((start_prev, last))
+        return ranges
+
+    def format_deleted_ranges(self) -> str:
+        """``individuallyDeletedMessages`` of the internal stats, e.g. ``"[(3:4..3:6], (3:8..3:9]]"``."""
+        body = ", ".join(f"({format_position(a)}..{format_position(b)}]" for a, b in self.deleted_ranges())
+        return f"[{body}]"
+
+    def __repr__(self) -> str:
+        return (
+            f"ManagedCursor({self.name!r}, markDelete={self.mark_delete_position},"
+            f" read={self.read_position}, deleted={len(self._deleted)})"
+        )

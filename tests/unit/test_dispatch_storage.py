@@ -1,0 +1,193 @@
+"""The topic log, the cursor, pending acks, the replay queue and the look-ahead limit."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference_model.errors import InvalidArgument, ModelStateError
+from reference_model.keyshared import DispatcherSettings, PendingAcks, ReplayQueue, effective_lookahead_limit
+from reference_model.storage import ManagedCursor, MessageMetadata, Position, SingleMessage, TopicLog
+
+
+def _log(n: int, ledger: int = 3) -> TopicLog:
+    log = TopicLog("t", ledger)
+    for i in range(n):
+        log.append(MessageMetadata("p", i), (SingleMessage(b"x", i),), b"k")
+    return log
+
+
+# -- topic log ---------------------------------------------------------------------------------------------
+def test_positions_count_entries_from_zero_within_a_ledger_and_continue_in_a_new_ledger() -> None:
+    log = _log(3)
+    assert [e.position for e in log] == [Position(3, 0), Position(3, 1), Position(3, 2)]
+    log.roll_ledger(7)
+    entry = log.append(MessageMetadata("p", 3), (SingleMessage(b"x", 3),), b"k")
+    assert entry.position == Position(7, 0)
+    assert log.position_after(Position(3, 2)) == Position(7, 0)
+    assert log.next_valid_position(Position(7, 0)) == Position(7, 1)
+    assert log.count_between(Position(3, 0), Position(7, 0)) == 3
+
+
+def test_rolling_to_a_lower_ledger_is_refused() -> None:
+    with pytest.raises(ModelStateError, match="Ledger ids only grow"):
+        _log(1).roll_ledger(2)
+
+
+def test_missing_position_names_the_topic() -> None:
+    with pytest.raises(ModelStateError, match="no entry at position 3:9"):
+        _log(2).get(Position(3, 9))
+
+
+def test_earliest_and_latest() -> None:
+    log = TopicLog("t", 5)
+    assert log.earliest == Position(5, -1) and log.latest == Position(5, -1) and log.last_position is None
+    log.append(MessageMetadata("p", 0), (SingleMessage(b"x", 0),), b"k")
+    assert log.latest == Position(5, 0)
+    assert str(Position(5, 0)) == "5:0"
+
+
+# -- cursor ------------------------------------------------------------------------------------------------
+def test_mark_delete_advances_over_contiguous_acknowledgements_only() -> None:
+    log = _log(5)
+    cursor = ManagedCursor(log, "s", log.earliest)
+    assert cursor.delete(Position(3, 1)) is False
+    assert cursor.delete(Position(3, 2)) is False
+    assert cursor.mark_delete_position == Position(3, -1)
+    assert cursor.deleted_ranges() == [(Position(3, 0), Position(3, 2))]
+    assert cursor.format_deleted_ranges() == "[(3:0..3:2]]"
+    assert cursor.delete(Position(3, 0)) is True
+    assert cursor.mark_delete_position == Position(3, 2)
+    assert cursor.backlog() == 2
+    assert cursor.delete(Position(3, 0)) is False  # already acknowledged
+
+
+def test_read_entries_skips_acknowledged_entries_and_moves_the_read_position() -> None:
+    log = _log(5)
+    cursor = ManagedCursor(log, "s", log.earliest)
+    cursor.delete(Position(3, 1))
+    read = cursor.read_entries(2)
+    assert [e.position for e in read] == [Position(3, 0), Position(3, 2)]
+    assert cursor.read_position == Position(3, 3)
+    assert cursor.entries_since_first_not_acked() == 4  # (mark-delete, read position], read position included
+    cursor.rewind()
+    assert cursor.read_position == Position(3, 0)
+
+
+def test_cumulative_mark_delete_drops_holes_below_and_pulls_the_read_position() -> None:
+    log = _log(6)
+    cursor = ManagedCursor(log, "s", log.earliest)
+    cursor.delete(Position(3, 1))
+    cursor.delete(Position(3, 4))
+    assert cursor.mark_delete(Position(3, 3)) is True
+    assert cursor.mark_delete_position == Position(3, 4)  # 3:4 was already acknowledged
+    assert cursor.individually_deleted == frozenset()
+    assert cursor.read_position == Position(3, 5)
+    assert cursor.mark_delete(Position(3, 2)) is False
+
+
+def test_subscription_at_latest_starts_after_the_last_entry() -> None:
+    log = _log(2)
+    cursor = ManagedCursor(log, "s", log.latest)
+    assert cursor.read_position == Position(3, 2)
+    assert not cursor.has_more_entries()
+    assert cursor.backlog() == 0
+
+
+# -- pending acks ------------------------------------------------------------------------------------------
+def test_pending_acks_count_messages_and_refuse_after_close() -> None:
+    pending = PendingAcks()
+    assert pending.add_if_allowed(Position(1, 2), 3, 77)
+    assert pending.add_if_allowed(Position(1, 1), 1, 5)
+    assert pending.unacked_messages == 4
+    assert list(pending) == [(Position(1, 1), 1, 5), (Position(1, 2), 3, 77)]
+    assert pending.remove(Position(1, 2)) == (3, 77)
+    assert pending.remove(Position(1, 2)) is None
+    assert pending.drain(close=True) == [(Position(1, 1), 1, 5)]
+    assert pending.unacked_messages == 0
+    assert pending.add_if_allowed(Position(1, 3), 1, 5) is False
+
+
+def test_pending_acks_remove_all_up_to() -> None:
+    pending = PendingAcks()
+    for i in range(5):
+        pending.add_if_allowed(Position(1, i), 2, i + 1)
+    gone = pending.remove_all_up_to(Position(1, 2))
+    assert [p for p, _, _ in gone] == [Position(1, 0), Position(1, 1), Position(1, 2)]
+    assert pending.unacked_messages == 4
+
+
+# -- replay queue ------------------------------------------------------------------------------------------
+def test_replay_queue_reads_lowest_first_and_counts_hashes() -> None:
+    replay = ReplayQueue(track_hashes=True)
+    assert replay.add(Position(1, 5), 9)
+    assert replay.add(Position(1, 2), 9)
+    assert replay.add(Position(1, 3), None)
+    assert not replay.add(Position(1, 2), 9)
+    assert list(replay) == [Position(1, 2), Position(1, 3), Position(1, 5)]
+    assert replay.contains_slot(9)
+    assert replay.slot_of(Position(1, 3)) is None
+    replay.remove(Position(1, 2))
+    assert replay.contains_slot(9)
+    replay.remove(Position(1, 5))
+    assert not replay.contains_slot(9)
+    # a hash learned later replaces "unknown"
+    replay.add(Position(1, 3), 4)
+    assert replay.contains_slot(4) and replay.slot_of(Position(1, 3)) == 4
+
+
+def test_replay_queue_without_hash_tracking_never_blocks() -> None:
+    replay = ReplayQueue(track_hashes=False)
+    replay.add(Position(1, 1), 9)
+    assert not replay.contains_slot(9)
+    assert replay.slot_of(Position(1, 1)) is None
+
+
+def test_replay_select_consults_the_filter_in_order_and_stops_at_max() -> None:
+    replay = ReplayQueue(track_hashes=True)
+    for i in range(6):
+        replay.add(Position(1, i), i % 2 + 1)
+    seen: list[Position] = []
+
+    def only_odd_slot(position: Position, slot: int | None) -> bool:
+        seen.append(position)
+        return slot == 2
+
+    assert replay.select(2, only_odd_slot) == [Position(1, 1), Position(1, 3)]
+    assert seen == [Position(1, 0), Position(1, 1), Position(1, 2), Position(1, 3)]
+    assert replay.remove_all_up_to(Position(1, 3)) == 4
+    assert list(replay) == [Position(1, 4), Position(1, 5)]
+
+
+# -- look-ahead limit --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("per_consumer", "per_subscription", "consumers", "expected"),
+    [
+        (2000, 20000, 3, 6000),  # per consumer times consumers
+        (2000, 20000, 20, 20000),  # capped by the subscription limit
+        (0, 50, 3, 50),  # per-consumer term disabled
+        (10, 0, 3, 30),  # subscription cap disabled
+        (0, 0, 3, 150000),  # both off: max-unacked limits (3 x 50000 < 200000)
+    ],
+)
+def test_effective_lookahead_limit(per_consumer: int, per_subscription: int, consumers: int, expected: int) -> None:
+    settings = DispatcherSettings(lookahead_per_consumer=per_consumer, lookahead_per_subscription=per_subscription)
+    assert effective_lookahead_limit(settings, consumers) == expected
+
+
+def test_lookahead_falls_back_to_int_max_when_every_limit_is_off() -> None:
+    settings = DispatcherSettings(
+        lookahead_per_consumer=0,
+        lookahead_per_subscription=0,
+        max_unacked_per_consumer=0,
+        max_unacked_per_subscription=0,
+    )
+    assert effective_lookahead_limit(settings, 2) == 2**31 - 1
+
+
+def test_dispatcher_settings_from_broker_conf_names() -> None:
+    settings = DispatcherSettings.from_broker_conf(
+        {"keySharedUnblockingIntervalMs": 0, "dispatcherMaxReadBatchSize": 7}
+    )
+    assert settings.unblocking_interval_ms == 0 and settings.max_read_batch_size == 7
+    with pytest.raises(InvalidArgument, match="Did you mean 'keySharedUnblockingIntervalMs'"):
+        DispatcherSettings.from_broker_conf({"keySharedUnblockingIntervalMS": 0})
