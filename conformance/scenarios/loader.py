@@ -1,0 +1,511 @@
+"""Read scenarios from TOML or JSON, and validate them before anything runs.
+
+Every problem is reported as one :class:`~conformance.scenarios.model.InvalidScenario` naming the file, the
+place (``step 3 (open)``), the value and what would be accepted, so a CLI can print it as one line with exit
+code 2.  Validation is complete before a broker is touched: a scenario that closes a consumer it never
+opened, or sends sticky ranges in AUTO_SPLIT mode, never starts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from conformance.scenarios.model import (
+    BATCHING_MODES,
+    BEHAVIOURS,
+    HASH_RANGE_MAX,
+    KEY_FIELDS,
+    KEY_ORDERS,
+    KEY_SHARED_MODES,
+    AckHeld,
+    Behaviour,
+    Close,
+    Crash,
+    InvalidScenario,
+    KeySet,
+    NackHeld,
+    Open,
+    Pause,
+    Publish,
+    Redeliver,
+    Resend,
+    RestartBroker,
+    Resume,
+    Scenario,
+    SetBehaviour,
+    Settings,
+    Sleep,
+    Step,
+    SubscriptionSettings,
+    WaitQuiet,
+    WaitReceived,
+)
+from reference_model.errors import did_you_mean
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = ["builtin_scenarios", "load_scenario", "loads_scenario", "parse_scenario"]
+
+STEP_TYPES: dict[str, type] = {
+    cls.do: cls
+    for cls in (
+        Open,
+        Publish,
+        Resend,
+        SetBehaviour,
+        AckHeld,
+        NackHeld,
+        Redeliver,
+        Close,
+        Crash,
+        Pause,
+        Resume,
+        WaitQuiet,
+        WaitReceived,
+        Sleep,
+        RestartBroker,
+    )
+}
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_TOP_LEVEL = ("name", "description", "tags", "subscription", "settings", "steps")
+_BEHAVIOUR_FIELDS = ("behaviour", "delay_ms", "nack_times")
+_STEP_FIELDS: dict[str, tuple[str, ...]] = {
+    "open": (
+        "consumer",
+        *_BEHAVIOUR_FIELDS,
+        "name",
+        "receiver_queue",
+        "mode",
+        "allow_out_of_order_delivery",
+        "ranges",
+        "paused",
+    ),
+    "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order"),
+    "resend": ("producer", "from_seq", "to_seq", "reconnect"),
+    "set_behaviour": ("consumer", *_BEHAVIOUR_FIELDS),
+    "ack_held": ("consumer", "count"),
+    "nack_held": ("consumer", "count"),
+    "redeliver": ("consumer",),
+    "close": ("consumer",),
+    "crash": ("consumer",),
+    "pause": ("consumer",),
+    "resume": ("consumer",),
+    "wait_quiet": ("quiet_ms", "timeout_ms"),
+    "wait_received": ("count", "consumer", "timeout_ms"),
+    "sleep": ("ms",),
+    "restart_broker": ("kill",),
+}
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "open": ("consumer",),
+    "publish": ("count",),
+    "resend": ("producer", "from_seq", "to_seq"),
+    "set_behaviour": ("consumer", "behaviour"),
+    "wait_received": ("count",),
+    "sleep": ("ms",),
+}
+
+
+# --- entry points ---------------------------------------------------------------------------------------
+
+
+def builtin_scenarios() -> dict[str, Scenario]:
+    """Every scenario shipped in ``conformance/scenarios/builtin/``, by name, sorted."""
+    out: dict[str, Scenario] = {}
+    for name in _builtin_names():
+        out[name] = load_scenario(name)
+    return out
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """A built-in scenario by name (``join-while-pending``) or a scenario file (``.toml`` / ``.json``)."""
+    text = str(name_or_path)
+    path = Path(text)
+    if isinstance(name_or_path, Path) or path.suffix in (".toml", ".json") or path.exists():
+        return _load_file(path)
+    builtins = _builtin_names()
+    if text not in builtins:
+        raise InvalidScenario(
+            f"Unknown scenario {text!r}: not a built-in scenario and no such file.{did_you_mean(text, builtins)}"
+            f" Built-in scenarios: {', '.join(builtins)}; or pass a path to a .toml or .json file."
+        )
+    resource = resources.files("conformance.scenarios").joinpath("builtin", f"{text}.toml")
+    return loads_scenario(resource.read_text(encoding="utf-8"), "toml", source=f"builtin scenario {text!r}")
+
+
+def loads_scenario(text: str, fmt: str, *, source: str = "<string>", default_name: str | None = None) -> Scenario:
+    """Parse scenario text in ``fmt`` (``"toml"`` or ``"json"``)."""
+    if fmt == "toml":
+        try:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InvalidScenario(f"{source}: not valid TOML: {exc}.") from None
+    elif fmt == "json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidScenario(f"{source}: not valid JSON: {exc}.") from None
+    else:
+        raise InvalidScenario(f"Expected scenario format 'toml' or 'json' but got fmt={fmt!r}.")
+    return parse_scenario(data, source=source, default_name=default_name)
+
+
+def parse_scenario(data: Any, *, source: str = "<data>", default_name: str | None = None) -> Scenario:
+    """Build and validate a :class:`Scenario` from the decoded file structure (a mapping)."""
+    if not isinstance(data, Mapping):
+        raise InvalidScenario(f"{source}: expected a table/object at the top level but got {_type(data)}.")
+    _check_keys(data, _TOP_LEVEL, f"{source}: top level")
+    name = data.get("name", default_name)
+    if name is None:
+        raise InvalidScenario(f"{source}: missing 'name' (a short identifier such as 'join-while-pending').")
+    name = _name(name, f"{source}: name")
+    where = f"scenario {name!r}" if source.startswith("builtin") else f"{source}"
+    description = _str(data.get("description", ""), f"{where}: description")
+    tags = tuple(_str(t, f"{where}: tags") for t in _list(data.get("tags", []), f"{where}: tags"))
+    subscription = _subscription(data.get("subscription", {}), f"{where}: [subscription]")
+    settings = _settings(data.get("settings", {}), f"{where}: [settings]")
+    raw_steps = _list(data.get("steps"), f"{where}: steps") if "steps" in data else None
+    if not raw_steps:
+        raise InvalidScenario(f'{where}: no steps; add at least one [[steps]] table, e.g. do = "open".')
+    steps = tuple(_step(raw, f"{where}: step {i}") for i, raw in enumerate(raw_steps, start=1))
+    scenario = Scenario(
+        name=name, steps=steps, description=description, subscription=subscription, settings=settings, tags=tags
+    )
+    _check_semantics(scenario, where)
+    return scenario
+
+
+# --- files ----------------------------------------------------------------------------------------------
+
+
+def _builtin_names() -> list[str]:
+    folder = resources.files("conformance.scenarios").joinpath("builtin")
+    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def _load_file(path: Path) -> Scenario:
+    if path.suffix not in (".toml", ".json"):
+        raise InvalidScenario(f"Scenario file {str(path)!r} must end in .toml or .json.")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidScenario(f"Cannot read scenario file {str(path)!r}: {exc.strerror or exc}.") from None
+    except UnicodeDecodeError:
+        raise InvalidScenario(f"Scenario file {str(path)!r} is not UTF-8 text.") from None
+    return loads_scenario(text, path.suffix[1:], source=str(path), default_name=path.stem)
+
+
+# --- sections -------------------------------------------------------------------------------------------
+
+
+def _subscription(raw: Any, where: str) -> SubscriptionSettings:
+    table = _table(raw, where)
+    _check_keys(table, ("name", "mode", "allow_out_of_order_delivery"), where)
+    default = SubscriptionSettings()
+    return SubscriptionSettings(
+        name=_name(table.get("name", default.name), f"{where} name"),
+        mode=_choice(table.get("mode", default.mode), KEY_SHARED_MODES, f"{where} mode", upper=True),
+        allow_out_of_order_delivery=_bool(
+            table.get("allow_out_of_order_delivery", default.allow_out_of_order_delivery),
+            f"{where} allow_out_of_order_delivery",
+        ),
+    )
+
+
+def _settings(raw: Any, where: str) -> Settings:
+    table = _table(raw, where)
+    names = tuple(f.name for f in fields(Settings))
+    _check_keys(table, names, where)
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        if f.name not in table:
+            continue
+        if f.type in ("bool", bool):
+            values[f.name] = _bool(table[f.name], f"{where} {f.name}")
+        else:
+            minimum = 0 if f.name == "payload_bytes" else 1
+            values[f.name] = _int(table[f.name], f"{where} {f.name}", minimum=minimum)
+    return Settings(**values)
+
+
+def _step(raw: Any, where: str) -> Step:
+    table = _table(raw, where)
+    if "do" not in table:
+        raise InvalidScenario(f"{where}: missing 'do' (one of {', '.join(STEP_TYPES)}).")
+    do = table["do"]
+    if not isinstance(do, str) or do not in STEP_TYPES:
+        hint = did_you_mean(do, STEP_TYPES) if isinstance(do, str) else ""
+        raise InvalidScenario(f"{where}: unknown step do={do!r}.{hint} Steps: {', '.join(STEP_TYPES)}.")
+    where = f"{where} ({do})"
+    _check_keys(table, ("do", *_STEP_FIELDS[do]), where)
+    for required in _REQUIRED.get(do, ()):
+        if required not in table:
+            raise InvalidScenario(f"{where}: missing {required!r}.")
+    parse = _STEP_PARSERS[do]
+    return parse(table, where)  # type: ignore[no-any-return]
+
+
+def _behaviour(table: Mapping[str, Any], where: str, default: str = "ack") -> Behaviour:
+    kind = _choice(table.get("behaviour", default), BEHAVIOURS, f"{where} behaviour")
+    delay = _int(table.get("delay_ms", 0), f"{where} delay_ms", minimum=0)
+    nack_times = _int(table.get("nack_times", 1), f"{where} nack_times", minimum=1)
+    if "delay_ms" in table and kind != "ack_after":
+        raise InvalidScenario(f'{where}: delay_ms applies only to behaviour = "ack_after" (got {kind!r}).')
+    if "nack_times" in table and kind != "nack":
+        raise InvalidScenario(f'{where}: nack_times applies only to behaviour = "nack" (got {kind!r}).')
+    return Behaviour(kind=kind, delay_ms=delay, nack_times=nack_times)
+
+
+def _open(t: Mapping[str, Any], where: str) -> Open:
+    ranges: tuple[tuple[int, int], ...] = ()
+    if "ranges" in t:
+        ranges = _ranges(t["ranges"], f"{where} ranges")
+    return Open(
+        consumer=_name(t["consumer"], f"{where} consumer"),
+        behaviour=_behaviour(t, where),
+        name=None if "name" not in t else _name(t["name"], f"{where} name"),
+        receiver_queue=None if "receiver_queue" not in t else _int(t["receiver_queue"], f"{where} receiver_queue"),
+        mode=None if "mode" not in t else _choice(t["mode"], KEY_SHARED_MODES, f"{where} mode", upper=True),
+        allow_out_of_order_delivery=None
+        if "allow_out_of_order_delivery" not in t
+        else _bool(t["allow_out_of_order_delivery"], f"{where} allow_out_of_order_delivery"),
+        ranges=ranges,
+        paused=_bool(t.get("paused", False), f"{where} paused"),
+    )
+
+
+def _publish(t: Mapping[str, Any], where: str) -> Publish:
+    raw_keys = t.get("keys", 10)
+    prefix = _str(t.get("key_prefix", "key-"), f"{where} key_prefix")
+    if isinstance(raw_keys, list):
+        if "key_prefix" in t:
+            raise InvalidScenario(f"{where}: key_prefix applies only when keys is a count, not a list.")
+        names = tuple(_str(k, f"{where} keys") for k in raw_keys)
+        if not names or any(not k for k in names):
+            raise InvalidScenario(f"{where}: keys must be a non-empty list of non-empty strings, got {raw_keys!r}.")
+        if len(set(names)) != len(names):
+            raise InvalidScenario(f"{where}: keys contains duplicates: {raw_keys!r}.")
+        keys = KeySet(names=names)
+    else:
+        keys = KeySet(count=_int(raw_keys, f"{where} keys"), prefix=prefix)
+    return Publish(
+        count=_int(t["count"], f"{where} count"),
+        keys=keys,
+        producer=_name(t.get("producer", "p1"), f"{where} producer"),
+        key_field=_choice(t.get("key_field", "partition_key"), KEY_FIELDS, f"{where} key_field"),
+        batching=_choice(t.get("batching", "none"), BATCHING_MODES, f"{where} batching"),
+        order=_choice(t.get("order", "cycle"), KEY_ORDERS, f"{where} order"),
+    )
+
+
+def _resend(t: Mapping[str, Any], where: str) -> Resend:
+    step = Resend(
+        producer=_name(t["producer"], f"{where} producer"),
+        from_seq=_int(t["from_seq"], f"{where} from_seq"),
+        to_seq=_int(t["to_seq"], f"{where} to_seq"),
+        reconnect=_bool(t.get("reconnect", True), f"{where} reconnect"),
+    )
+    if step.to_seq < step.from_seq:
+        raise InvalidScenario(f"{where}: to_seq={step.to_seq} is below from_seq={step.from_seq}.")
+    return step
+
+
+def _consumer_step(cls: type) -> Callable[[Mapping[str, Any], str], Any]:
+    def parse(t: Mapping[str, Any], where: str) -> Any:
+        return cls(consumer=_name(t.get("consumer"), f"{where} consumer"))
+
+    return parse
+
+
+def _held_step(cls: type) -> Callable[[Mapping[str, Any], str], Any]:
+    def parse(t: Mapping[str, Any], where: str) -> Any:
+        count = None if "count" not in t else _int(t["count"], f"{where} count")
+        return cls(consumer=_name(t.get("consumer"), f"{where} consumer"), count=count)
+
+    return parse
+
+
+_STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
+    "open": _open,
+    "publish": _publish,
+    "resend": _resend,
+    "set_behaviour": lambda t, w: SetBehaviour(
+        consumer=_name(t["consumer"], f"{w} consumer"), behaviour=_behaviour(t, w)
+    ),
+    "ack_held": _held_step(AckHeld),
+    "nack_held": _held_step(NackHeld),
+    "redeliver": _consumer_step(Redeliver),
+    "close": _consumer_step(Close),
+    "crash": _consumer_step(Crash),
+    "pause": _consumer_step(Pause),
+    "resume": _consumer_step(Resume),
+    "wait_quiet": lambda t, w: WaitQuiet(
+        quiet_ms=None if "quiet_ms" not in t else _int(t["quiet_ms"], f"{w} quiet_ms"),
+        timeout_ms=None if "timeout_ms" not in t else _int(t["timeout_ms"], f"{w} timeout_ms"),
+    ),
+    "wait_received": lambda t, w: WaitReceived(
+        count=_int(t["count"], f"{w} count"),
+        consumer=None if "consumer" not in t else _name(t["consumer"], f"{w} consumer"),
+        timeout_ms=None if "timeout_ms" not in t else _int(t["timeout_ms"], f"{w} timeout_ms"),
+    ),
+    "sleep": lambda t, w: Sleep(ms=_int(t["ms"], f"{w} ms", minimum=0)),
+    "restart_broker": lambda t, w: RestartBroker(kill=_bool(t.get("kill", False), f"{w} kill")),
+}
+
+
+# --- whole-scenario checks ------------------------------------------------------------------------------
+
+
+def _check_semantics(scenario: Scenario, where: str) -> None:
+    """Consumer lifecycles, sticky ranges against modes, and resends against what was published."""
+    open_now: dict[str, bool] = {}  # handle -> paused
+    opened_ever: set[str] = set()
+    published: dict[str, int] = {}  # producer -> highest sequence id sent
+    sub = scenario.subscription
+    for index, step in enumerate(scenario.steps, start=1):
+        at = f"{where}: step {index} ({step.do})"
+        if isinstance(step, Open):
+            if step.consumer in open_now:
+                raise InvalidScenario(
+                    f"{at}: consumer {step.consumer!r} is already open; close or crash it before opening it again."
+                )
+            mode = step.mode or sub.mode
+            if mode == "STICKY" and not step.ranges:
+                raise InvalidScenario(
+                    f"{at}: consumer {step.consumer!r} joins in STICKY mode and needs ranges,"
+                    f" e.g. ranges = [[0, 32767]]."
+                )
+            if mode == "AUTO_SPLIT" and step.ranges:
+                raise InvalidScenario(
+                    f"{at}: ranges are sent only in STICKY mode, but consumer {step.consumer!r} joins in AUTO_SPLIT;"
+                    f' set mode = "STICKY" (on the step or in [subscription]) or drop ranges.'
+                )
+            open_now[step.consumer] = step.paused
+            opened_ever.add(step.consumer)
+        elif isinstance(step, Publish):
+            published[step.producer] = published.get(step.producer, 0) + step.count
+        elif isinstance(step, Resend):
+            sent = published.get(step.producer, 0)
+            if sent == 0:
+                raise InvalidScenario(f"{at}: producer {step.producer!r} has published nothing to resend.")
+            if step.to_seq > sent:
+                raise InvalidScenario(
+                    f"{at}: producer {step.producer!r} has sent sequence ids 1..{sent}; to_seq={step.to_seq} is beyond."
+                )
+        elif isinstance(step, WaitReceived):
+            if step.consumer is not None and step.consumer not in opened_ever:
+                raise InvalidScenario(f"{at}: consumer {step.consumer!r} is never opened before this step.")
+        elif hasattr(step, "consumer"):
+            consumer = step.consumer
+            if consumer not in open_now:
+                state = "was closed or crashed" if consumer in opened_ever else "was never opened"
+                known = sorted(open_now)
+                raise InvalidScenario(
+                    f"{at}: consumer {consumer!r} {state}.{did_you_mean(consumer, known)}"
+                    f" Open consumers here: {', '.join(known) or 'none'}."
+                )
+            if isinstance(step, (Close, Crash)):
+                del open_now[consumer]
+            elif isinstance(step, Pause):
+                open_now[consumer] = True
+            elif isinstance(step, Resume):
+                open_now[consumer] = False
+
+
+# --- value checkers -------------------------------------------------------------------------------------
+
+
+def _type(value: object) -> str:
+    return f"{value!r} (type={type(value).__name__})"
+
+
+def _table(raw: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise InvalidScenario(f"{where}: expected a table/object but got {_type(raw)}.")
+    return raw
+
+
+def _list(raw: Any, where: str) -> Sequence[Any]:
+    if not isinstance(raw, list):
+        raise InvalidScenario(f"{where}: expected a list but got {_type(raw)}.")
+    return raw
+
+
+def _check_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise InvalidScenario(
+                f"{where}: unknown field {key!r}.{did_you_mean(str(key), allowed)} Allowed: {', '.join(allowed)}."
+            )
+
+
+def _int(value: Any, where: str, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidScenario(f"{where}: expected an integer but got {_type(value)}.")
+    if value < minimum:
+        raise InvalidScenario(f"{where}: expected an integer >= {minimum} but got {value}.")
+    return value
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidScenario(f"{where}: expected true or false but got {_type(value)}.")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidScenario(f"{where}: expected a string but got {_type(value)}.")
+    return value
+
+
+def _name(value: Any, where: str) -> str:
+    text = _str(value, where)
+    if not _NAME_RE.match(text):
+        raise InvalidScenario(
+            f"{where}: {text!r} is not a usable name; use letters, digits, '-', '_' and '.', starting with a"
+            f" letter or digit."
+        )
+    return text
+
+
+def _choice(value: Any, choices: Sequence[str], where: str, *, upper: bool = False) -> str:
+    text = _str(value, where)
+    if upper:
+        text = text.upper().replace("-", "_")
+    if text not in choices:
+        raise InvalidScenario(f"{where}: {value!r} is not one of {', '.join(choices)}.{did_you_mean(text, choices)}")
+    return text
+
+
+def _ranges(raw: Any, where: str) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for item in _list(raw, where):
+        if not (isinstance(item, list) and len(item) == 2):
+            raise InvalidScenario(f"{where}: each range is a pair [start, end], got {_type(item)}.")
+        start = _int(item[0], f"{where} start", minimum=0)
+        end = _int(item[1], f"{where} end", minimum=0)
+        if end > HASH_RANGE_MAX or start > end:
+            raise InvalidScenario(
+                f"{where}: range [{start}, {end}] must satisfy 0 <= start <= end <= {HASH_RANGE_MAX}."
+            )
+        out.append((start, end))
+    if not out:
+        raise InvalidScenario(f"{where}: empty; give at least one [start, end] pair.")
+    ordered = sorted(out)
+    for (s1, e1), (s2, e2) in itertools.pairwise(ordered):
+        if s2 <= e1:
+            raise InvalidScenario(
+                f"{where}: ranges [{s1}, {e1}] and [{s2}, {e2}] of one consumer overlap (the client refuses this)."
+            )
+    return tuple(out)

@@ -1,0 +1,340 @@
+"""A scenario as plain data: the subscription, the run settings and the steps of a workload.
+
+A scenario says *what* the clients do, never *how* a target does it: the same value runs against the
+embedded pulsar-lite broker, any broker by URL, Apache Pulsar in a container and the in-process model.
+The driver (:mod:`pytest_keyshared.driver`) applies it; the trace it records is what the checkers judge.
+
+Everything here is frozen and compares by value, so a scenario loaded from a file, written back and loaded
+again is equal to the original (the plugin stores shrunk generated scenarios this way).  The file format is
+specified in ``docs/scenarios.md``; :mod:`conformance.scenarios.loader` validates it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import ClassVar, Union
+
+from reference_model.errors import InvalidArgument
+
+__all__ = [
+    "BATCHING_MODES",
+    "BEHAVIOURS",
+    "HASH_RANGE_MAX",
+    "KEY_FIELDS",
+    "KEY_ORDERS",
+    "KEY_SHARED_MODES",
+    "AckHeld",
+    "Behaviour",
+    "Close",
+    "Crash",
+    "InvalidScenario",
+    "KeySet",
+    "NackHeld",
+    "Open",
+    "Pause",
+    "Publish",
+    "Redeliver",
+    "Resend",
+    "RestartBroker",
+    "Resume",
+    "Scenario",
+    "SetBehaviour",
+    "Settings",
+    "Sleep",
+    "Step",
+    "SubscriptionSettings",
+    "WaitQuiet",
+    "WaitReceived",
+]
+
+#: Largest sticky hash; sticky ranges are inclusive ``[start, end]`` pairs within ``[0, HASH_RANGE_MAX]``.
+HASH_RANGE_MAX = 65535
+KEY_SHARED_MODES: tuple[str, ...] = ("AUTO_SPLIT", "STICKY")
+#: What a consumer does with each message it receives (see :class:`Behaviour`).
+BEHAVIOURS: tuple[str, ...] = ("ack", "ack_after", "hold", "nack")
+#: Which message field carries a publish step's key.  ``both`` sets the ordering key to the key and the
+#: partition key to ``"pk-" + key`` (Pulsar routes by the ordering key); ``none`` sends keyless messages,
+#: whose sticky key is Pulsar 4.0's ``producerName-sequenceId`` fallback.
+KEY_FIELDS: tuple[str, ...] = ("partition_key", "ordering_key", "both", "none")
+#: ``none``: one message per send; ``key_based``: Pulsar's KeyBasedBatchContainer (what Key_Shared producers
+#: should use); ``default``: the default container, which routes a whole batch by its first message's key.
+BATCHING_MODES: tuple[str, ...] = ("none", "key_based", "default")
+#: ``cycle``: message i carries key i mod |keys|; ``shuffle``: the same multiset, shuffled with the run's seed.
+KEY_ORDERS: tuple[str, ...] = ("cycle", "shuffle")
+
+
+class InvalidScenario(InvalidArgument):
+    """A scenario file or value is not acceptable; the message names the place, the value and what would work."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionSettings:
+    """The one Key_Shared subscription a scenario's consumers join (each ``open`` may override the policy)."""
+
+    name: str = "ks-sub"
+    mode: str = "AUTO_SPLIT"  #: ``AUTO_SPLIT`` or ``STICKY``
+    allow_out_of_order_delivery: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Run settings.  Times are milliseconds; every wait the driver makes is bounded by one of them."""
+
+    receiver_queue: int = 1000  #: default ``receiver_queue_size`` of consumers
+    nack_delay_ms: int = 200  #: ``negative_ack_redelivery_delay_ms`` (Pulsar's default, 60 s, is too slow for tests)
+    deduplication: bool = False  #: ask the target to enable producer deduplication on the run's topic
+    drain: bool = True  #: end with the drain phase (every open consumer receives and acks until quiet)
+    drain_timeout_ms: int = 15_000  #: bound on the drain phase
+    quiet_ms: int = 600  #: no receive for this long counts as quiet (``wait_quiet``; the drain once all is acked)
+    drain_quiet_ms: int = 2_000  #: the drain gives up this long after the last receive while messages are missing
+    step_timeout_ms: int = 10_000  #: bound on each step that waits (open, close, publish, wait_received)
+    send_timeout_ms: int = 5_000  #: a send not confirmed within this is recorded as ``info``
+    payload_bytes: int = 16  #: size of each message body (a uid property identifies the message)
+
+
+@dataclass(frozen=True, slots=True)
+class Behaviour:
+    """What a consumer does with each message it receives.
+
+    ``ack``: acknowledge at once.  ``ack_after``: acknowledge ``delay_ms`` after receiving.  ``hold``: keep it
+    unacknowledged (until an ``ack_held`` step, a behaviour change or the drain).  ``nack``: negatively
+    acknowledge it while its redelivery count is below ``nack_times``, then acknowledge the redelivery.
+    """
+
+    kind: str = "ack"
+    delay_ms: int = 0  #: ``ack_after`` only
+    nack_times: int = 1  #: ``nack`` only
+
+    def __post_init__(self) -> None:
+        if self.kind not in BEHAVIOURS:
+            raise InvalidScenario(f"Expected a behaviour in {', '.join(BEHAVIOURS)} but got {self.kind!r}.")
+        if self.delay_ms < 0 or self.nack_times < 1:
+            raise InvalidScenario(
+                f"Behaviour {self.kind!r} needs delay_ms >= 0 and nack_times >= 1,"
+                f" got delay_ms={self.delay_ms}, nack_times={self.nack_times}."
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class KeySet:
+    """The keys of a publish step: ``count`` generated keys ``prefix00..``, or an explicit list ``names``."""
+
+    count: int = 0
+    prefix: str = "key-"
+    names: tuple[str, ...] = ()
+
+    def keys(self) -> tuple[str, ...]:
+        if self.names:
+            return self.names
+        width = max(2, len(str(self.count - 1)))
+        return tuple(f"{self.prefix}{i:0{width}d}" for i in range(self.count))
+
+
+# --- steps ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """Subscribe consumer ``consumer`` (a handle name; may be reopened after ``close``/``crash``)."""
+
+    do: ClassVar[str] = "open"
+    consumer: str
+    behaviour: Behaviour = field(default_factory=Behaviour)
+    name: str | None = None  #: consumer name sent to the broker; defaults to the handle name
+    receiver_queue: int | None = None  #: overrides ``settings.receiver_queue``
+    mode: str | None = None  #: overrides the subscription's key_shared mode for this consumer
+    allow_out_of_order_delivery: bool | None = None  #: overrides the subscription's flag for this consumer
+    ranges: tuple[tuple[int, int], ...] = ()  #: sticky ranges (STICKY mode only)
+    paused: bool = False  #: start paused: subscribed, but the application does not receive yet
+
+    def broker_name(self) -> str:
+        return self.name if self.name is not None else self.consumer
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Publish ``count`` messages over a key set and wait until every send completed (bounded)."""
+
+    do: ClassVar[str] = "publish"
+    count: int
+    keys: KeySet = field(default_factory=lambda: KeySet(count=10))
+    producer: str = "p1"
+    key_field: str = "partition_key"
+    batching: str = "none"
+    order: str = "cycle"
+
+    def message_keys(self, rng: random.Random) -> list[str]:
+        """The key of each message, in send order (``rng`` is used only for ``order = "shuffle"``)."""
+        keys = self.keys.keys()
+        out = [keys[i % len(keys)] for i in range(self.count)]
+        if self.order == "shuffle":
+            rng.shuffle(out)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Resend:
+    """Send again the messages ``from_seq..to_seq`` (inclusive) of ``producer``, with the same keys and uids.
+
+    With ``reconnect`` the producer is first closed and created again under the same name, as an
+    application does after a failure: the retry deduplication must absorb (``dedup-retry``).
+    """
+
+    do: ClassVar[str] = "resend"
+    producer: str
+    from_seq: int
+    to_seq: int
+    reconnect: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SetBehaviour:
+    do: ClassVar[str] = "set_behaviour"
+    consumer: str
+    behaviour: Behaviour
+
+
+@dataclass(frozen=True, slots=True)
+class AckHeld:
+    """Acknowledge the messages ``consumer`` holds (the oldest ``count`` of them, or all)."""
+
+    do: ClassVar[str] = "ack_held"
+    consumer: str
+    count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NackHeld:
+    """Negatively acknowledge the messages ``consumer`` holds (the oldest ``count`` of them, or all)."""
+
+    do: ClassVar[str] = "nack_held"
+    consumer: str
+    count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """``redeliver_unacknowledged_messages()`` on ``consumer``: its held messages are given up."""
+
+    do: ClassVar[str] = "redeliver"
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    do: ClassVar[str] = "close"
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """Cut ``consumer``'s connection without a close (the client process dies)."""
+
+    do: ClassVar[str] = "crash"
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """The application stops receiving on ``consumer`` (its receiver queue fills; the broker runs out of permits)."""
+
+    do: ClassVar[str] = "pause"
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    do: ClassVar[str] = "resume"
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
+class WaitQuiet:
+    """Wait until no consumer received anything for ``quiet_ms``, at most ``timeout_ms``."""
+
+    do: ClassVar[str] = "wait_quiet"
+    quiet_ms: int | None = None  #: defaults to ``settings.quiet_ms``
+    timeout_ms: int | None = None  #: defaults to ``settings.step_timeout_ms``
+
+
+@dataclass(frozen=True, slots=True)
+class WaitReceived:
+    """Wait until ``consumer`` (or all consumers together) received at least ``count`` messages since the run began."""
+
+    do: ClassVar[str] = "wait_received"
+    count: int
+    consumer: str | None = None
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    do: ClassVar[str] = "sleep"
+    ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RestartBroker:
+    """Stop the broker and start it again on the same storage; clients reconnect by themselves."""
+
+    do: ClassVar[str] = "restart_broker"
+    kill: bool = False  #: SIGKILL instead of a clean stop where the target distinguishes them
+
+
+Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
+    Open,
+    Publish,
+    Resend,
+    SetBehaviour,
+    AckHeld,
+    NackHeld,
+    Redeliver,
+    Close,
+    Crash,
+    Pause,
+    Resume,
+    WaitQuiet,
+    WaitReceived,
+    Sleep,
+    RestartBroker,
+]
+
+#: Capability a target must have for a step (names of :class:`pytest_keyshared.targets.Capabilities`).
+_STEP_CAPABILITY: dict[type, str] = {Crash: "crash_consumer", RestartBroker: "broker_restart"}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A named workload: one subscription, settings, and steps applied in order."""
+
+    name: str
+    steps: tuple[Step, ...]
+    description: str = ""
+    subscription: SubscriptionSettings = field(default_factory=SubscriptionSettings)
+    settings: Settings = field(default_factory=Settings)
+    tags: tuple[str, ...] = ()
+
+    def required_capabilities(self) -> dict[str, str]:
+        """``{capability: why}`` for everything a target must support to run this scenario."""
+        needs: dict[str, str] = {}
+        for index, step in enumerate(self.steps, start=1):
+            capability = _STEP_CAPABILITY.get(type(step))
+            if capability is not None:
+                needs.setdefault(capability, f"step {index} ({step.do})")
+        return needs
+
+    def consumers(self) -> tuple[str, ...]:
+        """Consumer handle names in the order they are first opened."""
+        seen: dict[str, None] = {}
+        for step in self.steps:
+            if isinstance(step, Open):
+                seen.setdefault(step.consumer, None)
+        return tuple(seen)
+
+    def crashed_consumers(self) -> frozenset[str]:
+        """Handles that some step crashes (the driver runs them where a crash can be injected)."""
+        return frozenset(step.consumer for step in self.steps if isinstance(step, Crash))
+
+    def uses_batching(self) -> bool:
+        return any(isinstance(s, Publish) and s.batching != "none" for s in self.steps)

@@ -1,0 +1,162 @@
+"""The live checker in a process of its own, for runs against real brokers.
+
+Python runs one thread at a time.  A checker thread in the driver's process would compete for the
+interpreter with the consumer and producer threads whose timing the trace records, and slow them.  So the
+run's pipeline thread hands this process the trace lines it has just written (the same bytes, encoded
+once); here they are parsed, validated and fed to ``StreamingChecker`` as they arrive, on another core, and
+the verdict goes back at the end.
+
+Wire format.  Parent to child: one JSON line ``{"header": {...}, "profile": NAME | null, "profile_pickle":
+BASE64 | null}``, then the trace's event lines; end of input means "finish".  Child to parent: a 4-byte
+big-endian length and a pickle of ``("verdict", Verdict)`` or ``("error", text)`` (the child is our own
+program, started by us; nothing else writes to these pipes).  Every wait on the child is bounded; when it
+fails, the caller checks the saved trace instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import pickle
+import selectors
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from conformance.trace import TraceHeader
+
+__all__ = ["CheckerProcess", "CheckerProcessError"]
+
+_LEN = struct.Struct(">I")
+
+
+class CheckerProcessError(Exception):
+    """The checker process failed or did not answer in time (the run checks its saved trace instead)."""
+
+
+class CheckerProcess:
+    """Parent side: start the child, stream trace lines to it, collect the verdict."""
+
+    def __init__(self, header: TraceHeader, profile: Any, *, log_path: Path) -> None:
+        with log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_keyshared.driver.checker_process"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._stdin: IO[bytes] = self._proc.stdin
+        self._stdout: IO[bytes] = self._proc.stdout
+        self.failed: str | None = None
+        first = {
+            "header": header.to_dict(),
+            "profile": profile if isinstance(profile, str) else None,
+            "profile_pickle": None
+            if profile is None or isinstance(profile, str)
+            else base64.b64encode(pickle.dumps(profile)).decode(),
+        }
+        self.feed_lines((json.dumps(first) + "\n").encode())
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def feed_lines(self, data: bytes) -> None:
+        """Complete trace lines (each ending in a newline), in trace order."""
+        if self.failed is not None:
+            return
+        try:
+            self._stdin.write(data)
+            self._stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            self.failed = f"checker process stopped reading ({type(exc).__name__}: {exc})"
+
+    def finish(self, timeout_s: float) -> Any:
+        """The verdict; raises :class:`CheckerProcessError` when the child failed or ran out of time."""
+        try:
+            with contextlib.suppress(OSError, ValueError):
+                self._stdin.close()
+            if self.failed is not None:
+                raise CheckerProcessError(self.failed)
+            kind, payload = self._read(timeout_s)
+            if kind != "verdict":
+                raise CheckerProcessError(f"checker process: {payload}")
+            return payload
+        finally:
+            self._stop()
+
+    def _read(self, timeout_s: float) -> tuple[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        fd = self._stdout.fileno()
+        buffer = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                if len(buffer) >= _LEN.size:
+                    (size,) = _LEN.unpack_from(buffer)
+                    if len(buffer) >= _LEN.size + size:
+                        message: tuple[str, Any] = pickle.loads(buffer[_LEN.size : _LEN.size + size])
+                        return message
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise CheckerProcessError(f"checker process gave no verdict within {timeout_s:g}s")
+                if not selector.select(remaining):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    raise CheckerProcessError(f"checker process exited (code {self._proc.poll()}) without a verdict")
+                buffer += chunk
+
+    def _stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._stdin.close()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            self._stdout.close()
+
+
+def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by tests through the parent)
+    from conformance.checks import StreamingChecker, get_profile
+    from conformance.trace.validation import EventValidator
+
+    lines = iter(sys.stdin.buffer)
+    error: str | None = None
+    checker: Any = None
+    try:
+        first = json.loads(next(lines))
+        profile: Any = first["profile"]
+        if first["profile_pickle"] is not None:
+            profile = pickle.loads(base64.b64decode(first["profile_pickle"]))
+        elif profile is not None:
+            profile = get_profile(profile)
+        checker = StreamingChecker(TraceHeader.from_dict(first["header"]), profile=profile)
+        validator = EventValidator("the live trace")
+        for position, line in enumerate(lines, start=2):
+            checker.feed(validator.event(json.loads(line), position))
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        for _ in lines:  # keep reading, so the parent never blocks on a full pipe
+            pass
+    try:
+        reply: tuple[str, Any] = ("error", error) if error is not None else ("verdict", checker.finish())
+    except Exception as exc:
+        reply = ("error", f"{type(exc).__name__}: {exc}")
+    data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+    sys.stdout.buffer.write(_LEN.pack(len(data)) + data)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_child_main())

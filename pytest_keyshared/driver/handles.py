@@ -1,0 +1,129 @@
+"""The client surface the run loop needs, whatever is behind it (pulsar-client, a child process, the model).
+
+A :class:`ConsumerHandle` receives :class:`Delivery` values and acknowledges them; a :class:`ProducerHandle`
+sends one message at a time (or a batch) and reports a :class:`SendOutcome`.  Message identity travels in
+properties: ``ks-uid`` (one per logical message: ``producer:seq``, shared by a retry), ``ks-seq`` and
+``ks-key`` (the sticky key the driver computed, needed for keyless messages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "PROP_KEY",
+    "PROP_SEQ",
+    "PROP_UID",
+    "ConsumerHandle",
+    "ConsumerSpec",
+    "Delivery",
+    "OutgoingMessage",
+    "ProducerHandle",
+    "SendOutcome",
+    "delivery_key",
+    "format_msg_id",
+]
+
+PROP_UID = "ks-uid"
+PROP_SEQ = "ks-seq"
+PROP_KEY = "ks-key"
+
+
+def format_msg_id(ledger: int, entry: int, partition: int = -1, batch_index: int = -1) -> str:
+    """The trace's ``ledger:entry:partition:batch_index``."""
+    return f"{ledger}:{entry}:{partition}:{batch_index}"
+
+
+def delivery_key(
+    ordering_key: str | None, partition_key: str | None, properties: Mapping[str, str], producer: str | None
+) -> str:
+    """The sticky key a Pulsar 4.0 broker dispatches on: ordering key, else partition key, else the
+    ``producerName-sequenceId`` fallback (PR #23219) that the driver also stored as property ``ks-key``."""
+    if ordering_key:
+        return ordering_key
+    if partition_key:
+        return partition_key
+    stored = properties.get(PROP_KEY)
+    if stored:
+        return stored
+    return f"{producer or 'unknown'}-{properties.get(PROP_SEQ, '?')}"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One message as the application received it.  ``token`` is the client's own message, for acks."""
+
+    key: str
+    msg_id: str
+    uid: str | None
+    redelivery_count: int
+    producer: str | None = None
+    seq: int | None = None
+    token: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    """Everything needed to subscribe one consumer."""
+
+    topic: str
+    subscription: str
+    name: str  #: consumer name sent to the broker
+    mode: str  #: AUTO_SPLIT or STICKY
+    allow_out_of_order_delivery: bool
+    ranges: tuple[tuple[int, int], ...]
+    receiver_queue: int
+    nack_delay_ms: int
+
+    def policy(self) -> dict[str, Any]:
+        """The ``policy`` extension field of the ``open`` event."""
+        return {
+            "key_shared_mode": self.mode,
+            "allow_out_of_order_delivery": self.allow_out_of_order_delivery,
+            "sticky_ranges": [list(r) for r in self.ranges] if self.ranges else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingMessage:
+    """One message to send: its sticky key, where the key goes, and the identity the driver gives it."""
+
+    key: str
+    seq: int
+    uid: str
+    payload: bytes
+    partition_key: str | None
+    ordering_key: str | None
+    properties: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SendOutcome:
+    """What the client learnt about one send: ``ok`` with a message id, ``fail``, or ``info`` (unknown)."""
+
+    result: str
+    msg_id: str | None = None
+    error: str | None = None
+    t0: int = 0  #: ns when send was called (on the run's clock)
+
+
+class ConsumerHandle(Protocol):
+    def receive(self, timeout_ms: int) -> Delivery | None: ...
+    def acknowledge(self, delivery: Delivery) -> None: ...
+    def negative_acknowledge(self, delivery: Delivery) -> None: ...
+    def redeliver_unacknowledged(self) -> None: ...
+    def close(self) -> None: ...
+    def crash(self) -> None: ...
+
+
+SendCallback = Callable[[OutgoingMessage, SendOutcome], None]
+
+
+class ProducerHandle(Protocol):
+    name: str
+
+    def send(self, message: OutgoingMessage) -> SendOutcome: ...
+    def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool: ...
+    def close(self) -> None: ...

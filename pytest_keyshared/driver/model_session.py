@@ -1,0 +1,151 @@
+"""A run against the reference model: its consumers and producers, stepped on its simulated clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_keyshared.driver.handles import (
+    PROP_SEQ,
+    PROP_UID,
+    ConsumerHandle,
+    ConsumerSpec,
+    Delivery,
+    OutgoingMessage,
+    ProducerHandle,
+    SendCallback,
+    SendOutcome,
+    delivery_key,
+    format_msg_id,
+)
+from pytest_keyshared.driver.session import Session
+from pytest_keyshared.driver.workers import SteppedScheduler
+from pytest_keyshared.targets.base import Target
+
+__all__ = ["ModelSession"]
+
+
+def _msg_id(mid: Any) -> str:
+    return format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index())
+
+
+class ModelConsumerHandle:
+    def __init__(self, consumer: Any) -> None:
+        self._consumer = consumer
+
+    def receive(self, timeout_ms: int) -> Delivery | None:
+        msg = self._consumer.receive(timeout_millis=0)  # the scheduler moves time, not the consumer
+        if msg is None:
+            return None
+        props = dict(msg.properties())
+        producer = msg.producer_name() or None
+        return Delivery(
+            key=delivery_key(msg.ordering_key() or None, msg.partition_key() or None, props, producer),
+            msg_id=_msg_id(msg.message_id()),
+            uid=props.get(PROP_UID),
+            redelivery_count=int(msg.redelivery_count()),
+            producer=producer,
+            seq=int(props[PROP_SEQ]) if props.get(PROP_SEQ, "").isdigit() else None,
+            token=msg,
+        )
+
+    def acknowledge(self, delivery: Delivery) -> None:
+        self._consumer.acknowledge(delivery.token)
+
+    def negative_acknowledge(self, delivery: Delivery) -> None:
+        self._consumer.negative_acknowledge(delivery.token)
+
+    def redeliver_unacknowledged(self) -> None:
+        self._consumer.redeliver_unacknowledged_messages()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def crash(self) -> None:
+        self._consumer.crash()
+
+
+class ModelProducerHandle:
+    def __init__(self, producer: Any, clock: Any) -> None:
+        self._producer = producer
+        self._clock = clock
+        self.name: str = producer.producer_name()
+
+    @staticmethod
+    def _kwargs(message: OutgoingMessage) -> dict[str, Any]:
+        return {
+            "properties": dict(message.properties),
+            "partition_key": message.partition_key,
+            "ordering_key": message.ordering_key,
+            "sequence_id": message.seq,
+        }
+
+    def send(self, message: OutgoingMessage) -> SendOutcome:
+        t0 = self._clock()
+        try:
+            mid = self._producer.send(message.payload, **self._kwargs(message))
+        except Exception as exc:
+            return SendOutcome("fail", error=f"{type(exc).__name__}: {exc}", t0=t0)
+        return SendOutcome("ok", _msg_id(mid), t0=t0)
+
+    def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
+        for message in messages:
+            t0 = self._clock()
+
+            def callback(result: str, mid: Any, message: OutgoingMessage = message, t0: int = t0) -> None:
+                if result == "Ok" and mid is not None:
+                    on_done(message, SendOutcome("ok", _msg_id(mid), t0=t0))
+                else:
+                    on_done(message, SendOutcome("fail", error=str(result), t0=t0))
+
+            self._producer.send_async(message.payload, callback, **self._kwargs(message))
+        self._producer.flush()
+        return True
+
+    def close(self) -> None:
+        self._producer.close()
+
+
+class ModelSession(Session):
+    def __init__(self, target: Target, topic: str, run_dir: Path, nonce: str, *, seed: int) -> None:
+        super().__init__(target, topic, run_dir, nonce)
+        self.broker = target.new_broker(seed)  # type: ignore[attr-defined]
+        self.scheduler = SteppedScheduler(self.broker.clock.now_ns, self.broker.advance, tick_ms=1)
+
+    def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
+        from reference_model.broker import KeySharedPolicy
+
+        policy = KeySharedPolicy(
+            mode=spec.mode,
+            allow_out_of_order_delivery=spec.allow_out_of_order_delivery,
+            sticky_ranges=spec.ranges or None,
+        )
+        consumer = self.broker.subscribe(
+            spec.topic,
+            spec.subscription,
+            consumer_type="Key_Shared",
+            consumer_name=spec.name,
+            key_shared_policy=policy,
+            receiver_queue_size=spec.receiver_queue,
+            initial_position="Earliest",
+            negative_ack_redelivery_delay_ms=spec.nack_delay_ms,
+        )
+        return ModelConsumerHandle(consumer)
+
+    def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
+        kwargs: dict[str, Any] = {}
+        if batching != "none":
+            kwargs = {
+                "batching_enabled": True,
+                "batching_type": "KeyBased" if batching == "key_based" else "Default",
+                "batching_max_messages": 100,
+                "batching_max_publish_delay_ms": 5,
+            }
+        producer = self.broker.create_producer(self.topic, producer_name=name, **kwargs)
+        return ModelProducerHandle(producer, self.clock)
+
+    def restart_broker(self, *, kill: bool) -> None:
+        self.broker.restart()
+
+    def set_deduplication(self, enabled: bool) -> None:
+        self.broker.set_topic_deduplication(self.topic, enabled)

@@ -1,0 +1,284 @@
+"""Consumers and producers on a real broker, through the real ``pulsar-client``.
+
+Every consumer gets its own ``pulsar.Client`` (its own connection), as separate applications would; the
+producers share one more.  Against brokers that key a subscription's consumers by the client-chosen consumer
+id (pulsar-lite, ``ClientQuirks.distinct_consumer_ids``), each new client first subscribes throwaway
+consumers on a private non-persistent topic, so that its real consumer's id is one no other consumer of
+the run has: every fresh client numbers its consumers from 0, and two consumer 0s collide.
+
+The client library logs to ``pulsar-client.log`` in the run's directory, not to the terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import pulsar
+
+from pytest_keyshared.driver.handles import (
+    PROP_SEQ,
+    PROP_UID,
+    ConsumerSpec,
+    Delivery,
+    OutgoingMessage,
+    SendCallback,
+    SendOutcome,
+    delivery_key,
+    format_msg_id,
+)
+from pytest_keyshared.targets.base import TargetError
+
+__all__ = [
+    "ClientSettings",
+    "PulsarConsumer",
+    "PulsarProducer",
+    "delivery_from_message",
+    "send_error_result",
+    "subscribe",
+]
+
+_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (pulsar.Timeout,)
+#: Errors after which the message was certainly not stored.  Anything else is ``info``: it may have been.
+_DEFINITE_SEND_FAILURES: tuple[str, ...] = (
+    "MessageTooBig",
+    "InvalidMessage",
+    "ProducerQueueIsFull",
+    "ProducerBlockedQuotaExceededError",
+    "ProducerBlockedQuotaExceededException",
+    "TopicTerminated",
+    "NotAllowedError",
+    "InvalidTopicName",
+)
+
+
+class ClientSettings:
+    """How to build clients for one run: broker URL, operation timeout, log file, consumer-id spacing."""
+
+    def __init__(
+        self, service_url: str, *, operation_timeout_s: int, log_path: Path, distinct_ids: bool, nonce: str
+    ) -> None:
+        self.service_url = service_url
+        self.operation_timeout_s = operation_timeout_s
+        self.log_path = log_path
+        self.distinct_ids = distinct_ids
+        self.nonce = nonce
+        self._next_consumer_id = 0
+        self._lock = threading.Lock()
+
+    def reserve_consumer_id(self) -> int:
+        """The consumer id the next consumer client should end up with (0 when ids need not be distinct)."""
+        if not self.distinct_ids:
+            return 0
+        with self._lock:
+            reserved = self._next_consumer_id
+            self._next_consumer_id += 1
+            return reserved
+
+    def client(self) -> pulsar.Client:
+        return pulsar.Client(
+            self.service_url,
+            operation_timeout_seconds=self.operation_timeout_s,
+            connection_timeout_ms=self.operation_timeout_s * 1000,
+            logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(self.log_path)),
+        )
+
+
+def _key_shared_policy(spec: ConsumerSpec) -> pulsar.ConsumerKeySharedPolicy:
+    mode = pulsar.KeySharedMode.Sticky if spec.mode == "STICKY" else pulsar.KeySharedMode.AutoSplit
+    ranges = [tuple(r) for r in spec.ranges] if spec.mode == "STICKY" else None
+    return pulsar.ConsumerKeySharedPolicy(
+        key_shared_mode=mode, allow_out_of_order_delivery=spec.allow_out_of_order_delivery, sticky_ranges=ranges
+    )
+
+
+def subscribe(client: pulsar.Client, spec: ConsumerSpec, *, burn_ids: int, burn_topic: str, burn_tag: str) -> Any:
+    """Subscribe ``spec`` on ``client``, after ``burn_ids`` throwaway consumers (see the module docstring)."""
+    for _ in range(burn_ids):
+        client.subscribe(burn_topic, f"ks-idburn-{burn_tag}", consumer_type=pulsar.ConsumerType.Shared)
+    return client.subscribe(
+        spec.topic,
+        spec.subscription,
+        consumer_type=pulsar.ConsumerType.KeyShared,
+        consumer_name=spec.name,
+        receiver_queue_size=spec.receiver_queue,
+        negative_ack_redelivery_delay_ms=spec.nack_delay_ms,
+        initial_position=pulsar.InitialPosition.Earliest,
+        key_shared_policy=_key_shared_policy(spec),
+    )
+
+
+def delivery_from_message(msg: Any) -> Delivery:
+    props = msg.properties() or {}
+    mid = msg.message_id()
+    producer = msg.producer_name() or None
+    seq_text = props.get(PROP_SEQ)
+    return Delivery(
+        key=delivery_key(msg.ordering_key() or None, msg.partition_key() or None, props, producer),
+        msg_id=format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()),
+        uid=props.get(PROP_UID),
+        redelivery_count=int(msg.redelivery_count()),
+        producer=producer,
+        seq=int(seq_text) if seq_text and seq_text.isdigit() else None,
+        token=msg,
+    )
+
+
+class PulsarConsumer:
+    """One consumer on its own client.  ``crash`` is not offered here (see :mod:`.consumer_process`)."""
+
+    def __init__(self, settings: ClientSettings, spec: ConsumerSpec, burn_tag: str) -> None:
+        self._client = settings.client()
+        burn = settings.reserve_consumer_id()
+        try:
+            self._consumer = subscribe(
+                self._client,
+                spec,
+                burn_ids=burn,
+                burn_topic=f"non-persistent://public/default/ks-idburn-{settings.nonce}",
+                burn_tag=burn_tag,
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            raise
+
+    def receive(self, timeout_ms: int) -> Delivery | None:
+        try:
+            msg = self._consumer.receive(timeout_millis=timeout_ms)
+        except _TIMEOUT_ERRORS:
+            return None
+        return delivery_from_message(msg)
+
+    def acknowledge(self, delivery: Delivery) -> None:
+        self._consumer.acknowledge(delivery.token)
+
+    def negative_acknowledge(self, delivery: Delivery) -> None:
+        self._consumer.negative_acknowledge(delivery.token)
+
+    def redeliver_unacknowledged(self) -> None:
+        self._consumer.redeliver_unacknowledged_messages()
+
+    def close(self) -> None:
+        try:
+            self._consumer.close()
+        finally:
+            with contextlib.suppress(Exception):
+                self._client.close()
+
+    def crash(self) -> None:  # pragma: no cover - the driver runs crashable consumers in a child process
+        raise TargetError("An in-process consumer cannot crash; the driver should have used a consumer process.")
+
+
+def send_error_result(exc: BaseException) -> str:
+    """``fail`` when the broker certainly did not store the message, else ``info``."""
+    name = type(exc).__name__
+    if isinstance(exc, _TIMEOUT_ERRORS):
+        return "info"
+    return "fail" if name in _DEFINITE_SEND_FAILURES else "info"
+
+
+class PulsarProducer:
+    """A producer with an explicit name (the 4.0 keyless sticky key is ``producerName-sequenceId``)."""
+
+    def __init__(
+        self, client: pulsar.Client, topic: str, name: str, *, batching: str, send_timeout_ms: int, clock: Any
+    ) -> None:
+        self.name = name
+        self._clock = clock
+        kwargs: dict[str, Any] = {}
+        if batching != "none":
+            kwargs.update(
+                batching_enabled=True,
+                batching_type=pulsar.BatchingType.KeyBased if batching == "key_based" else pulsar.BatchingType.Default,
+                batching_max_messages=100,
+                batching_max_publish_delay_ms=5,
+            )
+        self._producer = client.create_producer(
+            topic, producer_name=name, send_timeout_millis=send_timeout_ms, block_if_queue_full=True, **kwargs
+        )
+
+    @staticmethod
+    def _send_kwargs(message: OutgoingMessage) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"properties": dict(message.properties), "sequence_id": message.seq}
+        if message.partition_key:
+            kwargs["partition_key"] = message.partition_key
+        if message.ordering_key:
+            kwargs["ordering_key"] = message.ordering_key
+        return kwargs
+
+    def send(self, message: OutgoingMessage) -> SendOutcome:
+        t0 = self._clock()
+        try:
+            mid = self._producer.send(message.payload, **self._send_kwargs(message))
+        except Exception as exc:
+            return SendOutcome(result=send_error_result(exc), error=f"{type(exc).__name__}: {exc}", t0=t0)
+        return SendOutcome(
+            result="ok",
+            msg_id=format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()),
+            t0=t0,
+        )
+
+    def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
+        """Pipelined sends (batching needs them); ``on_done`` per message from the client's thread.
+
+        Returns False if some sends did not complete within ``timeout_s``; those are reported ``info``.
+        """
+        if not messages:
+            return True
+        pending: dict[str, tuple[OutgoingMessage, int]] = {}
+        lock = threading.Lock()
+        all_done = threading.Event()
+        remaining = [len(messages)]
+
+        def settle(message: OutgoingMessage) -> bool:
+            """True if this completion is the first for ``message`` (not already reported as timed out)."""
+            with lock:
+                if pending.pop(message.uid, None) is None:
+                    return False
+                remaining[0] -= 1
+                if remaining[0] == 0:
+                    all_done.set()
+                return True
+
+        def completer(message: OutgoingMessage, t0: int) -> Any:
+            def callback(res: Any, mid: Any) -> None:
+                if not settle(message):
+                    return
+                if res == pulsar.Result.Ok:
+                    outcome = SendOutcome(
+                        "ok", format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()), t0=t0
+                    )
+                else:
+                    result = "info" if res == pulsar.Result.Timeout else "fail"
+                    outcome = SendOutcome(result, error=str(res), t0=t0)
+                on_done(message, outcome)
+
+            return callback
+
+        for message in messages:
+            t0 = self._clock()
+            with lock:
+                pending[message.uid] = (message, t0)
+            try:
+                self._producer.send_async(message.payload, completer(message, t0), **self._send_kwargs(message))
+            except Exception as exc:
+                if settle(message):
+                    error = f"{type(exc).__name__}: {exc}"
+                    on_done(message, SendOutcome(send_error_result(exc), error=error, t0=t0))
+        with contextlib.suppress(Exception):
+            self._producer.flush()
+        finished = all_done.wait(timeout_s)
+        if not finished:
+            with lock:
+                late = list(pending.values())
+                pending.clear()
+            for message, t0 in late:
+                on_done(message, SendOutcome("info", error=f"no receipt within {timeout_s:g}s", t0=t0))
+        return finished
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._producer.close()

@@ -1,0 +1,168 @@
+"""Writes the trace in the order and with the fields the checkers rely on, and keeps the run's counters.
+
+One method per event kind, so the recording discipline lives in one place: ``receive`` after the client
+returned a message; ``ack``, ``nack``, ``redeliver``, ``close``, ``crash`` and ``fault`` before the client
+call; ``open`` and ``publish`` once their outcome is known.  The counters (per-consumer receives, acked and
+published uids, the time of the last receive) are updated under the writer's lock, in trace order, and feed
+the bounded waits, the drain and progress reports.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.trace import Event, Op, TraceWriter
+from pytest_keyshared.driver.handles import ConsumerSpec, Delivery, OutgoingMessage, SendOutcome
+
+__all__ = ["Counters", "Recorder"]
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """A consistent snapshot of the run so far."""
+
+    published_ok: int
+    published_info: int
+    published_fail: int
+    received: int
+    acked: int
+    expected_uids: int  #: distinct uids published ok (what the drain waits for)
+    acked_expected: int  #: of those, how many were acknowledged at least once
+    last_receive_ns: int
+    events: int
+
+
+class Recorder:
+    def __init__(self, writer: TraceWriter, topic: str, subscription: str) -> None:
+        self.writer = writer
+        self.topic = topic
+        self.subscription = subscription
+        self._lock = threading.Lock()
+        self._published: Counter[str] = Counter()
+        self._ok_uids: set[str] = set()
+        self._acked_uids: set[str] = set()
+        self._received_by: Counter[str] = Counter()
+        self._received = 0
+        self._acked = 0
+        self._acked_expected = 0  # |ok_uids & acked_uids|, kept up to date event by event
+        self._last_receive_ns = 0
+        writer.add_listener(self._observe)
+
+    # --- counters ---------------------------------------------------------------------------------------
+
+    def _observe(self, event: Event) -> None:
+        with self._lock:
+            if event.op is Op.RECEIVE:
+                self._received += 1
+                self._received_by[event.consumer or ""] += 1
+                self._last_receive_ns = event.t
+            elif event.op is Op.ACK:
+                self._acked += 1
+                uid = event.uid
+                if uid is not None and uid not in self._acked_uids:
+                    self._acked_uids.add(uid)
+                    self._acked_expected += uid in self._ok_uids
+            elif event.op is Op.PUBLISH:
+                result = event.result.value if event.result is not None else "ok"
+                self._published[result] += 1
+                uid = event.uid
+                if result == "ok" and uid is not None and uid not in self._ok_uids:
+                    self._ok_uids.add(uid)  # a batch receipt may come after the message was acked
+                    self._acked_expected += uid in self._acked_uids
+
+    def counters(self) -> Counters:
+        with self._lock:
+            return Counters(
+                published_ok=self._published["ok"],
+                published_info=self._published["info"],
+                published_fail=self._published["fail"],
+                received=self._received,
+                acked=self._acked,
+                expected_uids=len(self._ok_uids),
+                acked_expected=self._acked_expected,
+                last_receive_ns=self._last_receive_ns,
+                events=self.writer.count,
+            )
+
+    def received_by(self, consumer: str | None) -> int:
+        with self._lock:
+            return self._received if consumer is None else self._received_by[consumer]
+
+    def all_acked(self) -> bool:
+        with self._lock:
+            return self._acked_expected == len(self._ok_uids)
+
+    # --- events -----------------------------------------------------------------------------------------
+
+    def open(self, handle: str, spec: ConsumerSpec, *, ok: bool, error: str | None = None) -> Event:
+        return self.writer.record(
+            Op.OPEN,
+            topic=self.topic,
+            subscription=self.subscription,
+            consumer=handle,
+            result="ok" if ok else "fail",
+            name=spec.name,
+            policy=spec.policy(),
+            receiver_queue=spec.receiver_queue,
+            error=error,
+        )
+
+    def receive(self, handle: str, d: Delivery) -> Event:
+        return self.writer.record(
+            Op.RECEIVE,
+            topic=self.topic,
+            subscription=self.subscription,
+            consumer=handle,
+            producer=d.producer,
+            key=d.key,
+            msg_id=d.msg_id,
+            seq=d.seq,
+            uid=d.uid,
+            redelivery_count=d.redelivery_count,
+        )
+
+    def ack(self, handle: str, d: Delivery) -> Event:
+        return self._about_message(Op.ACK, handle, d)
+
+    def nack(self, handle: str, d: Delivery) -> Event:
+        return self._about_message(Op.NACK, handle, d)
+
+    def _about_message(self, op: Op, handle: str, d: Delivery) -> Event:
+        return self.writer.record(
+            op,
+            topic=self.topic,
+            subscription=self.subscription,
+            consumer=handle,
+            key=d.key,
+            msg_id=d.msg_id,
+            uid=d.uid,
+        )
+
+    def membership(self, op: Op, handle: str, **extra: Any) -> Event:
+        """``close``, ``crash`` or ``redeliver`` of one consumer."""
+        return self.writer.record(op, topic=self.topic, subscription=self.subscription, consumer=handle, **extra)
+
+    def publish(self, producer: str, message: OutgoingMessage, outcome: SendOutcome) -> Event:
+        return self.writer.record(
+            Op.PUBLISH,
+            topic=self.topic,
+            producer=producer,
+            key=message.key,
+            msg_id=outcome.msg_id,
+            seq=message.seq,
+            uid=message.uid,
+            result=outcome.result,
+            t0=outcome.t0,
+            partition_key=message.partition_key,
+            ordering_key=message.ordering_key,
+            error=outcome.error,
+        )
+
+    def fault(self, fault: str, **extra: Any) -> Event:
+        return self.writer.record(Op.FAULT, topic=self.topic, fault=fault, **extra)
+
+    def end(self, *, drained: bool, **extra: Any) -> Event:
+        return self.writer.record(Op.END, topic=self.topic, subscription=self.subscription, drained=drained, **extra)

@@ -1,0 +1,636 @@
+"""``run_scenario``: apply a scenario to a target, record the trace, drain, and judge it.
+
+The run loop executes steps one at a time in the calling thread.  Membership changes (open, close, crash)
+are therefore issued one at a time, each waited for, so trace order is the order the broker applied them.
+Consumers work concurrently (threads against real brokers) or in deterministic steps (the model); see
+:mod:`.workers`.  Every wait is bounded by a scenario setting; a bound that expires is noted in the step's
+outcome and the run goes on, so a stalled broker ends in a saved trace and an ``undelivered`` verdict.
+
+Artifacts in ``out_dir``: ``trace.jsonl`` (written and flushed event by event), ``scenario.toml`` (the exact
+scenario run), ``verdict.json``, ``broker.log`` (the part of the broker's log this run produced) and
+``pulsar-client.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import random
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.scenarios import (
+    AckHeld,
+    Close,
+    Crash,
+    NackHeld,
+    Open,
+    Pause,
+    Publish,
+    Redeliver,
+    Resend,
+    RestartBroker,
+    Resume,
+    Scenario,
+    SetBehaviour,
+    Sleep,
+    Step,
+    WaitQuiet,
+    WaitReceived,
+    dump_scenario,
+)
+from conformance.trace import Op, SubscriptionSpec, TraceHeader, TraceWriter
+from pytest_keyshared.driver.agent import Action, ConsumerAgent
+from pytest_keyshared.driver.handles import (
+    PROP_KEY,
+    PROP_SEQ,
+    PROP_UID,
+    ConsumerSpec,
+    OutgoingMessage,
+    SendOutcome,
+)
+from pytest_keyshared.driver.live import LiveChecker
+from pytest_keyshared.driver.pipeline import TracePipeline
+from pytest_keyshared.driver.progress import Progress
+from pytest_keyshared.driver.recorder import Counters, Recorder
+from pytest_keyshared.driver.selfcheck import discipline_problems
+from pytest_keyshared.driver.session import Session, open_session
+from pytest_keyshared.driver.workers import ConsumerWorker
+from pytest_keyshared.targets.base import Target, TargetError
+from reference_model.errors import InvalidArgument
+
+__all__ = ["RunResult", "StepOutcome", "run_scenario", "topic_for"]
+
+#: Consecutive sends without a confirmation after which a publish step gives up (the broker stopped accepting).
+MAX_CONSECUTIVE_UNCONFIRMED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """How one step went: ``ok`` is False when a bounded wait expired or the broker refused something."""
+
+    index: int
+    do: str
+    ok: bool
+    duration_s: float
+    note: str = ""
+    #: trace events ``first_event <= i < end_event`` were recorded while the step ran
+    first_event: int = 0
+    end_event: int = 0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything a run produced.  ``verdict`` is the checker's (None only if no checker is installed)."""
+
+    scenario: str
+    target: str
+    seed: int
+    topic: str
+    verdict: Any
+    trace_path: Path
+    scenario_path: Path
+    verdict_path: Path | None
+    broker_log: Path | None
+    artifacts_dir: Path
+    duration_s: float
+    drained: bool
+    quiet: bool
+    counters: Counters
+    steps: tuple[StepOutcome, ...] = ()
+    notes: tuple[str, ...] = ()
+    interrupted: bool = False
+
+    @property
+    def valid(self) -> bool | None:
+        return None if self.verdict is None else bool(self.verdict.valid)
+
+    @property
+    def exit_code(self) -> int:
+        """0 valid, 1 violations found, 3 no verdict (no checker could judge the trace)."""
+        if self.verdict is None:
+            return 3
+        return 0 if self.verdict.valid else 1
+
+    @property
+    def artifacts(self) -> dict[str, Path]:
+        out = {"trace": self.trace_path, "scenario": self.scenario_path}
+        if self.verdict_path is not None:
+            out["verdict"] = self.verdict_path
+        if self.broker_log is not None:
+            out["broker_log"] = self.broker_log
+        for name, file in (("client_log", "pulsar-client.log"), ("checker_log", "checker.log")):
+            path = self.artifacts_dir / file
+            if path.exists() and path.stat().st_size:
+                out[name] = path
+        return out
+
+    def violation_kinds(self) -> list[str]:
+        """Distinct violation kinds of the verdict, sorted."""
+        if self.verdict is None:
+            return []
+        return sorted({str(getattr(v.kind, "value", v.kind)) for v in self.verdict.violations})
+
+
+def topic_for(scenario: Scenario, seed: int, nonce: str) -> str:
+    """A topic no other run uses: ``persistent://public/default/ks-<scenario>-<seed>-<nonce>``."""
+    return f"persistent://public/default/ks-{scenario.name}-{seed}-{nonce}"
+
+
+def run_scenario(
+    target: Target,
+    scenario: Scenario,
+    *,
+    seed: int,
+    out_dir: str | Path,
+    profile: Any = None,
+    live_check: bool = True,
+    progress: Callable[[Progress], None] | None = None,
+) -> RunResult:
+    """Run ``scenario`` on ``target`` (opened with :func:`~pytest_keyshared.targets.open_target`).
+
+    Raises :class:`~pytest_keyshared.targets.UnsupportedByTarget` before touching the broker when the target
+    lacks a capability a step needs, and :class:`~pytest_keyshared.targets.TargetError` when the target fails
+    during the run (the trace and verdict are saved first).  ``KeyboardInterrupt`` also saves them, then
+    propagates.
+    """
+    if not isinstance(scenario, Scenario):
+        raise InvalidArgument(
+            f"Expected a conformance.scenarios.Scenario but got {type(scenario).__name__}; load one with"
+            f" conformance.scenarios.load_scenario(name_or_path)."
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidArgument(f"Expected seed to be an integer >= 0 but got seed={seed!r}.")
+    target.capabilities.require(scenario.required_capabilities(), target.name)
+    run = _Run(
+        target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, live_check=live_check, progress=progress
+    )
+    return run.execute()
+
+
+class _Run:
+    def __init__(
+        self,
+        target: Target,
+        scenario: Scenario,
+        *,
+        seed: int,
+        out_dir: Path,
+        profile: Any,
+        live_check: bool,
+        progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.target = target
+        self.scenario = scenario
+        self.settings = scenario.settings
+        self.seed = seed
+        self.out_dir = out_dir
+        self.profile = profile
+        self.live_check = live_check
+        self.progress_cb = progress
+        self.rng = random.Random(seed)
+        self.nonce = "0" if target.deterministic else secrets.token_hex(4)
+        self.topic = topic_for(scenario, seed, self.nonce)
+        self.workers: dict[str, ConsumerWorker] = {}
+        self.next_seq: dict[str, int] = {}
+        self.sent: dict[str, dict[int, OutgoingMessage]] = {}
+        self.outcomes: list[StepOutcome] = []
+        self.notes: list[str] = []
+        self.step_index = 0
+        self.started = time.monotonic()
+
+    # --- the run ----------------------------------------------------------------------------------------
+
+    def execute(self) -> RunResult:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        scenario_path = dump_scenario(self.scenario, self.out_dir / "scenario.toml")
+        trace_path = self.out_dir / "trace.jsonl"
+        log_since = self.target.log_position()
+        self.session: Session = open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
+        header = self._header()
+        self.pipeline: TracePipeline | None = None
+        if self.target.deterministic:  # no threads against the model: the writer keeps its file, checks inline
+            self.live = LiveChecker(header, self.profile, enabled=self.live_check)
+            self.writer = TraceWriter(trace_path, header, clock=self.session.clock, keep=False)
+            self.writer.add_listener(self.live.feed)
+        else:  # the file and the checker off the client threads (see pipeline.py, checker_process.py)
+            log = self.out_dir / "checker.log"
+            self.live = LiveChecker(header, self.profile, enabled=self.live_check, process_log=log)
+            self.writer = TraceWriter(None, header, clock=self.session.clock, keep=False)
+            self.pipeline = TracePipeline(trace_path, header, [self.live.feed_lines])
+            self.writer.add_listener(self.pipeline.append)
+        self.recorder = Recorder(self.writer, self.topic, self.scenario.subscription.name)
+        self.scheduler = self.session.scheduler
+        self.scheduler.on_tick(self._report)
+        drained = quiet = interrupted = False
+        failure: BaseException | None = None
+        try:
+            self._prepare()
+            for index, step in enumerate(self.scenario.steps, start=1):
+                self.step_index = index
+                self._report()
+                self._step(step)
+            if self.settings.drain:
+                self.step_index = len(self.scenario.steps) + 1
+                self._report()
+                quiet = self._drain()
+                drained = True
+        except KeyboardInterrupt as exc:
+            interrupted, failure = True, exc
+        except Exception as exc:
+            failure = exc
+            self.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
+        finally:
+            self._stop_workers()
+            counters = self.recorder.counters()
+            end_fields: dict[str, Any] = {
+                "quiet": quiet,
+                "received": counters.received,
+                "expected": counters.expected_uids,
+                "acked": counters.acked_expected,
+            }
+            if interrupted:
+                end_fields["interrupted"] = True
+            if failure is not None and not interrupted:
+                end_fields["error"] = f"{type(failure).__name__}: {failure}"
+            self.recorder.end(drained=drained, **end_fields)
+            self._close_handles()
+            self.writer.close()
+            if self.pipeline is not None and not self.pipeline.close():
+                self.live.abandon("the live checker fell behind by more than its bound; checked the saved trace")
+            self.session.close()
+        verdict = self.live.finish(trace_path)
+        self.notes.extend(self.live.notes)
+        self.notes.extend(f"harness self-check: {p}" for p in _self_check(trace_path))
+        verdict_path = self._write_verdict(verdict)
+        broker_log = self.target.copy_log(log_since, self.out_dir / "broker.log")
+        result = RunResult(
+            scenario=self.scenario.name,
+            target=self.target.name,
+            seed=self.seed,
+            topic=self.topic,
+            verdict=verdict,
+            trace_path=trace_path,
+            scenario_path=scenario_path,
+            verdict_path=verdict_path,
+            broker_log=broker_log,
+            artifacts_dir=self.out_dir,
+            duration_s=time.monotonic() - self.started,
+            drained=drained,
+            quiet=quiet,
+            counters=self.recorder.counters(),
+            steps=tuple(self.outcomes),
+            notes=tuple(self.notes),
+            interrupted=interrupted,
+        )
+        self._report(final=True)
+        if failure is not None:
+            raise failure
+        return result
+
+    def _header(self) -> TraceHeader:
+        sub = self.scenario.subscription
+        claims = self.target.claims
+        dedup_asked = self.scenario.settings.deduplication
+        extra: dict[str, Any] = {
+            **self.target.header_extra(),
+            "scenario": self.scenario.name,
+            "topic": self.topic,
+            "nonce": self.nonce,
+            "publish_mode": "async-batched" if self.scenario.uses_batching() else "sync",
+            "driver": f"pytest-keyshared {_version()}",
+            "capabilities": self.target.capabilities.to_dict(),
+        }
+        if dedup_asked and not claims.deduplication:
+            extra["deduplication_switched_on"] = self.target.capabilities.dedup_switch
+        return TraceHeader(
+            target=self.target.name,
+            subscription=SubscriptionSpec(
+                name=sub.name,
+                type="Key_Shared",
+                key_shared_mode=sub.mode,
+                allow_out_of_order_delivery=sub.allow_out_of_order_delivery,
+            ),
+            pulsar_version=claims.pulsar_version,
+            deduplication=dedup_asked or claims.deduplication,
+            selector=claims.selector_for(sub.mode),
+            seed=self.seed,
+            extra=extra,
+        )
+
+    def _prepare(self) -> None:
+        if self.settings.deduplication and not self.target.claims.deduplication:
+            if self.target.capabilities.dedup_switch:
+                self.session.set_deduplication(True)
+            else:
+                reason = self.target.capabilities.reasons.get("dedup_switch", "no deduplication switch")
+                self.notes.append(
+                    f"deduplication requested but not switched on ({reason}); the trace holds the broker to it anyway"
+                )
+
+    # --- steps ------------------------------------------------------------------------------------------
+
+    def _step(self, step: Step) -> None:
+        started, first = time.monotonic(), self.writer.count
+        ok, note = getattr(self, f"_do_{step.do}")(step)
+        self.outcomes.append(
+            StepOutcome(self.step_index, step.do, ok, time.monotonic() - started, note, first, self.writer.count)
+        )
+
+    def _worker(self, name: str) -> ConsumerWorker | None:
+        return self.workers.get(name)
+
+    def _missing(self, name: str) -> tuple[bool, str]:
+        return False, f"consumer {name!r} is not open (its open failed); step skipped"
+
+    def _do_open(self, step: Open) -> tuple[bool, str]:
+        sub = self.scenario.subscription
+        spec = ConsumerSpec(
+            topic=self.topic,
+            subscription=sub.name,
+            name=step.broker_name(),
+            mode=step.mode or sub.mode,
+            allow_out_of_order_delivery=sub.allow_out_of_order_delivery
+            if step.allow_out_of_order_delivery is None
+            else step.allow_out_of_order_delivery,
+            ranges=step.ranges,
+            receiver_queue=step.receiver_queue or self.settings.receiver_queue,
+            nack_delay_ms=self.settings.nack_delay_ms,
+        )
+        crashable = step.consumer in self.scenario.crashed_consumers()
+        try:
+            handle = self.session.open_consumer(step.consumer, spec, crashable=crashable)
+        except (TargetError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.recorder.open(step.consumer, spec, ok=False, error=error)
+            return False, f"open {step.consumer!r} failed: {error}"
+        self.recorder.open(step.consumer, spec, ok=True)
+        worker = ConsumerWorker(
+            step.consumer, handle, ConsumerAgent(step.consumer, step.behaviour, paused=step.paused), self.recorder
+        )
+        self.workers[step.consumer] = worker
+        self.scheduler.start(worker)
+        return True, ""
+
+    def _messages(self, step: Publish) -> Iterator[OutgoingMessage]:
+        keys = step.message_keys(self.rng)
+        producer = step.producer
+        for key in keys:
+            seq = self.next_seq.get(producer, 1)
+            self.next_seq[producer] = seq + 1
+            uid = f"{producer}:{seq}"
+            partition_key = ordering_key = None
+            if step.key_field == "none":
+                key = f"{producer}-{seq}"  # Pulsar 4.0's fallback sticky key for keyless messages
+            elif step.key_field == "partition_key":
+                partition_key = key
+            elif step.key_field == "ordering_key":
+                ordering_key = key
+            else:
+                ordering_key, partition_key = key, f"pk-{key}"
+            body = f"{uid}|{key}|"
+            payload = (body + "." * max(0, self.settings.payload_bytes - len(body))).encode()
+            message = OutgoingMessage(
+                key=key,
+                seq=seq,
+                uid=uid,
+                payload=payload,
+                partition_key=partition_key,
+                ordering_key=ordering_key,
+                properties={PROP_UID: uid, PROP_SEQ: str(seq), PROP_KEY: key},
+            )
+            self.sent.setdefault(producer, {})[seq] = message
+            yield message
+
+    def _do_publish(self, step: Publish) -> tuple[bool, str]:
+        producer = self.session.producer(step.producer, step.batching, self.settings.send_timeout_ms)
+        messages = list(self._messages(step))
+        if step.batching != "none":
+            timeout_s = self.settings.send_timeout_ms / 1000 + self.settings.step_timeout_ms / 1000
+
+            def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
+                self.recorder.publish(step.producer, message, outcome)
+
+            done = producer.send_batch(messages, record, timeout_s)
+            return done, "" if done else f"some sends unconfirmed after {timeout_s:g}s (recorded as info)"
+        return self._send_each(step.producer, messages)
+
+    def _send_each(self, producer_name: str, messages: list[OutgoingMessage]) -> tuple[bool, str]:
+        producer = self.session.producer(producer_name, "none", self.settings.send_timeout_ms)
+        unconfirmed = 0
+        next_report = time.monotonic() + 1.0
+        for position, message in enumerate(messages):
+            if position % 64 == 0 and time.monotonic() >= next_report:  # progress during long publish steps
+                self._report()
+                next_report = time.monotonic() + 1.0
+            outcome = producer.send(message)
+            self.recorder.publish(producer_name, message, outcome)
+            unconfirmed = unconfirmed + 1 if outcome.result != "ok" else 0
+            if unconfirmed >= MAX_CONSECUTIVE_UNCONFIRMED:
+                left = len(messages) - position - 1
+                return False, f"{unconfirmed} sends in a row unconfirmed; gave up with {left} messages unsent"
+        return True, ""
+
+    def _do_resend(self, step: Resend) -> tuple[bool, str]:
+        if step.reconnect:
+            self.session.reconnect_producer(step.producer, self.settings.send_timeout_ms)
+        sent = self.sent.get(step.producer, {})
+        messages = [sent[seq] for seq in range(step.from_seq, step.to_seq + 1) if seq in sent]
+        return self._send_each(step.producer, messages)
+
+    def _command(self, name: str, command: Callable[[ConsumerAgent], list[Action]]) -> tuple[bool, str]:
+        worker = self._worker(name)
+        if worker is None:
+            return self._missing(name)
+        self.scheduler.call(worker, command)
+        return True, ""
+
+    def _do_set_behaviour(self, step: SetBehaviour) -> tuple[bool, str]:
+        def command(agent: ConsumerAgent) -> list[Action]:
+            agent.set_behaviour(step.behaviour)
+            return []
+
+        return self._command(step.consumer, command)
+
+    def _do_ack_held(self, step: AckHeld) -> tuple[bool, str]:
+        return self._command(step.consumer, lambda agent: agent.take_held("ack", step.count))
+
+    def _do_nack_held(self, step: NackHeld) -> tuple[bool, str]:
+        return self._command(step.consumer, lambda agent: agent.take_held("nack", step.count))
+
+    def _do_pause(self, step: Pause) -> tuple[bool, str]:
+        return self._command(step.consumer, lambda agent: _set_paused(agent, True))
+
+    def _do_resume(self, step: Resume) -> tuple[bool, str]:
+        return self._command(step.consumer, lambda agent: _set_paused(agent, False))
+
+    def _do_redeliver(self, step: Redeliver) -> tuple[bool, str]:
+        worker = self._worker(step.consumer)
+        if worker is None:
+            return self._missing(step.consumer)
+
+        def command(agent: ConsumerAgent) -> list[Action]:
+            worker.redeliver()
+            return []
+
+        self.scheduler.call(worker, command)
+        return True, ""
+
+    def _do_close(self, step: Close) -> tuple[bool, str]:
+        return self._leave(step.consumer, Op.CLOSE)
+
+    def _do_crash(self, step: Crash) -> tuple[bool, str]:
+        return self._leave(step.consumer, Op.CRASH)
+
+    def _leave(self, name: str, op: Op) -> tuple[bool, str]:
+        worker = self.workers.pop(name, None)
+        if worker is None:
+            return self._missing(name)
+        self.scheduler.stop(worker)
+        self.recorder.membership(op, name)
+        try:
+            if op is Op.CRASH:
+                worker.handle.crash()
+            else:
+                worker.handle.close()
+        except Exception as exc:
+            return False, f"{op.value} {name!r}: {type(exc).__name__}: {exc}"
+        return True, ""
+
+    def _do_wait_quiet(self, step: WaitQuiet) -> tuple[bool, str]:
+        quiet_ms = step.quiet_ms or self.settings.quiet_ms
+        timeout_ms = step.timeout_ms or self.settings.step_timeout_ms
+        if self._wait_quiet(quiet_ms, timeout_ms):
+            return True, ""
+        return False, f"still receiving after {timeout_ms} ms"
+
+    def _wait_quiet(self, quiet_ms: int, timeout_ms: int, *, also: Callable[[], bool] | None = None) -> bool:
+        since = self.scheduler.now_ns()
+        quiet_ns = quiet_ms * 1_000_000
+
+        def is_quiet() -> bool:
+            last = max(since, self.recorder.counters().last_receive_ns)
+            return self.scheduler.now_ns() - last >= quiet_ns and (also is None or also())
+
+        return self.scheduler.wait_until(is_quiet, timeout_ms)
+
+    def _do_wait_received(self, step: WaitReceived) -> tuple[bool, str]:
+        timeout_ms = step.timeout_ms or self.settings.step_timeout_ms
+        if self.scheduler.wait_until(lambda: self.recorder.received_by(step.consumer) >= step.count, timeout_ms):
+            return True, ""
+        got = self.recorder.received_by(step.consumer)
+        who = f"consumer {step.consumer!r}" if step.consumer else "all consumers"
+        return False, f"{who} received {got} of {step.count} within {timeout_ms} ms"
+
+    def _do_sleep(self, step: Sleep) -> tuple[bool, str]:
+        self.scheduler.sleep(step.ms)
+        return True, ""
+
+    def _do_restart_broker(self, step: RestartBroker) -> tuple[bool, str]:
+        self.recorder.fault("broker_restart", kill=step.kill)
+        self.session.restart_broker(kill=step.kill)
+        self.recorder.fault("broker_restarted", result="ok")
+        return True, ""
+
+    # --- drain and teardown -----------------------------------------------------------------------------
+
+    def _drain(self) -> bool:
+        """Every open consumer resumes, acks what it holds and everything after; until quiet or the bound."""
+        for worker in list(self.workers.values()):
+            self.scheduler.call(worker, lambda agent: agent.start_drain())
+        settle_ms = self.settings.quiet_ms
+        give_up_ns = self.settings.drain_quiet_ms * 1_000_000
+        since = self.scheduler.now_ns()
+
+        def drained() -> bool:
+            counters = self.recorder.counters()
+            silent_ns = self.scheduler.now_ns() - max(since, counters.last_receive_ns)
+            if counters.acked_expected >= counters.expected_uids:
+                return silent_ns >= settle_ms * 1_000_000
+            return silent_ns >= give_up_ns
+
+        started, first = time.monotonic(), self.writer.count
+        quiet = self.scheduler.wait_until(drained, self.settings.drain_timeout_ms)
+        counters = self.recorder.counters()
+        complete = counters.acked_expected >= counters.expected_uids
+        note = f"{counters.acked_expected} of {counters.expected_uids} published messages acknowledged"
+        if not quiet:
+            note += f"; still receiving when the {self.settings.drain_timeout_ms} ms drain bound expired"
+        elapsed = time.monotonic() - started
+        self.outcomes.append(StepOutcome(self.step_index, "drain", complete, elapsed, note, first, self.writer.count))
+        return quiet
+
+    def _stop_workers(self) -> None:
+        for worker in self.workers.values():
+            self.scheduler.stop(worker)
+            if worker.prefetch_dropped:
+                self.notes.append(
+                    f"consumer {worker.name!r}: dropped {worker.prefetch_dropped} prefetched messages at redeliver"
+                )
+            for error in worker.errors[:5]:
+                self.notes.append(f"consumer {worker.name!r}: {error}")
+
+    def _close_handles(self) -> None:
+        """Close what is still open, after ``end``: teardown is not part of the workload and is not recorded."""
+        for worker in self.workers.values():
+            with contextlib.suppress(Exception):
+                worker.handle.close()
+        self.workers.clear()
+
+    def _write_verdict(self, verdict: Any) -> Path | None:
+        if verdict is None:
+            return None
+        path = self.out_dir / "verdict.json"
+        data = verdict.to_json() if hasattr(verdict, "to_json") else verdict
+        text = data if isinstance(data, str) else json.dumps(data, indent=2, sort_keys=True)
+        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        return path
+
+    def _report(self, final: bool = False) -> None:
+        if self.progress_cb is None:
+            return
+        total = len(self.scenario.steps) + (1 if self.settings.drain else 0)
+        index = min(self.step_index, total)
+        if index == 0:
+            label = "starting"
+        elif index > len(self.scenario.steps):
+            label = "drain"
+        else:
+            label = self.scenario.steps[index - 1].do
+        with contextlib.suppress(Exception):
+            self.progress_cb(
+                Progress(
+                    step=index,
+                    steps=total,
+                    label="done" if final else label,
+                    elapsed_s=time.monotonic() - self.started,
+                    counters=self.recorder.counters(),
+                    final=final,
+                )
+            )
+
+
+def _self_check(trace_path: Path) -> list[str]:
+    """Recording-discipline problems of the finished trace (harness bugs; see :mod:`.selfcheck`)."""
+    with trace_path.open(encoding="utf-8") as fh:
+        next(fh, None)  # header
+        return discipline_problems(json.loads(line) for line in fh if line.strip())
+
+
+def _set_paused(agent: ConsumerAgent, paused: bool) -> list[Action]:
+    agent.paused = paused
+    return []
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("pytest-keyshared")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"

@@ -1,0 +1,158 @@
+"""One run's connection to a target: consumers, producers, broker faults, and the scheduler that fits.
+
+:class:`PulsarSession` reaches a real broker through ``pulsar-client`` (threads, wall clock);
+:class:`ModelSession` drives the in-process reference model (stepped, simulated clock).  The run loop in
+:mod:`.run` sees only the :class:`Session` surface, so a scenario runs the same on both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from pytest_keyshared.driver.consumer_process import ProcessConsumer
+from pytest_keyshared.driver.handles import ConsumerHandle, ConsumerSpec, ProducerHandle
+from pytest_keyshared.driver.workers import Scheduler, ThreadedScheduler
+from pytest_keyshared.targets.base import PulsarTarget, Target, TargetError
+
+__all__ = ["PulsarSession", "Session", "open_session"]
+
+
+class Session(ABC):
+    """What the run loop needs from a target during one run."""
+
+    scheduler: Scheduler
+
+    def __init__(self, target: Target, topic: str, run_dir: Path, nonce: str) -> None:
+        self.target = target
+        self.topic = topic
+        self.run_dir = run_dir
+        self.nonce = nonce
+        self._producers: dict[str, tuple[ProducerHandle, str]] = {}
+
+    def clock(self) -> int:
+        return self.scheduler.now_ns()
+
+    @abstractmethod
+    def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
+        """Subscribe; raises whatever the client raised when the broker refused or did not answer."""
+
+    @abstractmethod
+    def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle: ...
+
+    def producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
+        """The producer called ``name`` (created on first use, again if its batching mode changes)."""
+        existing = self._producers.get(name)
+        if existing is not None and existing[1] == batching:
+            return existing[0]
+        if existing is not None:
+            existing[0].close()
+        try:
+            created = self._create_producer(name, batching, send_timeout_ms)
+        except TargetError:
+            raise
+        except Exception as exc:
+            raise TargetError(
+                f"Could not create producer {name!r} on {self.topic}: {type(exc).__name__}: {exc}"
+            ) from None
+        self._producers[name] = (created, batching)
+        return created
+
+    def reconnect_producer(self, name: str, send_timeout_ms: int) -> ProducerHandle:
+        """Close producer ``name`` and create it again under the same name (a retrying application)."""
+        existing = self._producers.pop(name, None)
+        batching = "none" if existing is None else existing[1]
+        if existing is not None:
+            existing[0].close()
+        return self.producer(name, batching, send_timeout_ms)
+
+    def ensure_topic(self) -> None:
+        """Make the topic exist (a short-lived producer), e.g. before setting a topic policy."""
+        name = f"ks-setup-{self.nonce}"
+        self.producer(name, "none", 10_000)
+        handle, _ = self._producers.pop(name)
+        handle.close()
+
+    def restart_broker(self, *, kill: bool) -> None:
+        self.target.restart_broker(kill=kill)
+
+    def set_deduplication(self, enabled: bool) -> None:
+        self.ensure_topic()
+        self.target.set_topic_deduplication(self.topic, enabled)
+
+    def close(self) -> None:
+        for handle, _ in self._producers.values():
+            with contextlib.suppress(Exception):
+                handle.close()
+        self._producers.clear()
+
+
+class PulsarSession(Session):
+    """A real broker: a client per consumer, one for producers; crashable consumers in child processes."""
+
+    def __init__(self, target: PulsarTarget, topic: str, run_dir: Path, nonce: str) -> None:
+        super().__init__(target, topic, run_dir, nonce)
+        from pytest_keyshared.driver.pulsar_client import ClientSettings
+
+        self.pulsar_target = target
+        self.settings = ClientSettings(
+            target.service_url,
+            operation_timeout_s=target.quirks.operation_timeout_s,
+            log_path=run_dir / "pulsar-client.log",
+            distinct_ids=target.quirks.distinct_consumer_ids,
+            nonce=nonce,
+        )
+        self.scheduler = ThreadedScheduler(command_timeout_s=target.quirks.operation_timeout_s + 20.0)
+        self._producer_client: Any = None
+        self._consumers_opened = 0
+
+    def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
+        from pytest_keyshared.driver.pulsar_client import PulsarConsumer
+
+        self._consumers_opened += 1
+        burn_tag = f"{self.nonce}-{self._consumers_opened}"
+        if crashable:
+            return ProcessConsumer(
+                spec,
+                service_url=self.settings.service_url,
+                operation_timeout_s=self.settings.operation_timeout_s,
+                log_path=self.settings.log_path,
+                burn_ids=self.settings.reserve_consumer_id(),
+                burn_topic=f"non-persistent://public/default/ks-idburn-{self.nonce}",
+                burn_tag=burn_tag,
+            )
+        return PulsarConsumer(self.settings, spec, burn_tag)
+
+    def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
+        from pytest_keyshared.driver.pulsar_client import PulsarProducer
+
+        if self._producer_client is None:
+            self._producer_client = self.settings.client()
+        return PulsarProducer(
+            self._producer_client,
+            self.topic,
+            name,
+            batching=batching,
+            send_timeout_ms=send_timeout_ms,
+            clock=self.clock,
+        )
+
+    def close(self) -> None:
+        super().close()
+        if self._producer_client is not None:
+            with contextlib.suppress(Exception):
+                self._producer_client.close()
+            self._producer_client = None
+
+
+def open_session(target: Target, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Session:
+    """The session that fits ``target``: pulsar-client for real brokers, stepping for the model."""
+    if target.kind == "model":
+        from pytest_keyshared.driver.model_session import ModelSession
+
+        return ModelSession(target, topic, run_dir, nonce, seed=seed)
+    if not isinstance(target, PulsarTarget):
+        raise TargetError(f"Target {target.name!r} of kind {target.kind!r} has no session type.")
+    return PulsarSession(target, topic, run_dir, nonce)

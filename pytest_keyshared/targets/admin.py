@@ -1,0 +1,91 @@
+"""A few calls of Apache Pulsar's admin REST API (v2), with bounded timeouts and one-line errors.
+
+Only what the harness needs: readiness (``GET /admin/v2/clusters``), a topic's deduplication policy, and
+topic stats.  Paths follow ``/work/shared/research/pulsar-semantics.md`` §9.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from pytest_keyshared.targets.base import TargetError
+
+__all__ = ["AdminClient", "topic_path"]
+
+
+def topic_path(topic: str) -> str:
+    """``persistent://tenant/ns/name`` -> ``persistent/tenant/ns/name`` (the REST path of a topic)."""
+    domain, sep, rest = topic.partition("://")
+    parts = rest.split("/")
+    if not sep or domain not in ("persistent", "non-persistent") or len(parts) != 3 or not all(parts):
+        raise TargetError(f"Expected a topic like 'persistent://public/default/name' but got {topic!r}.")
+    return f"{domain}/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+
+
+class AdminClient:
+    """Blocking admin calls to ``base_url`` (``http://HOST:PORT``); every call is bounded by ``timeout_s``."""
+
+    def __init__(self, base_url: str, *, timeout_s: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base_url + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace").strip()[:200]
+            raise TargetError(f"Admin API {method} {self.base_url}{path} answered {exc.code}: {detail}") from None
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise TargetError(f"Admin API {method} {self.base_url}{path} failed: {reason}") from None
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw.decode("utf-8", "replace")
+
+    def clusters(self) -> list[str]:
+        result = self.request("GET", "/admin/v2/clusters")
+        return list(result) if isinstance(result, list) else []
+
+    def topic_stats(self, topic: str) -> dict[str, Any]:
+        result = self.request("GET", f"/admin/v2/{topic_path(topic)}/stats")
+        return result if isinstance(result, dict) else {}
+
+    def set_topic_deduplication(self, topic: str, enabled: bool, *, wait_s: float = 15.0) -> None:
+        """Set the topic-level ``deduplicationEnabled`` policy and wait (bounded) until the topic applies it.
+
+        Topic policies travel through a system topic, so the call returns only once ``GET`` agrees and, when
+        enabling, the topic stats report ``deduplicationStatus: Enabled`` (a recovering topic treats every
+        message as new); else :class:`TargetError` after ``wait_s``.
+        """
+        path = f"/admin/v2/{topic_path(topic)}/deduplicationEnabled"
+        self.request("POST", path, enabled)
+        deadline = time.monotonic() + wait_s
+        while True:
+            current = self.request("GET", path)
+            applied = current is enabled or current == str(enabled).lower()
+            status = None
+            if applied and enabled:
+                status = self.topic_stats(topic).get("deduplicationStatus")
+                applied = status in (None, "Enabled")
+            if applied:
+                return
+            if time.monotonic() >= deadline:
+                raise TargetError(
+                    f"Deduplication of {topic} not applied {wait_s:g}s after setting it to {enabled}:"
+                    f" policy reads {current!r}, status {status!r}."
+                )
+            time.sleep(0.1)

@@ -1,0 +1,233 @@
+"""What every target offers the driver: a name, capabilities, the contract it claims, and its lifecycle.
+
+A *target* is a broker to check: the embedded pulsar-lite (a subprocess), any broker by URL, Apache Pulsar in
+a container, or the in-process reference model.  Real brokers are reached through ``pulsar-client`` at
+``service_url`` (:class:`PulsarTarget`); the model is driven directly (:class:`~.model.ModelTarget`).
+
+Each target declares its :class:`Capabilities` (so a scenario step it cannot perform is refused before the
+run starts, with the reason) and the :class:`Claims` it is held to (Pulsar version, Key_Shared
+implementation, selector), which go into the trace header for the checker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from conformance.trace import SelectorSpec
+from reference_model.errors import InvalidArgument, KeySharedError, did_you_mean
+
+__all__ = [
+    "CAPABILITY_NAMES",
+    "Capabilities",
+    "Claims",
+    "ClientQuirks",
+    "PulsarTarget",
+    "Target",
+    "TargetError",
+    "UnsupportedByTarget",
+    "check_options",
+]
+
+
+class TargetError(KeySharedError):
+    """The target failed: it would not start, died, or stopped answering within its bound (exit code 3)."""
+
+    exit_code = 3
+
+
+class UnsupportedByTarget(KeySharedError):
+    """The scenario needs something this target cannot do (a crash, a broker restart, ...); nothing was run.
+
+    Exit code 2: the combination of inputs is not runnable.  The plugin turns it into a skip with the reason.
+    """
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a target can do beyond publishing and consuming.  ``reasons`` says why a capability is missing."""
+
+    admin_api: bool = False  #: an admin REST API (topic stats, policies)
+    dedup_switch: bool = False  #: the harness can turn producer deduplication on for the run's topic
+    replication: bool = False  #: several clusters with replicated subscriptions
+    crash_consumer: bool = False  #: cut one consumer's connection without a close
+    broker_restart: bool = False  #: stop and start the broker on the same storage during a run
+    reasons: Mapping[str, str] = field(default_factory=dict)
+
+    def has(self, name: str) -> bool:
+        if name not in CAPABILITY_NAMES:
+            raise InvalidArgument(
+                f"Unknown capability {name!r}.{did_you_mean(name, CAPABILITY_NAMES)}"
+                f" Capabilities: {', '.join(CAPABILITY_NAMES)}."
+            )
+        return bool(getattr(self, name))
+
+    def require(self, needs: Mapping[str, str], target: str) -> None:
+        """Raise :class:`UnsupportedByTarget` naming every capability in ``needs`` (``{name: why}``) that is missing."""
+        missing = [(name, why) for name, why in needs.items() if not self.has(name)]
+        if missing:
+            parts = [
+                f"{why} needs {name}" + (f" ({self.reasons[name]})" if name in self.reasons else "")
+                for name, why in missing
+            ]
+            raise UnsupportedByTarget(f"Target {target!r} cannot run this scenario: {'; '.join(parts)}.")
+
+    def to_dict(self) -> dict[str, bool]:
+        return {name: bool(getattr(self, name)) for name in CAPABILITY_NAMES}
+
+
+CAPABILITY_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Capabilities) if f.name != "reasons")
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """The contract a target is held to: what a broker of this version and implementation must do.
+
+    ``selector`` is the AUTO_SPLIT selector (``consistent-hashing``, Pulsar's default since 2.7, or
+    ``auto-split``); STICKY subscriptions always use the ``sticky`` selector.  For pulsar-lite the claim is
+    what Pulsar 4.0 would do, so that its own selector shows up as ``misassigned``: a finding, not a bug here.
+    """
+
+    pulsar_version: str = "4.0"
+    implementation: str = "pip379"  #: ``pip379`` (Pulsar 4.0 default) or ``classic`` (3.x, or the 4.x flag)
+    selector: str = "consistent-hashing"
+    points: int = 100  #: consistent-hashing ring points per consumer
+    deduplication: bool = False  #: deduplication on for every topic, whatever the scenario asks
+
+    def selector_for(self, key_shared_mode: str) -> SelectorSpec:
+        kind = "sticky" if key_shared_mode == "STICKY" else self.selector
+        return SelectorSpec(kind=kind, pulsar_version=self.pulsar_version, points=self.points)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuirks:
+    """How the driver must use ``pulsar-client`` against this broker to keep the run meaningful.
+
+    ``distinct_consumer_ids``: the broker keys a subscription's consumers by the client-chosen consumer id,
+    which every fresh client starts at 0, so the driver makes ids distinct across clients (pulsar-lite §5.1).
+    ``sync_publish``: pipelined ``send_async`` stalls Key_Shared dispatch and causes spurious duplicates
+    (pulsar-lite §5.2, §5.5), so messages are sent one at a time unless a scenario asks for batching.
+    """
+
+    distinct_consumer_ids: bool = False
+    sync_publish: bool = False
+    operation_timeout_s: int = 10
+
+
+def check_options(
+    options: Mapping[str, Any] | None, allowed: Mapping[str, type | tuple[type, ...]], target: str
+) -> dict[str, Any]:
+    """Validate target ``options`` against ``{name: type}``; one teaching error for the first bad entry."""
+    out: dict[str, Any] = {}
+    for key, value in (options or {}).items():
+        if key not in allowed:
+            names = sorted(allowed)
+            raise InvalidArgument(
+                f"Unknown option {key!r} for target {target!r}.{did_you_mean(key, names)}"
+                f" Options of this target: {', '.join(names) or 'none'}."
+            )
+        expected = allowed[key]
+        ok = isinstance(value, expected) and not (isinstance(value, bool) and expected in (int, float, (int, float)))
+        if not ok:
+            want = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
+            raise InvalidArgument(
+                f"Option {key}={value!r} (type={type(value).__name__}) for target {target!r}: expected {want}."
+            )
+        out[key] = value
+    return out
+
+
+class Target(ABC):
+    """A broker under test.  Use through :func:`pytest_keyshared.targets.open_target`, which stops it."""
+
+    #: ``"pulsar"`` (reached with pulsar-client at ``service_url``) or ``"model"`` (driven in process).
+    kind: ClassVar[str]
+
+    def __init__(self, name: str, artifacts_dir: Path) -> None:
+        self.name = name
+        self.artifacts_dir = artifacts_dir
+        self.capabilities = Capabilities()
+        self.claims = Claims()
+
+    @property
+    def broker_log(self) -> Path | None:
+        """The broker's log file, if this target keeps one (it grows for the target's whole life)."""
+        return None
+
+    @property
+    def deterministic(self) -> bool:
+        """True when the same scenario and seed give the same trace byte for byte (the model)."""
+        return False
+
+    def header_extra(self) -> dict[str, Any]:
+        """Target facts for the trace header (implementation, image, binary, ...)."""
+        return {"implementation": self.claims.implementation}
+
+    @abstractmethod
+    def start(self) -> None:
+        """Bring the broker up and wait (bounded) until it is ready."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop everything :meth:`start` started.  Safe to call twice, and after a failed start."""
+
+    def restart_broker(self, *, kill: bool = False) -> None:
+        """Stop the broker and start it on the same storage (only with ``capabilities.broker_restart``)."""
+        raise UnsupportedByTarget(f"Target {self.name!r} cannot restart its broker.")
+
+    def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
+        """Turn deduplication on or off for ``topic`` (only with ``capabilities.dedup_switch``)."""
+        raise UnsupportedByTarget(f"Target {self.name!r} cannot switch deduplication.")
+
+    def describe(self) -> str:
+        """One line for run summaries."""
+        return self.name
+
+    def log_position(self) -> int:
+        """Current size of the broker log, to copy the part a run produced (see :meth:`copy_log`)."""
+        log = self.broker_log
+        try:
+            return log.stat().st_size if log is not None else 0
+        except OSError:
+            return 0
+
+    def copy_log(self, since: int, dest: Path) -> Path | None:
+        """Copy the broker log from byte ``since`` to ``dest``; None when there is no log."""
+        log = self.broker_log
+        if log is None or not log.exists():
+            return None
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if log.resolve() == dest.resolve():
+            return dest
+        with contextlib.suppress(OSError), log.open("rb") as src, dest.open("wb") as out:
+            src.seek(since)
+            shutil.copyfileobj(src, out)
+            return dest
+        return None
+
+
+class PulsarTarget(Target):
+    """A real broker spoken to through ``pulsar-client``."""
+
+    kind: ClassVar[str] = "pulsar"
+
+    def __init__(self, name: str, artifacts_dir: Path) -> None:
+        super().__init__(name, artifacts_dir)
+        self.quirks = ClientQuirks()
+
+    @property
+    @abstractmethod
+    def service_url(self) -> str:
+        """``pulsar://HOST:PORT`` of the running broker."""
+
+    @property
+    def admin_url(self) -> str | None:
+        """``http://HOST:PORT`` of the admin REST API, if any."""
+        return None

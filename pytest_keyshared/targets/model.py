@@ -1,0 +1,115 @@
+"""The in-process reference model as a target: ``model``, ``model:classic``, ``model:pulsar-3.3``, ...
+
+Each run gets a fresh :class:`~reference_model.broker.ModelBroker` seeded with the run's seed, driven on its
+simulated clock without threads (:class:`~pytest_keyshared.driver.workers.SteppedScheduler`), so the same
+scenario and seed give the same trace byte for byte.
+
+A crash here is what the driver's crash is on a real broker: the client process dies and the kernel resets
+its connection, so the broker learns of it at once (``crash_detection_delay_ms = 0``).  The model's own
+default (60 s, a keep-alive timeout) describes a silent network loss instead; pass the option to get it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pytest_keyshared.targets.base import Capabilities, Claims, Target, TargetError, check_options
+from reference_model.errors import InvalidArgument
+from reference_model.versions import DEFAULT_VERSION, parse_version
+
+__all__ = ["ModelTarget", "parse_model_spec"]
+
+IMPLEMENTATIONS = ("pip379", "classic")
+_OPTIONS: dict[str, type | tuple[type, ...]] = {
+    "broker_conf": dict,  #: broker.conf names, e.g. {"keySharedUnblockingIntervalMs": 0}
+    "crash_detection_delay_ms": int,
+    "pulsar_version": str,
+    "implementation": str,
+}
+
+
+def parse_model_spec(spec: str) -> tuple[str, str | None]:
+    """``model[:VERSION][:IMPLEMENTATION]`` (either order) -> ``(version, implementation or None)``."""
+    kind, _, rest = spec.partition(":")
+    if kind != "model":
+        raise InvalidArgument(f"Expected a model target like 'model' or 'model:classic' but got {spec!r}.")
+    version: str | None = None
+    implementation: str | None = None
+    for part in [p for p in rest.split(":") if p] if rest else []:
+        if part in IMPLEMENTATIONS:
+            if implementation is not None:
+                raise InvalidArgument(
+                    f"Model target {spec!r} names two implementations; give one of {IMPLEMENTATIONS}."
+                )
+            implementation = part
+        else:
+            if version is not None:
+                raise InvalidArgument(f"Model target {spec!r} names two versions ({version!r}, {part!r}).")
+            parse_version(part)  # UnknownVersion names the known lines
+            version = part
+    return (version or str(DEFAULT_VERSION)), implementation
+
+
+class ModelTarget(Target):
+    """The reference model; nothing to start, a fresh broker per run."""
+
+    kind: ClassVar[str] = "model"
+
+    def __init__(self, name: str, artifacts_dir: Path, options: Mapping[str, Any] | None = None) -> None:
+        super().__init__(name, artifacts_dir)
+        opts = check_options(options, _OPTIONS, name)
+        version, implementation = parse_model_spec(name)
+        version = opts.get("pulsar_version", version)
+        implementation = opts.get("implementation", implementation)
+        from reference_model.broker import BrokerConfig
+        from reference_model.keyshared.factory import check_implementation
+
+        self.version = parse_version(version)
+        self.implementation = check_implementation(implementation, self.version)
+        config = BrokerConfig.from_broker_conf(opts.get("broker_conf", {}))
+        delay = opts.get("crash_detection_delay_ms", 0)
+        if delay < 0:
+            raise InvalidArgument(f"Option crash_detection_delay_ms={delay}: expected an int >= 0.")
+        self.config = replace(config, crash_detection_delay_ms=delay)
+        uses_ring = self.config.key_shared.use_consistent_hashing
+        self.claims = Claims(
+            pulsar_version=str(self.version),
+            implementation=self.implementation,
+            selector="consistent-hashing" if uses_ring else "auto-split",
+            points=self.config.key_shared.consistent_hashing_points,
+            deduplication=bool(self.config.dedup.broker_enabled),
+        )
+        self.capabilities = Capabilities(
+            admin_api=True,
+            dedup_switch=True,
+            replication=False,
+            crash_consumer=True,
+            broker_restart=True,
+            reasons={"replication": "one model broker is one cluster (see reference_model.replication)"},
+        )
+
+    @property
+    def deterministic(self) -> bool:
+        return True
+
+    def new_broker(self, seed: int) -> Any:
+        from reference_model.broker import ModelBroker
+
+        return ModelBroker(
+            pulsar_version=self.version, implementation=self.implementation, config=self.config, seed=seed
+        )
+
+    def describe(self) -> str:
+        return f"reference model (Pulsar {self.version}, {self.implementation})"
+
+    def start(self) -> None:
+        """Nothing to start: each run builds its own broker."""
+
+    def stop(self) -> None:
+        """Nothing to stop."""
+
+    def restart_broker(self, *, kill: bool = False) -> None:  # pragma: no cover - the session restarts its broker
+        raise TargetError("The model restarts through the run's session (ModelSession.restart_broker).")
