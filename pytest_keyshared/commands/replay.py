@@ -1,0 +1,191 @@
+"""``keyshared replay SCENARIO [--target T] [--runs N]``: how often does a violation reproduce?
+
+A violation found against a real broker may depend on timing.  Replaying its scenario N times against the
+same target (started once) and counting, per violation kind, in how many runs it appeared turns "it failed
+once in CI" into a rate, which is what a bug report needs and what decides between ``fails`` and
+``may-fail`` in an expectations file.  Each run keeps its own trace and verdict under ``--out``.
+
+Exit codes: 0 every run valid, 1 a violation in at least one run, 2 bad input (unknown scenario, target
+string or option), 3 the target failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ReplayTally", "add_parser", "render_tally", "run", "tally_runs"]
+
+_EPILOG = """\
+examples:
+  keyshared replay join-while-pending --runs 10
+  keyshared replay keyshared-artifacts/generated--model-programs/shrunk.toml --target model
+  keyshared replay my-scenario.toml --target pulsar://127.0.0.1:6650 --runs 5 --json
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="run a scenario N times and report how often each violation kind appears",
+        description="Run one scenario several times against one target (started once) and report, per"
+        " violation kind, in how many runs it appeared.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("scenario", metavar="SCENARIO", help="a built-in scenario name or a .toml / .json file")
+    parser.add_argument("--target", default="pulsar-lite", help="target string (default: pulsar-lite)")
+    parser.add_argument("--runs", type=_positive, default=5, metavar="N", help="number of runs (default: 5)")
+    parser.add_argument(
+        "--seed", type=_seed, default=1, metavar="N", help="seed of the first run; run i uses seed+i (default: 1)"
+    )
+    parser.add_argument(
+        "--same-seed", action="store_true", help="use the same seed for every run (isolates broker timing)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("keyshared-replay"), metavar="DIR", help="artifacts")
+    parser.add_argument("--profile", default=None, metavar="NAME", help="checker profile (default: from the trace)")
+    parser.add_argument("--admin-url", default=None, metavar="URL", help="admin URL of a pulsar:// target")
+    parser.add_argument("--pulsar-version", default=None, metavar="V", help="the version the target claims")
+    parser.add_argument("--json", action="store_true", help="print the tally as one JSON object")
+    parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer but got {text!r}") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected a number of runs between 1 and 10000 but got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed but got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"expected a seed between 0 and 4294967295 but got {value}")
+    return value
+
+
+@dataclass
+class ReplayTally:
+    """Per violation kind: in how many runs it appeared, and how many times in all."""
+
+    scenario: str
+    target: str
+    runs: int = 0
+    invalid_runs: int = 0
+    runs_with: Counter[str] = field(default_factory=Counter)
+    occurrences: Counter[str] = field(default_factory=Counter)
+    traces: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+
+    def add(self, verdict: Any, trace_path: Any, seed: int) -> None:
+        self.runs += 1
+        self.seeds.append(seed)
+        self.traces.append(str(trace_path))
+        kinds = Counter(_kind(v) for v in getattr(verdict, "violations", ()) or ())
+        if kinds or not getattr(verdict, "valid", True):
+            self.invalid_runs += 1
+        for kind, count in kinds.items():
+            self.runs_with[kind] += 1
+            self.occurrences[kind] += count
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "target": self.target,
+            "runs": self.runs,
+            "invalid_runs": self.invalid_runs,
+            "kinds": {
+                kind: {"runs": self.runs_with[kind], "share": self.runs_with[kind] / self.runs, "total": total}
+                for kind, total in sorted(self.occurrences.items())
+            },
+            "seeds": self.seeds,
+            "traces": self.traces,
+        }
+
+
+def _kind(violation: Any) -> str:
+    kind = getattr(violation, "kind", "unknown")
+    return str(getattr(kind, "value", kind))
+
+
+def tally_runs(verdicts: list[tuple[Any, Any, int]], *, scenario: str, target: str) -> ReplayTally:
+    """Tally ``(verdict, trace_path, seed)`` triples (pure: used by :func:`run` and by tests)."""
+    tally = ReplayTally(scenario=scenario, target=target)
+    for verdict, trace, seed in verdicts:
+        tally.add(verdict, trace, seed)
+    return tally
+
+
+def render_tally(tally: ReplayTally) -> str:
+    """The human summary: the invalid share, then one row per kind with the runs it appeared in."""
+    share = 100.0 * tally.invalid_runs / tally.runs if tally.runs else 0.0
+    lines = [
+        f"replay {tally.scenario} on {tally.target}: {tally.runs} run(s), {tally.invalid_runs} with violations"
+        f" ({share:.0f}%)"
+    ]
+    if tally.occurrences:
+        from pytest_keyshared.contracts import KIND_CONTRACTS
+
+        lines.append(f"{'kind':<24}{'contract':<18}{'runs':>6}{'share':>8}{'total':>8}")
+        for kind, total in sorted(tally.occurrences.items(), key=lambda kv: (-tally.runs_with[kv[0]], kv[0])):
+            runs = tally.runs_with[kind]
+            lines.append(
+                f"{kind:<24}{KIND_CONTRACTS.get(kind, '?'):<18}{runs:>6}{100.0 * runs / tally.runs:>7.0f}%{total:>8}"
+            )
+    else:
+        lines.append("no violation in any run")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.scenarios import load_scenario
+    from pytest_keyshared.driver import run_scenario
+    from pytest_keyshared.targets import open_target
+
+    scenario = load_scenario(args.scenario)  # InvalidScenario: one line, exit 2 (cli.main)
+    if args.profile is not None:
+        from conformance.profiles import get_profile
+
+        get_profile(args.profile)  # an unknown profile fails before a broker starts
+    options: dict[str, Any] = {}
+    if args.admin_url:
+        options["admin_url"] = args.admin_url
+    if args.pulsar_version:
+        options["pulsar_version"] = args.pulsar_version
+    out: Path = args.out
+    results: list[tuple[Any, Any, int]] = []
+    with open_target(args.target, artifacts_dir=out / "target", options=options) as target:
+        for index in range(args.runs):
+            seed = args.seed if args.same_seed else (args.seed + index) % 2**32
+            started = time.monotonic()
+            result = run_scenario(
+                target, scenario, seed=seed, out_dir=out / f"run-{index + 1:03d}", profile=args.profile
+            )
+            verdict = result.verdict
+            kinds = sorted({_kind(v) for v in verdict.violations})
+            print(
+                f"run {index + 1}/{args.runs} seed={seed}: {'valid' if verdict.valid else 'INVALID'}"
+                + (f" ({', '.join(kinds)})" if kinds else "")
+                + f" in {time.monotonic() - started:.1f}s",
+                file=sys.stderr,
+            )
+            results.append((verdict, result.trace_path, seed))
+    tally = tally_runs(results, scenario=scenario.name, target=args.target)
+    if args.json:
+        print(json.dumps(tally.to_json(), sort_keys=True))
+    else:
+        print(render_tally(tally))
+        print(f"traces and verdicts: {out}")
+    return 1 if tally.invalid_runs else 0

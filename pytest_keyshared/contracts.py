@@ -1,0 +1,94 @@
+"""The contracts a conformance case checks, and which contract each violation kind breaks.
+
+A *contract* is a promise a Pulsar-compatible broker makes to its users; the suite reports, contract by
+contract, what holds.  The checker's violation kinds (``docs/architecture.md`` §5) are finer-grained; each
+belongs to exactly one contract.  ``replication`` has no checker kind: replicated-subscription cases judge
+the positions a consumer sees after failing over and report a :class:`ContractViolation` themselves.
+
+Pure data and stdlib only: the plugin imports this at configure time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from reference_model.errors import InvalidArgument, did_you_mean
+
+__all__ = [
+    "CONTRACTS",
+    "CONTRACT_DESCRIPTIONS",
+    "KIND_CONTRACTS",
+    "ContractViolation",
+    "check_contract",
+    "contract_of_kind",
+]
+
+#: Every contract, in the order the terminal summary lists them.
+CONTRACTS: tuple[str, ...] = (
+    "ordering",
+    "key-exclusivity",
+    "delivery",
+    "redelivery",
+    "deduplication",
+    "assignment",
+    "replication",
+)
+
+#: One sentence per contract, for ``--markers``, the docs and the summary's legend.
+CONTRACT_DESCRIPTIONS: Mapping[str, str] = {
+    "ordering": "messages of one key reach the application in publish order (PIP-379)",
+    "key-exclusivity": "a key is unacknowledged at no more than one consumer at a time (Key_Shared)",
+    "delivery": "every published message is delivered, and nothing that was not published",
+    "redelivery": "an acknowledged message is not delivered again",
+    "deduplication": "a (producer, sequence id) is stored once when deduplication is on",
+    "assignment": "keys go to the consumer the reference selector of the claimed Pulsar version names",
+    "replication": "a replicated subscription resumes in another cluster without skipping unacked messages",
+}
+
+#: Violation kind (the checker's names, part of the trace format) -> the contract it breaks.
+KIND_CONTRACTS: Mapping[str, str] = {
+    "key_overlap": "key-exclusivity",
+    "out_of_order": "ordering",
+    "undelivered": "delivery",
+    "unexpected_message": "delivery",
+    "redelivered_after_ack": "redelivery",
+    "duplicate_publish": "deduplication",
+    "misassigned": "assignment",
+}
+
+
+def contract_of_kind(kind: str) -> str:
+    """The contract a checker violation kind breaks; an unknown kind is an error naming the known ones."""
+    try:
+        return KIND_CONTRACTS[kind]
+    except KeyError:
+        raise InvalidArgument(
+            f"Unknown violation kind {kind!r}.{did_you_mean(kind, KIND_CONTRACTS)}"
+            f" Known kinds: {', '.join(sorted(KIND_CONTRACTS))}."
+        ) from None
+
+
+def check_contract(name: object, *, source: str) -> str:
+    """Return ``name`` if it is a contract, else raise :class:`InvalidArgument` saying where it came from."""
+    if isinstance(name, str) and name in CONTRACTS:
+        return name
+    hint = did_you_mean(name, CONTRACTS) if isinstance(name, str) else ""
+    raise InvalidArgument(f"Unknown contract {name!r} in {source}.{hint} Contracts: {', '.join(CONTRACTS)}.")
+
+
+class ContractViolation(AssertionError):
+    """A conformance case found the target breaking one or more contracts.
+
+    Raised by the ``keyshared_check`` fixture (from a checker verdict) and by cases that judge something the
+    trace checker does not (replication positions).  ``contracts`` names what was broken; the message is
+    the rendered explanation, shown by pytest and, condensed, in the keyshared summary.
+    """
+
+    def __init__(self, contracts: Iterable[str], explanation: str) -> None:
+        self.contracts: tuple[str, ...] = tuple(sorted(set(contracts), key=_contract_rank))
+        self.explanation = explanation
+        super().__init__(f"broken contract(s): {', '.join(self.contracts)}\n{explanation}")
+
+
+def _contract_rank(name: str) -> int:
+    return CONTRACTS.index(name) if name in CONTRACTS else len(CONTRACTS)
