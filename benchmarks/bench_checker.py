@@ -1,0 +1,168 @@
+"""Checker benchmark: events per second and peak memory of each engine, and Spark's speed-up from 1 to 2 cores.
+
+    python benchmarks/bench_checker.py                       # 1M and 10M events (generates into /tmp)
+    python benchmarks/bench_checker.py --sizes 1000000 --no-spark
+
+For each size it generates a trace (``benchmarks/gen_trace.py``: a clean run with a few violations of every
+kind planted; the header names a selector, so all seven checks run) as Parquet (and JSON Lines for sizes up to
+``--jsonl-max``), then runs, each in a fresh process so peak memory is its own:
+
+* the Python engine — engine alone (events already in memory as columns), and end to end from Parquet and
+  JSON Lines — single-threaded (pyarrow without threads), with the figures it found;
+* the Spark engine from Parquet on ``local[1]`` and ``local[2]`` (session start and a warm-up job excluded),
+  with peak RSS of the Python driver and the JVM, and the speed-up.
+
+It prints the machine's load average next to every figure: on a shared machine, read them with that in mind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def child(mode: str, path: str, master: str | None = None) -> dict[str, object]:
+    """Run one measurement in a fresh interpreter; it prints one JSON line."""
+    args = [sys.executable, __file__, "--child", mode, "--path", path]
+    if master:
+        args += ["--master", master]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_child(mode: str, path: str, master: str | None) -> None:
+    import gc
+
+    result: dict[str, object] = {"mode": mode}
+    if mode == "python-engine":  # the engine's own time: reading and decoding each batch is not counted
+        from conformance.checks.streaming import StreamingChecker, _rows_of_batch
+        from conformance.trace.reader import open_trace
+
+        source = open_trace(path)
+        gc.disable()
+        checker = StreamingChecker(source.header)
+        elapsed = 0.0
+        for batch in source.batches():
+            rows, extras = _rows_of_batch(batch)
+            decoded = list(rows)
+            start = time.perf_counter()
+            checker._extras = extras
+            checker._run(decoded)
+            elapsed += time.perf_counter() - start
+        start = time.perf_counter()
+        verdict = checker.finish()
+        elapsed += time.perf_counter() - start
+    elif mode in ("python-parquet", "python-jsonl"):
+        from conformance.checks import check_trace
+
+        start = time.perf_counter()
+        verdict = check_trace(path)
+        elapsed = time.perf_counter() - start
+    else:  # spark
+        from conformance.spark import build_session, check_with_spark
+        from conformance.trace.reader import open_trace
+
+        source = open_trace(path)
+        spark = build_session(master or "local[2]")
+        check_with_spark(_warmup_source(), spark=spark)  # JVM warm-up, not measured
+        start = time.perf_counter()
+        verdict = check_with_spark(source, spark=spark, validate=False)
+        elapsed = time.perf_counter() - start
+        jvm = spark.sparkContext._gateway.proc.pid
+        result["jvm_peak_mb"] = round(peak_rss_mb(jvm))
+        spark.stop()
+    result.update(
+        seconds=round(elapsed, 2),
+        events=verdict.events,
+        events_per_second=round(verdict.events / elapsed),
+        python_peak_mb=round(peak_rss_mb()),
+        counts={k: v for k, v in verdict.counts.items() if v},
+        load=load(),
+    )
+    print(json.dumps(result))
+
+
+def _warmup_source() -> object:
+    from conformance.trace.reader import open_trace
+
+    sys.path.insert(0, str(HERE))
+    from gen_trace import generate
+
+    warm = Path("/tmp/keyshared-bench/warmup.parquet")
+    if not warm.exists():
+        generate(20_000, warm, plant=1)
+    return open_trace(warm)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000])
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/keyshared-bench"))
+    parser.add_argument("--jsonl-max", type=int, default=1_000_000, help="also time JSON Lines up to this size")
+    parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--spark-max", type=int, default=10_000_000, help="run Spark up to this size")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--path", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        run_child(args.child, args.path, args.master)
+        return 0
+    sys.path.insert(0, str(HERE))
+    from gen_trace import generate
+
+    args.dir.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
+    for size in args.sizes:
+        parquet = args.dir / f"trace-{size}.parquet"
+        jsonl = args.dir / f"trace-{size}.jsonl" if size <= args.jsonl_max else None
+        if not parquet.exists() or (jsonl is not None and not jsonl.exists()):
+            started = time.perf_counter()
+            planted = generate(size, parquet, jsonl=jsonl)
+            print(f"generated {size} events in {time.perf_counter() - started:.0f}s; planted {planted}")
+        print(f"\n== {size:,} events ({parquet.stat().st_size / 1e6:.0f} MB Parquet) ==")
+        runs = [("python-engine", parquet, None), ("python-parquet", parquet, None)]
+        if jsonl is not None:
+            runs.append(("python-jsonl", jsonl, None))
+        if not args.no_spark and size <= args.spark_max:
+            runs += [("spark", parquet, "local[1]"), ("spark", parquet, "local[2]")]
+        results = {}
+        for mode, path, master in runs:
+            r = child(mode, str(path), master)
+            label = mode if master is None else f"spark {master}"
+            results[label] = r
+            memory = f"python peak {r['python_peak_mb']} MB"
+            if "jvm_peak_mb" in r:
+                memory += f", JVM peak {r['jvm_peak_mb']} MB"
+            print(
+                f"{label:16} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {memory}  (load {r['load']})"
+            )
+        print(f"found: {results['python-parquet']['counts']}")
+        if "spark local[1]" in results and "spark local[2]" in results:
+            one, two = results["spark local[1]"], results["spark local[2]"]
+            assert one["counts"] == two["counts"] == results["python-parquet"]["counts"], "engines disagree"
+            print(f"spark speed-up local[1] -> local[2]: {float(one['seconds']) / float(two['seconds']):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

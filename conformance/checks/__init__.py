@@ -1,0 +1,33 @@
+"""The checkers: every property of a delivery trace, judged by a streaming Python engine.
+
+``check_trace(path_or_events, profile=None, engine="python" | "spark")`` returns a
+:class:`~conformance.verdict.Verdict`; :class:`StreamingChecker` checks live (``writer.add_listener(checker.feed)``).
+One module per property (``exclusivity``, ``ordering``, ``loss``, ``redelivery``, ``duplicates``,
+``unexpected``, ``assignment``) holds its rule, its witness and its explanation; ``streaming`` composes them
+into one pass; the PySpark twins live in :mod:`conformance.spark`.  Rules: ``docs/checker.md``.
+"""
+
+from conformance.checks.api import ENGINES, check_events, check_source, check_trace
+from conformance.checks.streaming import StreamingChecker
+from conformance.profiles import PROFILES, Profile, get_profile, profile_for_header
+from conformance.trace.validation import TraceFormatError
+from conformance.verdict import Validity, Verdict
+from conformance.violations import KINDS, Kind, Violation
+
+__all__ = [
+    "ENGINES",
+    "KINDS",
+    "PROFILES",
+    "Kind",
+    "Profile",
+    "StreamingChecker",
+    "TraceFormatError",
+    "Validity",
+    "Verdict",
+    "Violation",
+    "check_events",
+    "check_source",
+    "check_trace",
+    "get_profile",
+    "profile_for_header",
+]

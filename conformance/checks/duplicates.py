@@ -1,0 +1,67 @@
+"""``duplicate_publish``: with deduplication on, one (producer, sequence id) stored under two message ids.
+
+Property (PIP-6 producer deduplication): a resend of a (producer, seq) the broker already stored is dropped
+(its receipt is ``-1:-1``), so each (producer, seq) is stored once.  The stored ids of a (producer, seq) are
+the real message ids of its ``ok`` publish receipts and the message ids of receives whose ``uid`` belongs to
+a publish of that (producer, seq) (the uid's first publish event says which); a receive may name an id the
+publisher never learnt (a timed-out send that was stored after all).
+
+Rule: order the distinct stored ids of a (producer, seq) by the first event that evidences each; every id
+after the first is one violation.  Witness: the first evidence of the first id and of this one.  The key is
+the one on the later witness event.  Reported when the trace ends (evidence may arrive in any order).
+Whether it invalidates the verdict follows the header: with ``deduplication: false`` it is permitted.
+
+Memory: one entry per published (producer, seq) and per published uid — the one check (with
+``unexpected_message``) whose state grows with the trace rather than with what is outstanding.
+The PySpark twin is :mod:`conformance.spark.duplicates`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conformance.violations import Kind, Violation, render_elle
+
+__all__ = ["explain", "make_duplicate"]
+
+
+def make_duplicate(
+    producer: str,
+    seq: int,
+    key: str | None,
+    first_ref: Sequence[Any],
+    second_ref: Sequence[Any],
+) -> Violation:
+    facts = {
+        "producer": producer,
+        "seq": seq,
+        "key": key,
+        "first_msg": first_ref[3],
+        "msg": second_ref[3],
+        "refs": [list(first_ref), list(second_ref)],
+    }
+    consumers = tuple(c for c in (first_ref[2], second_ref[2]) if c is not None)
+    return Violation(
+        Kind.DUPLICATE_PUBLISH,
+        key,
+        consumers,
+        (first_ref[0], second_ref[0]),
+        explain(facts),
+        None,
+        facts,
+    )
+
+
+def explain(facts: Mapping[str, Any]) -> str:
+    first, second = facts["refs"]
+    who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    return render_elle(
+        f"duplicate_publish: {who} stored as {facts['first_msg']} and {facts['msg']}",
+        [first, second],
+        [
+            f"E{first[0]} shows {who} stored as {facts['first_msg']}.",
+            "With deduplication on, a resend of a stored (producer, sequence id) must be dropped (receipt -1:-1).",
+            f"However, E{second[0]} shows it stored again as {facts['msg']}.",
+        ],
+    )

@@ -1,0 +1,127 @@
+"""Which message an event is about, and where it sits in its topic's log.
+
+A message is identified by its topic and its message id; two message ids compare (topic-log order) only
+within one topic partition.  Pulsar clients name the same topic in several ways (``orders``,
+``persistent://public/default/orders``, and ``...orders-partition-3`` for one partition of a partitioned
+topic), and a receipt may carry the partition in the message id or only in the topic name.  Both checker
+engines first rewrite every topic and message id to one canonical form, with the rules below; the PySpark
+engine repeats them with column expressions (``conformance.spark.prepare``), and a test holds the two equal.
+
+Rules (Pulsar's ``TopicName``):
+
+* a trailing ``-partition-N`` is removed from the topic and N is the partition named by the topic;
+* a name without ``://`` gets the default domain: ``orders`` → ``persistent://public/default/orders``,
+  ``tenant/ns/orders`` → ``persistent://tenant/ns/orders``;
+* the partition of a message is the one in its message id when that is ``>= 0``, else the one its topic
+  names, else ``-1``;
+* the canonical message id is ``ledger:entry:partition:batch_index`` with absent parts ``-1``.
+
+The *message key* ``"<topic>|<ledger>:<entry>:<partition>:<batch>"`` identifies a message and the *stream*
+``"<topic>|<partition>"`` names the log its position belongs to.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "MSG_ID_RE",
+    "TOPIC_PARTITION_RE",
+    "canonical_message",
+    "derive_message_columns",
+    "derive_message_columns_with_position",
+    "normalize_topic",
+    "parse_position",
+]
+
+#: A message id as the format accepts it: two to four integers separated by colons.
+MSG_ID_RE = re.compile(r"^-?[0-9]+:-?[0-9]+(?::-?[0-9]+){0,2}$")
+#: ``<base>-partition-<N>``: one partition of a partitioned topic.
+TOPIC_PARTITION_RE = re.compile(r"^(.*)-partition-([0-9]+)$")
+
+_DEFAULT_PREFIX = "persistent://public/default/"
+
+
+@lru_cache(maxsize=4096)
+def normalize_topic(name: str) -> tuple[str, int]:
+    """``(canonical topic, partition named by the topic or -1)``."""
+    partition = -1
+    m = TOPIC_PARTITION_RE.match(name)
+    if m is not None:
+        name, partition = m.group(1), int(m.group(2))
+    if "://" not in name:
+        slashes = name.count("/")
+        if slashes == 0:
+            name = _DEFAULT_PREFIX + name
+        elif slashes == 2:
+            name = "persistent://" + name
+    return name, partition
+
+
+def canonical_message(topic: str, msg_id: str) -> tuple[str, str, str]:
+    """``(message key, stream, canonical message id)`` of a message id seen on ``topic``.
+
+    ``msg_id`` must match :data:`MSG_ID_RE` (the reader checks that before calling).
+    """
+    base, named = normalize_topic(topic)
+    parts = msg_id.split(":")
+    ledger, entry = int(parts[0]), int(parts[1])
+    partition = int(parts[2]) if len(parts) > 2 else -1
+    batch = int(parts[3]) if len(parts) > 3 else -1
+    if partition < 0:
+        partition = named
+    canon = f"{ledger}:{entry}:{partition}:{batch}"
+    return f"{base}|{canon}", f"{base}|{partition}", canon
+
+
+def parse_position(canonical_msg_id: str) -> tuple[int, int, int]:
+    """The topic-log position ``(ledger, entry, batch_index)`` of a canonical message id."""
+    ledger, entry, _partition, batch = canonical_msg_id.split(":")
+    return int(ledger), int(entry), int(batch)
+
+
+def derive_message_columns(topic: Any, msg_id: Any) -> tuple[Any, Any, Any]:
+    """Vectorised :func:`canonical_message` over two pyarrow string arrays (nulls stay null).
+
+    Returns ``(message key, stream, canonical message id)`` arrays.  Every non-null ``msg_id`` must match
+    :data:`MSG_ID_RE`; the reader has checked that.
+    """
+    key, stream, canon, _position = derive_message_columns_with_position(topic, msg_id)
+    return key, stream, canon
+
+
+def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, Any, Any, tuple[Any, Any, Any]]:
+    """:func:`derive_message_columns` plus the position columns ``(ledger, entry, batch_index)`` (int64).
+
+    Raises ``pyarrow.ArrowInvalid`` if a message id is not two to four integers (callers validate first, or
+    treat that as "malformed").
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    topic = pa.array(topic, pa.string()) if not isinstance(topic, (pa.Array, pa.ChunkedArray)) else topic
+    msg_id = pa.array(msg_id, pa.string()) if not isinstance(msg_id, (pa.Array, pa.ChunkedArray)) else msg_id
+    topic, msg_id = topic.cast(pa.string()), msg_id.cast(pa.string())
+    # Topics repeat: normalise the distinct values in Python (same code as above), then take.
+    encoded = pc.dictionary_encode(topic)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    names = encoded.dictionary.to_pylist()
+    normalized = [normalize_topic(n) for n in names]
+    base = pc.take(pa.array([b for b, _ in normalized], pa.string()), encoded.indices)
+    named = pc.take(pa.array([p for _, p in normalized], pa.int64()), encoded.indices)
+    colons = pc.count_substring(msg_id, ":")
+    if pc.any(pc.or_(pc.less(colons, 1), pc.greater(colons, 3))).as_py():
+        raise pa.ArrowInvalid("a msg_id with fewer than 2 or more than 4 parts")
+    # "l:e" -> "l:e:-1:-1", "l:e:p" -> "l:e:p:-1:-1": the first four parts are the id with absent parts -1
+    parts = pc.split_pattern(pc.binary_join_element_wise(msg_id, pa.scalar(":-1:-1"), ""), ":")
+    ledger, entry, partition, batch = (pc.cast(pc.list_element(parts, n), pa.int64()) for n in range(4))
+    partition = pc.if_else(pc.less(partition, 0), named, partition)
+    as_text = [pc.cast(x, pa.string()) for x in (ledger, entry, partition, batch)]
+    canon = pc.binary_join_element_wise(*as_text, ":")
+    key = pc.binary_join_element_wise(base, canon, "|")
+    stream = pc.binary_join_element_wise(base, as_text[2], "|")
+    stream = pc.if_else(pc.is_null(canon), pa.scalar(None, pa.string()), stream)
+    return key, stream, canon, (ledger, entry, batch)

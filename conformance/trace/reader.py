@@ -1,0 +1,360 @@
+"""Reading traces: JSON Lines (optionally gzip) or Parquet, validated, as events or as columnar batches.
+
+Two ways to read the same trace:
+
+* :meth:`TraceSource.events` decodes line by line with :mod:`json` and validates each event with
+  :class:`~conformance.trace.validation.EventValidator`: complete (every extension field) and exact in its
+  errors.
+* :meth:`TraceSource.batches` is the fast path the checkers use: pyarrow parses JSON Lines (or reads Parquet
+  row groups) into record batches of :data:`FAST_SCHEMA`, checked with vector operations.  Fields the checkers
+  do not use are dropped.  If anything looks wrong, the input is re-read with the exact path to name the line
+  and the problem, so both paths raise the same :class:`~conformance.trace.validation.TraceFormatError`.
+
+A malformed trace always raises ``TraceFormatError`` (an ``InvalidArgument``: exit code 2 in the CLI), with
+the file, the line (or Parquet row) and what is wrong.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from conformance.trace.events import Event
+from conformance.trace.header import HeaderError, TraceHeader
+from conformance.trace.validation import BatchState, EventValidator, TraceFormatError, check_batch
+
+__all__ = [
+    "PARQUET_HEADER_KEY",
+    "PARQUET_JSON_COLUMNS_KEY",
+    "FastPathUnavailable",
+    "TraceSource",
+    "fast_schema",
+    "open_trace",
+    "read_trace",
+]
+
+PARQUET_HEADER_KEY = b"keyshared.header"
+PARQUET_JSON_COLUMNS_KEY = b"keyshared.json_columns"
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_PARQUET_MAGIC = b"PAR1"
+
+
+def fast_schema() -> Any:
+    """The pyarrow schema of the columns the checkers read (``FAST_SCHEMA``; extension fields they ignore are
+    dropped)."""
+    return _SCHEMA.get()
+
+
+def _fast_schema() -> Any:
+    import pyarrow as pa
+
+    policy = pa.struct(
+        [
+            ("key_shared_mode", pa.string()),
+            ("allow_out_of_order_delivery", pa.bool_()),
+            ("sticky_ranges", pa.list_(pa.list_(pa.int64()))),
+        ]
+    )
+    return pa.schema(
+        [
+            ("i", pa.int64()),
+            ("t", pa.int64()),
+            ("op", pa.string()),
+            ("topic", pa.string()),
+            ("subscription", pa.string()),
+            ("consumer", pa.string()),
+            ("producer", pa.string()),
+            ("key", pa.string()),
+            ("msg_id", pa.string()),
+            ("seq", pa.int64()),
+            ("uid", pa.string()),
+            ("result", pa.string()),
+            ("redelivery_count", pa.int64()),
+            ("drained", pa.bool_()),
+            ("t0", pa.int64()),
+            ("name", pa.string()),
+            ("receiver_queue", pa.int64()),
+            ("policy", policy),
+        ]
+    )
+
+
+class _LazySchema:
+    _value: Any = None
+
+    def get(self) -> Any:
+        if self._value is None:
+            self._value = _fast_schema()
+        return self._value
+
+
+_SCHEMA = _LazySchema()
+
+
+def __getattr__(name: str) -> Any:  # FAST_SCHEMA without importing pyarrow at module import
+    if name == "FAST_SCHEMA":
+        return _SCHEMA.get()
+    raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    """An opened trace file: its header, its format, and two ways to read its events."""
+
+    path: Path
+    header: TraceHeader
+    format: str  #: "jsonl" or "parquet"
+    compressed: bool = False
+    has_header_line: bool = False
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
+
+    # -- exact path ------------------------------------------------------------------------------------
+    def events(self) -> Iterator[Event]:
+        """Every event, validated one by one (all extension fields kept)."""
+        if self.format == "parquet":
+            yield from self._parquet_events()
+        else:
+            yield from self._jsonl_events()
+
+    def _open_text(self) -> IO[str]:
+        if self.compressed:
+            return gzip.open(self.path, "rt", encoding="utf-8")
+        return open(self.path, encoding="utf-8")
+
+    def _jsonl_events(self) -> Iterator[Event]:
+        validator = EventValidator(self.source)
+        with self._open_text() as fh:
+            line_no = 0
+            for line_no, line in enumerate(_decoded_lines(fh, self.source), start=1):
+                if line_no == 1 and self.has_header_line:
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise validator.fail(line_no, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+                yield validator.event(obj, line_no)
+
+    def _parquet_events(self) -> Iterator[Event]:
+        validator = EventValidator(self.source, unit="row")
+        pf = _open_parquet(self.path)
+        json_columns = _json_columns(pf.schema_arrow.metadata)
+        row = 0
+        for batch in pf.iter_batches(batch_size=65536):
+            for obj in batch.to_pylist():
+                clean = {k: v for k, v in obj.items() if v is not None}
+                for name in json_columns:
+                    if name in clean and isinstance(clean[name], str):
+                        try:
+                            clean[name] = json.loads(clean[name])
+                        except json.JSONDecodeError:
+                            raise validator.fail(row, f"column {name!r} holds invalid JSON: {clean[name]!r}") from None
+                yield validator.event(clean, row)
+                row += 1
+
+    # -- fast path -------------------------------------------------------------------------------------
+    def batches(self, *, use_threads: bool = False, block_size: int = 8 << 20) -> Iterator[Any]:
+        """Validated pyarrow record batches, in trace order: the columns of :data:`FAST_SCHEMA` and the
+        derived ``mkey``, ``stream``, ``ledger``, ``entry``, ``bidx``
+        (:data:`~conformance.trace.validation.DERIVED_COLUMNS`)."""
+        try:
+            if self.format == "parquet":
+                yield from self._checked(self._parquet_batches())
+            else:
+                yield from self._checked(self._jsonl_batches(use_threads, block_size))
+        except _FastPathFailed as failed:
+            self._locate(failed.problem)
+
+    def _checked(self, batches: Iterable[Any]) -> Iterator[Any]:
+        state = BatchState()
+        for batch in batches:
+            problem, derived = check_batch(batch, state)
+            if problem is not None:
+                raise _FastPathFailed(problem)
+            yield derived
+
+    def _jsonl_batches(self, use_threads: bool, block_size: int) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.json as pj
+
+        schema = _SCHEMA.get()
+        raw: Any = gzip.open(self.path, "rb") if self.compressed else open(self.path, "rb")  # noqa: SIM115
+        with raw:
+            if self.has_header_line:
+                raw.readline()
+            try:
+                reader = pj.open_json(
+                    raw,
+                    read_options=pj.ReadOptions(use_threads=use_threads, block_size=block_size),
+                    parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+                )
+                while True:
+                    try:
+                        batch = reader.read_next_batch()
+                    except StopIteration:
+                        break
+                    yield batch
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, EOFError) as exc:
+                raise _FastPathFailed(str(exc)) from None
+
+    def _parquet_batches(self) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = _SCHEMA.get()
+        pf = _open_parquet(self.path)
+        file_schema = pf.schema_arrow
+        json_columns = _json_columns(file_schema.metadata)
+        present = [f.name for f in schema if f.name in file_schema.names]
+        for f in schema:
+            if f.name in file_schema.names and f.name not in json_columns:
+                have = file_schema.field(f.name).type
+                if have != f.type and not _castable(have, f.type):
+                    raise _FastPathFailed(f"column {f.name!r} has type {have}, not {f.type}")
+        for batch in pf.iter_batches(batch_size=65536, columns=present):
+            arrays = []
+            for f in schema:
+                if f.name not in batch.schema.names:
+                    arrays.append(pa.nulls(batch.num_rows, f.type))
+                elif f.name in json_columns:
+                    arrays.append(_decode_json_column(batch.column(f.name), f.type))
+                else:
+                    column = batch.column(f.name)
+                    arrays.append(column if column.type == f.type else column.cast(f.type))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _locate(self, problem: str) -> None:
+        """The fast path saw a problem: find and word it with the exact path (which raises).
+
+        If the exact path accepts the trace after all (a value pyarrow cannot hold but the format allows),
+        raise :class:`FastPathUnavailable` so the caller reads :meth:`events` instead.
+        """
+        for _ in self.events():
+            pass
+        raise FastPathUnavailable(problem)
+
+
+class FastPathUnavailable(Exception):
+    """The columnar path cannot read this (valid) trace; read it with :meth:`TraceSource.events`."""
+
+
+class _FastPathFailed(Exception):
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def _castable(have: Any, want: Any) -> bool:
+    import pyarrow.types as pt
+
+    if pt.is_integer(want):
+        return bool(pt.is_integer(have))
+    if pt.is_string(want):
+        return bool(pt.is_string(have) or pt.is_large_string(have) or pt.is_dictionary(have))
+    return False
+
+
+def _decode_json_column(column: Any, want: Any) -> Any:
+    import pyarrow as pa
+
+    values = [None if v is None else json.loads(v) for v in column.to_pylist()]
+    try:
+        return pa.array(values, type=want)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise _FastPathFailed(str(exc)) from None
+
+
+def _json_columns(metadata: dict[bytes, bytes] | None) -> frozenset[str]:
+    if not metadata or PARQUET_JSON_COLUMNS_KEY not in metadata:
+        return frozenset()
+    try:
+        return frozenset(json.loads(metadata[PARQUET_JSON_COLUMNS_KEY]))
+    except (json.JSONDecodeError, TypeError):
+        return frozenset()
+
+
+def _open_parquet(path: Path) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise TraceFormatError(str(path), None, f"not a readable Parquet file ({exc})") from None
+
+
+def _decoded_lines(fh: IO[str], source: str) -> Iterator[str]:
+    try:
+        yield from fh
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(source, None, f"not UTF-8 text ({exc.reason})") from None
+    except (OSError, EOFError) as exc:  # truncated or corrupt gzip
+        raise TraceFormatError(source, None, f"cannot be decompressed ({exc})") from None
+
+
+def open_trace(path: str | Path) -> TraceSource:
+    """Open a trace file, read its header, and tell its format from its first bytes."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise TraceFormatError(str(p), None, "no such file") from None
+    except IsADirectoryError:
+        raise TraceFormatError(str(p), None, "is a directory, not a trace file") from None
+    except OSError as exc:
+        raise TraceFormatError(str(p), None, f"cannot be read ({exc.strerror})") from None
+    if magic == _PARQUET_MAGIC:
+        pf = _open_parquet(p)
+        metadata = pf.schema_arrow.metadata or {}
+        header = TraceHeader.unknown()
+        if PARQUET_HEADER_KEY in metadata:
+            header = _header_from_text(metadata[PARQUET_HEADER_KEY].decode("utf-8", "replace"), str(p), None)
+        return TraceSource(p, header, "parquet")
+    compressed = magic[:2] == _GZIP_MAGIC
+    opener = gzip.open(p, "rt", encoding="utf-8") if compressed else open(p, encoding="utf-8")  # noqa: SIM115
+    with opener as fh:
+        first = ""
+        for line in _decoded_lines(fh, str(p)):
+            first = line
+            break
+    header, has_header = TraceHeader.unknown(), False
+    if first.strip():
+        try:
+            obj = json.loads(first)
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(str(p), "1", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if isinstance(obj, dict) and "trace_format" in obj:
+            header, has_header = _header_from_obj(obj, str(p), "1"), True
+    return TraceSource(p, header, "jsonl", compressed=compressed, has_header_line=has_header)
+
+
+def _header_from_text(text: str, source: str, where: str | None) -> TraceHeader:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(source, where, f"header is not valid JSON ({exc.msg})") from None
+    if not isinstance(obj, dict):
+        raise TraceFormatError(source, where, "header is not a JSON object")
+    return _header_from_obj(obj, source, where)
+
+
+def _header_from_obj(obj: dict[str, Any], source: str, where: str | None) -> TraceHeader:
+    try:
+        return TraceHeader.from_dict(obj)
+    except HeaderError as exc:
+        raise TraceFormatError(source, where, f"header: {exc}") from None
+
+
+def read_trace(path: str | Path) -> tuple[TraceHeader, list[Event]]:
+    """The header and every event of a trace file (validated; fine for small traces and tests)."""
+    source = open_trace(path)
+    return source.header, list(source.events())

@@ -1,0 +1,153 @@
+"""The verdict on a trace: valid or not under a profile, with every violation explained.
+
+Validity has three states (Jepsen's ``merge-valid``: invalid > unknown > valid):
+
+* ``invalid`` — a violation of a kind the profile forbids;
+* ``unknown`` — none, but a forbidden kind could not be judged (``undelivered`` on a run that was not
+  drained; ``misassigned`` when the membership could not be rebuilt); the ``strict`` profile counts this as
+  invalid;
+* ``valid`` — otherwise.
+
+``valid`` (a bool) is ``validity != "invalid"`` — except under ``strict``, where unknown is invalid too.
+Violations of permitted kinds are kept apart in ``allowed``; ``counts`` covers both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from conformance.profiles import Profile
+from conformance.violations import KINDS, Kind, Violation
+
+__all__ = ["MAX_RENDERED_PER_KIND", "Validity", "Verdict", "build_verdict"]
+
+#: Explanations rendered per kind in the readable summary (all of them are in the JSON output).
+MAX_RENDERED_PER_KIND = 5
+
+
+class Validity(str, Enum):
+    VALID = "valid"
+    INVALID = "invalid"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+def _order(v: Violation) -> tuple[Any, ...]:
+    return (v.events, KINDS.index(v.kind), v.subscription or "", v.key or "", v.consumers)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the checker concluded about one trace."""
+
+    validity: Validity
+    violations: tuple[Violation, ...]  #: kinds the profile forbids
+    allowed: tuple[Violation, ...]  #: kinds the profile permits (reported, not failures)
+    counts: Mapping[str, int]  #: every kind -> how many were found (forbidden and allowed)
+    events: int  #: events checked
+    profile: Profile
+    notes: tuple[str, ...] = ()
+    unjudged: tuple[Kind, ...] = ()  #: kinds that could not be judged on this trace
+    engine: str = "python"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.validity is Validity.VALID or (
+            self.validity is Validity.UNKNOWN and not self.profile.unknown_is_invalid
+        )
+
+    def all_violations(self) -> tuple[Violation, ...]:
+        return tuple(sorted((*self.violations, *self.allowed), key=_order))
+
+    def identities(self) -> set[tuple[str, str | None, str | None, tuple[int, ...]]]:
+        """The identities of every violation found (forbidden and allowed): what the engines agree on."""
+        return {v.identity() for v in (*self.violations, *self.allowed)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "validity": self.validity.value,
+            "violations": [v.to_dict() for v in self.violations],
+            "allowed": [v.to_dict() for v in self.allowed],
+            "counts": dict(self.counts),
+            "events": self.events,
+            "profile": self.profile.to_dict(),
+            "unjudged": [k.value for k in self.unjudged],
+            "notes": list(self.notes),
+            "engine": self.engine,
+        }
+
+    def to_json_text(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_json(), indent=indent, ensure_ascii=False)
+
+    def render(self, max_per_kind: int = MAX_RENDERED_PER_KIND) -> str:
+        """A readable summary: the verdict line, counts, notes, then the explanations (capped per kind)."""
+        found = {k: n for k, n in self.counts.items() if n}
+        word = "VALID" if self.valid else "INVALID"
+        if self.validity is Validity.UNKNOWN:
+            word = "UNKNOWN (treated as invalid)" if not self.valid else "VALID (with unjudged checks)"
+        lines = [f"{word}: {self.events} events checked, profile {self.profile.name} ({self.engine} engine)"]
+        if found:
+            lines.append("found: " + ", ".join(f"{k}={n}" for k, n in found.items()))
+        if self.profile.permitted:
+            lines.append("permitted by the profile: " + ", ".join(sorted(k.value for k in self.profile.permitted)))
+        lines += [f"note: {note}" for note in self.notes]
+        for title, group in (("violation", self.violations), ("allowed", self.allowed)):
+            shown: dict[Kind, int] = {}
+            for v in group:
+                shown[v.kind] = shown.get(v.kind, 0) + 1
+                if shown[v.kind] > max_per_kind:
+                    continue
+                lines.append("")
+                lines.append(f"[{title}] " + v.explanation)
+            for kind, n in shown.items():
+                if n > max_per_kind:
+                    lines.append("")
+                    lines.append(f"... and {n - max_per_kind} more {kind} ({title}); --json lists them all")
+        return "\n".join(lines)
+
+
+def build_verdict(
+    found: Iterable[Violation],
+    profile: Profile,
+    *,
+    events: int,
+    notes: Iterable[str] = (),
+    unjudged: Iterable[Kind] = (),
+    engine: str = "python",
+) -> Verdict:
+    """Split ``found`` by the profile and decide validity."""
+    ordered = sorted(found, key=_order)
+    forbidden = tuple(v for v in ordered if profile.forbids(v.kind))
+    allowed = tuple(v for v in ordered if not profile.forbids(v.kind))
+    counts = {k.value: 0 for k in KINDS}
+    for v in ordered:
+        counts[v.kind.value] += 1
+    unjudged_t = tuple(k for k in KINDS if k in set(unjudged))
+    if forbidden:
+        validity = Validity.INVALID
+    elif any(profile.forbids(k) for k in unjudged_t):
+        validity = Validity.UNKNOWN
+    else:
+        validity = Validity.VALID
+    return Verdict(
+        validity=validity,
+        violations=forbidden,
+        allowed=allowed,
+        counts=counts,
+        events=events,
+        profile=profile,
+        notes=tuple(notes),
+        unjudged=unjudged_t,
+        engine=engine,
+    )

@@ -1,0 +1,129 @@
+"""Violations: frozen values naming what broke, who, and the events that prove it (Elle style).
+
+A :class:`Violation` is data.  Its identity ``(kind, subscription, key, events)`` is what the two checker
+engines must agree on; ``facts`` hold what a person needs (message ids, consumers, the witness events'
+descriptions) and ``explanation`` is rendered from them by the property's module (``conformance.checks.*``)
+in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides nothing.
+
+The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
+``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from reference_model.errors import InvalidArgument, did_you_mean
+
+__all__ = [
+    "KINDS",
+    "EventRef",
+    "Kind",
+    "Violation",
+    "check_kind",
+    "describe_event",
+    "render_elle",
+]
+
+
+class Kind(str, Enum):
+    """A violation kind.  The values are part of the trace format and the JSON verdict."""
+
+    KEY_OVERLAP = "key_overlap"  #: a key outstanding at two consumers at once
+    OUT_OF_ORDER = "out_of_order"  #: a later message of a key overtook an earlier, unacknowledged one
+    UNDELIVERED = "undelivered"  #: in a drained run, a message needing (re)delivery never got it
+    REDELIVERED_AFTER_ACK = "redelivered_after_ack"  #: an acknowledged message was delivered again
+    DUPLICATE_PUBLISH = "duplicate_publish"  #: with deduplication, one (producer, seq) stored twice
+    UNEXPECTED_MESSAGE = "unexpected_message"  #: a received message the trace never published
+    MISASSIGNED = "misassigned"  #: delivered to a consumer the reference selector never names
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+#: Every kind, in the order reports list them.
+KINDS: tuple[Kind, ...] = tuple(Kind)
+
+
+def check_kind(name: object, *, source: str = "kind") -> Kind:
+    """``name`` as a :class:`Kind`, or :class:`InvalidArgument` naming the choices."""
+    if isinstance(name, Kind):
+        return name
+    if isinstance(name, str):
+        try:
+            return Kind(name)
+        except ValueError:
+            pass
+    hint = did_you_mean(name, [k.value for k in KINDS]) if isinstance(name, str) else ""
+    raise InvalidArgument(
+        f"Unknown violation kind {name!r} in {source}.{hint} Kinds: {', '.join(k.value for k in KINDS)}."
+    )
+
+
+#: How a witness event is described: ``(i, op, consumer or None, msg_id or None)``.
+EventRef = tuple[int, str, "str | None", "str | None"]
+
+
+def describe_event(ref: Sequence[Any]) -> str:
+    """``E12 = receive 1:5:-1:-1 by c1`` from an event reference."""
+    i, op, consumer, msg_id = ref[0], ref[1], ref[2], ref[3]
+    text = f"E{i} = {op}"
+    if msg_id is not None:
+        text += f" {msg_id}"
+    if consumer is not None:
+        text += f" of {consumer}" if op in ("close", "crash", "redeliver", "open") else f" by {consumer}"
+    return text
+
+
+def render_elle(title: str, refs: Sequence[Sequence[Any]], then: Sequence[str]) -> str:
+    """The Elle form: a title, ``Let:`` the witness events, ``Then:`` the reasoning (last line: However ...)."""
+    lines = [title, "Let:"]
+    lines += [f"  {describe_event(ref)}" for ref in refs]
+    lines.append("Then:")
+    lines += [f"  - {step}" for step in then]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One violation: its kind, key, consumers, witness events (their ``i``, ascending) and explanation."""
+
+    kind: Kind
+    key: str | None
+    consumers: tuple[str, ...]
+    events: tuple[int, ...]
+    explanation: str = field(default="", compare=False)
+    subscription: str | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def identity(self) -> tuple[str, str | None, str | None, tuple[int, ...]]:
+        """What both engines must agree on: ``(kind, subscription, key, events)``."""
+        return (self.kind.value, self.subscription, self.key, self.events)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (``keyshared check --json``)."""
+        return {
+            "kind": self.kind.value,
+            "key": self.key,
+            "subscription": self.subscription,
+            "consumers": list(self.consumers),
+            "events": list(self.events),
+            "explanation": self.explanation,
+            "facts": _json_safe(self.facts),
+        }
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, Enum):
+        return value.value
+    return value

@@ -1,0 +1,104 @@
+"""``keyshared check``: exit codes, JSON, the readable summary, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.trace.builder import TraceBuilder
+from conformance.trace.parquet import convert_to_parquet
+from pytest_keyshared.cli import main
+
+
+def clean() -> TraceBuilder:
+    b = TraceBuilder()
+    b.open("c1")
+    b.publish("k", "1:0")
+    b.receive("c1", "k", "1:0")
+    b.ack("c1", "1:0")
+    b.end()
+    return b
+
+
+def broken() -> TraceBuilder:
+    b = TraceBuilder()
+    b.open("c1")
+    b.open("c2")
+    b.publish("k", "1:0")
+    b.publish("k", "1:1")
+    b.receive("c1", "k", "1:0")
+    b.receive("c2", "k", "1:1")
+    b.ack("c1", "1:0")
+    b.ack("c2", "1:1")
+    b.end()
+    return b
+
+
+def test_valid_trace_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = clean().write(tmp_path / "ok.jsonl")
+    assert main(["check", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("VALID: 5 events checked, profile pip379")
+
+
+def test_invalid_trace_exits_1_with_explanations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken().write(tmp_path / "bad.jsonl.gz")
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("INVALID") and "[violation] key_overlap" in out and "Let:" in out and "However" in out
+
+
+def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = convert_to_parquet(broken().write(tmp_path / "b.jsonl"), tmp_path / "b.parquet")
+    assert main(["check", str(path), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["valid"] is False and data["events"] == 9
+    assert data["counts"]["key_overlap"] == 1 and data["counts"]["out_of_order"] == 1
+    assert {v["kind"] for v in data["violations"]} == {"key_overlap", "out_of_order"}
+    assert all({"kind", "key", "events", "explanation"} <= set(v) for v in data["violations"])
+
+
+def test_profile_changes_the_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken().write(tmp_path / "b.jsonl")
+    assert main(["check", str(path), "--profile", "out-of-order"]) == 0
+    assert "permitted by the profile: key_overlap, out_of_order" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--profile", "pip-379"], "Unknown profile 'pip-379'. Did you mean 'pip379'?"),
+        (["--engine", "dask"], "invalid choice: 'dask'"),
+    ],
+)
+def test_bad_options_exit_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+) -> None:
+    path = clean().write(tmp_path / "ok.jsonl")
+    with pytest.raises(SystemExit) if args[0] == "--engine" else _no_raise() as _:
+        code = main(["check", str(path), *args])
+        assert code == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1
+
+
+def test_malformed_and_missing_traces_exit_2_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"i":0,"t":1,"op":"open","consumer":"c1"}\n{"i":1,"t":2,"op":"ack","consumer":"c1"}\n')
+    assert main(["check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    problem = "ack event i=1 has no 'topic'; a ack needs 'consumer', 'topic', 'msg_id'"
+    assert err == f"keyshared check: TraceFormatError: {bad}:2: {problem}\n"
+    assert main(["check", str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl: no such file" in capsys.readouterr().err
+
+
+class _no_raise:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return False

@@ -1,0 +1,61 @@
+"""Canonical topics and message ids: the Python rules, and the vectorised twin held equal to them."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.trace.identity import canonical_message, derive_message_columns, normalize_topic, parse_position
+
+
+@pytest.mark.parametrize(
+    ("topic", "expected"),
+    [
+        ("orders", ("persistent://public/default/orders", -1)),
+        ("public/default/orders", ("persistent://public/default/orders", -1)),
+        ("persistent://public/default/orders", ("persistent://public/default/orders", -1)),
+        ("non-persistent://t/n/x", ("non-persistent://t/n/x", -1)),
+        ("orders-partition-3", ("persistent://public/default/orders", 3)),
+        ("persistent://a/b/orders-partition-12", ("persistent://a/b/orders", 12)),
+        ("a/b", ("a/b", -1)),
+    ],
+)
+def test_normalize_topic(topic: str, expected: tuple[str, int]) -> None:
+    assert normalize_topic(topic) == expected
+
+
+def test_the_partition_may_come_from_the_id_or_the_topic() -> None:
+    by_id = canonical_message("orders", "5:7:2:-1")
+    by_name = canonical_message("orders-partition-2", "5:7")
+    assert (
+        by_id
+        == by_name
+        == (
+            "persistent://public/default/orders|5:7:2:-1",
+            "persistent://public/default/orders|2",
+            "5:7:2:-1",
+        )
+    )
+    assert parse_position("5:7:2:3") == (5, 7, 3)
+
+
+topics = st.sampled_from(["t", "t-partition-0", "persistent://public/default/t-partition-7", "a/b/c", "x/y", "q-"])
+ints = st.integers(min_value=-1, max_value=2**40)
+msg_ids = st.builds(
+    lambda parts, n: ":".join(str(p) for p in parts[:n]), st.lists(ints, min_size=4, max_size=4), st.integers(2, 4)
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(topics, st.one_of(st.none(), msg_ids)), min_size=1, max_size=30))
+def test_the_vectorised_derivation_equals_the_python_one(rows: list[tuple[str, str | None]]) -> None:
+    keys, streams, canon = derive_message_columns(pa.array([t for t, _ in rows]), pa.array([m for _, m in rows]))
+    for (topic, msg_id), key, stream, msg in zip(
+        rows, keys.to_pylist(), streams.to_pylist(), canon.to_pylist(), strict=True
+    ):
+        if msg_id is None:
+            assert (key, stream, msg) == (None, None, None)
+        else:
+            assert (key, stream, msg) == canonical_message(topic, msg_id)

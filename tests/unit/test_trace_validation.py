@@ -1,0 +1,65 @@
+"""The fast (columnar) reader is never more lenient than the exact one, and both word errors alike."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.checks import check_trace
+from conformance.trace.reader import FastPathUnavailable, open_trace
+from conformance.trace.validation import TraceFormatError
+
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 5),
+    st.integers(2**62, 2**64),
+    st.sampled_from(["ok", "fail", "x", "1:0", "-1:-1", "c1", "3:4:-1:0", "+1:2", "01:2", " 1:2"]),
+    st.floats(allow_nan=False, allow_infinity=False, width=16),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+FIELDS = ["i", "t", "op", "topic", "consumer", "msg_id", "result", "seq", "drained", "t0", "key", "uid", "name"]
+OPS = ["open", "close", "receive", "ack", "publish", "end", "fault", "nack", "redeliver", "crash"]
+
+
+@st.composite
+def events(draw: st.DrawFn) -> list[dict[str, object]]:
+    out = []
+    for n in range(draw(st.integers(1, 8))):
+        event: dict[str, object] = {"i": n, "t": n, "op": draw(st.sampled_from(OPS)), "consumer": "c1", "topic": "t"}
+        event["msg_id"] = draw(st.sampled_from(["1:0", "1:1:-1:-1", "-1:-1"]))
+        event["result"] = "ok"
+        for name in draw(st.lists(st.sampled_from(FIELDS), max_size=2)):
+            event[name] = draw(VALUES)
+        out.append(event)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(events())
+def test_the_fast_path_rejects_whatever_the_exact_path_rejects(evs: list[dict[str, object]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.jsonl"
+        path.write_text("\n".join(json.dumps(e) for e in evs) + "\n")
+        exact: str | None = None
+        try:
+            list(open_trace(path).events())
+        except TraceFormatError as exc:
+            exact = str(exc)
+        fast: str | None = None
+        try:
+            for _ in open_trace(path).batches():
+                pass
+        except TraceFormatError as exc:
+            fast = str(exc)
+        except FastPathUnavailable:
+            fast = "unavailable"
+        if exact is not None:
+            assert fast == exact  # rejected, with the exact path's words
+        else:
+            assert fast in (None, "unavailable")
+            check_trace(path)  # and the checker reads it either way
