@@ -6,12 +6,18 @@ id (pulsar-lite, ``ClientQuirks.distinct_consumer_ids``), each new client first 
 consumers on a private non-persistent topic, so that its real consumer's id is one no other consumer of
 the run has: every fresh client numbers its consumers from 0, and two consumer 0s collide.
 
-The client library logs to ``pulsar-client.log`` in the run's directory, not to the terminal.
+The client library logs to a file, not to the terminal.  Its logger is process-wide and the first one a
+process sets stays for good (``LogUtils::setLoggerFactory``), so every client this process creates logs to one
+file, :func:`process_client_log`; each run copies its part into ``<run>/pulsar-client.log`` and reads it for
+unplanned reconnects (:mod:`.client_log`).  A consumer process logs to ``<run>/consumer-processes.log``.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -35,10 +41,38 @@ __all__ = [
     "ClientSettings",
     "PulsarConsumer",
     "PulsarProducer",
+    "consumer_options",
     "delivery_from_message",
+    "process_client_log",
     "send_error_result",
     "subscribe",
 ]
+
+_PROCESS_LOG: Path | None = None
+_PROCESS_LOG_LOCK = threading.Lock()
+
+
+def process_client_log() -> Path:
+    """The file every ``pulsar.Client`` of this process logs to (created on first use, removed at exit).
+
+    The C++ library keeps the first logger factory a process installs and ignores later ones, so a per-run
+    file would receive nothing after the first run.  If some other code in the process created a client with
+    another logger first, this file stays empty; the client-log watch then notes that it sees nothing.
+    """
+    global _PROCESS_LOG
+    with _PROCESS_LOG_LOCK:
+        if _PROCESS_LOG is None:
+            fd, name = tempfile.mkstemp(prefix=f"keyshared-pulsar-client-{os.getpid()}-", suffix=".log")
+            os.close(fd)
+            _PROCESS_LOG = Path(name)
+            atexit.register(_remove_quietly, _PROCESS_LOG)
+        return _PROCESS_LOG
+
+
+def _remove_quietly(path: Path) -> None:  # pragma: no cover - runs at exit
+    with contextlib.suppress(OSError):
+        path.unlink()
+
 
 _TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (pulsar.Timeout,)
 #: Errors after which the message was certainly not stored.  Anything else is ``info``: it may have been.
@@ -55,7 +89,11 @@ _DEFINITE_SEND_FAILURES: tuple[str, ...] = (
 
 
 class ClientSettings:
-    """How to build clients for one run: broker URL, operation timeout, log file, consumer-id spacing."""
+    """How to build clients for one run: broker URL, operation timeout, log file, consumer-id spacing.
+
+    ``log_path`` is the file the process's clients log to: :func:`process_client_log` in the driver's
+    process, the run's ``consumer-processes.log`` in a consumer process (a fresh process, so its first logger).
+    """
 
     def __init__(
         self, service_url: str, *, operation_timeout_s: int, log_path: Path, distinct_ids: bool, nonce: str
@@ -94,20 +132,28 @@ def _key_shared_policy(spec: ConsumerSpec) -> pulsar.ConsumerKeySharedPolicy:
     )
 
 
+def consumer_options(spec: ConsumerSpec) -> dict[str, Any]:
+    """The keyword arguments of ``Client.subscribe`` for ``spec`` (everything but topic and subscription).
+
+    Deliberately absent: ``unacked_messages_timeout_ms``.  With an ack timeout the client would ask the broker
+    to redeliver held messages on its own, and those redeliveries would appear in no trace event (the
+    checkers would see a message move while its holder still holds it).  The client's default is no timeout.
+    """
+    return {
+        "consumer_type": pulsar.ConsumerType.KeyShared,
+        "consumer_name": spec.name,
+        "receiver_queue_size": spec.receiver_queue,
+        "negative_ack_redelivery_delay_ms": spec.nack_delay_ms,
+        "initial_position": pulsar.InitialPosition.Earliest,
+        "key_shared_policy": _key_shared_policy(spec),
+    }
+
+
 def subscribe(client: pulsar.Client, spec: ConsumerSpec, *, burn_ids: int, burn_topic: str, burn_tag: str) -> Any:
     """Subscribe ``spec`` on ``client``, after ``burn_ids`` throwaway consumers (see the module docstring)."""
     for _ in range(burn_ids):
         client.subscribe(burn_topic, f"ks-idburn-{burn_tag}", consumer_type=pulsar.ConsumerType.Shared)
-    return client.subscribe(
-        spec.topic,
-        spec.subscription,
-        consumer_type=pulsar.ConsumerType.KeyShared,
-        consumer_name=spec.name,
-        receiver_queue_size=spec.receiver_queue,
-        negative_ack_redelivery_delay_ms=spec.nack_delay_ms,
-        initial_position=pulsar.InitialPosition.Earliest,
-        key_shared_policy=_key_shared_policy(spec),
-    )
+    return client.subscribe(spec.topic, spec.subscription, **consumer_options(spec))
 
 
 def delivery_from_message(msg: Any) -> Delivery:

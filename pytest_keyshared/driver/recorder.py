@@ -1,16 +1,18 @@
 """Writes the trace in the order and with the fields the checkers rely on, and keeps the run's counters.
 
 One method per event kind, so the recording discipline lives in one place: ``receive`` after the client
-returned a message; ``ack``, ``nack``, ``redeliver``, ``close``, ``crash`` and ``fault`` before the client
-call; ``open`` and ``publish`` once their outcome is known.  The counters (per-consumer receives, acked and
-published uids, the time of the last receive) are updated under the writer's lock, in trace order, and feed
-the bounded waits, the drain and progress reports.
+returned a message (and after any client reconnect it could follow, see :mod:`.client_log`); ``ack``,
+``nack``, ``redeliver``, ``close``, ``crash`` and ``fault`` before the client call; ``open`` and ``publish``
+once their outcome is known.  The counters (per-consumer receives, acked and published uids, the time of the
+last receive) are updated under the writer's lock, in trace order, and feed the bounded waits, the drain and
+progress reports.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +51,8 @@ class Recorder:
         self._acked = 0
         self._acked_expected = 0  # |ok_uids & acked_uids|, kept up to date event by event
         self._last_receive_ns = 0
+        #: Called before each ``receive`` is recorded (the client-log watch records reconnect faults first).
+        self.before_receive: Callable[[], object] | None = None
         writer.add_listener(self._observe)
 
     # --- counters ---------------------------------------------------------------------------------------
@@ -111,6 +115,9 @@ class Recorder:
         )
 
     def receive(self, handle: str, d: Delivery) -> Event:
+        hook = self.before_receive
+        if hook is not None:
+            hook()
         return self.writer.record(
             Op.RECEIVE,
             topic=self.topic,

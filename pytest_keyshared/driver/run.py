@@ -7,8 +7,10 @@ Consumers work concurrently (threads against real brokers) or in deterministic s
 outcome and the run goes on, so a stalled broker ends in a saved trace and an ``undelivered`` verdict.
 
 Artifacts in ``out_dir``: ``trace.jsonl`` (written and flushed event by event), ``scenario.toml`` (the exact
-scenario run), ``verdict.json``, ``broker.log`` (the part of the broker's log this run produced) and
-``pulsar-client.log``.
+scenario run), ``verdict.json``, ``broker.log`` (the part of the broker's log this run produced),
+``pulsar-client.log`` (the client library's log of this run) and ``consumer-processes.log`` (that of the
+consumers in child processes, when the scenario crashes one).  Unplanned client reconnects read from those
+logs are recorded as ``fault`` events (:mod:`.client_log`).
 """
 
 from __future__ import annotations
@@ -124,7 +126,12 @@ class RunResult:
             out["verdict"] = self.verdict_path
         if self.broker_log is not None:
             out["broker_log"] = self.broker_log
-        for name, file in (("client_log", "pulsar-client.log"), ("checker_log", "checker.log")):
+        files = (
+            ("client_log", "pulsar-client.log"),
+            ("consumer_process_log", "consumer-processes.log"),
+            ("checker_log", "checker.log"),
+        )
+        for name, file in files:
             path = self.artifacts_dir / file
             if path.exists() and path.stat().st_size:
                 out[name] = path
@@ -225,6 +232,7 @@ class _Run:
             self.pipeline = TracePipeline(trace_path, header, [self.live.feed_lines])
             self.writer.add_listener(self.pipeline.append)
         self.recorder = Recorder(self.writer, self.topic, self.scenario.subscription.name)
+        self.session.watch_faults(self.recorder)
         self.scheduler = self.session.scheduler
         self.scheduler.on_tick(self._report)
         drained = quiet = interrupted = False
@@ -247,6 +255,7 @@ class _Run:
             self.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
         finally:
             self._stop_workers()
+            self.notes.extend(self.session.stop_watching())
             counters = self.recorder.counters()
             end_fields: dict[str, Any] = {
                 "quiet": quiet,
@@ -431,6 +440,7 @@ class _Run:
                 self._report()
                 next_report = time.monotonic() + 1.0
             outcome = producer.send(message)
+            self.session.poll_faults()  # a reconnect of the producer is recorded before the send's outcome
             self.recorder.publish(producer_name, message, outcome)
             unconfirmed = unconfirmed + 1 if outcome.result != "ok" else 0
             if unconfirmed >= MAX_CONSECUTIVE_UNCONFIRMED:
@@ -502,6 +512,8 @@ class _Run:
                 worker.handle.close()
         except Exception as exc:
             return False, f"{op.value} {name!r}: {type(exc).__name__}: {exc}"
+        finally:
+            self.session.consumer_gone(name)
         return True, ""
 
     def _do_wait_quiet(self, step: WaitQuiet) -> tuple[bool, str]:
@@ -536,6 +548,7 @@ class _Run:
     def _do_restart_broker(self, step: RestartBroker) -> tuple[bool, str]:
         self.recorder.fault("broker_restart", kill=step.kill)
         self.session.restart_broker(kill=step.kill)
+        self.session.poll_faults()  # the clients' losses happened during the restart: record them first
         self.recorder.fault("broker_restarted", result="ok")
         return True, ""
 

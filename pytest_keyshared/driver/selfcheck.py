@@ -2,15 +2,20 @@
 
 Jepsen validates what its clients report before the checkers see it (``client/validate``); this does the same
 for a finished trace.  Every problem here is a harness bug, never a broker finding: a ``receive`` before its
-consumer's ``open``, an ``ack`` of a message that incarnation never received, an event after ``end``.
+consumer's ``open``, an ``ack`` of a message that incarnation never received, an event after ``end``, a
+``receive``/``ack``/``nack`` without its ``topic`` or with a ``msg_id`` short of its four parts.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = ["discipline_problems"]
+
+#: ``ledger:entry:partition:batch_index``: the driver always writes all four parts.
+_FULL_MSG_ID = re.compile(r"^-?\d+:-?\d+:-?\d+:-?\d+$")
 
 
 def discipline_problems(events: Iterable[Mapping[str, Any]], *, limit: int = 20) -> list[str]:
@@ -46,6 +51,10 @@ def discipline_problems(events: Iterable[Mapping[str, Any]], *, limit: int = 20)
                 open_now.add(consumer)
                 received[consumer] = set()
         elif op in ("receive", "ack", "nack", "redeliver"):
+            if op != "redeliver" and not e.get("topic"):
+                problem(f"{where}: no topic")
+            if op != "redeliver" and not _FULL_MSG_ID.match(str(e.get("msg_id"))):
+                problem(f"{where}: msg_id {e.get('msg_id')!r} is not ledger:entry:partition:batch_index")
             if consumer not in open_now:
                 problem(f"{where}: {consumer!r} is not open")
                 continue

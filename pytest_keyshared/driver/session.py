@@ -1,6 +1,7 @@
 """One run's connection to a target: consumers, producers, broker faults, and the scheduler that fits.
 
-:class:`PulsarSession` reaches a real broker through ``pulsar-client`` (threads, wall clock);
+:class:`PulsarSession` reaches a real broker through ``pulsar-client`` (threads, wall clock) and records the
+clients' unplanned reconnects as faults (:mod:`.client_log`);
 :class:`ModelSession` drives the in-process reference model (stepped, simulated clock).  The run loop in
 :mod:`.run` sees only the :class:`Session` surface, so a scenario runs the same on both.
 """
@@ -12,6 +13,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from pytest_keyshared.driver.client_log import ClientLogWatch, LogSource
 from pytest_keyshared.driver.consumer_process import ProcessConsumer
 from pytest_keyshared.driver.handles import ConsumerHandle, ConsumerSpec, ProducerHandle
 from pytest_keyshared.driver.workers import Scheduler, ThreadedScheduler
@@ -82,6 +84,24 @@ class Session(ABC):
         self.ensure_topic()
         self.target.set_topic_deduplication(self.topic, enabled)
 
+    # --- client faults (real brokers record unplanned reconnects; the model has none) -----------------------
+
+    def watch_faults(self, recorder: Any) -> None:
+        """Start recording client faults through ``recorder`` (see :mod:`.client_log`)."""
+        return None
+
+    def poll_faults(self) -> None:
+        """Record the client faults that happened since the last look."""
+        return None
+
+    def consumer_gone(self, handle_name: str) -> None:
+        """Consumer ``handle_name`` was closed or crashed on purpose."""
+        return None
+
+    def stop_watching(self) -> list[str]:
+        """Record what is left and stop (before ``end``); returns notes for the run."""
+        return []
+
     def close(self) -> None:
         for handle, _ in self._producers.values():
             with contextlib.suppress(Exception):
@@ -94,21 +114,61 @@ class PulsarSession(Session):
 
     def __init__(self, target: PulsarTarget, topic: str, run_dir: Path, nonce: str) -> None:
         super().__init__(target, topic, run_dir, nonce)
-        from pytest_keyshared.driver.pulsar_client import ClientSettings
+        from pytest_keyshared.driver.pulsar_client import ClientSettings, process_client_log
 
         self.pulsar_target = target
         self.settings = ClientSettings(
             target.service_url,
             operation_timeout_s=target.quirks.operation_timeout_s,
-            log_path=run_dir / "pulsar-client.log",
+            log_path=process_client_log(),
             distinct_ids=target.quirks.distinct_consumer_ids,
             nonce=nonce,
         )
         self.scheduler = ThreadedScheduler(command_timeout_s=target.quirks.operation_timeout_s + 20.0)
         self._producer_client: Any = None
         self._consumers_opened = 0
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.client_log = run_dir / "pulsar-client.log"  #: this run's part of the process's client log
+        self.client_log.touch()
+        self.process_consumers_log = run_dir / "consumer-processes.log"  #: crashable consumers log here
+        self._log_sources = [
+            LogSource.from_now(self.settings.log_path, tee=self.client_log),
+            LogSource(self.process_consumers_log),
+        ]
+        self._watch: ClientLogWatch | None = None
+        self._watching = False
+
+    def watch_faults(self, recorder: Any) -> None:
+        self._watch = ClientLogWatch(self._log_sources, recorder, self.topic)
+        self._watching = True
+        recorder.before_receive = self._watch.poll
+        self.scheduler.on_poll(self._watch.poll)
+
+    def poll_faults(self) -> None:
+        if self._watch is not None:
+            self._watch.poll()
+
+    def consumer_gone(self, handle_name: str) -> None:
+        if self._watch is not None:
+            self._watch.closed(handle_name)
+
+    def stop_watching(self) -> list[str]:
+        watch = self._watch
+        if watch is None or not self._watching:
+            return []
+        self._watching = False
+        watch.stop()
+        watch.recorder.before_receive = None
+        return list(watch.notes)
 
     def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
+        watch = self._watch
+        if watch is None:
+            return self._open_consumer(handle_name, spec, crashable=crashable)
+        with watch.opening(handle_name):
+            return self._open_consumer(handle_name, spec, crashable=crashable)
+
+    def _open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
         from pytest_keyshared.driver.pulsar_client import PulsarConsumer
 
         self._consumers_opened += 1
@@ -118,7 +178,7 @@ class PulsarSession(Session):
                 spec,
                 service_url=self.settings.service_url,
                 operation_timeout_s=self.settings.operation_timeout_s,
-                log_path=self.settings.log_path,
+                log_path=self.process_consumers_log,
                 burn_ids=self.settings.reserve_consumer_id(),
                 burn_topic=f"non-persistent://public/default/ks-idburn-{self.nonce}",
                 burn_tag=burn_tag,
@@ -145,6 +205,10 @@ class PulsarSession(Session):
             with contextlib.suppress(Exception):
                 self._producer_client.close()
             self._producer_client = None
+        if self._watch is not None:
+            self._watch.close()  # the teardown's lines go to pulsar-client.log too, unrecorded
+        else:
+            ClientLogWatch(self._log_sources, None, self.topic).close()
 
 
 def open_session(target: Target, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Session:

@@ -133,6 +133,14 @@ class Scheduler(ABC):
         """Call ``callback`` now and then while waiting (progress reports)."""
         self._tick = callback
 
+    def on_poll(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` at every turn of a wait (cheap checks, such as the client-log watch)."""
+        self._pollers = [*getattr(self, "_pollers", []), callback]
+
+    def _polled(self) -> None:
+        for callback in getattr(self, "_pollers", ()):
+            callback()
+
     def _ticked(self) -> None:
         callback = getattr(self, "_tick", None)
         if callback is not None:
@@ -180,6 +188,7 @@ class ThreadedScheduler(Scheduler):
         deadline = time.monotonic() + timeout_ms / 1000
         next_tick = time.monotonic() + 1.0
         while True:
+            self._polled()
             if predicate():
                 return True
             now = time.monotonic()

@@ -1,11 +1,12 @@
 """Targets: the brokers a run can check, named by one string everywhere (CLI and plugin).
 
-===============================  ==============================================================
-``pulsar-lite`` (the default)    the embedded Rust broker from the ``pulsar-lite`` wheel, as a subprocess
-``pulsar://HOST:PORT``           any running broker; ``?admin=http://HOST:8080`` adds its admin API
-``testcontainers[:IMAGE:TAG]``   Apache Pulsar standalone in Docker (``testcontainers:4.0.13`` for a tag)
-``model[:VERSION][:IMPL]``       the in-process reference model (``model:classic``, ``model:pulsar-3.3``)
-===============================  ==============================================================
+==================================  ========================================================================
+``pulsar-lite`` (the default)       the embedded Rust broker from the ``pulsar-lite`` wheel, as a subprocess
+``pulsar://HOST:PORT``              any running broker; ``?admin=http://HOST:8080`` adds its admin API
+``testcontainers[:IMAGE:TAG]``      Apache Pulsar standalone in Docker (``testcontainers:4.0.13`` for a tag)
+``testcontainers-geo[:IMAGE:TAG]``  two Apache Pulsar clusters (``r1``, ``r2``), a replicated namespace
+``model[:VERSION][:IMPL]``          the in-process reference model (``model:classic``, ``model:pulsar-3.3``)
+==================================  ========================================================================
 
 ``with open_target(spec, artifacts_dir=..., options=...) as target:`` starts the target, waits until it is
 ready (bounded) and always stops what it started, also when the body fails or is interrupted.
@@ -50,10 +51,10 @@ __all__ = [
 ]
 
 DEFAULT_TARGET = "pulsar-lite"
-TARGET_KINDS: tuple[str, ...] = ("pulsar-lite", "url", "testcontainers", "model")
+TARGET_KINDS: tuple[str, ...] = ("pulsar-lite", "url", "testcontainers", "testcontainers-geo", "model")
 _EXAMPLES = (
-    "pulsar-lite, pulsar://127.0.0.1:6650, testcontainers, testcontainers:apachepulsar/pulsar:4.0.13, model,"
-    " model:classic"
+    "pulsar-lite, pulsar://127.0.0.1:6650, testcontainers, testcontainers:apachepulsar/pulsar:4.0.13,"
+    " testcontainers-geo, model, model:classic"
 )
 
 
@@ -82,16 +83,19 @@ def parse_target(spec: str) -> TargetSpec:
 
         parse_image(text.partition(":")[2])
         return TargetSpec("testcontainers", text)
+    if text == "testcontainers-geo" or text.startswith("testcontainers-geo:"):
+        from pytest_keyshared.targets.testcontainers import parse_image
+
+        parse_image(text.partition(":")[2])
+        return TargetSpec("testcontainers-geo", text)
     if text == "model" or text.startswith("model:"):
         from pytest_keyshared.targets.model import parse_model_spec
 
         parse_model_spec(text)
         return TargetSpec("model", text)
     head = text.split(":", 1)[0]
-    raise InvalidArgument(
-        f"Unknown target {spec!r}.{did_you_mean(head, ['pulsar-lite', 'testcontainers', 'model', 'pulsar'])}"
-        f" Targets: {_EXAMPLES}."
-    )
+    names = ["pulsar-lite", "testcontainers", "testcontainers-geo", "model", "pulsar"]
+    raise InvalidArgument(f"Unknown target {spec!r}.{did_you_mean(head, names)} Targets: {_EXAMPLES}.")
 
 
 def make_target(spec: str, *, artifacts_dir: str | Path, options: Mapping[str, Any] | None = None) -> Target:
@@ -110,6 +114,10 @@ def make_target(spec: str, *, artifacts_dir: str | Path, options: Mapping[str, A
         from pytest_keyshared.targets.testcontainers import TestcontainersTarget
 
         return TestcontainersTarget(parsed.spec, artifacts, options)
+    if parsed.kind == "testcontainers-geo":
+        from pytest_keyshared.targets.geo import GeoTarget
+
+        return GeoTarget(parsed.spec, artifacts, options)
     from pytest_keyshared.targets.model import ModelTarget
 
     return ModelTarget(parsed.spec, artifacts, options)

@@ -1,7 +1,8 @@
 """A few calls of Apache Pulsar's admin REST API (v2), with bounded timeouts and one-line errors.
 
-Only what the harness needs: readiness (``GET /admin/v2/clusters``), a topic's deduplication policy, and
-topic stats.  Paths follow ``/work/shared/research/pulsar-semantics.md`` §9.
+Only what the harness needs: readiness (``GET /admin/v2/clusters``), a topic's deduplication policy, topic
+stats, and the registrations geo-replication needs (clusters, tenants, namespaces; see ``targets/geo.py``).
+Paths follow ``/work/shared/research/pulsar-semantics.md`` §9.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from typing import Any
 
 from pytest_keyshared.targets.base import TargetError
 
-__all__ = ["AdminClient", "topic_path"]
+__all__ = ["AdminClient", "AdminError", "topic_path"]
+
+
+class AdminError(TargetError):
+    """The admin API answered with an HTTP error; ``status`` is its code (409: already exists, 404: absent)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def topic_path(topic: str) -> str:
@@ -45,7 +54,9 @@ class AdminClient:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace").strip()[:200]
-            raise TargetError(f"Admin API {method} {self.base_url}{path} answered {exc.code}: {detail}") from None
+            raise AdminError(
+                f"Admin API {method} {self.base_url}{path} answered {exc.code}: {detail}", exc.code
+            ) from None
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             reason = getattr(exc, "reason", exc)
             raise TargetError(f"Admin API {method} {self.base_url}{path} failed: {reason}") from None

@@ -18,16 +18,14 @@ unit-tested without Docker; the container start itself needs a reachable Docker 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import importlib
 import re
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_keyshared.targets._docker import ContainerSpec, DockerUnavailable, RunningContainer, docker_engine_problem
 from pytest_keyshared.targets._process import free_port
 from pytest_keyshared.targets.admin import AdminClient
 from pytest_keyshared.targets.base import Capabilities, Claims, ClientQuirks, PulsarTarget, TargetError, check_options
@@ -42,6 +40,7 @@ __all__ = [
     "broker_settings",
     "container_command",
     "container_env",
+    "container_spec",
     "docker_engine_problem",
     "parse_image",
     "readiness_problem",
@@ -63,12 +62,8 @@ _OPTIONS: dict[str, type | tuple[type, ...]] = {
     "pulsar_mem": str,
     "operation_timeout_s": int,
 }
-_LIVE_CONTAINERS: dict[int, Any] = {}
-_LIVE_LOCK = threading.Lock()
-
-
-class DockerUnavailable(TargetError):
-    """No Docker engine is reachable; tests that need one skip with this message."""
+#: The cluster a plain standalone registers itself as (``clusterName`` in ``standalone.conf``).
+STANDALONE_CLUSTER = "standalone"
 
 
 def parse_image(rest: str) -> tuple[str, str]:
@@ -147,12 +142,33 @@ def container_command() -> list[str]:
     return ["sh", "-c", f"bin/apply-config-from-env.py {STANDALONE_CONF} && exec bin/pulsar standalone -nfw -nss"]
 
 
-def readiness_problem(admin: AdminClient) -> str | None:
-    """None when the standalone is ready, else what is still missing (Pulsar's own readiness, §9)."""
+def container_spec(
+    image: str, settings: Mapping[str, str], *, pulsar_mem: str, network: str | None = None, alias: str | None = None
+) -> ContainerSpec:
+    """The standalone's container: its settings as environment, both ports published on loopback under the same
+    numbers (``brokerServicePort`` and ``webServicePort`` from ``settings``), and, with ``network``, its alias
+    there."""
+    ports = (int(settings["brokerServicePort"]), int(settings["webServicePort"]))
+    return ContainerSpec(
+        image=image,
+        command=tuple(container_command()),
+        env=container_env(settings, pulsar_mem=pulsar_mem),
+        ports=ports,
+        network=network,
+        aliases=(alias,) if network is not None and alias else (),
+    )
+
+
+def readiness_problem(admin: AdminClient, cluster: str = STANDALONE_CLUSTER) -> str | None:
+    """None when the standalone is ready, else what is still missing (Pulsar's own readiness, §9).
+
+    Ready means ``GET /admin/v2/clusters`` lists ``cluster`` (the standalone registers its own cluster at
+    start; later registrations add others) and ``public/default`` exists.
+    """
     try:
         clusters = admin.request("GET", "/admin/v2/clusters")
-        if clusters != ["standalone"]:
-            return f"/admin/v2/clusters answers {clusters!r}, not ['standalone']"
+        if not isinstance(clusters, list) or cluster not in clusters:
+            return f"/admin/v2/clusters answers {clusters!r}, without {cluster!r}"
         namespaces = admin.request("GET", "/admin/v2/namespaces/public")
         if not isinstance(namespaces, list) or "public/default" not in namespaces:
             return f"/admin/v2/namespaces/public answers {namespaces!r}, without 'public/default'"
@@ -161,33 +177,18 @@ def readiness_problem(admin: AdminClient) -> str | None:
     return None
 
 
-def wait_until_ready(admin: AdminClient, timeout_s: float, *, poll_s: float = 0.5) -> None:
+def wait_until_ready(
+    admin: AdminClient, timeout_s: float, *, poll_s: float = 0.5, cluster: str = STANDALONE_CLUSTER
+) -> None:
     """Bounded wait for :func:`readiness_problem` to clear; :class:`TargetError` with the last problem otherwise."""
     deadline = time.monotonic() + timeout_s
     while True:
-        problem = readiness_problem(admin)
+        problem = readiness_problem(admin, cluster)
         if problem is None:
             return
         if time.monotonic() >= deadline:
-            raise TargetError(f"Pulsar standalone not ready after {timeout_s:g}s: {problem}.")
+            raise TargetError(f"Pulsar standalone {cluster!r} not ready after {timeout_s:g}s: {problem}.")
         time.sleep(poll_s)
-
-
-def docker_engine_problem(timeout_s: float = 3.0) -> str | None:
-    """None when a Docker engine answers a ping, else why not (the reason docker tests skip with)."""
-    try:
-        docker: Any = importlib.import_module("docker")  # optional dependency, only for this target
-    except ImportError:
-        return "the 'docker' package is not installed (pip install 'pytest-keyshared[docker]')"
-    try:
-        client = docker.from_env(timeout=int(max(1, timeout_s)))
-        try:
-            client.ping()
-        finally:
-            client.close()
-    except Exception as exc:  # docker raises several unrelated types for "no engine"
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'}"
-    return None
 
 
 class TestcontainersTarget(PulsarTarget):
@@ -239,7 +240,7 @@ class TestcontainersTarget(PulsarTarget):
         self.quirks = ClientQuirks(operation_timeout_s=int(opts.get("operation_timeout_s", 10)))
         self._broker_port = 0
         self._web_port = 0
-        self._container: Any = None
+        self._container: RunningContainer | None = None
         self._admin: AdminClient | None = None
         self._log_path = artifacts_dir / "pulsar-standalone.log"
 
@@ -270,30 +271,13 @@ class TestcontainersTarget(PulsarTarget):
         return {**super().header_extra(), "image": f"{self.image}:{self.tag}"}
 
     def start(self) -> None:
-        problem = docker_engine_problem()
-        if problem is not None:
-            raise DockerUnavailable(f"no Docker engine reachable ({problem})")
-        from testcontainers.core.config import testcontainers_config
-        from testcontainers.core.container import DockerContainer
-
-        testcontainers_config.ryuk_disabled = True  # Ryuk publishes its port on all interfaces
         self.artifacts_dir.mkdir(parents=True, exist_ok=True)
         self._broker_port, self._web_port = free_port(), free_port()
-        container = DockerContainer(f"{self.image}:{self.tag}")
-        for key, value in container_env(self.settings(), pulsar_mem=self._pulsar_mem).items():
-            container.with_env(key, value)
-        container.with_command(container_command())
-        # Same port numbers inside and out, published on loopback only (see the module docstring).
-        ports: dict[str, Any] = container.ports
-        ports[f"{self._broker_port}/tcp"] = ("127.0.0.1", self._broker_port)
-        ports[f"{self._web_port}/tcp"] = ("127.0.0.1", self._web_port)
-        try:
-            container.start()
-        except Exception as exc:
-            raise TargetError(f"Could not start container {self.image}:{self.tag}: {exc}") from None
+        container = RunningContainer(
+            container_spec(f"{self.image}:{self.tag}", self.settings(), pulsar_mem=self._pulsar_mem)
+        )
+        container.start()  # DockerUnavailable without an engine
         self._container = container
-        with _LIVE_LOCK:
-            _LIVE_CONTAINERS[id(self)] = container
         self._admin = AdminClient(self.admin_url or "", timeout_s=5.0)
         try:
             wait_until_ready(self._admin, self._startup_timeout_s)
@@ -301,19 +285,11 @@ class TestcontainersTarget(PulsarTarget):
             self.stop()
             raise
 
-    def _logs(self) -> bytes:
-        if self._container is None:
-            return b""
-        with contextlib.suppress(Exception):
-            out, err = self._container.get_logs()
-            return bytes(out) + bytes(err)
-        return b""
-
     def log_position(self) -> int:
-        return len(self._logs())
+        return len(self._container.logs()) if self._container is not None else 0
 
     def copy_log(self, since: int, dest: Path) -> Path | None:
-        logs = self._logs()
+        logs = self._container.logs() if self._container is not None else b""
         if not logs:
             return None
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -324,43 +300,20 @@ class TestcontainersTarget(PulsarTarget):
         container, self._container = self._container, None
         if container is None:
             return
-        self._container = container  # for _logs()
-        logs = self._logs()
-        self._container = None
+        logs = container.logs()
         if logs:
             with contextlib.suppress(OSError):
                 self._log_path.write_bytes(logs)
-        with contextlib.suppress(Exception):
-            container.stop()
-        with _LIVE_LOCK:
-            _LIVE_CONTAINERS.pop(id(self), None)
+        container.stop()
 
     def restart_broker(self, *, kill: bool = False) -> None:
         """``docker restart`` (or kill and start): same ports and storage; waits for readiness again."""
         if self._container is None or self._admin is None:
             raise TargetError(f"Target {self.name!r} is not running; cannot restart it.")
-        wrapped = self._container.get_wrapped_container()
-        try:
-            if kill:
-                wrapped.kill()
-                wrapped.start()
-            else:
-                wrapped.restart(timeout=30)
-        except Exception as exc:
-            raise TargetError(f"Could not restart the Pulsar container: {exc}") from None
+        self._container.restart(kill=kill)
         wait_until_ready(self._admin, self._startup_timeout_s)
 
     def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
         if self._admin is None:
             raise TargetError(f"Target {self.name!r} is not started.")
         self._admin.set_topic_deduplication(topic, enabled)
-
-
-@atexit.register
-def _remove_leftovers() -> None:  # pragma: no cover - safety net
-    with _LIVE_LOCK:
-        leftovers = list(_LIVE_CONTAINERS.values())
-        _LIVE_CONTAINERS.clear()
-    for container in leftovers:
-        with contextlib.suppress(Exception):
-            container.stop()

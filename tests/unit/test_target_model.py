@@ -56,16 +56,16 @@ def assert_recording_discipline(trace: list[dict[str, Any]]) -> None:
 def test_the_self_check_finds_harness_bugs() -> None:
     good = [
         {"i": 0, "t": 0, "op": "open", "consumer": "c1", "result": "ok"},
-        {"i": 1, "t": 1, "op": "receive", "consumer": "c1", "msg_id": "0:1:-1:-1"},
-        {"i": 2, "t": 2, "op": "ack", "consumer": "c1", "msg_id": "0:1:-1:-1"},
+        {"i": 1, "t": 1, "op": "receive", "topic": "t", "consumer": "c1", "msg_id": "0:1:-1:-1"},
+        {"i": 2, "t": 2, "op": "ack", "topic": "t", "consumer": "c1", "msg_id": "0:1:-1:-1"},
         {"i": 3, "t": 2, "op": "close", "consumer": "c1"},
         {"i": 4, "t": 3, "op": "end", "drained": True},
     ]
     assert discipline_problems(good) == []
     bad = [
-        {"i": 0, "t": 5, "op": "receive", "consumer": "c1", "msg_id": "0:1:-1:-1"},
+        {"i": 0, "t": 5, "op": "receive", "topic": "t", "consumer": "c1", "msg_id": "0:1:-1:-1"},
         {"i": 1, "t": 4, "op": "open", "consumer": "c1", "result": "ok"},
-        {"i": 2, "t": 6, "op": "ack", "consumer": "c1", "msg_id": "0:2:-1:-1"},
+        {"i": 2, "t": 6, "op": "ack", "topic": "t", "consumer": "c1", "msg_id": "0:2:-1:-1"},
         {"i": 4, "t": 7, "op": "publish", "result": "ok"},
     ]
     assert discipline_problems(bad) == [

@@ -1,0 +1,79 @@
+"""The failover driver's real-broker half (``BrokerSites``) against pulsar-lite, which has no geo-replication.
+
+Two "clusters" that are one broker share the subscription itself: failing over skips nothing, so the driver
+and its judgement find nothing (no false positive).  Each message gets a key of its own there: after a consumer
+leaves, pulsar-lite redelivers one message per key only (pulsar-lite.md §5.3), which would be its finding, not
+the driver's.  Two separate brokers replicate nothing: the driver must
+report every unacknowledged message as skipped, and the replication probe must refuse them within its bound.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.cases._replication import Failover, judge_failover
+from pytest_keyshared.driver.replication import BrokerSites, SiteEndpoint, probe_replication
+from pytest_keyshared.targets import TargetError, open_target
+from pytest_keyshared.targets.pulsar_lite import PulsarLiteTarget
+
+pytestmark = pytest.mark.broker
+
+
+def topic() -> str:
+    return f"persistent://public/default/ks-failover-{secrets.token_hex(4)}"
+
+
+def test_one_broker_as_both_clusters_skips_nothing(lite: PulsarLiteTarget) -> None:
+    sites = BrokerSites(
+        [SiteEndpoint("r1", lite.service_url), SiteEndpoint("r2", lite.service_url)],
+        topic=topic(),
+        snapshot_ms=100,
+        failover_timeout_ms=1000,
+    )
+    started = time.monotonic()
+    run = Failover(sites)
+    try:
+        run.publish(20, keys=20)
+        run.consume(lambda i: i < 10)
+        run.advance(100)
+        outcome = run.fail_over("r2")
+    finally:
+        run.close()
+    assert time.monotonic() - started < 30
+    assert outcome.acked_before == [f"m{n}" for n in range(10)]
+    assert judge_failover(outcome) == ([], [], len(set(outcome.acked_before) & set(outcome.received_after)))
+    assert {f"m{n}" for n in range(10, 20)} <= set(outcome.received_after)
+    assert outcome.notes == ["replication progress cannot be read without the admin API; waited two snapshot periods"]
+
+
+def test_two_brokers_without_replication_skip_every_unacknowledged_message(
+    lite: PulsarLiteTarget, tmp_path: Path
+) -> None:
+    with open_target("pulsar-lite", artifacts_dir=tmp_path / "second") as other:
+        assert isinstance(other, PulsarLiteTarget)
+        sites = BrokerSites(
+            [SiteEndpoint("r1", lite.service_url), SiteEndpoint("r2", other.service_url)],
+            topic=topic(),
+            snapshot_ms=50,
+            failover_timeout_ms=1000,
+        )
+        run = Failover(sites)
+        try:
+            run.publish(12)
+            run.consume(lambda i: i % 3 == 0)
+            outcome = run.fail_over("r2")
+        finally:
+            run.close()
+        skipped, invented, duplicates = judge_failover(outcome)
+        assert skipped == [f"m{n}" for n in range(12) if n % 3 != 0]
+        assert (invented, duplicates, outcome.received_after) == ([], 0, [])
+
+        started = time.monotonic()
+        with pytest.raises(TargetError, match=r"Replication r1 -> r2 does not work: .* within 2s"):
+            probe_replication([("r1", lite.service_url), ("r2", other.service_url)], topic=topic(), timeout_s=2)
+        assert time.monotonic() - started < 10
+    probe_replication([("r1", lite.service_url), ("r2", lite.service_url)], topic=topic(), timeout_s=10)
