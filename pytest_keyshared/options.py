@@ -162,7 +162,8 @@ SETTINGS: Mapping[str, Setting] = {
         Setting(
             "target",
             "The broker under test: pulsar-lite (default: the embedded broker, started on loopback), model, "
-            "model:classic, model:pulsar-3.3, pulsar://HOST:PORT, testcontainers[:IMAGE:TAG].",
+            "model:classic, model:pulsar-3.3, pulsar://HOST:PORT, testcontainers[:IMAGE:TAG], "
+            "testcontainers-geo[:IMAGE:TAG] (two replicated clusters).",
             "pulsar-lite",
             _target,
             metavar="TARGET",

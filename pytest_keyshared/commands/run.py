@@ -26,6 +26,7 @@ targets:
   pulsar-lite                        the embedded broker from the pulsar-lite wheel (default)
   pulsar://HOST:PORT[?admin=URL]     any running broker (admin URL: deduplication switch)
   testcontainers[:IMAGE:TAG]         Apache Pulsar standalone in Docker
+  testcontainers-geo[:IMAGE:TAG]     two Apache Pulsar clusters (r1, r2) with geo-replication, in Docker
   model[:VERSION][:classic|pip379]   the reference model (deterministic)
 
 examples:
