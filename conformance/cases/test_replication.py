@@ -2,7 +2,7 @@
 acknowledge (``replication/<name>``).
 
 They follow ``ReplicatorSubscriptionTest`` (pulsar-semantics.md §6).  The same driver
-(:class:`~conformance.cases._replication.Failover`) runs them on two kinds of clusters:
+(:class:`~conformance.replication.Failover`) runs them on two kinds of clusters:
 
 * a model target (``model``, ``model:classic``, ...) is one cluster; the cases compose several of them,
   built with the target's version, implementation and broker settings (``reference_model.replication``);
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from conformance.cases._replication import Failover, FailoverOutcome, explain_failover, judge_failover
+from conformance.replication import Failover, FailoverOutcome, explain_failover, judge_failover
 
 pytestmark = pytest.mark.keyshared_contract("replication")
 

@@ -1,6 +1,6 @@
 """Real clusters for the failover driver: producers and replicated consumers through ``pulsar-client``.
 
-:class:`BrokerSites` gives :class:`conformance.cases._replication.Failover` what it needs from a set of
+:class:`BrokerSites` gives :class:`conformance.replication.Failover` what it needs from a set of
 clusters (the ``ReplicationSites`` shape): a producer in a cluster, a Key_Shared consumer of the replicated
 subscription in a cluster (``replicate_subscription_state_enabled=True``, Earliest), time passing, and a
 bounded wait until replication is idle.  The driver's logic is the same one that runs on clusters of the

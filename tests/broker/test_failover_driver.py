@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases._replication import Failover, judge_failover
+from conformance.replication import Failover, judge_failover
 from pytest_keyshared.driver.replication import BrokerSites, SiteEndpoint, probe_replication
 from pytest_keyshared.targets import TargetError, open_target
 from pytest_keyshared.targets.pulsar_lite import PulsarLiteTarget

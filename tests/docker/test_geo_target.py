@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases._replication import Failover, judge_failover
+from conformance.replication import Failover, judge_failover
 from pytest_keyshared.targets import Target
 from pytest_keyshared.targets.geo import NAMESPACE, NETWORK_LISTENER, GeoTarget
 

@@ -1,4 +1,4 @@
-"""The failover driver (``conformance.cases._replication.Failover``) on clusters of the reference model.
+"""The failover driver (``conformance.replication.Failover``) on clusters of the reference model.
 
 The same driver runs on real clusters (``BrokerSites``, in ``tests/broker/test_failover_driver.py`` against
 pulsar-lite and in ``tests/docker/`` against two Apache Pulsar clusters); here its logic is exercised on the
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance.cases._replication import (
+from conformance.replication import (
     Failover,
     FailoverOutcome,
     ModelSites,
