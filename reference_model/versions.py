@@ -20,12 +20,14 @@ __all__ = [
     "CONSISTENT_HASHING_NAME_INDEX",
     "CONSISTENT_HASHING_NUL_SEPARATOR",
     "DEFAULT_VERSION",
+    "DRAINING_REASSIGNMENT_FIX",
     "KNOWN_LINES",
     "MIN_SELECTOR_VERSION",
     "NO_KEY_FALLBACK",
     "PIP_379",
     "PIP_379_REPLAY_FILTER_FIX",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
+    "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
     "STICKY_GAP_FIX",
     "Fix",
     "PulsarVersion",
@@ -141,3 +143,21 @@ PIP_379_REPLAY_FILTER_FIX = Fix("replay filter blocks hash for the pass", "apach
 STICKY_GAP_FIX = Fix("sticky selector gaps", "apache/pulsar#24730", ("3.0.14", "3.3.9", "4.0.7", "4.1.1"))
 #: Replicated-subscription snapshot cache keeps snapshots spread by distance (was: newest N).
 REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE = Fix("snapshot cache by distance", "apache/pulsar#25044", ("4.2.0",))
+#: A hash that comes back to the consumer it drains at releases that consumer's references at once (the "ADD"
+#: operation of ``registerDrainingHashes``). Without it the entry keeps its references until a dispatch clears it
+#: lazily, a later move of the hash adds the same pending entries again, the reference count never returns to 0
+#: and the hash stays blocked (apache/pulsar#23845).
+#: Releases confirmed from the release notes in apache/pulsar-site (``release-notes/versioned/pulsar-4.0.7.md`` and
+#: ``pulsar-4.1.1.md``, both dated 2025-09-27, list #24736; the first attempt, #24732 on branch-4.0, was superseded
+#: by it). Sure for 4.0.7 and 4.1.1; 4.0.6 and 4.1.0 do not list it. The 3.x lines have no PIP-379 dispatcher.
+DRAINING_REASSIGNMENT_FIX = Fix(
+    "draining refcount released when a hash returns", "apache/pulsar#24736", ("4.0.7", "4.1.1")
+)
+#: While no replicated-subscription snapshot ever completed, a pending one is not retried before it times out
+#: (was: a new SNAPSHOT_REQUEST every tick). Releases confirmed from the release notes in apache/pulsar-site:
+#: ``pulsar-3.0.10.md`` (2025-02-27), ``pulsar-3.3.5.md`` (2025-02-27) and ``pulsar-4.0.2.md`` (2025-01-20) list
+#: #23839 (the PR carries only the release/3.0.10 and release/3.3.5 labels; the 4.0 cherry-pick is in 4.0.2's notes).
+#: Sure for all three; 4.1 branched from master after the merge.
+REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT = Fix(
+    "snapshot request retried only after timeout", "apache/pulsar#23839", ("3.0.10", "3.3.5", "4.0.2")
+)

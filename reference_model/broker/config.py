@@ -22,6 +22,15 @@ _DEDUP_CONF_NAMES: Mapping[str, str] = {
     "brokerDeduplicationEnabled": "broker_enabled",
     "brokerDeduplicationEntriesInterval": "entries_interval",
     "brokerDeduplicationMaxNumberOfProducers": "max_producers",
+    "brokerDeduplicationProducerInactivityTimeoutMinutes": "producer_inactivity_timeout_ms",
+    "brokerDeduplicationSnapshotFrequencyInSeconds": "snapshot_frequency_ms",
+    "brokerDeduplicationSnapshotIntervalSeconds": "snapshot_interval_ms",
+}
+#: ``broker.conf`` units -> the model's milliseconds, for the settings that are not counts or flags
+_DEDUP_CONF_UNITS_MS: Mapping[str, int] = {
+    "brokerDeduplicationProducerInactivityTimeoutMinutes": 60_000,
+    "brokerDeduplicationSnapshotFrequencyInSeconds": 1_000,
+    "brokerDeduplicationSnapshotIntervalSeconds": 1_000,
 }
 
 
@@ -77,6 +86,13 @@ class BrokerConfig:
             if name in BROKER_CONF_NAMES:
                 key_shared[name] = value
             elif name in _DEDUP_CONF_NAMES:
+                unit_ms = _DEDUP_CONF_UNITS_MS.get(name)
+                if unit_ms is not None:
+                    if isinstance(value, bool) or not isinstance(value, int):
+                        raise InvalidArgument(
+                            f"Expected a whole number for {name} but got {value!r} (type={type(value).__name__})."
+                        )
+                    value = value * unit_ms
                 dedup[_DEDUP_CONF_NAMES[name]] = value
             elif name == "subscriptionTypesEnabled":
                 types = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]

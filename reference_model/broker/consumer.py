@@ -22,6 +22,7 @@ Follows the C++ client that the Python ``pulsar-client`` wraps (``ConsumerImpl``
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from reference_model.broker.errors import AlreadyClosed, CumulativeAcknowledgementNotAllowedError
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from reference_model.broker.subscription import ServerSubscription
 
 __all__ = ["ModelConsumer"]
+
+#: ``ModelMessage(...)`` without ``type.__call__`` (one per message delivered; see ``storage/_fast_init.py``)
+_new_received: Callable[..., ModelMessage] = ModelMessage.__new__
 
 
 class ModelConsumer:
@@ -62,6 +66,8 @@ class ModelConsumer:
         self.consumer_id = consumer_id
         self.policy = policy
         self.receiver_queue_size = receiver_queue_size
+        #: permits are sent back in one ``Flow`` once this many messages were taken (half the queue)
+        self._flow_threshold = max(receiver_queue_size // 2, 1)
         self.negative_ack_redelivery_delay_ms = negative_ack_redelivery_delay_ms
         self.initial_position = initial_position
         self.replicate_subscription_state = replicate_subscription_state
@@ -92,31 +98,45 @@ class ModelConsumer:
         ``timeout_millis=None`` waits as long as anything is scheduled to happen; with nothing left that could
         deliver a message it returns ``None`` instead of blocking forever.
         """
-        self._check_open("receive")
+        if self.state != "open":
+            self._check_open("receive")
         if timeout_millis is not None and timeout_millis < 0:
             raise InvalidArgument(f"receive(timeout_millis={timeout_millis}) needs a timeout >= 0 (or None).")
-        if not self._queue and self.receiver_queue_size == 0 and self._permits_to_flow == 0:
-            self._permits_to_flow = -1  # zero-queue consumer: ask for exactly one message
-            self._send_flow(1)
-        if not self._queue:
-            self._broker.clock.advance_until(lambda: bool(self._queue) or self.state != "open", timeout_millis)
-        if self.state != "open" or not self._queue:
-            return None
-        msg = self._queue.popleft()
-        self._message_taken()
+        queue = self._queue
+        if not queue:
+            if self.receiver_queue_size == 0 and self._permits_to_flow == 0:
+                self._permits_to_flow = -1  # zero-queue consumer: ask for exactly one message
+                self._send_flow(1)
+            if not queue:
+                self._broker.clock.advance_until(lambda: bool(queue) or self.state != "open", timeout_millis)
+            if self.state != "open" or not queue:
+                return None
+        msg = queue.popleft()
+        if self.receiver_queue_size:  # each message taken counts a permit back, sent in one Flow at half the queue
+            taken = self._permits_to_flow = self._permits_to_flow + 1
+            if taken >= self._flow_threshold:
+                self._permits_to_flow = 0
+                self._send_flow(taken)
         return msg
 
     def acknowledge(self, message: ModelMessage | ModelMessageId) -> None:
         """Acknowledge one message; the entry is acknowledged to the broker once all its messages are."""
-        self._check_open("acknowledge")
-        msg_id = message.message_id() if isinstance(message, ModelMessage) else message
-        position = msg_id.position
-        pending = self._batch_unacked.get(position)
-        if pending is not None:
-            pending.discard(max(msg_id.batch_index(), 0))
-            if pending:
-                return
-            del self._batch_unacked[position]
+        if self.state != "open":
+            self._check_open("acknowledge")
+        if isinstance(message, ModelMessage):
+            position = message.entry.position
+            index = message.index
+        else:
+            position = message.position
+            index = message.batch
+        batches = self._batch_unacked
+        if batches:
+            pending = batches.get(position)
+            if pending is not None:
+                pending.discard(max(index, 0))
+                if pending:
+                    return
+                del batches[position]
         assert self.server is not None and self.server_subscription is not None
         self.server_subscription.acknowledge(self.server, position)
 
@@ -194,9 +214,15 @@ class ModelConsumer:
         self._batch_unacked.clear()
         self._permits_to_flow = 0
         connection = self._connection
+        queue = self._queue
+        topic = self._topic
 
         def sink(entry: Entry, redelivery_count: int) -> None:
-            if self.state == "open" and self._connection == connection:
+            if self.state != "open" or self._connection != connection:
+                return
+            if entry.batch_size == 1 and entry.metadata.num_messages_in_batch is None and self.receiver_queue_size:
+                queue.append(_new_received(ModelMessage, entry, 0, topic, redelivery_count))  # the common case
+            else:
                 self._entry_received(entry, redelivery_count)
 
         return sink
@@ -217,14 +243,6 @@ class ModelConsumer:
             self._queue.append(ModelMessage(entry, i, topic, redelivery_count))
         if self.receiver_queue_size == 0 and self._permits_to_flow < 0:
             self._permits_to_flow = 0
-
-    def _message_taken(self) -> None:
-        if self.receiver_queue_size == 0:
-            return
-        self._permits_to_flow += 1
-        if self._permits_to_flow >= max(self.receiver_queue_size // 2, 1):
-            permits, self._permits_to_flow = self._permits_to_flow, 0
-            self._send_flow(permits)
 
     def _send_flow(self, permits: int) -> None:
         if self.server is not None and self.server_subscription is not None:

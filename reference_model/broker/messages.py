@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import total_ordering
 
+from reference_model.storage._fast_init import fast_frozen_init
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position
 
@@ -19,6 +20,7 @@ __all__ = ["DUPLICATE_MESSAGE_ID", "ModelMessage", "ModelMessageId"]
 
 
 @total_ordering
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ModelMessageId:
     """``(ledger_id, entry_id, partition, batch_index)``, ordered as Pulsar orders message ids."""
@@ -61,6 +63,7 @@ class ModelMessageId:
 DUPLICATE_MESSAGE_ID = ModelMessageId(-1, -1)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True, eq=False)
 class ModelMessage:
     """One received message: the ``pulsar.Message`` surface plus the entry it came from."""

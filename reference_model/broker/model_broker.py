@@ -26,6 +26,7 @@ from reference_model.broker.clock import SimClock
 from reference_model.broker.config import BrokerConfig
 from reference_model.broker.consumer import ModelConsumer
 from reference_model.broker.errors import NotAllowedError, ProducerBusy
+from reference_model.broker.housekeeping import DedupHousekeeping
 from reference_model.broker.listeners import ListenerHub
 from reference_model.broker.producer import ModelProducer
 from reference_model.broker.stats import internal_stats, topic_stats
@@ -108,6 +109,14 @@ class ModelBroker:
         self._consumers: list[ModelConsumer] = []
         self._producers: list[ModelProducer] = []
         self._servers: dict[int, DispatchConsumer] = {}
+        #: the periodic deduplication tasks (inactive-producer purge, time-based snapshots): background timers
+        self.housekeeping = DedupHousekeeping(
+            self.clock,
+            lambda: list(self._topics.values()),
+            purge_check_interval_ms=self.config.dedup.purge_check_interval_ms,
+            snapshot_frequency_ms=self.config.dedup.snapshot_frequency_ms,
+        )
+        self.housekeeping.start()
 
     def __repr__(self) -> str:
         return (
@@ -121,7 +130,11 @@ class ModelBroker:
         self.clock.advance(ms)
 
     def run_until_idle(self, max_ms: float | None = None) -> None:
-        """Advance until no timer (re-read, negative-ack redelivery, batch flush, crash detection) is pending."""
+        """Advance until no timer (re-read, negative-ack redelivery, batch flush, crash detection) is pending.
+
+        The periodic housekeeping (deduplication purge and snapshots, :mod:`~reference_model.broker.housekeeping`)
+        is not work: it fires when due on the way, but never keeps this going.
+        """
         self.clock.run_until_idle(max_ms)
 
     # -- topics --------------------------------------------------------------------------------------------
@@ -194,6 +207,7 @@ class ModelBroker:
 
     def _connect_producer(self, producer: ModelProducer, server: ServerTopic) -> None:
         server.connected_producers[producer.producer_name()] = producer.producer_id
+        producer._server = server
         producer._connected(server.dedup.producer_connected(producer.producer_name()))
 
     def _producer_closed(self, producer: ModelProducer) -> None:
@@ -203,7 +217,8 @@ class ModelBroker:
             server.dedup.producer_disconnected(producer.producer_name(), now_ns=self.clock.now_ns())
 
     def _publish(self, topic: str, metadata: MessageMetadata, messages: tuple[SingleMessage, ...]) -> Entry | None:
-        return self._topic(topic).publish(metadata, messages)
+        server = self._topics.get(topic)  # producers hold the normalised name of a topic that exists
+        return (server if server is not None else self._topic(topic)).publish(metadata, messages)
 
     # -- consumers -----------------------------------------------------------------------------------------
     def subscribe(
@@ -319,6 +334,10 @@ class ModelBroker:
         """``GET .../internalStats``: ledgers, cursors (mark-delete, read position, ack holes)."""
         return internal_stats(self._topic(topic, create=False))
 
+    def dedup_stats(self, topic: str) -> dict[str, Any]:
+        """The topic's deduplication state (``MessageDeduplication.stats()``: maps, snapshot cursor, counters)."""
+        return self._topic(topic, create=False).dedup.stats()
+
     # -- restart -------------------------------------------------------------------------------------------
     def restart(self) -> None:
         """A crash-restart of the broker: durable state recovered, clients reconnect in their original order.
@@ -329,6 +348,7 @@ class ModelBroker:
         snapshot; each subscription re-reads from its first unacknowledged entry.
         """
         self.generation += 1
+        self.housekeeping.start()  # a new BrokerService: its periodic tasks start from now
         for server in self._topics.values():
             server.reload(self._new_ledger_id())
         self._servers.clear()
@@ -382,22 +402,37 @@ class ModelBroker:
         metadata: MessageMetadata,
         messages: tuple[SingleMessage, ...] | list[SingleMessage],
         replicated_from: str,
+        marker_payload: Mapping[str, object] | None = None,
     ) -> Position:
         """Append an entry a replicator read in cluster ``replicated_from``; returns its local position.
 
-        Deduplication (when on) judges it by the original producer name and sequence id in ``metadata``
-        (``isDuplicateReplV1``); a duplicate is not written and ``Position(-1, -1)`` is returned.
+        The entry keeps its metadata, with ``replicated_from`` set (``GeoPersistentReplicator`` sends the message
+        as read, ``setReplicatedFrom(localCluster)``). Deduplication (when on) judges a message by the original
+        producer name and sequence id in ``metadata`` (``isDuplicateReplV1``); a duplicate is not written and
+        ``Position(-1, -1)`` is returned. A marker (``metadata.marker_type`` set) is appended as it is, never
+        deduplicated, with ``marker_payload`` (pass the source entry's; ``None`` writes an empty one).
         """
+        if not isinstance(replicated_from, str) or not replicated_from:
+            raise InvalidArgument(f"Expected a cluster name for replicated_from but got {replicated_from!r}.")
+        if marker_payload is not None and not isinstance(marker_payload, Mapping):
+            raise InvalidArgument(
+                f"Expected a mapping (or None) for marker_payload but got {type(marker_payload).__name__}."
+            )
         server = self._topic(topic)
         local = replace(metadata, replicated_from=replicated_from)
         if local.marker_type is not None:
-            return server.write_marker(local.marker_type, {}, local.replicate_to).position
+            return server.append_marker(local, marker_payload or {}).position
         entry = server.publish(local, tuple(messages))
         return Position(-1, -1) if entry is None else entry.position
 
     def add_listener(self, listener: object) -> None:
         """Register an object with any of ``on_entry_added``, ``on_marker_read``, ``on_mark_delete_advanced``."""
         self.listeners.add(listener)
+
+    def subscriptions(self, topic: str) -> list[str]:
+        """Names of the subscriptions of ``topic``, in creation order (``[]`` if the topic does not exist)."""
+        server = self._topics.get(normalise_topic(topic))
+        return [] if server is None else list(server.subscriptions)
 
     def subscription(self, topic: str, name: str) -> ServerSubscription | None:
         """The subscription (``replicated``, ``mark_delete_position``), or ``None`` if it does not exist."""

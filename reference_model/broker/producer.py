@@ -30,10 +30,17 @@ from reference_model.storage.entry import MessageMetadata, SingleMessage
 if TYPE_CHECKING:
     from reference_model.broker.clock import Timer
     from reference_model.broker.model_broker import ModelBroker
+    from reference_model.broker.topic import ServerTopic
 
 __all__ = ["BATCHING_TYPES", "ModelProducer", "SendCallback"]
 
 BATCHING_TYPES: tuple[str, ...] = ("Default", "KeyBased")
+
+# The records' constructors called directly, without ``type.__call__``: every send builds three of them
+# (see ``reference_model/storage/_fast_init.py``).
+_new_message: Callable[..., SingleMessage] = SingleMessage.__new__
+_new_metadata: Callable[..., MessageMetadata] = MessageMetadata.__new__
+_new_message_id: Callable[..., ModelMessageId] = ModelMessageId.__new__
 
 #: ``callback(result, message_id)``: result ``"Ok"`` or the error's ``pulsar_name``; id ``None`` on error.
 SendCallback = Callable[[str, ModelMessageId | None], None]
@@ -101,6 +108,8 @@ class ModelProducer:
         self._pending: list[_Pending] = []
         self._pending_bytes = 0
         self._batch_timer: Timer | None = None
+        #: the broker's topic this producer writes to (set on connect; topics are never deleted)
+        self._server: ServerTopic | None = None
         self.state = "open"
         self.sent_entries = 0
         self._last_error: BrokerClientError = BrokerClientError("no send failed yet")
@@ -162,29 +171,33 @@ class ModelProducer:
         **unsupported: Any,
     ) -> None:
         """Publish without waiting; ``callback(result, message_id)`` runs when the receipt arrives."""
-        self._check_open("send")
+        if self.state != "open":
+            self._check_open("send")
         if unsupported:
             raise InvalidArgument(
                 f"send() options {sorted(unsupported)} are not modelled (delayed delivery, replication clusters)."
             )
-        if not isinstance(content, (bytes, bytearray)):
-            raise InvalidArgument(f"Expected bytes for content but got {type(content).__name__}.")
+        if type(content) is not bytes:
+            if not isinstance(content, (bytes, bytearray)):
+                raise InvalidArgument(f"Expected bytes for content but got {type(content).__name__}.")
+            content = bytes(content)
         if sequence_id:  # Python's `if sequence_id:`: 0 and None mean "not set"
             seq = int(sequence_id)
         else:
             seq = self._next_sequence_id
-            self._next_sequence_id += 1
-        okey = ordering_key.encode() if isinstance(ordering_key, str) else ordering_key
-        message = SingleMessage(
-            payload=bytes(content),
-            sequence_id=seq,
-            partition_key=partition_key or None,
-            ordering_key=okey or None,
-            properties=tuple(sorted((str(k), str(v)) for k, v in (properties or {}).items())),
-            event_timestamp=event_timestamp or 0,
+            self._next_sequence_id = seq + 1
+        okey = ordering_key.encode() if type(ordering_key) is str else ordering_key
+        message = _new_message(
+            SingleMessage,
+            content,
+            seq,
+            partition_key or None,
+            okey or None,
+            tuple(sorted((str(k), str(v)) for k, v in properties.items())) if properties else (),
+            event_timestamp or 0,
         )
         if not self.batching_enabled:
-            self._publish([_Pending(message, callback, len(message.payload))], batched=False)
+            self._publish_one(message, callback)
             return
         size = len(message.payload)
         if self._pending and (
@@ -225,6 +238,36 @@ class ModelProducer:
         self._broker._producer_closed(self)
 
     # -- publishing ----------------------------------------------------------------------------------------
+    def _publish_one(self, message: SingleMessage, callback: SendCallback) -> None:
+        """A non-batched send: one message, one entry, one receipt (the common case, kept free of lists)."""
+        seq = message.sequence_id
+        metadata = _new_metadata(
+            MessageMetadata,
+            self._name,
+            seq,
+            self._broker.clock._now_ns,
+            message.partition_key,
+            False,
+            message.ordering_key,
+        )
+        try:
+            server = self._server
+            entry = (server.publish if server is not None else self._broker._topic(self._topic).publish)(
+                metadata, (message,)
+            )
+        except BrokerClientError as exc:
+            self._last_error = exc
+            callback(exc.pulsar_name, None)
+            return
+        self.sent_entries += 1
+        if seq > self._last_sequence_id:
+            self._last_sequence_id = seq
+        if entry is None:
+            callback("Ok", ModelMessageId(-1, -1, -1, -1))
+        else:
+            position = entry.position
+            callback("Ok", _new_message_id(ModelMessageId, position[0], position[1], -1, -1))
+
     def _publish(self, items: list[_Pending], *, batched: bool) -> None:
         first = items[0].message
         metadata = MessageMetadata(

@@ -115,17 +115,17 @@ class ServerSubscription:
     # -- acknowledgements ----------------------------------------------------------------------------------
     def acknowledge(self, consumer: DispatchConsumer, position: Position) -> None:
         """An individual acknowledgement of one whole entry."""
-        if self.dispatcher is not None:
-            self.dispatcher.acknowledge(consumer, position)
-        before = self.cursor.mark_delete_position
-        self.cursor.delete(position)
-        moved = self.cursor.mark_delete_position != before
+        dispatcher = self.dispatcher
+        if dispatcher is not None:
+            dispatcher.acknowledge(consumer, position)
+        moved = self.cursor.delete(position)
         if moved:
-            self.topic.broker.listeners.mark_delete_advanced(
-                self.topic.name, self.name, self.cursor.mark_delete_position
-            )
-        if self.dispatcher is not None:
-            self.dispatcher.after_acknowledgements(moved)
+            listeners = self.topic.broker.listeners
+            if listeners:
+                listeners.mark_delete_advanced(self.topic.name, self.name, self.cursor.mark_delete_position)
+        dispatcher = self.dispatcher  # a listener may have replaced it
+        if dispatcher is not None:
+            dispatcher.after_acknowledgements(moved)
 
     def acknowledge_cumulative_to(self, position: Position) -> bool:
         """Move the mark-delete position to ``position`` (a remote update of a replicated subscription).

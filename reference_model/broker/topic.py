@@ -27,6 +27,8 @@ __all__ = ["MARKER_PRODUCER_NAME", "ServerTopic"]
 
 #: Producer name of marker entries (``Markers.newMessageMetadata``).
 MARKER_PRODUCER_NAME = "pulsar.marker"
+#: Bound of the partition key -> sticky key cache (cleared when full).
+_KEY_CACHE_SIZE = 1 << 16
 
 
 class ServerTopic:
@@ -42,6 +44,10 @@ class ServerTopic:
         self.dedup = MessageDeduplication(broker.config.dedup)
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
+        self._partition_keys: dict[str, bytes] = {}
+        #: ``dedup.enabled``, refreshed after every change of the deduplication status (only this class makes
+        #: one: policy changes and reloads); read on every publish
+        self._dedup_on = False
         self.apply_dedup_policy()
 
     # -- deduplication -------------------------------------------------------------------------------------
@@ -63,6 +69,7 @@ class ServerTopic:
         self.dedup.set_enabled(
             self.dedup_effective(), now_ns=self.broker.clock.now_ns(), cursor_position=self.log.last_position
         )
+        self._dedup_on = self.dedup.enabled
 
     # -- subscriptions -------------------------------------------------------------------------------------
     def get_or_create_subscription(self, name: str, *, initial_position: str, replicated: bool) -> ServerSubscription:
@@ -77,9 +84,18 @@ class ServerTopic:
 
     # -- writing -------------------------------------------------------------------------------------------
     def _sticky_key(self, metadata: MessageMetadata) -> bytes:
+        partition_key = metadata.partition_key
+        if metadata.ordering_key is None and type(partition_key) is str and not metadata.partition_key_b64_encoded:
+            # the key is the partition key's bytes, whatever the producer and sequence id: resolved once per key
+            key = self._partition_keys.get(partition_key)
+            if key is None:
+                if len(self._partition_keys) >= _KEY_CACHE_SIZE:
+                    self._partition_keys.clear()
+                key = self._partition_keys[partition_key] = sticky_key(None, partition_key, version=self.broker.version)
+            return key
         return sticky_key(
             metadata.ordering_key,
-            metadata.partition_key,
+            partition_key,
             metadata.partition_key_b64_encoded,
             metadata.producer_name,
             metadata.sequence_id,
@@ -97,8 +113,15 @@ class ServerTopic:
 
         Raises :class:`BrokerPersistenceError` when deduplication cannot decide yet (``Unknown``).
         """
+        if not self._dedup_on:
+            # deduplication off: every send is NOT_DUP and nothing is recorded (``isDuplicate`` and
+            # ``recordMessagePersisted`` return at once), so this, the common path, skips both calls
+            entry = self._append(metadata, messages, None)
+            self._entry_added(entry)
+            return entry
+        dedup = self.dedup
         name = metadata.producer_name if dedup_name is None else dedup_name
-        decision = self.dedup.is_duplicate(name, metadata.sequence_id, metadata.highest_sequence_id)
+        decision = dedup.is_duplicate(name, metadata.sequence_id, metadata.highest_sequence_id)
         if decision is DedupDecision.DUP:
             return None
         if decision is DedupDecision.UNKNOWN:
@@ -107,7 +130,7 @@ class ServerTopic:
                 f" (sequence id {metadata.sequence_id})."
             )
         entry = self._append(metadata, messages, None)
-        self.dedup.on_persisted(
+        dedup.on_persisted(
             name,
             metadata.sequence_id,
             metadata.highest_sequence_id,
@@ -128,6 +151,10 @@ class ServerTopic:
             marker_type=marker_type,
             replicate_to=tuple(replicate_to) if replicate_to is not None else None,
         )
+        return self.append_marker(metadata, payload)
+
+    def append_marker(self, metadata: MessageMetadata, payload: Mapping[str, object]) -> Entry:
+        """Append a marker entry with the given metadata (a local one, or one a replicator read elsewhere)."""
         entry = self._append(metadata, (), dict(payload))
         self._entry_added(entry)
         return entry
@@ -138,16 +165,33 @@ class ServerTopic:
         messages: tuple[SingleMessage, ...],
         marker_payload: Mapping[str, object] | None,
     ) -> Entry:
-        key = b"" if metadata.marker_type is not None else self._sticky_key(metadata)
+        if metadata.marker_type is not None:
+            key = b""
+        else:
+            partition_key = metadata.partition_key  # the cache of ``_sticky_key``, looked up here first
+            cached = self._partition_keys.get(partition_key) if type(partition_key) is str else None
+            if cached is not None and metadata.ordering_key is None and not metadata.partition_key_b64_encoded:
+                key = cached
+            else:
+                key = self._sticky_key(metadata)
         entry = self.log.append(metadata, messages, key, marker_payload)
         self.msg_in_counter += len(messages)
-        self.bytes_in_counter += sum(len(m.payload) for m in messages)
+        size = 0
+        for message in messages:
+            size += len(message.payload)
+        self.bytes_in_counter += size
         return entry
 
     def _entry_added(self, entry: Entry) -> None:
-        self.broker.listeners.entry_added(self.name, entry)
-        for sub in list(self.subscriptions.values()):
-            sub.dispatch()
+        listeners = self.broker.listeners
+        if listeners._listeners:
+            listeners.entry_added(self.name, entry)
+        subscriptions = self.subscriptions
+        if subscriptions:
+            for sub in tuple(subscriptions.values()):
+                dispatcher = sub.dispatcher  # ``sub.dispatch()``, inlined: this runs for every entry published
+                if dispatcher is not None and dispatcher.consumers:
+                    dispatcher.read_more_entries()
 
     # -- restart -------------------------------------------------------------------------------------------
     def reload(self, new_ledger_id: int) -> None:
@@ -169,6 +213,7 @@ class ServerTopic:
             )
         else:
             self.dedup.set_enabled(False, now_ns=self.broker.clock.now_ns())
+        self._dedup_on = self.dedup.enabled
         for sub in self.subscriptions.values():
             sub.unload()
 

@@ -23,6 +23,7 @@ Follows ``PersistentStickyKeyDispatcherMultipleConsumersClassic`` (= the 3.x dis
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from reference_model.keyshared.consumer import DispatchConsumer
@@ -42,8 +43,16 @@ class ClassicDispatcher(KeySharedDispatcher):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.recently_joined: dict[DispatchConsumer, Position] | None = None if self.allow_out_of_order else {}
-        self.stuck_on_replays = False
         self.sort_recently_joined = self.version.has(CLASSIC_RECENTLY_JOINED_SORTED)
+
+    @property
+    def stuck_on_replays(self) -> bool:
+        """``isDispatcherStuckOnReplays``: the next replay read is skipped once (the base's ``skip_next_replay``)."""
+        return self.skip_next_replay
+
+    @stuck_on_replays.setter
+    def stuck_on_replays(self, value: bool) -> None:
+        self.skip_next_replay = value
 
     # -- membership ----------------------------------------------------------------------------------------
     def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
@@ -82,7 +91,7 @@ class ClassicDispatcher(KeySharedDispatcher):
     def _after_last_removed(self, consumer: DispatchConsumer) -> None:
         if self.recently_joined is not None:
             self.recently_joined.clear()
-        self.stuck_on_replays = False
+        self.skip_next_replay = False
 
     def _remove_from_recently_joined(self) -> bool:
         """Drop joiners, in map order, whose position the mark-delete position has reached; stop at the first
@@ -108,25 +117,35 @@ class ClassicDispatcher(KeySharedDispatcher):
     # -- permits -------------------------------------------------------------------------------------------
     def available_permits(self, consumer: DispatchConsumer) -> int:
         """``getAvailablePermits`` (classic): permits capped by ``maxUnacked - unacked``."""
-        permits = max(consumer.permits, 0)
-        if consumer.max_unacked_messages > 0:
-            permits = min(permits, max(consumer.max_unacked_messages - consumer.unacked_messages, 0))
+        permits = consumer.permits
+        if permits <= 0:
+            return 0
+        max_unacked = consumer.max_unacked_messages
+        if max_unacked > 0:
+            room = max_unacked - consumer.pending.unacked_messages
+            if room < permits:
+                return room if room > 0 else 0
         return permits
 
     def _restricted_max_entries(
         self,
         consumer: DispatchConsumer,
-        positions: list[Position],
+        positions: Sequence[Position],
         permits: int,
         read_type: ReadType,
-        slots: set[int] | None,
+        slots: Collection[int] | None,
     ) -> int:
         """``getRestrictedMaxEntriesForConsumer``: how many of ``positions`` (in order) may go to ``consumer``."""
-        max_messages = min(len(positions), permits)
-        if max_messages == 0:
+        max_messages = len(positions)
+        if permits < max_messages:
+            max_messages = permits
+        if max_messages <= 0:
             return 0
-        if read_type is ReadType.NORMAL and slots and any(self.replay.contains_slot(s) for s in slots):
-            return 0
+        if read_type is ReadType.NORMAL and slots:
+            queued_slots = self.replay.slot_counts
+            for slot in slots:
+                if slot in queued_slots:
+                    return 0
         joined = self.recently_joined
         if joined is None:
             return max_messages
@@ -145,8 +164,8 @@ class ClassicDispatcher(KeySharedDispatcher):
 
     # -- reading -------------------------------------------------------------------------------------------
     def _replay_candidates(self, max_positions: int) -> list[Position]:
-        if self.stuck_on_replays:
-            self.stuck_on_replays = False
+        if self.skip_next_replay:
+            self.skip_next_replay = False
             return []
         if not self.replay:
             return []
@@ -180,12 +199,37 @@ class ClassicDispatcher(KeySharedDispatcher):
     def _normal_read_allowed(self) -> bool:
         """A normal read needs a consumer that is not a recent joiner and has permits
         (``hasConsumersNeededNormalRead``, apache/pulsar#7105), unless nothing waits for replay."""
-        if not self.replay or self.recently_joined is None:
+        if not self.replay.positions or self.recently_joined is None:
             return True
         joined = self.recently_joined
         return any(not c.blocked_on_unacked and c not in joined and c.permits > 0 for c in self.consumers.values())
 
     # -- dispatch ------------------------------------------------------------------------------------------
+    def _send_one(self, read_type: ReadType, entry: Entry) -> int:
+        """:meth:`_send_entries` for a round of one entry (every publish on the client surface), without tables."""
+        slot = self._slots.get(entry.sticky_key)
+        if slot is None:
+            slot = self.slot_of(entry)
+        consumer = self.select(slot)
+        sent = 0
+        if consumer is None:
+            self._add_to_replay(entry.position, slot)
+        else:
+            position = entry.position
+            permits = self.available_permits(consumer)
+            if self._restricted_max_entries(consumer, (position,), permits, read_type, (slot,)) == 0:
+                self._add_to_replay(position, slot)
+            else:
+                if read_type is ReadType.REPLAY:
+                    self.replay.remove(position)
+                if self._send(consumer, entry, slot):
+                    sent = 1
+        if (sent == 0 or entry.batch_size == 0) and not self.recently_joined:
+            if not self.skip_next_replay:
+                self._lookahead_triggered = True
+            self.skip_next_replay = True
+        return sent
+
     def _send_entries(self, read_type: ReadType, entries: list[Entry]) -> int:
         grouped: dict[DispatchConsumer, list[tuple[Entry, int]]] = {}
         slots_by_consumer: dict[DispatchConsumer, set[int]] = {}
@@ -217,9 +261,9 @@ class ClassicDispatcher(KeySharedDispatcher):
                     sent_messages += entry.batch_size
                     sent_entries += 1
         if sent_messages == 0 and not self.recently_joined:
-            if not self.stuck_on_replays:
+            if not self.skip_next_replay:
                 self._lookahead_triggered = True
-            self.stuck_on_replays = True
+            self.skip_next_replay = True
         return sent_entries
 
     # -- stats ---------------------------------------------------------------------------------------------

@@ -49,14 +49,15 @@ class DispatchConsumer:
     entries_out_counter: int = 0
     message_ack_counter: int = 0
     msg_redeliver_counter: int = 0
+    #: ``ref.consumer_id``, copied: read on every dispatch and acknowledgement
+    consumer_id: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.consumer_id = self.ref.consumer_id
 
     @property
     def name(self) -> str:
         return self.ref.name
-
-    @property
-    def consumer_id(self) -> int:
-        return self.ref.consumer_id
 
     @property
     def unacked_messages(self) -> int:
@@ -85,7 +86,8 @@ class DispatchConsumer:
         self.permits -= n
         self.msg_out_counter += n
         self.entries_out_counter += 1
-        if self.max_unacked_messages > 0 and self.unacked_messages >= self.max_unacked_messages:
+        max_unacked = self.max_unacked_messages
+        if max_unacked > 0 and self.pending.unacked_messages >= max_unacked:
             self.blocked_on_unacked = True
 
     def maybe_unblock(self) -> bool:

@@ -81,6 +81,8 @@ class KeySharedDispatcher(ABC):
         self._schedule = schedule
         self._on_marker = on_marker
         self._slots: dict[bytes, int] = {}
+        #: slot -> the consumer the selector picks for it (``None``: none), valid until the membership changes
+        self._slot_consumers: dict[int, DispatchConsumer | None] = {}
         self._read_scheduled = False
         self._in_read = False
         self._read_again = False
@@ -97,6 +99,9 @@ class KeySharedDispatcher(ABC):
         self.entries_replayed = 0
         #: set by a round that decided to skip the next replay read (look-ahead); counts as progress once
         self._lookahead_triggered = False
+        #: skip the next replay read once, to read ahead (PIP-379 ``skipNextReplayToTriggerLookAhead``, classic
+        #: ``isDispatcherStuckOnReplays``); set and consumed by the implementations
+        self.skip_next_replay = False
 
     # -- membership ----------------------------------------------------------------------------------------
     def add_consumer(self, consumer: DispatchConsumer) -> None:
@@ -112,6 +117,7 @@ class KeySharedDispatcher(ABC):
             self.redelivery_counts.clear()
         impacted = self.selector.add(consumer.ref, consumer.sticky_ranges)
         self.consumers[consumer.consumer_id] = consumer
+        self._membership_changed()
         self._after_add(consumer, impacted)
 
     def remove_consumer(self, consumer: DispatchConsumer) -> None:
@@ -120,6 +126,7 @@ class KeySharedDispatcher(ABC):
             return
         impacted = self.selector.remove(consumer.ref)
         del self.consumers[consumer.consumer_id]
+        self._membership_changed()
         consumer.active = False
         self.total_unacked -= consumer.unacked_messages
         if not self.consumers:
@@ -137,6 +144,10 @@ class KeySharedDispatcher(ABC):
         for position, _batch, slot in consumer.pending.drain(close=True):
             if self._add_to_replay(position, slot or None):
                 self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+
+    def _membership_changed(self) -> None:
+        """The selector and ``consumers`` just changed: drop what was derived from them."""
+        self._slot_consumers.clear()
 
     def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
         """Implementation-specific work after a consumer joined."""
@@ -156,8 +167,16 @@ class KeySharedDispatcher(ABC):
         return self.consumers.get(ref.consumer_id)
 
     def select(self, slot: int) -> DispatchConsumer | None:
+        """The consumer the selector picks for ``slot`` (cached until the membership changes)."""
+        cache = self._slot_consumers
+        if slot in cache:
+            return cache[slot]
         ref = self.selector.select(slot)
-        return None if ref is None else self.consumers.get(ref.consumer_id)
+        consumer = None if ref is None else self.consumers.get(ref.consumer_id)
+        if len(cache) >= _SLOT_CACHE_SIZE:
+            cache.clear()
+        cache[slot] = consumer
+        return consumer
 
     def slot_of(self, entry: Entry) -> int:
         """The slot of an entry (``getStickyKeyHash``; cached per sticky key, as Pulsar caches it per entry)."""
@@ -192,7 +211,8 @@ class KeySharedDispatcher(ABC):
                     if record is not None:
                         owner = other
                         break
-        self.redelivery_counts.pop(position, None)
+        if self.redelivery_counts:
+            self.redelivery_counts.pop(position, None)
         if record is None:
             return False
         batch_size, slot = record
@@ -200,7 +220,7 @@ class KeySharedDispatcher(ABC):
         if owner.consumer_id in self.consumers:
             self.total_unacked -= batch_size
         self._pending_removed(owner, slot, closing=False)
-        if owner.maybe_unblock():
+        if owner.blocked_on_unacked and owner.maybe_unblock():
             self.read_more_entries()
         if self.blocked_on_unacked and self.total_unacked <= self.settings.max_unacked_per_subscription // 2:
             self.blocked_on_unacked = False
@@ -217,6 +237,8 @@ class KeySharedDispatcher(ABC):
         and a round that sent nothing is retried with a back-off anyway; both are covered by one re-read at
         the unblocking interval.
         """
+        if self._read_scheduled:
+            return  # coalesced with the re-read already scheduled (``schedule_read`` would do nothing)
         self.schedule_read(self.settings.unblocking_interval_ms)
 
     def redeliver(self, consumer: DispatchConsumer, positions: Iterable[Position] | None) -> int:
@@ -274,10 +296,25 @@ class KeySharedDispatcher(ABC):
             self._read_again = True
             return
         self._in_read = True
+        replay = self.replay
+        cursor = self.cursor
+        log = self.log
         try:
-            for _ in range(_MAX_ROUNDS):
+            budget = _MAX_ROUNDS
+            while budget > 0:
+                budget -= 1
                 self.rounds += 1
                 if self._read_round():
+                    last = log._last
+                    if (
+                        not replay.positions
+                        and not self._read_again
+                        and not self._holding
+                        and (last is None or cursor.read_position > last)
+                    ):
+                        # the next round would stop at its first test (nothing to replay, nothing new): stop here
+                        self.rounds += 1
+                        return
                     continue
                 if self._read_again:
                     self._read_again = False
@@ -288,25 +325,49 @@ class KeySharedDispatcher(ABC):
             self._in_read = False
 
     def available_permits_total(self) -> int:
-        return sum(c.permits for c in self.consumers.values() if c.permits > 0)
+        total = 0
+        for consumer in self.consumers.values():
+            permits = consumer.permits
+            if permits > 0:
+                total += permits
+        return total
 
     def _read_round(self) -> bool:
-        if not self.consumers or self._pending_read is not None:
+        # Runs (at least twice) for every entry published: the small helpers are inlined, as commented.
+        consumers = self.consumers
+        if not consumers or self._pending_read is not None:
             return False
-        if not self.replay and not self._holding and not self.cursor.has_more_entries():
-            return False  # nothing to replay, nothing new: a read would wait at the end of the topic
-        total = self.available_permits_total()
-        if total <= 0:
+        replay = self.replay
+        cursor = self.cursor
+        if not replay.positions and not self._holding:
+            last = self.log._last  # ``cursor.has_more_entries()``
+            if last is None or cursor.read_position > last:
+                return False  # nothing to replay, nothing new: a read would wait at the end of the topic
+        # ``min(available_permits_total(), max read batch, read limit)``, summing only as far as needed (and
+        # without the builtin ``min``, which costs more than the rest of this on a hot path)
+        cap = self.settings.max_read_batch_size
+        limit = self._max_entries_read_limit()
+        if limit < cap:
+            cap = limit
+        to_read = 0
+        for consumer in consumers.values():
+            permits = consumer.permits
+            if permits > 0:
+                to_read += permits
+                if to_read >= cap:
+                    to_read = cap
+                    break
+        if to_read <= 0:
             return False
-        to_read = min(total, self.settings.max_read_batch_size, self._max_entries_read_limit())
-        version_before = self.replay.version
+        version_before = replay.version
         self._lookahead_triggered = False
-        positions = self._replay_candidates(to_read)
+        # ``_replay_candidates`` has nothing to do (nor a flag to consume) with an empty queue and no skip pending
+        positions = self._replay_candidates(to_read) if replay.positions or self.skip_next_replay else None
         if positions:
             entries: list[Entry] = []
             for position in positions:
-                if self.cursor.is_deleted(position):
-                    self.replay.remove(position)
+                if cursor.is_deleted(position):
+                    replay.remove(position)
                 else:
                     entries.append(self.log.get(position))
             if entries:
@@ -314,38 +375,47 @@ class KeySharedDispatcher(ABC):
                 sent = self._send_entries(ReadType.REPLAY, entries)
             else:
                 sent = 0
-            return sent > 0 or self.replay.version != version_before or self._lookahead_triggered
+            return sent > 0 or replay.version != version_before or self._lookahead_triggered
         if self.blocked_on_unacked:
             return False
         if not self._normal_read_allowed():
             return False
         if self._holding:
-            first = self.replay.first()
+            first = replay.first()
             self._pending_read = (ReadType.NORMAL, first)
             return False
-        if not self.cursor.has_more_entries():
-            return self.replay.version != version_before
-        return self._normal_read(to_read, self.replay.first())
+        last = self.log._last  # ``cursor.has_more_entries()``
+        if last is None or cursor.read_position > last:
+            return replay.version != version_before
+        queued = replay.positions
+        return self._normal_read(to_read, queued[0] if queued else None)
 
     def _normal_read(self, to_read: int, min_replayed: Position | None) -> bool:
-        before = self.cursor.read_position
-        version_before = self.replay.version
-        entries = self._strip_markers(self.cursor.read_entries(to_read))
+        cursor = self.cursor
+        replay = self.replay
+        before = cursor.read_position
+        version_before = replay.version
+        entries = cursor.read_entries(to_read)
+        for entry in entries:
+            if entry.metadata.marker_type is not None:
+                entries = self._strip_markers(entries)
+                break
         if entries:
-            if not self.allow_out_of_order and min_replayed is not None:
-                first = self.replay.first()
+            if min_replayed is not None and not self.allow_out_of_order:
+                first = replay.first()
                 if first is not None and first < min_replayed:
                     # #12885: something older was queued for replay while this read was in flight
                     for entry in entries:
                         self._add_to_replay(entry.position, self.slot_of(entry))
                     return True
-            self._send_entries(ReadType.NORMAL, entries)
-        return self.cursor.read_position != before or self.replay.version != version_before
+            if len(entries) == 1:
+                self._send_one(ReadType.NORMAL, entries[0])
+            else:
+                self._send_entries(ReadType.NORMAL, entries)
+        return cursor.read_position != before or replay.version != version_before
 
     def _strip_markers(self, entries: list[Entry]) -> list[Entry]:
         """Markers are acknowledged as they are read and never sent (``filterEntriesForConsumer``)."""
-        if not any(e.is_marker for e in entries):
-            return entries
         out: list[Entry] = []
         for entry in entries:
             if entry.is_marker:
@@ -370,17 +440,22 @@ class KeySharedDispatcher(ABC):
     def _send_entries(self, read_type: ReadType, entries: list[Entry]) -> int:
         """Dispatch one round's entries; return how many entries were sent."""
 
+    def _send_one(self, read_type: ReadType, entry: Entry) -> int:
+        """Dispatch a round of one entry (what every publish causes); implementations may specialise it."""
+        return self._send_entries(read_type, [entry])
+
     def _send(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:
         """Record the pending ack (send-time re-check) and write the entry to the consumer's connection."""
         if not self._add_pending_if_allowed(consumer, entry, slot):
             self._add_to_replay(entry.position, slot)
             return False
         consumer.record_sent(entry)
-        self.total_unacked += entry.batch_size
+        total = self.total_unacked = self.total_unacked + entry.batch_size
         max_sub = self.settings.max_unacked_per_subscription
-        if max_sub > 0 and self.total_unacked >= max_sub:
+        if max_sub > 0 and total >= max_sub:
             self.blocked_on_unacked = True
-        consumer.sink(entry, self.redelivery_counts.get(entry.position, 0))
+        counts = self.redelivery_counts
+        consumer.sink(entry, counts.get(entry.position, 0) if counts else 0)
         return True
 
     def _add_pending_if_allowed(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:

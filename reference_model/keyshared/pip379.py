@@ -34,18 +34,12 @@ from reference_model.keyshared.settings import effective_lookahead_limit
 from reference_model.selectors import AssignmentSnapshot, ConsumerRef, ImpactedRanges, diff_ranges
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position
-from reference_model.versions import PIP_379_REPLAY_FILTER_FIX, Fix
+from reference_model.versions import DRAINING_REASSIGNMENT_FIX, PIP_379_REPLAY_FILTER_FIX
 
-__all__ = ["DRAINING_REASSIGNMENT_FIX", "Pip379Dispatcher"]
+__all__ = ["DRAINING_REASSIGNMENT_FIX", "Pip379Dispatcher"]  # the fix lives in ``versions``; re-exported here
 
-#: A hash that comes back to the consumer it drains at releases that consumer's references at once (the "ADD"
-#: operation of ``registerDrainingHashes``). Without it the entry keeps its references until a dispatch clears
-#: it lazily, and a later move of the hash adds the same pending entries again: the reference count never
-#: returns to 0 and the hash stays blocked (apache/pulsar#23845). Release lines inferred from the PR's timing
-#: (merged 2025-09 with the first attempt aimed at branch-4.0, like #24730): to be confirmed.
-DRAINING_REASSIGNMENT_FIX = Fix(
-    "draining refcount released when a hash returns", "apache/pulsar#24736", ("4.0.7", "4.1.1")
-)
+#: "not in the slot -> consumer cache" (``None`` there means "no consumer")
+_UNKNOWN: Any = object()
 
 
 class Pip379Dispatcher(KeySharedDispatcher):
@@ -59,8 +53,8 @@ class Pip379Dispatcher(KeySharedDispatcher):
         self.tracker: DrainingHashesTracker[DispatchConsumer] | None = (
             DrainingHashesTracker(self._hash_unblocked) if self.draining_required else None
         )
-        self.skip_next_replay = False
-        self._lookahead = (-1, 0)
+        #: ``getEffectiveLookAheadLimit`` for the current consumers (kept up to date by ``_membership_changed``)
+        self._lookahead_value = effective_lookahead_limit(self.settings, len(self.consumers))
         self.replay_filter_fix = self.version.has(PIP_379_REPLAY_FILTER_FIX)
         self.reassignment_fix = self.version.has(DRAINING_REASSIGNMENT_FIX)
         self._assignments: AssignmentSnapshot | None = (
@@ -148,48 +142,66 @@ class Pip379Dispatcher(KeySharedDispatcher):
         self.skip_next_replay = False
 
     def _pending_removed(self, consumer: DispatchConsumer, slot: int, *, closing: bool) -> None:
-        if self.tracker is not None:
-            self.tracker.reduce_ref_count(consumer, slot, closing=closing)
+        tracker = self.tracker
+        if tracker is not None and tracker._entries:  # nothing drains: nothing to release
+            tracker.reduce_ref_count(consumer, slot, closing=closing)
 
     # -- permits and limits --------------------------------------------------------------------------------
     def available_permits(self, consumer: DispatchConsumer) -> int:
         """``getAvailablePermits``: 0 while closing; else permits, capped by the room left under max-unacked
-        (estimated in entries with the consumer's average messages per entry)."""
-        if not consumer.active:
+        (estimated in entries with the consumer's average messages per entry).
+
+        It is positive exactly when the consumer is active, has permits, and is under its max-unacked limit (if
+        any): the hot paths (:meth:`_send_one`, :meth:`_normal_read_allowed`) test that directly.
+        """
+        permits = consumer.permits
+        if permits <= 0 or not consumer.active:
             return 0
-        permits = max(consumer.permits, 0)
         max_unacked = consumer.max_unacked_messages
-        if permits > 0 and max_unacked > 0:
-            room = max(max_unacked - consumer.unacked_messages, 0)
-            if room == 0:
+        if max_unacked > 0:
+            room = max_unacked - consumer.pending.unacked_messages
+            if room <= 0:
                 return 0
+            sent_messages = consumer.msg_out_counter
+            if sent_messages == consumer.entries_out_counter:
+                return permits if permits < room else room  # one message per entry so far: the average is 1
             avg = max(consumer.avg_messages_per_entry, 1)
             return min(permits, (room + avg - 1) // avg)
         return permits
 
     def lookahead_limit(self) -> int:
-        """``getEffectiveLookAheadLimit`` for the current number of consumers (cached per count)."""
-        n = len(self.consumers)
-        cached = self._lookahead
-        if cached[0] != n:
-            cached = self._lookahead = (n, effective_lookahead_limit(self.settings, n))
-        return cached[1]
+        """``getEffectiveLookAheadLimit`` for the current number of consumers."""
+        return self._lookahead_value
+
+    def _membership_changed(self) -> None:
+        super()._membership_changed()
+        self._lookahead_value = effective_lookahead_limit(self.settings, len(self.consumers))
 
     def _max_entries_read_limit(self) -> int:
-        return max(self.lookahead_limit() - len(self.replay), 1)
+        room = self._lookahead_value - len(self.replay.positions)
+        return room if room > 1 else 1
 
     def _normal_read_allowed(self) -> bool:
         """``isNormalReadAllowed``: replay queue under the look-ahead limit and a consumer with permits."""
-        if len(self.replay) >= self.lookahead_limit():
+        if len(self.replay.positions) >= self._lookahead_value:
             return False
-        return any(not c.blocked_on_unacked and self.available_permits(c) > 0 for c in self.consumers.values())
+        for c in self.consumers.values():
+            # ``available_permits(c) > 0``, without computing how many
+            if (
+                not c.blocked_on_unacked
+                and c.permits > 0
+                and c.active
+                and (c.max_unacked_messages <= 0 or c.pending.unacked_messages < c.max_unacked_messages)
+            ):
+                return True
+        return False
 
     # -- replay filter (R3) --------------------------------------------------------------------------------
     def _replay_candidates(self, max_positions: int) -> list[Position]:
         if self.skip_next_replay:
             self.skip_next_replay = False
             return []
-        if not self.replay:
+        if not self.replay.positions:
             return []
         if self.allow_out_of_order:
             return self.replay.select(max_positions)
@@ -230,28 +242,78 @@ class Pip379Dispatcher(KeySharedDispatcher):
         return accept
 
     # -- dispatch ------------------------------------------------------------------------------------------
+    def _send_one(self, read_type: ReadType, entry: Entry) -> int:
+        """:meth:`_send_entries` for a round of one entry, the round every publish on the client surface causes.
+
+        The same rules in the same order, without the per-round tables (for one entry: the consumer's permits
+        are its available permits, nothing is blocked earlier in the round, only this consumer is targeted).
+        """
+        replay = self.replay
+        normal = read_type is ReadType.NORMAL
+        lookahead_allowed = len(replay.positions) < self._lookahead_value
+        slot = self._slots.get(entry.sticky_key)
+        if slot is None:
+            slot = self.slot_of(entry)
+        consumer = self._slot_consumers.get(slot, _UNKNOWN)
+        if consumer is _UNKNOWN:
+            consumer = self.select(slot)
+        hash_blocked = False
+        if (
+            consumer is not None  # and ``available_permits(consumer) > 0``, without computing how many:
+            and consumer.permits > 0
+            and consumer.active
+            and (
+                consumer.max_unacked_messages <= 0 or consumer.pending.unacked_messages < consumer.max_unacked_messages
+            )
+        ):
+            tracker = self.tracker
+            if (normal and slot in replay.slot_counts) or (
+                tracker is not None and slot in tracker._entries and tracker.should_block(consumer, slot)
+            ):
+                hash_blocked = lookahead_allowed and normal
+            else:
+                if not normal:
+                    replay.remove(entry.position)
+                return 1 if self._send(consumer, entry, slot) else 0
+        self._add_to_replay(entry.position, slot)
+        if lookahead_allowed:
+            # a consumer with permits was blocked by hash, or one with permits had nothing in this round
+            trigger = hash_blocked or any(
+                c is not consumer and self.available_permits(c) > 0 for c in self.consumers.values()
+            )
+            if trigger:
+                if not self.skip_next_replay:
+                    self._lookahead_triggered = True
+                self.skip_next_replay = True
+        return 0
+
     def _send_entries(self, read_type: ReadType, entries: list[Entry]) -> int:
         """``trySendMessagesToConsumers`` with ``filterAndGroupEntriesForDispatching``."""
+        if len(entries) == 1:
+            return self._send_one(read_type, entries[0])
         replay = self.replay
         tracker = self.tracker
+        # the tracker's table, read directly on this hot path: ``should_block`` only matters for a draining slot
+        draining = tracker._entries if tracker is not None else None
         normal = read_type is ReadType.NORMAL
-        lookahead_allowed = len(replay) < self.lookahead_limit()
+        lookahead_allowed = len(replay.positions) < self._lookahead_value
         permits: dict[DispatchConsumer, int] = {}
         grouped: dict[DispatchConsumer, list[tuple[Entry, int]]] = {}
         blocked_slots: set[int] = set()
         blocked_by_hash: list[DispatchConsumer] = []
         targeted: set[DispatchConsumer] = set()
-        selector_select = self.selector.select
-        consumers = self.consumers
-        slot_of = self.slot_of
+        select = self.select
+        slot_cache = self._slots
+        in_replay = replay.contains_slot
         for entry in entries:
-            slot = slot_of(entry)
+            slot = slot_cache.get(entry.sticky_key)
+            if slot is None:
+                slot = self.slot_of(entry)
             consumer: DispatchConsumer | None = None
             dispatch = False
             hash_blocked = False
             if slot not in blocked_slots:
-                ref = selector_select(slot)
-                consumer = consumers.get(ref.consumer_id) if ref is not None else None
+                consumer = select(slot)
                 if consumer is not None:
                     if lookahead_allowed:
                         targeted.add(consumer)
@@ -259,8 +321,8 @@ class Pip379Dispatcher(KeySharedDispatcher):
                     if left is None:
                         left = permits[consumer] = self.available_permits(consumer)
                     if left > 0:
-                        if (normal and replay.contains_slot(slot)) or (
-                            tracker is not None and tracker.should_block(consumer, slot)
+                        if (normal and in_replay(slot)) or (
+                            draining and slot in draining and tracker.should_block(consumer, slot)  # type: ignore[union-attr]
                         ):
                             hash_blocked = lookahead_allowed and normal
                         else:
@@ -302,7 +364,7 @@ class Pip379Dispatcher(KeySharedDispatcher):
     def _add_pending_if_allowed(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:
         """R4 (``handleAddingPendingAck``): refuse a slot that drains at another consumer."""
         tracker = self.tracker
-        if tracker is not None:
+        if tracker is not None and tracker._entries:
             draining = tracker.get_entry(slot)
             if draining is not None and draining.consumer is not consumer:
                 return False

@@ -20,30 +20,35 @@ __all__ = ["ReplayQueue"]
 class ReplayQueue:
     """Positions waiting for redelivery; O(log n) membership order, O(1) hash lookups."""
 
-    __slots__ = ("_order", "_slot_refs", "_slots", "track_hashes", "version")
+    __slots__ = ("_selecting", "_slots", "positions", "slot_counts", "track_hashes", "version")
 
     def __init__(self, *, track_hashes: bool) -> None:
         self.track_hashes = track_hashes
-        self._order: list[Position] = []
+        #: the queued positions, sorted; read-only for callers (the dispatcher tests it on every read round, where
+        #: ``len(queue)`` would cost a method call). Always the same list object.
+        self.positions: list[Position] = []
         self._slots: dict[Position, int] = {}  # 0 = no hash known
-        self._slot_refs: dict[int, int] = {}
+        #: slot -> how many queued positions carry it (read-only for callers: R1 asks ``slot in slot_counts``)
+        self.slot_counts: dict[int, int] = {}
         #: bumped by every change, so a dispatcher can tell whether a round changed the queue
         self.version = 0
+        #: while :meth:`select` runs: empty, or the positions as they were before ``accept`` first changed them
+        self._selecting: list[list[Position]] | None = None
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self.positions)
 
     def __bool__(self) -> bool:
-        return bool(self._order)
+        return bool(self.positions)
 
     def __contains__(self, position: object) -> bool:
         return position in self._slots
 
     def __iter__(self) -> Iterator[Position]:
-        return iter(list(self._order))
+        return iter(list(self.positions))
 
     def first(self) -> Position | None:
-        return self._order[0] if self._order else None
+        return self.positions[0] if self.positions else None
 
     def slot_of(self, position: Position) -> int | None:
         """The hash recorded for ``position``, or ``None`` if unknown or the position is not queued."""
@@ -52,7 +57,7 @@ class ReplayQueue:
 
     def contains_slot(self, slot: int) -> bool:
         """R1: whether any queued position carries ``slot`` (always ``False`` when hashes are not tracked)."""
-        return slot in self._slot_refs
+        return slot in self.slot_counts
 
     def add(self, position: Position, slot: int | None = None) -> bool:
         """Queue ``position`` (again); a known ``slot`` replaces the recorded one. Returns whether it was new."""
@@ -60,17 +65,19 @@ class ReplayQueue:
         new_slot = slot if (slot and self.track_hashes) else 0
         if current is None:
             self.version += 1
-            bisect.insort(self._order, position)
+            if self._selecting is not None:
+                self._keep_order_for_select()
+            bisect.insort(self.positions, position)
             self._slots[position] = new_slot
             if new_slot:
-                self._slot_refs[new_slot] = self._slot_refs.get(new_slot, 0) + 1
+                self.slot_counts[new_slot] = self.slot_counts.get(new_slot, 0) + 1
             return True
         if new_slot and new_slot != current:
             self.version += 1
             if current:
                 self._unref(current)
             self._slots[position] = new_slot
-            self._slot_refs[new_slot] = self._slot_refs.get(new_slot, 0) + 1
+            self.slot_counts[new_slot] = self.slot_counts.get(new_slot, 0) + 1
         return False
 
     def remove(self, position: Position) -> bool:
@@ -78,37 +85,43 @@ class ReplayQueue:
         if slot is None:
             return False
         self.version += 1
-        i = bisect.bisect_left(self._order, position)
-        del self._order[i]
+        if self._selecting is not None:
+            self._keep_order_for_select()
+        i = bisect.bisect_left(self.positions, position)
+        del self.positions[i]
         if slot:
             self._unref(slot)
         return True
 
     def _unref(self, slot: int) -> None:
-        n = self._slot_refs[slot] - 1
+        n = self.slot_counts[slot] - 1
         if n:
-            self._slot_refs[slot] = n
+            self.slot_counts[slot] = n
         else:
-            del self._slot_refs[slot]
+            del self.slot_counts[slot]
 
     def remove_all_up_to(self, position: Position) -> int:
         """Drop positions at or below ``position`` (already acknowledged); return how many."""
-        i = bisect.bisect_right(self._order, position)
+        i = bisect.bisect_right(self.positions, position)
         if i:
             self.version += 1
-        for p in self._order[:i]:
+            if self._selecting is not None:
+                self._keep_order_for_select()
+        for p in self.positions[:i]:
             slot = self._slots.pop(p)
             if slot:
                 self._unref(slot)
-        del self._order[:i]
+        del self.positions[:i]
         return i
 
     def clear(self) -> None:
-        if self._order:
+        if self.positions:
             self.version += 1
-        self._order.clear()
+            if self._selecting is not None:
+                self._keep_order_for_select()
+        self.positions.clear()
         self._slots.clear()
-        self._slot_refs.clear()
+        self.slot_counts.clear()
 
     def select(
         self, max_positions: int, accept: Callable[[Position, int | None], bool] | None = None
@@ -118,19 +131,52 @@ class ReplayQueue:
         ``getMessagesToReplayNow(max, filter)``: the filter is consulted in position order and is stateful for
         the call (it spends permits), so rejected positions do not count towards ``max_positions``.
         """
-        out: list[Position] = []
         if max_positions <= 0:
-            return out
+            return []
+        if accept is None:
+            return self.positions[:max_positions]
+        if self._selecting is not None:  # a selection inside ``accept`` of another: walk a copy
+            return self._select_from(list(self.positions), max_positions, accept, None)
+        # Walk the live list, not a copy (the queue can hold tens of thousands of positions and a round wants a
+        # hundred). If ``accept`` changes the queue, the positions as they were are kept first, so the walk goes
+        # on over exactly the positions it started with, as a walk over a copy would.
+        selecting: list[list[Position]] = []
+        self._selecting = selecting
+        try:
+            return self._select_from(self.positions, max_positions, accept, selecting)
+        finally:
+            self._selecting = None
+
+    def _select_from(
+        self,
+        order: list[Position],
+        max_positions: int,
+        accept: Callable[[Position, int | None], bool],
+        selecting: list[list[Position]] | None,
+    ) -> list[Position]:
+        out: list[Position] = []
         slots = self._slots
-        for p in list(self._order):
+        i = 0
+        while True:
+            if selecting:  # ``accept`` changed the queue: go on over the positions as they were
+                order = selecting[0]
+            if i >= len(order):
+                return out
+            p = order[i]
+            i += 1
             slot = slots.get(p)
             if slot is None:
                 continue  # removed by a side effect of ``accept``
-            if accept is None or accept(p, slot or None):
+            if accept(p, slot or None):
                 out.append(p)
                 if len(out) >= max_positions:
-                    break
-        return out
+                    return out
+
+    def _keep_order_for_select(self) -> None:
+        """The queue is about to change during :meth:`select`: keep the order it walks (once)."""
+        selecting = self._selecting
+        if selecting is not None and not selecting:
+            selecting.append(list(self.positions))
 
     def __repr__(self) -> str:
-        return f"ReplayQueue({len(self)} positions, {len(self._slot_refs)} hashes)"
+        return f"ReplayQueue({len(self)} positions, {len(self.slot_counts)} hashes)"

@@ -1,21 +1,13 @@
-"""The hooks replication needs from a model broker, in one place, with work-arounds for the missing ones.
+"""The hooks replication needs from a model broker, in one place.
 
-Replication uses only the broker's documented hooks (``topic_log``, ``write_marker``, ``append_replicated``,
-``add_listener``, ``subscription``, ``acknowledge_cumulative_to``, ``topics``) plus two it lacks so far:
-
-* ``append_replicated`` drops a marker's payload (it writes ``{}``), but a replicated REQUEST / RESPONSE /
-  UPDATE is useless without it: :func:`append_replicated` passes ``marker_payload=`` when the broker accepts
-  it, and otherwise appends through the topic directly.
-* there is no public list of a topic's subscriptions: :func:`subscription_names` reads the topic's table.
-
-Everything else goes through the public hooks. Requests for the broker are in the final report.
+Replication uses only the broker's documented hooks: ``topic_log``, ``write_marker``, ``append_replicated``
+(with ``marker_payload``: a replicated REQUEST / RESPONSE / UPDATE is useless without its payload),
+``add_listener``, ``subscription``, ``subscriptions``, ``acknowledge_cumulative_to`` and ``topics``.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Protocol
 
 from reference_model.storage.entry import Entry, MessageMetadata
@@ -42,45 +34,33 @@ class ClusterBroker(Protocol):
     ) -> Position: ...
 
     def append_replicated(
-        self, topic: str, metadata: MessageMetadata, messages: Any, replicated_from: str
+        self,
+        topic: str,
+        metadata: MessageMetadata,
+        messages: Any,
+        replicated_from: str,
+        marker_payload: Mapping[str, object] | None = None,
     ) -> Position: ...
 
     def add_listener(self, listener: object) -> None: ...
 
     def subscription(self, topic: str, name: str) -> Any: ...
 
+    def subscriptions(self, topic: str) -> list[str]: ...
+
     def acknowledge_cumulative_to(
         self, topic: str, subscription: str, position: tuple[int, int], create_if_missing: bool = True
     ) -> bool: ...
 
 
-def _accepts_marker_payload(broker: ClusterBroker) -> bool:
-    try:
-        return "marker_payload" in inspect.signature(broker.append_replicated).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
-        return False
-
-
 def append_replicated(broker: ClusterBroker, topic: str, entry: Entry, replicated_from: str) -> Position:
     """Append ``entry`` (read in cluster ``replicated_from``) to ``topic`` of ``broker``; its local position."""
-    if entry.marker_payload is None or not entry.is_marker:
-        return broker.append_replicated(topic, entry.metadata, entry.messages, replicated_from)
-    if _accepts_marker_payload(broker):
-        return broker.append_replicated(  # type: ignore[call-arg]
-            topic, entry.metadata, entry.messages, replicated_from, marker_payload=dict(entry.marker_payload)
-        )
-    server = broker._topic(topic)  # type: ignore[attr-defined]
-    metadata = replace(entry.metadata, replicated_from=replicated_from)
-    appended: Entry = server._append(metadata, (), dict(entry.marker_payload))
-    server._entry_added(appended)
-    return appended.position
+    if entry.is_marker:
+        payload = dict(entry.marker_payload) if entry.marker_payload is not None else None
+        return broker.append_replicated(topic, entry.metadata, entry.messages, replicated_from, marker_payload=payload)
+    return broker.append_replicated(topic, entry.metadata, entry.messages, replicated_from)
 
 
 def subscription_names(broker: ClusterBroker, topic: str) -> list[str]:
     """Names of the subscriptions of ``topic`` on ``broker`` (empty when the topic does not exist)."""
-    lister = getattr(broker, "subscriptions", None)
-    if callable(lister):
-        return list(lister(topic))
-    topics = getattr(broker, "_topics", {})
-    server = topics.get(topic)
-    return [] if server is None else list(server.subscriptions)
+    return list(broker.subscriptions(topic))

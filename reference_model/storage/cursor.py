@@ -51,19 +51,26 @@ class ManagedCursor:
         return True
 
     def _advance_mark_delete(self) -> bool:
-        moved = False
         log = self.log
-        deleted = self._deleted
         positions = log._positions
-        i = log.index_after(self.mark_delete_position)
+        md = self.mark_delete_position
+        i = log._index.get(md)  # ``index_after(md)``
+        i = i + 1 if i is not None else log.index_after(md)
         n = len(positions)
-        while i < n and positions[i] in deleted:
-            deleted.discard(positions[i])
-            self.mark_delete_position = positions[i]
+        deleted = self._deleted
+        moved = False
+        while i < n:
+            position = positions[i]
+            if position not in deleted:
+                break
+            deleted.discard(position)
+            md = position
             moved = True
             i += 1
-        if moved or self.read_position <= self.mark_delete_position:
-            first_unacked = log.next_valid_position(self.mark_delete_position)
+        if moved:
+            self.mark_delete_position = md
+        if moved or self.read_position <= md:
+            first_unacked = positions[i] if i < n else log._next  # ``next_valid_position(md)``
             if self.read_position < first_unacked:
                 self.read_position = first_unacked
         return moved
@@ -77,7 +84,7 @@ class ManagedCursor:
         self.read_position = read_position
 
     def has_more_entries(self) -> bool:
-        last = self.log.last_position
+        last = self.log._last
         return last is not None and self.read_position <= last
 
     def read_entries(self, max_entries: int) -> list[Entry]:
@@ -86,21 +93,29 @@ class ManagedCursor:
         Individually deleted entries are skipped, as ``asyncReadEntriesWithSkip`` does after a rewind.
         """
         out: list[Entry] = []
+        if max_entries <= 0:
+            return out
         log = self.log
-        i = start = log.index_at_or_after(self.read_position)
-        n = len(log)
+        i = log._index.get(self.read_position)  # ``index_at_or_after``: usually the read position exists
+        if i is None:
+            i = log.index_at_or_after(self.read_position)
+        start = i
+        entries = log._entries
+        n = len(entries)
         deleted = self._deleted
         md = self.mark_delete_position
-        entries = log._entries
-        while i < n and len(out) < max_entries:
+        while i < n:
             entry = entries[i]
             i += 1
             pos = entry.position
-            if pos <= md or pos in deleted:
+            if pos <= md or (deleted and pos in deleted):
                 continue
             out.append(entry)
+            if len(out) >= max_entries:
+                break
         if i > start:
-            self.read_position = log.next_valid_position(entries[i - 1].position)
+            # ``next_valid_position`` of the last entry read: the next entry, or the position after the log's end
+            self.read_position = log._positions[i] if i < n else log._next
         return out
 
     # -- numbers the stats print ---------------------------------------------------------------------------

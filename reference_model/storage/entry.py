@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from reference_model.storage._fast_init import fast_frozen_init
 from reference_model.storage.position import Position
 
 __all__ = ["Entry", "MessageMetadata", "SingleMessage"]
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class MessageMetadata:
     """Entry-level metadata as the broker sees it (``MessageMetadata``).
@@ -38,6 +40,7 @@ class MessageMetadata:
     replicated_from: str | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class SingleMessage:
     """One message as the application sees it: payload, properties, keys and its own sequence id."""
@@ -53,6 +56,7 @@ class SingleMessage:
         return dict(self.properties)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True, eq=False)
 class Entry:
     """One ledger entry: a non-batched message, a whole batch, or a marker.
@@ -70,7 +74,7 @@ class Entry:
     batch_size: int = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "batch_size", len(self.messages))
+        _set_batch_size(self, len(self.messages))
 
     @property
     def is_batch(self) -> bool:
@@ -83,3 +87,6 @@ class Entry:
     def __repr__(self) -> str:
         kind = "marker" if self.is_marker else f"{self.batch_size} msg"
         return f"Entry({self.position}, {self.metadata.producer_name}#{self.metadata.sequence_id}, {kind})"
+
+
+_set_batch_size = Entry.__dict__["batch_size"].__set__  # the slot's descriptor: see ``_fast_init``

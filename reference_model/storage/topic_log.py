@@ -8,13 +8,17 @@ restart have a new ledger id. Only what is observable is modelled; there is no t
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from reference_model.errors import ModelStateError
 from reference_model.storage.entry import Entry, MessageMetadata, SingleMessage
 from reference_model.storage.position import Position
 
 __all__ = ["TopicLog"]
+
+# ``Position(...)`` and ``Entry(...)`` without ``type.__call__`` (one of each per entry appended)
+_new_tuple: Callable[..., Position] = tuple.__new__
+_new_entry: Callable[..., Entry] = Entry.__new__
 
 
 class TopicLog:
@@ -24,16 +28,19 @@ class TopicLog:
     mark-delete position of a subscription created at ``Earliest``).
     """
 
-    __slots__ = ("_earliest", "_entries", "_index", "_ledger_id", "_next_entry_id", "_positions", "name")
+    __slots__ = ("_earliest", "_entries", "_index", "_last", "_ledger_id", "_next", "_positions", "name")
 
     def __init__(self, name: str, ledger_id: int) -> None:
         self.name = name
         self._ledger_id = ledger_id
-        self._next_entry_id = 0
+        #: the position the next entry gets (also "the position after the end" a caught-up cursor reads from)
+        self._next = Position(ledger_id, 0)
         self._entries: list[Entry] = []
         self._positions: list[Position] = []
         self._index: dict[tuple[int, int], int] = {}
         self._earliest = Position(ledger_id, -1)
+        #: the last entry's position (``None`` while empty): read on every dispatch, so kept, not computed
+        self._last: Position | None = None
 
     # -- writing -------------------------------------------------------------------------------------------
     def append(
@@ -44,12 +51,14 @@ class TopicLog:
         marker_payload: Mapping[str, object] | None = None,
     ) -> Entry:
         """Persist one entry at the next position of the current ledger and return it."""
-        position = Position(self._ledger_id, self._next_entry_id)
-        self._next_entry_id += 1
-        entry = Entry(position, metadata, messages, sticky_key, marker_payload)
-        self._index[position] = len(self._entries)
-        self._entries.append(entry)
+        position = self._next
+        self._next = _new_tuple(Position, (position[0], position[1] + 1))
+        entry = _new_entry(Entry, position, metadata, messages, sticky_key, marker_payload)
+        entries = self._entries
+        self._index[position] = len(entries)
+        entries.append(entry)
         self._positions.append(position)
+        self._last = position
         return entry
 
     def roll_ledger(self, new_ledger_id: int) -> None:
@@ -60,7 +69,7 @@ class TopicLog:
                 f" cannot roll to {new_ledger_id}."
             )
         self._ledger_id = new_ledger_id
-        self._next_entry_id = 0
+        self._next = Position(new_ledger_id, 0)
 
     # -- reading -------------------------------------------------------------------------------------------
     @property
@@ -75,12 +84,12 @@ class TopicLog:
     @property
     def last_position(self) -> Position | None:
         """The last added entry (``LastConfirmedEntry``), or ``None`` for an empty topic."""
-        return self._positions[-1] if self._positions else None
+        return self._last
 
     @property
     def latest(self) -> Position:
         """The position a subscription created at ``Latest`` marks deleted: the last entry, or ``earliest``."""
-        return self._positions[-1] if self._positions else Position(self._ledger_id, -1)
+        return self._last if self._last is not None else Position(self._ledger_id, -1)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -118,13 +127,11 @@ class TopicLog:
 
     def next_valid_position(self, position: tuple[int, int]) -> Position:
         """``ManagedLedgerImpl.getNextValidPosition``: the next entry, or the position after the last one."""
-        nxt = self.position_after(position)
-        if nxt is not None:
-            return nxt
-        last = self.last_position
-        if last is None or last[0] != self._ledger_id:
-            return Position(self._ledger_id, self._next_entry_id)
-        return Position(last[0], last[1] + 1)
+        i = self.index_after(position)
+        if i < len(self._positions):
+            return self._positions[i]
+        # past the end: the id the next entry will get (``last + 1`` in the current ledger, else its first id)
+        return self._next
 
     def read_from(self, position: tuple[int, int], max_entries: int) -> list[Entry]:
         """Up to ``max_entries`` entries at or after ``position``, in order."""

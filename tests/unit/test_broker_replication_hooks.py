@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from reference_model.broker import MARKER_PRODUCER_NAME, BrokerConfig, ModelBroker, SimClock
 from reference_model.dedup import DedupConfig
+from reference_model.errors import InvalidArgument
 from reference_model.storage import Entry, MessageMetadata, Position, SingleMessage
 
 
@@ -104,3 +107,47 @@ def test_several_brokers_share_one_clock() -> None:
 def broker_log_is_separate(a: ModelBroker, b: ModelBroker) -> bool:
     a.create_producer("t").send(b"x")
     return len(a.topic_log("t")) == 1 and len(b.topic_log("t")) == 0
+
+
+def test_append_replicated_keeps_a_markers_payload_and_metadata() -> None:
+    """A replicated REQUEST / RESPONSE / UPDATE is useless without its payload; the marker keeps its metadata
+    with ``replicated_from`` set (``GeoPersistentReplicator`` sends what it read) and is never deduplicated."""
+    source = ModelBroker(cluster="r1")
+    written = source.write_marker("t", 10, {"snapshot_id": "r1-0", "source_cluster": "r1"}, None)
+    marker = source.topic_log("t").get(written)
+    remote = ModelBroker(cluster="r2", config=BrokerConfig(dedup=DedupConfig(broker_enabled=True)))
+    consumer = remote.subscribe("t", "s")
+    recorder = Recorder()
+    remote.add_listener(recorder)
+    payload = dict(marker.marker_payload or {})
+    first = remote.append_replicated("t", marker.metadata, marker.messages, "r1", marker_payload=payload)
+    again = remote.append_replicated("t", marker.metadata, marker.messages, "r1", marker_payload=payload)
+    assert (first, again) == (Position(0, 0), Position(0, 1))  # markers are not deduplicated
+    copied = remote.topic_log("t").get(first)
+    assert copied.marker_payload == {"snapshot_id": "r1-0", "source_cluster": "r1"}
+    assert copied.metadata.replicated_from == "r1" and copied.metadata.marker_type == 10
+    assert copied.metadata.publish_time_ns == marker.metadata.publish_time_ns
+    assert ("added", first, True) in recorder.events and ("marker_read", "s", first) in recorder.events
+    assert consumer.receive(0) is None  # never delivered
+    bare = remote.append_replicated("t", marker.metadata, (), "r1")
+    assert remote.topic_log("t").get(bare).marker_payload == {}  # without a payload: an empty one
+
+
+def test_append_replicated_refuses_what_it_cannot_append() -> None:
+    broker = ModelBroker()
+    md = MessageMetadata("p1", 1, marker_type=10)
+    with pytest.raises(InvalidArgument, match="replicated_from"):
+        broker.append_replicated("t", md, (), "")
+    with pytest.raises(InvalidArgument, match="marker_payload"):
+        broker.append_replicated("t", md, (), "r1", marker_payload=["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+def test_subscriptions_lists_a_topics_subscriptions_in_creation_order_without_creating_the_topic() -> None:
+    broker = ModelBroker()
+    assert broker.subscriptions("t") == [] and broker.topics() == []
+    broker.subscribe("t", "b")
+    broker.subscribe("t", "a")
+    broker.acknowledge_cumulative_to("persistent://public/default/t", "remote", (0, -1))
+    assert broker.subscriptions("t") == ["b", "a", "remote"]
+    assert broker.subscriptions("persistent://public/default/t") == ["b", "a", "remote"]
+    assert broker.subscriptions("other") == [] and broker.topics() == ["persistent://public/default/t"]

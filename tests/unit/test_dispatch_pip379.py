@@ -345,6 +345,7 @@ def test_dispatcher_settle_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness()
     h.consumer("c1")
     monkeypatch.setattr(module, "_MAX_ROUNDS", 3)
+    h.dispatcher.replay.add(Position(9, 9))  # something to do, so the loop never sees a settled dispatcher
     always: Callable[[], bool] = lambda: True  # noqa: E731
     monkeypatch.setattr(h.dispatcher, "_read_round", always)
     with pytest.raises(ModelStateError, match="did not settle"):

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
+import random
+from typing import Any
+
 import pytest
 
 from reference_model.errors import InvalidArgument, ModelStateError
 from reference_model.keyshared import DispatcherSettings, PendingAcks, ReplayQueue, effective_lookahead_limit
-from reference_model.storage import ManagedCursor, MessageMetadata, Position, SingleMessage, TopicLog
+from reference_model.storage import Entry, ManagedCursor, MessageMetadata, Position, SingleMessage, TopicLog
+from reference_model.storage._fast_init import fast_frozen_init
 
 
 def _log(n: int, ledger: int = 3) -> TopicLog:
@@ -156,6 +163,100 @@ def test_replay_select_consults_the_filter_in_order_and_stops_at_max() -> None:
     assert seen == [Position(1, 0), Position(1, 1), Position(1, 2), Position(1, 3)]
     assert replay.remove_all_up_to(Position(1, 3)) == 4
     assert list(replay) == [Position(1, 4), Position(1, 5)]
+
+
+def _copying_select(
+    order: list[Position], slots: dict[Position, int], max_positions: int, accept: Any
+) -> list[Position]:
+    """The replay selection over a copy of the queue: what ``select`` must be equivalent to."""
+    out: list[Position] = []
+    for p in list(order):
+        if p not in slots:
+            continue
+        if accept(p, slots[p] or None):
+            out.append(p)
+            if len(out) >= max_positions:
+                break
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_replay_select_walks_the_positions_it_started_with_when_the_filter_changes_the_queue(seed: int) -> None:
+    """``select`` walks the live queue (no copy per read round); a filter that adds or removes positions (the
+    #23870 race forces an ack there) sees exactly what a walk over a copy would see."""
+    rnd = random.Random(seed)
+
+    def run(use_reference: bool) -> tuple[list[Position], list[Position], list[Position]]:
+        replay = ReplayQueue(track_hashes=True)
+        for i in rnd_positions:
+            replay.add(Position(1, i), i % 3 + 1)
+        actions = iter(script)
+        seen: list[Position] = []
+
+        def accept(position: Position, slot: int | None) -> bool:
+            seen.append(position)
+            kind, arg = next(actions, ("none", 0))
+            if kind == "remove":
+                replay.remove(Position(1, arg))
+            elif kind == "add":
+                replay.add(Position(1, arg), arg % 3 + 1)
+            elif kind == "clear-below":
+                replay.remove_all_up_to(Position(1, arg))
+            return slot != 2
+
+        if use_reference:
+            order, slots = replay.positions, replay._slots
+            chosen = _copying_select(order, slots, 4, accept)
+        else:
+            chosen = replay.select(4, accept)
+        return chosen, seen, list(replay)
+
+    rnd_positions = rnd.sample(range(40), 15)
+    script = [(rnd.choice(["none", "none", "remove", "add", "clear-below"]), rnd.randrange(40)) for _ in range(20)]
+    assert run(use_reference=False) == run(use_reference=True)
+
+
+def test_replay_select_without_a_filter_is_the_head_of_the_queue() -> None:
+    replay = ReplayQueue(track_hashes=False)
+    for i in (5, 1, 3):
+        replay.add(Position(1, i))
+    assert replay.select(2) == [Position(1, 1), Position(1, 3)]
+    assert replay.select(0) == []
+
+
+# -- records -----------------------------------------------------------------------------------------------
+def test_records_built_by_the_fast_constructor_are_the_frozen_dataclasses() -> None:
+    """``fast_frozen_init`` only speeds construction up: type, defaults, equality, hashing, immutability, replace,
+    copy and pickle are the dataclass's."""
+    metadata = MessageMetadata("p", 7, partition_key="k")
+    assert type(metadata) is MessageMetadata and dataclasses.is_dataclass(metadata)
+    assert metadata == MessageMetadata(producer_name="p", sequence_id=7, partition_key="k", highest_sequence_id=-1)
+    assert hash(metadata) == hash(MessageMetadata("p", 7, 0, "k"))
+    assert metadata.ordering_key is None and metadata.num_messages_in_batch is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        metadata.sequence_id = 8  # type: ignore[misc]
+    assert dataclasses.replace(metadata, replicated_from="r1").replicated_from == "r1"
+    assert copy.copy(metadata) == metadata and pickle.loads(pickle.dumps(metadata)) == metadata
+    entry = Entry(Position(1, 0), metadata, (SingleMessage(b"a", 7), SingleMessage(b"b", 8)), b"k")
+    assert entry.batch_size == 2 and copy.deepcopy(entry).batch_size == 2  # ``__post_init__`` ran
+    with pytest.raises(TypeError, match="sequence_id"):
+        MessageMetadata("p")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="bogus"):
+        SingleMessage(b"x", 1, bogus=2)  # type: ignore[call-arg]
+
+
+def test_fast_frozen_init_refuses_classes_it_cannot_build() -> None:
+    @dataclasses.dataclass(slots=True)
+    class Mutable:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class WithFactory:
+        a: list[int] = dataclasses.field(default_factory=list)
+
+    for cls in (Mutable, WithFactory):
+        with pytest.raises(TypeError, match="fast_frozen_init"):
+            fast_frozen_init(cls)
 
 
 # -- look-ahead limit --------------------------------------------------------------------------------------
