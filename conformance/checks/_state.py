@@ -1,29 +1,89 @@
 """The state the streaming engine keeps per subscription, shared by the property checks.
 
-Plain classes with ``__slots__`` (the hot loop reads and writes their attributes directly).  The meaning of
-every field follows ``docs/checker.md``:
+The meaning of every field follows ``docs/checker.md``:
 
-* a *message record* (:class:`Rec`) exists while a message is known in a subscription and not yet both
-  acknowledged and confirmed by its publish receipt; it says whether the message is acknowledged, which
-  consumer incarnations hold it (are between its receive and its release) and, when it is *free* (known,
-  unacknowledged, held by nobody), since which event;
+* a *message record* is a plain list (the hot loop reads and writes it by index: the ``R_*`` constants) that
+  exists from the moment a message is known in a subscription; it says whether the message is acknowledged,
+  exempt, which consumer incarnations hold it (are between its receive and its release), since which event it
+  is *free* (known, unacknowledged, held by nobody), and the last acknowledgement that armed
+  ``redelivered_after_ack``;
 * an *incarnation* (:class:`Incarnation`) is one consumer handle between its ``open`` and its ``close`` or
   ``crash``;
-* per *scope* (stream + key), the subscription indexes who holds what (for ``key_overlap``) and keeps two
-  lazy heaps by topic-log position: free messages and exempt messages (for ``out_of_order``).
+* per *scope* (stream + key), the subscription counts who holds how many messages (for ``key_overlap``) and
+  keeps two lazy heaps by topic-log position: free messages and exempt messages (for ``out_of_order``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MSG_OPS", "Incarnation", "Rec", "SubState", "event_ref"]
+__all__ = [
+    "MSG_OPS",
+    "R_ACKED",
+    "R_ARM_EPOCH",
+    "R_ARM_I",
+    "R_ARM_INC",
+    "R_EXEMPT",
+    "R_FREE",
+    "R_HOLDER",
+    "R_HOLD_I",
+    "R_KEY",
+    "R_POS",
+    "R_SCOPE",
+    "R_T0",
+    "R_UID",
+    "Incarnation",
+    "SubState",
+    "event_ref",
+    "free_mark",
+    "holders_of",
+    "new_record",
+]
 
 #: Ops whose events name one message (their references carry its msg_id).
 MSG_OPS = frozenset({"publish", "receive", "ack", "nack"})
 
 #: A witness event as the engine remembers it: (i, op, consumer or None).
 Mark = tuple[int, str, "str | None"]
+
+# --- the fields of a message record (a list) ---------------------------------------------------------------
+R_ACKED = 0  #: acknowledged since it was last received
+R_EXEMPT = 1  #: negatively acknowledged or released by a redeliver request, not acknowledged since
+#: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
+R_FREE = 2
+#: who holds it: None, one Incarnation (received at ``R_HOLD_I``), or a dict Incarnation -> receive index
+R_HOLDER = 3
+R_HOLD_I = 4
+R_KEY = 5  #: the key of its first known event
+R_SCOPE = 6  #: stream + "\x1f" + key: what ordering and exclusivity are judged within
+R_POS = 7  #: (ledger, entry, batch_index): its place in the topic log
+R_T0 = 8  #: ``t0`` of the publish that made it known (the lower bound of a first dispatch), else None
+R_ARM_I = 9  #: index of the ack that armed redelivered_after_ack, or -1
+R_ARM_INC = 10  #: the incarnation that acknowledged it then
+R_ARM_EPOCH = 11  #: the number of faults before that ack (a fault disarms every ack)
+#: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a receive
+#: carrying the same uid is evidence the identity checks already have), else None
+R_UID = 12
+
+
+def new_record(key: str, scope: str, pos: tuple[int, int, int]) -> list[Any]:
+    """A record for a message first known by a receive (free since nothing, held by nobody yet)."""
+    return [False, False, None, None, -1, key, scope, pos, None, -1, None, 0, None]
+
+
+def free_mark(free: Any) -> Mark:
+    """The event that made a message free, as a Mark (``R_FREE`` holds a bare ``i`` for a publish)."""
+    return (free, "publish", None) if free.__class__ is int else free
+
+
+def holders_of(rec: list[Any]) -> dict[Incarnation, int]:
+    """The record's holders as a dict incarnation -> receive index (a copy)."""
+    holder = rec[R_HOLDER]
+    if holder is None:
+        return {}
+    if holder.__class__ is dict:
+        return dict(holder)
+    return {holder: rec[R_HOLD_I]}
 
 
 def event_ref(mark: Mark, msg: str | None) -> tuple[int, str, str | None, str | None]:
@@ -44,8 +104,8 @@ class Incarnation:
         self.sub = sub
         self.policy = policy
         self.t_open = t_open
-        #: message key -> record, for every message this incarnation holds
-        self.held: dict[str, Rec] = {}
+        #: message key -> record, for every message this incarnation holds (insertion order = receive order)
+        self.held: dict[str, list[Any]] = {}
         #: index of this incarnation's last redeliver or crash (disarms its acknowledgements)
         self.last_disarm = -1
 
@@ -53,60 +113,36 @@ class Incarnation:
         return f"Incarnation({self.consumer!r}, opened at E{self.id})"
 
 
-class Rec:
-    """A message known in one subscription (see the module docstring)."""
-
-    __slots__ = ("acked", "exempt", "free_since", "holders", "key", "mkey", "pos", "published", "scope", "t0")
-
-    def __init__(self, mkey: str, key: str, stream: str, pos: tuple[int, int, int]) -> None:
-        self.mkey = mkey
-        self.key = key
-        #: the stream (topic partition) and key: what ordering and exclusivity are judged within
-        self.scope = stream + "\x1f" + key
-        self.pos = pos
-        self.acked = False
-        self.published = False
-        self.exempt = False
-        #: incarnation -> index of the receive that started its hold
-        self.holders: dict[Incarnation, int] = {}
-        #: the event that made the message free, while it is free (else None)
-        self.free_since: Mark | None = None
-        #: ``t0`` of the publish that made it free (the lower bound of a first dispatch), else None
-        self.t0: int | None = None
-
-    @property
-    def msg(self) -> str:
-        """The canonical message id (the part of the message key after the topic)."""
-        return self.mkey.rpartition("|")[2]
-
-
 class SubState:
     """Everything the engine tracks for one subscription."""
 
     __slots__ = (
-        "armed",
         "created",
         "exempt_heaps",
         "expect_cache",
         "free_heaps",
-        "holders",
+        "holding",
         "incarnations",
         "name",
         "recs",
+        "settled",
         "timeline",
     )
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.recs: dict[str, Rec] = {}
-        #: scope -> incarnation -> message key -> receive index (insertion order = receive order)
-        self.holders: dict[str, dict[Incarnation, dict[str, int]]] = {}
+        #: message key -> record, while the message is not settled (see ``settled``)
+        self.recs: dict[str, list[Any]] = {}
+        #: message key -> (scope, R_ARM_I, R_ARM_INC, R_ARM_EPOCH) of a *settled* message: acknowledged, held by
+        #: nobody and its publish receipt seen. Its record is dropped (memory follows what is outstanding); this
+        #: compact remainder keeps what a later receive needs: the message's first key and the arming ack.
+        self.settled: dict[str, tuple[str, int, Any, int]] = {}
+        #: scope -> incarnation -> how many messages of the scope it holds
+        self.holding: dict[str, dict[Incarnation, int]] = {}
         #: scope -> heap of (position, message key) of free messages (lazy: entries may be stale)
         self.free_heaps: dict[str, list[tuple[tuple[int, int, int], str]]] = {}
         #: scope -> heap of (position, message key) of exempt messages (lazy)
         self.exempt_heaps: dict[str, list[tuple[tuple[int, int, int], str]]] = {}
-        #: message key -> (ack index, acking incarnation) for acknowledgements that arm redelivered_after_ack
-        self.armed: dict[str, tuple[int, Incarnation]] = {}
         #: the membership timeline for misassigned (None when not judged)
         self.timeline: Any = None
         #: canonical topic (or None for opens without a topic) -> t of the first ok open on it

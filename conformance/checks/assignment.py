@@ -2,49 +2,88 @@
 
 Judged only when the trace header names the selector the broker is expected to use (``selector``: kind,
 Pulsar version, ring points; ``implementation: classic`` picks the 4.x classic ring).  Each subscription's
-membership is rebuilt from ``open`` / ``close`` / ``crash`` in trace order on the reference selector
+membership is rebuilt from ``open`` / ``close`` / ``crash`` on the reference selector
 (:func:`reference_model.selectors.make_selector`), one :class:`~reference_model.selectors.ConsumerRef` per
 consumer incarnation (its name, and the index of its ``open`` as the consumer id), with the sticky ranges from
 the open's ``policy``.
 
-When could the broker have dispatched a message?  Membership changes are issued one at a time, so trace order
-is the broker's order, but each takes effect at an uncertain moment: an ``open`` is recorded after subscribe
-returned, so it took effect after the previous change and at or before its event; a ``close``/``crash`` is
-recorded before the call, so it takes effect at or after its event and before the next change.  State k (the
-membership after change k) is a *candidate* for a receive r when it may have been in effect at some moment
-between the dispatch's lower bound L and r:  ``lo(k) < r`` and ``hi(k+1) >= L``.
+**When could each membership have been in effect?**  Opens and closes are issued one at a time and awaited by
+the driver, so they take effect in trace order: an ``open`` (recorded after subscribe returned) after the
+previous membership event and at or before its own; a ``close`` (recorded before the call) at or after its own
+event and before the next membership event.  A ``crash`` is different: the driver cuts the connection and goes
+on, and the broker removes the consumer when it notices the dead connection — some time later, possibly after
+later subscribes and closes (Pulsar's ``ServerCnx.channelInactive`` runs on the broker's own schedule; a
+subscribe on another connection may be served first).  So a crash's removal *floats*: any moment after the
+crash event.  That matters beyond timing: a consumer that subscribes while a crashed one of the same name is
+still registered gets another consumer-name index (``ConsumerNameIndexTracker``), hence other ring points, and
+an auto-split join splits other ranges.
 
+The :class:`Timeline` therefore keeps every membership the broker could have had — a :class:`Node` per distinct
+state, with the window of events it may have been in effect (``lo < r <= hi``) — as the states reachable by
+applying opens and closes in order and each crash's removal at any later point.  Equal states reached by
+different histories are merged; more than :data:`MAX_FRONTIER` live variants make the rest of the
+subscription unjudged (noted, ``unknown``).
+
+A receive r with lower bound L (below) is judged against the *candidate* nodes: ``lo < r`` and ``hi >= L``.
 L is known when the message was free just before r: freed by its publish → the send's ``t0`` (compared with the
 events' ``t``; at most the receive's ``t``); freed by a release (nack, redeliver, close, crash, fault) → that
 event.  Otherwise (first known at r, held by another consumer) there is no lower bound.
 
-Rule: report the receive when no candidate state's selector names the receiving incarnation for the key.  A
-subscribe recorded after r may have taken effect before it, so the streaming engine decides a doubtful receive
-at the next membership change of the subscription (or at the end).  Not judged after a broker ``fault`` (the
-consumers reconnect in an order the trace does not show), nor in a subscription whose membership the
-reference selector refuses (a sticky-range conflict).  Witness: the event giving L (if any) and r.
-The PySpark engine computes L and r with window functions and applies the same timeline.
+Rules:
+
+* a receive is reported when no candidate node's selector names the receiving incarnation for the key
+  (witness: the event giving L, if any, and r).  A subscribe recorded after r may have taken effect before it,
+  so the streaming engine decides a doubtful receive at the subscription's next membership event (or at the
+  end).
+* an ``open`` with result ``ok`` that the reference selector refuses in every possible membership (a STICKY
+  range conflict, ``HashRangeExclusiveStickyKeyConsumerSelector``'s ConsumerAssignException "Range conflict";
+  an auto-split range that cannot be split) is itself reported: Pulsar would have failed that subscribe, so
+  the broker broke the assignment contract (witness: the open).  The broker's membership is unknown from
+  there, so receives are not judged after it (noted).  Memberships that would have refused an accepted open
+  are dropped (the broker accepted it, so a crashed consumer in the way was already gone).
+
+Not judged after a broker ``fault`` (the consumers reconnect in an order the trace does not show).
+The PySpark engine builds the same :class:`Timeline` on the driver and joins its states with the receives.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from conformance.trace.header import SelectorSpec
 from conformance.violations import Kind, Violation, render_elle
-from reference_model.errors import ConsumerAssignError, KeySharedError
+from reference_model.errors import KeySharedError
 
-__all__ = ["Change", "Timeline", "explain", "make_misassigned", "selector_factory"]
+__all__ = [
+    "MAX_FRONTIER",
+    "Change",
+    "Lower",
+    "Node",
+    "Refusal",
+    "Timeline",
+    "explain",
+    "make_misassigned",
+    "make_refused_open",
+    "selector_factory",
+]
 
 INF = math.inf
+
+#: Live membership variants kept per subscription (distinct states after the latest open/close, with floating
+#: crash removals).  Beyond this the rest of the subscription is not judged.
+MAX_FRONTIER = 64
+
+#: A dispatch's lower bound: ``("index", i)`` (an event) or ``("time", t)`` (a send's t0), or None.
+Lower = tuple[str, int] | None
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One membership change of a subscription: ``open`` (join) or ``close``/``crash`` (leave)."""
+    """One membership event of a subscription: ``open`` (join) or ``close``/``crash`` (leave)."""
 
     index: int
     t: int
@@ -54,110 +93,297 @@ class Change:
     ranges: tuple[tuple[int, int], ...] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An accepted ``open`` the reference selector refuses in every possible membership."""
+
+    change: Change
+    reason: str
+
+
+class Node:
+    """One membership the subscription may have had: the selector state and the events bounding its window.
+
+    ``lo``: the state began after event ``lo``; ``hi``/``hi_t``: it ended by event ``hi`` (whose ``t`` is
+    ``hi_t``) at the latest — infinite while unknown.  ``pending``: crashed incarnations still members here.
+    """
+
+    __slots__ = ("hi", "hi_t", "lo", "pending", "state")
+
+    def __init__(self, state: Any, lo: float, pending: frozenset[int]) -> None:
+        self.state = state
+        self.lo = lo
+        self.hi: float = INF
+        self.hi_t: float = INF
+        self.pending = pending
+
+    def in_window(self, r: int, lower: Lower) -> bool:
+        """Whether this state may have been in effect at some moment between the lower bound and ``r``."""
+        if self.lo >= r:
+            return False
+        if lower is None:
+            return True
+        return (self.hi if lower[0] == "index" else self.hi_t) >= lower[1]
+
+    def __repr__(self) -> str:
+        members = ", ".join(f"{c.name}@E{c.consumer_id}" for c in self.state.consumers())
+        return f"Node([{members}], lo={self.lo}, hi={self.hi}, pending={sorted(self.pending)})"
+
+
 def selector_factory(spec: SelectorSpec, classic: bool) -> Any:
-    """A function returning a fresh, empty reference selector for ``spec`` (raises on a bad spec)."""
+    """A function returning a fresh, empty reference selector for ``spec`` (raises on a bad spec).
+
+    The checkers never drain, so the selectors skip PIP-379's impacted-range bookkeeping.
+    """
     from reference_model.selectors import make_selector
 
     make_selector(spec.kind, spec.pulsar_version, spec.points, classic=classic)  # validate now
 
     def fresh() -> Any:
-        return make_selector(spec.kind, spec.pulsar_version, spec.points, classic=classic)
+        return make_selector(spec.kind, spec.pulsar_version, spec.points, classic=classic, track_impacted=False)
 
     return fresh
 
 
+def _fingerprint(state: Any, pending: frozenset[int]) -> bytes:
+    """Equal bytes only for equal selector states (dict or set order may tell equal states apart: no harm)."""
+    fields = {k: v for k, v in vars(state).items() if k != "_table"}
+    return pickle.dumps((type(state).__name__, fields, sorted(pending)), protocol=pickle.HIGHEST_PROTOCOL)
+
+
 class Timeline:
-    """The membership states of one subscription, each with the event window it may have been in effect."""
+    """Every membership one subscription may have had, each with the window of events it may have been in effect.
+
+    Feed membership events in trace order with :meth:`apply`; ask :meth:`explains` whether a receive is
+    explained.  :attr:`nodes` lists every distinct state (newest last); :attr:`head` is a current one (every
+    crash removed at once), the hot path's first question (:meth:`latest_owner`).
+    """
 
     def __init__(self, fresh: Any, sticky: bool) -> None:
         from reference_model.selectors import ConsumerRef
 
         self._ref = ConsumerRef
+        self._fresh = fresh
         self.sticky = sticky
-        self.changes: list[Change] = []
-        self.states: list[Any] = [fresh()]  # states[k]: membership after change k; states[0] is empty
+        self.events: list[Change] = []
+        empty = Node(fresh(), -INF, frozenset())
+        self.nodes: list[Node] = [empty]
+        self.frontier: list[Node] = [empty]
+        self.head = empty
+        #: the head after each membership event: the states of a broker that removes a crashed consumer at once
+        #: (each derived from the one before by one change: what the PySpark engine joins first)
+        self.heads: list[Node] = [empty]
         self.broken_at: int | None = None
         self.broken_reason: str | None = None
+        #: True when the timeline gave up because of too many variants (misassigned unjudged, not a finding)
+        self.unjudgeable = False
+        self.refusals: list[Refusal] = []
+        self._await_next: list[Node] = []  # nodes that end by the membership event after a close
+        self._members: dict[int, Any] = {}
         self._slots: dict[str, int] = {}
-        self._owner: dict[str, int | None] = {}  # key -> consumer id in the latest state (cleared on change)
+        self._slot_of = empty.state.slot_of
+        self._owner: dict[str, int | None] = {}  # key -> consumer id in the head state (cleared on change)
 
-    def apply(self, change: Change) -> None:
-        """Append ``change``; a selector refusal marks the timeline broken from that event on."""
+    # --- feeding ---------------------------------------------------------------------------------------------
+    def apply(self, change: Change) -> Refusal | None:
+        """Take one membership event into account; return a :class:`Refusal` if Pulsar would refuse it."""
         if self.broken_at is not None:
-            return
-        sel = self.states[-1].copy()
-        try:
+            return None
+        for node in self._await_next:
+            node.hi, node.hi_t = change.index, change.t
+        self._await_next = []
+        previous = self.events[-1].index if self.events else -INF
+        self.events.append(change)
+        if change.kind == "crash":
+            self._crash(change)
+            return None
+        for node in self.frontier:  # they end with this change's effect
             if change.kind == "open":
-                ranges = list(change.ranges) if (self.sticky and change.ranges) else None
-                sel.add(self._ref(change.name, change.inc_id), ranges)
+                node.hi, node.hi_t = change.index, change.t
             else:
-                member = self._ref(change.name, change.inc_id)
-                if member in sel:
-                    sel.remove(member)
-        except (ConsumerAssignError, KeySharedError) as exc:
-            self.broken_at = change.index
-            self.broken_reason = f"{type(exc).__name__}: {exc}"
+                self._await_next.append(node)
+        if change.kind == "open":
+            return self._open(change, previous)
+        self._close(change)
+        return None
+
+    def _open(self, change: Change, lo: float) -> Refusal | None:
+        ref = self._ref(change.name, change.inc_id)
+        ranges = list(change.ranges) if (self.sticky and change.ranges) else None
+        children: list[Node] = []
+        reason = None
+        head = None
+        for node in self.frontier:
+            state = node.state.copy()
+            try:
+                state.add(ref, ranges)
+            except KeySharedError as exc:  # Pulsar refuses this subscribe in this membership
+                reason = reason or f"{type(exc).__name__}: {exc}"
+                continue
+            children.append(Node(state, max(node.lo, lo), node.pending))
+            if node is self.head:
+                head = children[-1]
+        if head is None:  # the head refuses: every membership does (a crashed member only takes ranges away)
+            refusal = Refusal(change, reason or "refused")
+            self.refusals.append(refusal)
+            self._break(change.index, f"the reference selector refuses the subscribe at E{change.index} ({reason})")
+            return refusal
+        self._members[change.inc_id] = ref
+        self._grow(children, head, removals_after=True)
+        return None
+
+    def _close(self, change: Change) -> None:
+        ref = self._members.pop(change.inc_id, None)
+        children = []
+        head = None
+        for node in self.frontier:
+            state = node.state.copy()
+            if ref is not None and ref in state:
+                state.remove(ref)
+            children.append(Node(state, max(node.lo, change.index), node.pending))
+            if node is self.head:
+                head = children[-1]
+        assert head is not None
+        self._grow(children, head, removals_after=True)
+
+    def _crash(self, change: Change) -> None:
+        ref = self._members.get(change.inc_id)
+        if ref is None:
             return
-        self.changes.append(change)
-        self.states.append(sel)
+        variants = []
+        head = self.head
+        for node in self.frontier:
+            if ref in node.state:
+                node.pending = node.pending | {change.inc_id}
+                variants.append(self._without(node, change.inc_id, change.index))
+                if node is self.head:
+                    head = variants[-1]
+        self._grow([*self.frontier, *variants], head, removals_after=False, keep_old=True)
+
+    def _without(self, node: Node, inc_id: int, at: float) -> Node:
+        state = node.state.copy()
+        ref = self._members[inc_id]
+        if ref in state:
+            state.remove(ref)
+        return Node(state, max(node.lo, at), node.pending - {inc_id})
+
+    def _grow(self, nodes: list[Node], head: Node, *, removals_after: bool, keep_old: bool = False) -> None:
+        """Make ``nodes`` the frontier: with every pending removal applied after them, distinct states only.
+
+        Two histories that reach the same state (and the same pending crashes) are one node whose window starts
+        at the earlier of the two.  ``head`` is the node the head became (it may be merged into another).
+        """
+        todo = list(nodes)
+        if removals_after:  # a floating removal may come right after this change
+            for node in nodes:
+                todo.extend(self._removal_variants(node))
+        frontier: list[Node] = []
+        if len(todo) == 1:
+            frontier = todo
+        else:
+            seen: dict[bytes, Node] = {}
+            for node in todo:
+                key = _fingerprint(node.state, node.pending)
+                kept = seen.get(key)
+                if kept is None:
+                    seen[key] = node
+                    frontier.append(node)
+                    continue
+                kept.lo = min(kept.lo, node.lo)
+                if node is head:
+                    head = kept
+        if len(frontier) > MAX_FRONTIER:
+            index = self.events[-1].index
+            self.unjudgeable = True
+            self._break(
+                index,
+                f"more than {MAX_FRONTIER} memberships are possible after E{index} (crashed consumers the broker"
+                " may not have removed yet)",
+            )
+            return
+        old = {id(n) for n in self.frontier} if keep_old else set()
+        self.nodes.extend(n for n in frontier if id(n) not in old)
+        self.frontier = frontier
+        self.head = head
+        self.heads.append(head)
         self._owner = {}
 
-    # --- the window of each state -------------------------------------------------------------------
-    def _lo(self, k: int) -> float:
-        change = self.changes[k - 1]
-        if change.kind == "open":
-            return -INF if k == 1 else self.changes[k - 2].index
-        return change.index
+    def _removal_variants(self, node: Node) -> Iterator[Node]:
+        """``node`` with each non-empty subset of its pending crashes removed (in crash order)."""
+        pending = sorted(node.pending)
+        for mask in range(1, 1 << len(pending)):
+            current = node
+            for bit, inc_id in enumerate(pending):
+                if mask >> bit & 1:
+                    current = self._without(current, inc_id, node.lo)
+            yield current
 
-    def _hi_after(self, k: int) -> tuple[float, float]:
-        """(index, t) bound of the end of state k: when change k+1 may have taken effect at the latest."""
-        n = len(self.changes)
-        if k + 1 > n:
-            return INF, INF
-        nxt = self.changes[k]
-        if nxt.kind == "open":
-            return nxt.index, nxt.t
-        if k + 2 > n:
-            return INF, INF
-        after = self.changes[k + 1]
-        return after.index, after.t
+    def _break(self, index: int, reason: str) -> None:
+        self.broken_at = index
+        self.broken_reason = reason
 
-    def candidates(self, r: int, lower: tuple[str, int] | None) -> list[int]:
-        """States (newest first) that may have been in effect between the lower bound and receive ``r``."""
-        out = []
-        for k in range(len(self.changes), 0, -1):
-            if self._lo(k) >= r:
-                continue
-            if lower is not None:
-                hi_index, hi_t = self._hi_after(k)
-                if lower[0] == "index" and hi_index < lower[1]:
-                    break
-                if lower[0] == "time" and hi_t < lower[1]:
-                    break
-            out.append(k)
-        return out
+    def finish(self) -> None:
+        """Nothing ends after the last event: nodes still waiting for an end stay open."""
+        self._await_next = []
+
+    # --- judging ---------------------------------------------------------------------------------------------
+    @property
+    def judges_until(self) -> float:
+        """Receives before this index are judged (decided at a membership event before the break)."""
+        if self.broken_at is None:
+            return INF
+        before = [e.index for e in self.events if e.index < self.broken_at]
+        return before[-1] if before else -INF
 
     def slot(self, key: str) -> int:
         slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[key] = self.states[0].slot_of(key.encode("utf-8"))
+            slot = self._slots[key] = self._slot_of(key.encode("utf-8"))
         return slot
 
     def latest_owner(self, key: str) -> int | None:
-        """The consumer id the newest state names for ``key`` (cached: the hot path's first question)."""
+        """The consumer id the head state names for ``key`` (cached: the hot path's first question)."""
         owner = self._owner.get(key, -1)
         if owner == -1:
-            ref = self.states[-1].select(self.slot(key))
+            ref = self.head.state.select(self.slot(key))
             owner = self._owner[key] = None if ref is None else ref.consumer_id
         return owner
 
-    def selected(self, k: int, key: str) -> Any:
-        """The consumer state k's selector names for ``key`` (a ConsumerRef or None)."""
-        return self.states[k].select(self.slot(key))
+    def candidates(self, r: int, lower: Lower) -> list[Node]:
+        """The states (newest first) that may have been in effect between the lower bound and receive ``r``.
 
-    def selects(self, k: int, key: str, inc_id: int) -> bool:
-        ref = self.states[k].select(self.slot(key))
-        return ref is not None and ref.consumer_id == inc_id
+        Windows only grow along :attr:`nodes` (each starts no earlier and ends no earlier than the ones
+        before it), so the walk stops at the first state that ended before the lower bound.
+        """
+        out = []
+        for node in reversed(self.nodes):
+            if node.lo >= r:
+                continue
+            if lower is not None and (node.hi if lower[0] == "index" else node.hi_t) < lower[1]:
+                break
+            out.append(node)
+        return out
+
+    def explains(self, r: int, lower: Lower, key: str, inc_id: int) -> bool:
+        """Whether some candidate state names incarnation ``inc_id`` for ``key``."""
+        slot = self.slot(key)
+        for node in self.candidates(r, lower):
+            ref = node.state.select(slot)
+            if ref is not None and ref.consumer_id == inc_id:
+                return True
+        return False
+
+    def expected(self, r: int, lower: Lower, key: str) -> list[str]:
+        """What the candidate states name for ``key`` (for the explanation): consumer names, or ``nobody``."""
+        slot = self.slot(key)
+        names = []
+        for node in self.candidates(r, lower):
+            ref = node.state.select(slot)
+            names.append("nobody" if ref is None else ref.name)
+        return names
+
+
+# --- violations --------------------------------------------------------------------------------------------
 
 
 def make_misassigned(
@@ -183,8 +409,35 @@ def make_misassigned(
     return Violation(Kind.MISASSIGNED, key, (consumer,), events, explain(facts), subscription, facts)
 
 
+def make_refused_open(subscription: str, consumer: str, open_index: int, ranges: Any, reason: str) -> Violation:
+    """The violation for an accepted ``open`` that Pulsar refuses (see the module docstring)."""
+    facts = {
+        "subscription": subscription,
+        "consumer": consumer,
+        "ranges": [list(r) for r in ranges] if ranges else None,
+        "reason": reason,
+        "refs": [[open_index, "open", consumer, None]],
+    }
+    return Violation(Kind.MISASSIGNED, None, (consumer,), (open_index,), explain(facts), subscription, facts)
+
+
 def explain(facts: Mapping[str, Any]) -> str:
     refs = facts["refs"]
+    if "reason" in facts:
+        ranges = f" with sticky ranges {facts['ranges']}" if facts.get("ranges") else ""
+        return render_elle(
+            f"misassigned: {facts['consumer']} joined subscription {facts['subscription']!r}{ranges},"
+            " which Pulsar refuses",
+            refs,
+            [
+                f"In every membership the subscription could have had at E{refs[0][0]}, the reference selector"
+                f" refuses this consumer: {str(facts['reason']).rstrip('.')}.",
+                "Pulsar fails such a subscribe (ConsumerAssignException), so no hash is ever assigned to two"
+                " consumers.",
+                f"However, the broker accepted it at E{refs[0][0]}: its assignment no longer follows the contract"
+                " (later deliveries of this subscription are not judged).",
+            ],
+        )
     got = refs[-1]
     window = f"between E{refs[0][0]} and E{got[0]}" if len(refs) == 2 else f"before E{got[0]}"
     expected = ", ".join(facts["expected"]) or "nobody"

@@ -3,20 +3,20 @@
 :class:`StreamingChecker` keeps the state of :mod:`conformance.checks._state` and applies each property's rule
 (documented, with its witness and explanation, in the property's module) at the moment the trace makes it
 decidable: ``key_overlap``, ``out_of_order`` and ``redelivered_after_ack`` at a receive, ``misassigned`` at a
-receive or at the next membership change, ``undelivered``, ``duplicate_publish`` and ``unexpected_message``
-when the trace ends.
+receive, at the next membership event, or at an accepted open Pulsar refuses; ``undelivered``,
+``duplicate_publish`` and ``unexpected_message`` when the trace ends.
 
 Two ways in: :meth:`StreamingChecker.feed` takes one :class:`~conformance.trace.Event` (live, as a
 ``TraceWriter`` listener, returning what the event revealed) and :meth:`StreamingChecker.feed_batch` a
 validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource.batches` (the fast path for
 stored traces).  Both end in :meth:`StreamingChecker._run`, one loop over plain tuples: the three ops that
-make up nearly every trace (publish, receive, ack) are handled inline with their common case first, the rest
-(and every violation) in methods.  That loop is why this module is long; the rules are short.
+make up nearly every trace (publish, receive, ack) are handled inline, their common case first, on message
+records that are plain lists; the rest (and every violation) in methods.  That loop is why this module is
+long; the rules are short.
 
-Memory: the Key_Shared checks hold what is outstanding — messages known and not yet acknowledged, and who
-holds them; ``redelivered_after_ack`` one entry per acknowledged message since the last fault;
-``duplicate_publish`` and ``unexpected_message`` one entry per published uid and message
-(``docs/checker.md``, "Memory").
+Memory: one record per message known in a subscription (its key is its first event's, so records are kept),
+the holdings and heaps of what is outstanding, and for the identity checks one entry per published uid and
+(producer, seq) (``docs/checker.md``, "Memory").
 """
 
 from __future__ import annotations
@@ -25,8 +25,23 @@ import heapq
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from conformance.checks._state import Incarnation, Rec, SubState, event_ref
-from conformance.checks.assignment import Change, Timeline, make_misassigned, selector_factory
+from conformance.checks._state import (
+    R_ACKED,
+    R_EXEMPT,
+    R_FREE,
+    R_HOLD_I,
+    R_HOLDER,
+    R_KEY,
+    R_POS,
+    R_SCOPE,
+    R_T0,
+    Incarnation,
+    SubState,
+    event_ref,
+    free_mark,
+    holders_of,
+)
+from conformance.checks.assignment import Change, Lower, Timeline, make_misassigned, make_refused_open, selector_factory
 from conformance.checks.duplicates import make_duplicate
 from conformance.checks.exclusivity import make_overlap
 from conformance.checks.loss import make_undelivered
@@ -44,11 +59,12 @@ from reference_model.errors import InvalidArgument
 
 __all__ = ["ROW_FIELDS", "StreamingChecker"]
 
-#: The fields of the tuples :meth:`StreamingChecker._run` works on, in order.  ``n`` is the row's index in
-#: its batch: fields only rare ops need (topic, subscription, name, policy, drained) are fetched by it.
+#: The fields of the tuples :meth:`StreamingChecker._run` works on, in order.  ``key`` is never None (the empty
+#: key instead); ``n`` is the row's index in its batch: fields only rare ops need (topic, subscription, name,
+#: policy, drained) are fetched by it.
 ROW_FIELDS: tuple[str, ...] = (
-    "i", "t", "op", "consumer", "key", "mkey", "stream", "uid", "producer", "seq", "result", "t0",
-    "ledger", "entry", "batch", "n",
+    "i", "t", "op", "consumer", "key", "mkey", "stream", "uid", "producer", "seq", "result", "t0", "ledger", "entry",
+    "batch", "n",
 )  # fmt: skip
 _RARE_FIELDS = ("topic", "subscription", "name", "policy", "drained")
 _RELEASE_OPS = frozenset({"nack", "redeliver", "close", "crash", "fault"})
@@ -66,6 +82,7 @@ class StreamingChecker:
         self.profile = resolve_profile(profile, self.header)
         self.default_sub = self.header.subscription.name
         self.subs: dict[str, SubState] = {}
+        self._sub_list: tuple[SubState, ...] = ()
         self.live: dict[str, Incarnation] = {}
         self.last_inc: dict[str, Incarnation] = {}
         self.found: list[Violation] = []
@@ -73,17 +90,19 @@ class StreamingChecker:
         self.end_i: int | None = None
         self.drained = False
         self.first_fault: int | None = None
+        self._epoch = 0  # faults so far: an ack armed before the latest fault is disarmed
         self.notes: list[str] = []
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
         self._extras: Callable[[int], dict[str, Any]] = lambda n: {}
-        # identity checks
+        self._published: set[str] = set()
+        # identity checks: uid -> (producer, seq) of its first publish; (producer, seq) -> stored ids
         self.uid_pub: dict[str, tuple[str, int] | None] = {}
-        self.published: set[str] = set()
         self.pending_unexpected: dict[str, tuple[tuple[Any, ...], str]] = {}
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
+        self._scopes: dict[str, str] = {}  # one shared string per scope
         self.key_mismatches = 0
         # assignment
         self._fresh_selector: Callable[[], Any] | None = None
@@ -103,8 +122,12 @@ class StreamingChecker:
 
     # --- entry points ----------------------------------------------------------------------------------
     def feed(self, event: Event) -> list[Violation]:
-        """Check one event (live); return the violations it revealed (end-of-trace kinds come in finish())."""
-        self._validator.event(event.to_dict(), event.i)
+        """Check one event (live); return the violations it revealed (end-of-trace kinds come in finish()).
+
+        A malformed event raises :class:`~conformance.trace.validation.TraceFormatError`.  Events a
+        ``TraceWriter`` built pass a quick structural check; only a suspect one is validated field by field.
+        """
+        self._validator.typed_event(event)
         self._new = []
         extra = {
             "topic": event.topic,
@@ -135,157 +158,184 @@ class StreamingChecker:
     # --- the loop --------------------------------------------------------------------------------------
     def _run(self, rows: Iterable[tuple[Any, ...]]) -> None:
         live_get = self.live.get
+        published = self._published
+        scope_of = self._scopes.setdefault
         uid_pub = self.uid_pub
-        uid_pub_get = uid_pub.get
-        ids_get = self.ids.get
-        published = self.published
-        subs = self.subs
+        ids = self.ids
         assign = self._fresh_selector is not None
         count = 0
         for row in rows:
             count += 1
             i, t, op, consumer, key, mkey, stream, uid, producer, seq, result, t0, ledger, entry, batch, _n = row
-            if key is None:
-                key = ""
             if op == "receive":
-                if uid is not None:
-                    ps = uid_pub_get(uid, _MISSING)
-                    if ps is _MISSING or ps is not None:
-                        cur = None if ps is _MISSING else ids_get(ps)
-                        if cur is None or cur.__class__ is not tuple or cur[0] != mkey:
-                            self._identity(uid, ps, mkey, (i, "receive", consumer, _msg(mkey)), key)
                 inc = live_get(consumer)
                 if inc is None:
-                    self._late_receive(row, key)
+                    self._late_receive(row)
                     continue
                 sub = inc.sub
-                recs = sub.recs
-                rec = recs.get(mkey)
+                rec = sub.recs.get(mkey)
+                if rec is None and sub.settled and mkey in sub.settled:
+                    rec = self._revive(sub, mkey, (ledger, entry, batch))
                 if rec is None:
-                    rec = Rec(mkey, key, stream, (ledger, entry, batch))
-                    recs[mkey] = rec
+                    if uid is not None:
+                        self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+                    scope = stream + "\x1f" + key
+                    scope = scope_of(scope, scope)
+                    rec = [False, False, None, None, -1, key, scope, (ledger, entry, batch), None, -1, None, 0, None]
+                    sub.recs[mkey] = rec
                     was_free = None
                 else:
-                    if inc in rec.holders:
+                    if uid is not None and rec[12] != uid:  # not the uid its publish receipt already evidenced
+                        self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+                    holder = rec[3]
+                    if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
                         continue  # delivered again while held: changes nothing, judged by nothing
-                    was_free = rec.free_since
-                    if rec.key != key:
+                    was_free = rec[2]
+                    if rec[5] != key:
                         self.key_mismatches += 1
-                if sub.armed:
-                    armed = sub.armed.pop(mkey, None)
-                    if armed is not None and armed[1].last_disarm < armed[0]:
-                        self._redelivered(sub, rec, armed, inc, i)
-                scope = rec.scope
-                sub_holders = sub.holders
-                hold = sub_holders.get(scope)
+                    if rec[9] >= 0:
+                        self._armed_receive(sub, rec, inc, i, mkey)
+                    scope = rec[6]
+                holding = sub.holding
+                hold = holding.get(scope)
                 if hold is not None and inc not in hold:
-                    self._overlap(sub, rec, inc, i, hold)
-                pos = rec.pos
+                    self._overlap(sub, rec, inc, i, mkey, hold)
                 heap = sub.free_heaps.get(scope)
                 if heap:
                     if heap[0][1] == mkey:
                         _pop(heap)  # the message itself: in order (the common case)
-                    if (heap and heap[0][0] < pos) or (hold is not None and (len(hold) > 1 or inc not in hold)):
-                        self._check_order(sub, rec, inc, i, hold)
+                    if (heap and heap[0][0] < rec[7]) or (hold is not None and (len(hold) > 1 or inc not in hold)):
+                        self._check_order(sub, rec, inc, i, mkey, hold)
                 elif hold is not None and (len(hold) > 1 or inc not in hold):
-                    self._check_order(sub, rec, inc, i, hold)
+                    self._check_order(sub, rec, inc, i, mkey, hold)
                 if assign and self.first_fault is None:
                     tl = sub.timeline
                     if tl is not None and tl.broken_at is None:
-                        owner = tl._owner.get(key, -1)
+                        owner = tl._owner.get(rec[5], -1)
                         if owner == -1:
-                            owner = tl.latest_owner(key)
+                            owner = tl.latest_owner(rec[5])
                         if owner != inc.id:
-                            self._check_assignment(sub, rec, inc, i, t, was_free)
-                rec.acked = False
-                rec.free_since = None
-                rec.holders[inc] = i
-                if hold is None:
-                    sub_holders[scope] = {inc: {mkey: i}}
+                            self._check_assignment(sub, rec, inc, i, t, was_free, mkey)
+                rec[0] = False
+                rec[2] = None
+                holder = rec[3]
+                if holder is None:
+                    rec[3] = inc
+                    rec[4] = i
+                elif holder.__class__ is dict:
+                    holder[inc] = i
                 else:
-                    held = hold.get(inc)
-                    if held is None:
-                        hold[inc] = {mkey: i}
-                    else:
-                        held[mkey] = i
+                    rec[3] = {holder: rec[4], inc: i}
+                if hold is None:
+                    holding[scope] = {inc: 1}
+                else:
+                    hold[inc] = hold.get(inc, 0) + 1
                 inc.held[mkey] = rec
             elif op == "ack":
                 inc = live_get(consumer)
                 if inc is None:
                     continue
                 sub = inc.sub
-                recs = sub.recs
-                rec = recs.get(mkey)
+                rec = sub.recs.get(mkey)
                 if rec is None:
-                    if sub.armed:
-                        sub.armed.pop(mkey, None)
                     continue
-                holders = rec.holders
-                arms = inc in holders
-                if holders:
-                    by_scope = sub.holders[rec.scope]
-                    for holder in holders:
-                        held = by_scope[holder]
-                        del held[mkey]
-                        if not held:
-                            del by_scope[holder]
+                holder = rec[3]
+                if holder is None:
+                    arms = False
+                else:
+                    scope = rec[6]
+                    holding = sub.holding
+                    hold = holding[scope]
+                    if holder.__class__ is dict:
+                        arms = inc in holder
+                        for other in holder:
+                            n_held = hold[other]
+                            if n_held == 1:
+                                del hold[other]
+                            else:
+                                hold[other] = n_held - 1
+                            del other.held[mkey]
+                    else:
+                        arms = holder is inc
+                        n_held = hold[holder]
+                        if n_held == 1:
+                            del hold[holder]
+                        else:
+                            hold[holder] = n_held - 1
                         del holder.held[mkey]
-                    if not by_scope:
-                        del sub.holders[rec.scope]
-                    holders.clear()
-                rec.acked = True
-                rec.free_since = None
-                rec.exempt = False
-                if rec.published:
-                    del recs[mkey]
-                if arms:
-                    sub.armed[mkey] = (i, inc)
-                elif sub.armed:
-                    sub.armed.pop(mkey, None)
-            elif op == "publish":
-                ps = (producer, seq) if producer is not None and seq is not None else None
-                if uid is not None and uid not in uid_pub:
-                    uid_pub[uid] = ps
-                    if uid in self.pending_unexpected:
-                        self._resolve_uid(uid, ps)
-                if result != "ok" or mkey is None or ledger < 0 or entry < 0:
+                    if not hold:
+                        del holding[scope]
+                    rec[3] = None
+                if mkey in published:  # settled: only the compact remainder stays
+                    del sub.recs[mkey]
+                    sub.settled[mkey] = (rec[6], i, inc, self._epoch) if arms else (rec[6], -1, None, 0)
                     continue
-                if ps is not None:
-                    cur = ids_get(ps)
+                rec[0] = True
+                rec[1] = False
+                rec[2] = None
+                if arms:
+                    rec[9] = i
+                    rec[10] = inc
+                    rec[11] = self._epoch
+                else:
+                    rec[9] = -1
+            elif op == "publish":
+                first_of_uid = False
+                if uid is not None and uid not in uid_pub:
+                    first_of_uid = True
+                    uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
+                    if uid in self.pending_unexpected:
+                        self._resolve_uid(uid, uid_pub[uid])
+                if result != "ok" or mkey is None or ledger < 0 or entry < 0:
+                    continue  # not stored
+                if producer is not None and seq is not None:
+                    ps = (producer, seq)
+                    cur = ids.get(ps)
                     if cur is None:
-                        self.ids[ps] = (mkey, i, None, key)  # compact: the first evidence, from a publish
+                        ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
                     elif cur.__class__ is not tuple or cur[0] != mkey:
                         self._evidence(ps, mkey, (i, "publish", None, _msg(mkey)), key)
                 if mkey in published:
-                    repeat = True
-                else:
-                    repeat = False
-                    published.add(mkey)
+                    continue  # a second receipt naming the same message: not a new message
+                published.add(mkey)
                 send_t = t if t0 is None else t0
-                for sub in subs.values():
+                for sub in self._sub_list:
                     recs = sub.recs
-                    rec = recs.get(mkey)
-                    if rec is not None:
-                        rec.published = True
-                        if rec.acked:
+                    if not sub.created:
+                        continue  # no subscription yet
+                    known = recs.get(mkey)
+                    if known is not None:  # already known from a receive: settled if acknowledged meanwhile
+                        if known[0] and known[3] is None:
                             del recs[mkey]
-                        continue
-                    if repeat or not sub.created:
+                            sub.settled[mkey] = (known[6], known[9], known[10], known[11])
                         continue
                     t_c = sub.expect_cache.get(stream)
                     if t_c is None:
                         t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
                     if t_c < send_t:
-                        rec = Rec(mkey, key, stream, (ledger, entry, batch))
-                        recs[mkey] = rec
-                        rec.published = True
-                        rec.t0 = send_t
-                        rec.free_since = (i, "publish", None)
-                        heap = sub.free_heaps.get(rec.scope)
+                        scope = stream + "\x1f" + key
+                        scope = scope_of(scope, scope)
+                        pos = (ledger, entry, batch)
+                        recs[mkey] = [
+                            False,
+                            False,
+                            i,
+                            None,
+                            -1,
+                            key,
+                            scope,
+                            pos,
+                            send_t,
+                            -1,
+                            None,
+                            0,
+                            uid if first_of_uid else None,
+                        ]
+                        heap = sub.free_heaps.get(scope)
                         if heap is None:
-                            sub.free_heaps[rec.scope] = [(rec.pos, mkey)]
+                            sub.free_heaps[scope] = [(pos, mkey)]
                         else:
-                            _push(heap, (rec.pos, mkey))
+                            _push(heap, (pos, mkey))
             else:
                 self._rare(op, row)
         self.events += count
@@ -326,7 +376,7 @@ class StreamingChecker:
         ranges = None
         if isinstance(policy, dict) and policy.get("sticky_ranges"):
             ranges = tuple((int(a), int(b)) for a, b in policy["sticky_ranges"])
-        self._membership(sub, Change(i, t, "open", inc.id, inc.name, ranges))
+        self._membership(sub, Change(i, t, "open", inc.id, inc.name, ranges), inc)
 
     def _leave(self, row: tuple[Any, ...], op: str) -> None:
         i, t, consumer = row[0], row[1], row[3]
@@ -336,7 +386,7 @@ class StreamingChecker:
         self._release_all(inc, (i, op, consumer), False)
         if op == "crash":
             inc.last_disarm = i
-        self._membership(inc.sub, Change(i, t, op, inc.id, inc.name))
+        self._membership(inc.sub, Change(i, t, op, inc.id, inc.name), inc)
 
     def _nack(self, row: tuple[Any, ...]) -> None:
         i, consumer, mkey = row[0], row[3], row[5]
@@ -347,10 +397,11 @@ class StreamingChecker:
         rec = sub.recs.get(mkey)
         if rec is None:
             return
-        if inc in rec.holders:
-            self._release(sub, rec, inc, (i, "nack", consumer), True)
-        elif not rec.acked and not rec.exempt:
-            self._exempt(sub, rec)
+        holder = rec[R_HOLDER]
+        if holder is inc or (holder.__class__ is dict and inc in holder):
+            self._release(sub, rec, mkey, inc, (i, "nack", consumer), True)
+        elif not rec[R_ACKED] and not rec[R_EXEMPT]:
+            self._exempt(sub, rec, mkey)
 
     def _redeliver(self, row: tuple[Any, ...]) -> None:
         i, consumer = row[0], row[3]
@@ -361,27 +412,34 @@ class StreamingChecker:
         inc.last_disarm = i
 
     def _fault(self, row: tuple[Any, ...]) -> None:
+        """A broker fault (restart, ...): every consumer's holds end, every acknowledgement is disarmed."""
         i = row[0]
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)
         for inc in list(self.live.values()):
             self._release_all(inc, mark, False)
-        for sub in self.subs.values():
-            sub.armed.clear()
+        self._epoch += 1
 
-    def _late_receive(self, row: tuple[Any, ...], key: str) -> None:
-        i, consumer, mkey, stream = row[0], row[3], row[5], row[6]
+    def _late_receive(self, row: tuple[Any, ...]) -> None:
+        i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
+        if uid is not None:
+            self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
         last = self.last_inc.get(consumer)
         sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
         rec = sub.recs.get(mkey)
+        if rec is None and sub.settled and mkey in sub.settled:
+            rec = self._revive(sub, mkey, (row[12], row[13], row[14]))
+        mark = (i, "receive", consumer)
         if rec is None:
-            rec = Rec(mkey, key, stream, (row[12], row[13], row[14]))
+            scope = stream + "\x1f" + key
+            scope = self._scopes.setdefault(scope, scope)
+            rec = [False, False, None, None, -1, key, scope, (row[12], row[13], row[14]), None, -1, None, 0, None]
             sub.recs[mkey] = rec
-            self._free(sub, rec, (i, "receive", consumer))
-        elif rec.acked:
-            rec.acked = False
-            self._free(sub, rec, (i, "receive", consumer))
+            self._free(sub, rec, mkey, mark)
+        elif rec[R_ACKED]:
+            rec[R_ACKED] = False
+            self._free(sub, rec, mkey, mark)
 
     # --- shared state changes --------------------------------------------------------------------------
     def _sub(self, name: str | None) -> SubState:
@@ -389,53 +447,74 @@ class StreamingChecker:
         sub = self.subs.get(name)
         if sub is None:
             sub = self.subs[name] = SubState(name)
+            self._sub_list = tuple(self.subs.values())
         return sub
 
-    def _unhold(self, sub: SubState, rec: Rec, inc: Incarnation) -> None:
-        del rec.holders[inc]
-        by_scope = sub.holders[rec.scope]
-        held = by_scope[inc]
-        del held[rec.mkey]
-        if not held:
-            del by_scope[inc]
-            if not by_scope:
-                del sub.holders[rec.scope]
-        del inc.held[rec.mkey]
+    def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> list[Any]:
+        """The record of a settled message received again: acknowledged, with its first key and arming ack."""
+        scope, arm_i, arm_inc, arm_epoch = sub.settled.pop(mkey)
+        rec = [True, False, None, None, -1, scope.rpartition("\x1f")[2], scope, pos, None, arm_i, arm_inc, arm_epoch]
+        rec.append(None)
+        sub.recs[mkey] = rec
+        return rec
 
-    def _release(self, sub: SubState, rec: Rec, inc: Incarnation, mark: Mark, exempt: bool) -> None:
-        self._unhold(sub, rec, inc)
-        if exempt and not rec.exempt:
-            self._exempt(sub, rec)
-        if not rec.holders:
-            self._free(sub, rec, mark)
+    def _unhold(self, sub: SubState, rec: list[Any], mkey: str, inc: Incarnation) -> None:
+        holder = rec[R_HOLDER]
+        if holder.__class__ is dict:
+            del holder[inc]
+            if len(holder) == 1:
+                ((rec[R_HOLDER], rec[R_HOLD_I]),) = holder.items()
+        else:
+            rec[R_HOLDER] = None
+        scope = rec[R_SCOPE]
+        hold = sub.holding[scope]
+        n_held = hold[inc]
+        if n_held == 1:
+            del hold[inc]
+            if not hold:
+                del sub.holding[scope]
+        else:
+            hold[inc] = n_held - 1
+        del inc.held[mkey]
+
+    def _release(self, sub: SubState, rec: list[Any], mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
+        self._unhold(sub, rec, mkey, inc)
+        if exempt and not rec[R_EXEMPT]:
+            self._exempt(sub, rec, mkey)
+        if rec[R_HOLDER] is None:
+            self._free(sub, rec, mkey, mark)
 
     def _release_all(self, inc: Incarnation, mark: Mark, exempt: bool) -> None:
         sub = inc.sub
-        for rec in list(inc.held.values()):
-            self._release(sub, rec, inc, mark, exempt)
+        for mkey, rec in list(inc.held.items()):
+            self._release(sub, rec, mkey, inc, mark, exempt)
 
-    def _exempt(self, sub: SubState, rec: Rec) -> None:
-        rec.exempt = True
-        heap = sub.exempt_heaps.get(rec.scope)
+    def _exempt(self, sub: SubState, rec: list[Any], mkey: str) -> None:
+        rec[R_EXEMPT] = True
+        heap = sub.exempt_heaps.get(rec[R_SCOPE])
         if heap is None:
-            heap = sub.exempt_heaps[rec.scope] = []
-        _push(heap, (rec.pos, rec.mkey))
+            heap = sub.exempt_heaps[rec[R_SCOPE]] = []
+        _push(heap, (rec[R_POS], mkey))
 
-    def _free(self, sub: SubState, rec: Rec, mark: Mark) -> None:
-        rec.free_since = mark
-        heap = sub.free_heaps.get(rec.scope)
+    def _free(self, sub: SubState, rec: list[Any], mkey: str, mark: Mark) -> None:
+        rec[R_FREE] = mark
+        heap = sub.free_heaps.get(rec[R_SCOPE])
         if heap is None:
-            heap = sub.free_heaps[rec.scope] = []
-        _push(heap, (rec.pos, rec.mkey))
+            heap = sub.free_heaps[rec[R_SCOPE]] = []
+        _push(heap, (rec[R_POS], mkey))
 
     # --- identity checks -------------------------------------------------------------------------------
-    def _identity(self, uid: str, ps: Any, mkey: str, ref: tuple[Any, ...], key: str) -> None:
+    def _identity(self, uid: str, mkey: str, ref: tuple[Any, ...], key: str) -> None:
+        """A receive of ``mkey`` carrying ``uid``: evidence of a stored id, or (for now) an unexpected uid."""
+        ps = self.uid_pub.get(uid, _MISSING)
         if ps is _MISSING:
             if uid not in self.pending_unexpected:
                 self.pending_unexpected[uid] = (ref, key)
             self.pending_evidence.setdefault(uid, []).append((mkey, ref, key))
         elif ps is not None:
-            self._evidence(ps, mkey, ref, key)
+            cur = self.ids.get(ps)
+            if cur is None or cur.__class__ is not tuple or cur[0] != mkey:
+                self._evidence(ps, mkey, ref, key)
 
     def _resolve_uid(self, uid: str, ps: tuple[str, int] | None) -> None:
         self.pending_unexpected.pop(uid, None)
@@ -447,20 +526,20 @@ class StreamingChecker:
     def _evidence(self, ps: tuple[str, int], mkey: str, ref: tuple[Any, ...], key: str) -> None:
         """Record that ``mkey`` stores ``ps``, as shown by event ``ref``.
 
-        ``ids[ps]`` is a tuple while one id is known — ``(mkey, ref, key)``, or the compact
-        ``(mkey, i, None, key)`` of a publish receipt — and a dict ``{mkey: (ref, key)}`` from the second on.
+        ``ids[ps]`` is a tuple while one id is known — ``(mkey, ref, key)``, or the compact ``(mkey, i, key)`` of
+        a publish receipt — and a dict ``{mkey: (ref, key)}`` from the second on.
         """
         ids = self.ids
         cur = ids.get(ps)
         if cur is None:
             ids[ps] = (mkey, ref, key)
         elif cur.__class__ is tuple:
-            first_ref = cur[1] if len(cur) == 3 else (cur[1], "publish", None, _msg(cur[0]))
+            first_ref = cur[1] if cur[1].__class__ is tuple else (cur[1], "publish", None, _msg(cur[0]))
             if cur[0] == mkey:
                 if ref[0] < first_ref[0]:
                     ids[ps] = (mkey, ref, key)
             else:
-                ids[ps] = {cur[0]: (first_ref, cur[-1]), mkey: (ref, key)}
+                ids[ps] = {cur[0]: (first_ref, cur[2]), mkey: (ref, key)}
         else:
             have = cur.get(mkey)
             if have is None or ref[0] < have[0][0]:
@@ -471,137 +550,137 @@ class StreamingChecker:
         self.found.append(violation)
         self._new.append(violation)
 
-    def _redelivered(self, sub: SubState, rec: Rec, armed: tuple[int, Incarnation], inc: Incarnation, i: int) -> None:
-        msg = rec.msg
-        acker = armed[1].consumer
-        ref = (i, "receive", inc.consumer, msg)
-        self._emit(make_redelivered(sub.name, rec.key, acker, (armed[0], "ack", acker, msg), inc.consumer, ref))
+    def _armed_receive(self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str) -> None:
+        """The first live receive after an armed ack: a violation unless a fault or the acker disarmed it."""
+        ack_i, acker = rec[9], rec[10]
+        rec[9] = -1
+        if rec[11] == self._epoch and acker.last_disarm < ack_i:
+            msg = _msg(mkey)
+            ref = (i, "receive", inc.consumer, msg)
+            ack_ref = (ack_i, "ack", acker.consumer, msg)
+            self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref))
 
     def _overlap(
-        self, sub: SubState, rec: Rec, inc: Incarnation, i: int, hold: dict[Incarnation, dict[str, int]]
+        self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int]
     ) -> None:
-        ref = (i, "receive", inc.consumer, rec.msg)
-        for other, held in hold.items():
-            first_mkey, first_i = next(iter(held.items()))
-            holder_ref = (first_i, "receive", other.consumer, _msg(first_mkey))
-            self._emit(make_overlap(sub.name, rec.key, other.consumer, holder_ref, inc.consumer, ref))
+        ref = (i, "receive", inc.consumer, _msg(mkey))
+        scope = rec[R_SCOPE]
+        for other in hold:
+            first_mkey, first = next((m, r) for m, r in other.held.items() if r[R_SCOPE] == scope)
+            holder_ref = (holders_of(first)[other], "receive", other.consumer, _msg(first_mkey))
+            self._emit(make_overlap(sub.name, rec[R_KEY], other.consumer, holder_ref, inc.consumer, ref))
 
     def _check_order(
-        self, sub: SubState, rec: Rec, inc: Incarnation, i: int, hold: dict[Incarnation, dict[str, int]] | None
+        self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int] | None
     ) -> None:
-        pos = rec.pos
+        pos = rec[R_POS]
+        scope = rec[R_SCOPE]
         recs = sub.recs
         best: tuple[Any, ...] | None = None
-        heap = sub.free_heaps.get(rec.scope)
+        heap = sub.free_heaps.get(scope)
         if heap:
-            while heap:
-                other = recs.get(heap[0][1])
-                if other is None or other.free_since is None:
-                    _pop(heap)
-                    continue
-                break
+            while heap and (recs.get(heap[0][1]) or _SETTLED)[R_FREE] is None:
+                _pop(heap)  # stale: no longer free, or settled
             if heap and heap[0][0] < pos:
-                other = recs[heap[0][1]]
-                best = (other.pos, event_ref(other.free_since, other.msg), None, other.msg)  # type: ignore[arg-type]
+                other_mkey = heap[0][1]
+                msg = _msg(other_mkey)
+                best = (heap[0][0], event_ref(free_mark(recs[other_mkey][R_FREE]), msg), None, msg)
         if hold:
-            for holder, held in hold.items():
+            for holder in hold:
                 if holder is inc:
                     continue
-                for mkey in held:
-                    other = recs[mkey]
-                    if other.pos < pos and inc not in other.holders and (best is None or other.pos < best[0]):
-                        first_inc, first_i = min(other.holders.items(), key=lambda kv: kv[1])
-                        msg = other.msg
-                        best = (other.pos, (first_i, "receive", first_inc.consumer, msg), first_inc.consumer, msg)
+                for other_mkey, other in holder.held.items():
+                    if other[R_SCOPE] != scope or other[R_POS] >= pos or (best is not None and other[R_POS] >= best[0]):
+                        continue
+                    holders = holders_of(other)
+                    if inc in holders:
+                        continue
+                    first_inc, first_i = min(holders.items(), key=lambda kv: kv[1])
+                    msg = _msg(other_mkey)
+                    best = (other[R_POS], (first_i, "receive", first_inc.consumer, msg), first_inc.consumer, msg)
         if best is None:
             return
-        exempt = sub.exempt_heaps.get(rec.scope)
+        exempt = sub.exempt_heaps.get(scope)
         if exempt:
-            while exempt:
-                other = recs.get(exempt[0][1])
-                if other is None or not other.exempt:
-                    _pop(exempt)
-                    continue
-                break
+            while exempt and not (recs.get(exempt[0][1]) or _SETTLED)[R_EXEMPT]:
+                _pop(exempt)
             if exempt and exempt[0][0] < pos:
                 return
-        ref = (i, "receive", inc.consumer, rec.msg)
-        self._emit(make_out_of_order(sub.name, rec.key, inc.consumer, ref, best[1], best[3], best[2]))
+        ref = (i, "receive", inc.consumer, _msg(mkey))
+        self._emit(make_out_of_order(sub.name, rec[R_KEY], inc.consumer, ref, best[1], best[3], best[2]))
 
-    def _check_assignment(self, sub: SubState, rec: Rec, inc: Incarnation, i: int, t: int, was_free: Any) -> None:
+    def _check_assignment(
+        self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, t: int, was_free: Any, mkey: str
+    ) -> None:
         tl: Timeline = sub.timeline
-        lower: tuple[str, int] | None = None
+        msg = _msg(mkey)
+        lower: Lower = None
         lower_ref = None
         if was_free is not None:
-            op = was_free[1]
-            if op == "publish" and rec.t0 is not None:
-                lower, lower_ref = ("time", min(rec.t0, t)), event_ref(was_free, rec.msg)
-            elif op in _RELEASE_OPS:
-                lower, lower_ref = ("index", was_free[0]), event_ref(was_free, rec.msg)
-        cands = tl.candidates(i, lower)
-        key = rec.key
-        for k in cands:
-            if tl.selects(k, key, inc.id):
-                return
-        ref = (i, "receive", inc.consumer, rec.msg)
-        self.suspects.setdefault(sub.name, []).append((ref, lower_ref, inc, key, cands))
+            mark = free_mark(was_free)
+            if mark[1] == "publish" and rec[R_T0] is not None:
+                lower, lower_ref = ("time", min(rec[R_T0], t)), event_ref(mark, msg)
+            elif mark[1] in _RELEASE_OPS:
+                lower, lower_ref = ("index", mark[0]), event_ref(mark, msg)
+        key = rec[R_KEY]
+        if tl.explains(i, lower, key, inc.id):
+            return
+        ref = (i, "receive", inc.consumer, msg)
+        self.suspects.setdefault(sub.name, []).append((ref, lower_ref, inc, key, lower))
 
-    def _misassigned(self, sub_name: str, suspect: tuple[Any, ...], extra: list[int]) -> Violation:
-        ref, lower_ref, inc, key, cands = suspect
+    def _misassigned(self, sub_name: str, suspect: tuple[Any, ...]) -> Violation:
+        ref, lower_ref, inc, key, lower = suspect
         tl: Timeline = self.subs[sub_name].timeline
-        expected = []
-        for k in [*cands, *extra]:
-            sel = tl.selected(k, key)
-            expected.append("nobody" if sel is None else sel.name)
         spec = self.header.selector
         what = f"{spec.kind} (Pulsar {spec.pulsar_version})" if spec is not None else "reference"
-        return make_misassigned(sub_name, key, inc.consumer, ref, lower_ref, expected, what)
+        return make_misassigned(sub_name, key, inc.consumer, ref, lower_ref, tl.expected(ref[0], lower, key), what)
 
-    def _membership(self, sub: SubState, change: Change) -> None:
+    def _membership(self, sub: SubState, change: Change, inc: Incarnation) -> None:
         if self._fresh_selector is None:
             return
         tl = sub.timeline
         if tl is None:
             tl = sub.timeline = Timeline(self._fresh_selector, self._sticky)
-        tl.apply(change)
+        refusal = tl.apply(change)
+        if refusal is not None:
+            self._emit(make_refused_open(sub.name, inc.consumer, change.index, change.ranges, refusal.reason))
         pending = self.suspects.pop(sub.name, None)
-        if not pending or tl.broken_at is not None:
-            return  # a broken timeline cannot judge them; finish() notes it
-        k_new = len(tl.changes)
+        if not pending or tl.broken_at == change.index:
+            return  # nothing waited for this change, or it is the one the timeline cannot follow
         for suspect in pending:
-            inc, key = suspect[2], suspect[3]
-            if change.kind == "open":
-                if tl.selects(k_new, key, inc.id):
-                    continue
-                self._emit(self._misassigned(sub.name, suspect, [k_new]))
-            else:
-                self._emit(self._misassigned(sub.name, suspect, []))
+            ref, _lower_ref, inc_, key, lower = suspect
+            if not tl.explains(ref[0], lower, key, inc_.id):
+                self._emit(self._misassigned(sub.name, suspect))
 
     # --- the end ---------------------------------------------------------------------------------------
     def finish(self) -> Verdict:
         """Decide what waits for the end of the trace and return the verdict."""
         found = self.found
         for sub_name, pending in self.suspects.items():
+            tl = self.subs[sub_name].timeline
             for suspect in pending:
-                found.append(self._misassigned(sub_name, suspect, []))
+                ref, _lower_ref, inc, key, lower = suspect
+                if not tl.explains(ref[0], lower, key, inc.id):
+                    found.append(self._misassigned(sub_name, suspect))
         self.suspects.clear()
         unjudged: list[Kind] = []
         if self._assign_unjudged:
             unjudged.append(Kind.MISASSIGNED)
         for name, tl in self.timelines.items():
             if tl.broken_at is not None:
+                if tl.unjudgeable and Kind.MISASSIGNED not in unjudged:
+                    unjudged.append(Kind.MISASSIGNED)
                 self.notes.append(
-                    f"misassigned not judged in subscription {name!r} from E{tl.broken_at} on:"
-                    f" the reference selector refused the membership ({tl.broken_reason})"
+                    f"misassigned not judged in subscription {name!r} from E{tl.broken_at} on: {tl.broken_reason}"
                 )
         if self.first_fault is not None and self._fresh_selector is not None:
             self.notes.append(f"misassigned not judged after the fault at E{self.first_fault}")
         if self.drained and self.end_i is not None:
             for sub in self.subs.values():
-                for rec in sub.recs.values():
-                    if rec.free_since is not None:
-                        ref = event_ref(rec.free_since, rec.msg)
-                        found.append(make_undelivered(sub.name, rec.key, rec.msg, ref, self.end_i))
+                for mkey, rec in sub.recs.items():
+                    if rec[R_FREE] is not None:
+                        ref = event_ref(free_mark(rec[R_FREE]), _msg(mkey))
+                        found.append(make_undelivered(sub.name, rec[R_KEY], _msg(mkey), ref, self.end_i))
         else:
             unjudged.append(Kind.UNDELIVERED)
             self.notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
@@ -621,6 +700,10 @@ class StreamingChecker:
         return build_verdict(found, self.profile, events=self.events, notes=self.notes, unjudged=unjudged)
 
 
+#: what a settled message reads as in the lazy heaps: neither free nor exempt
+_SETTLED: list[Any] = [True, False, None]
+
+
 def _msg(mkey: str) -> str:
     return mkey.rpartition("|")[2]
 
@@ -632,13 +715,17 @@ def _row_of(event: Event) -> tuple[Any, ...]:
         mkey, stream, msg = canonical_message(event.topic, event.msg_id)
         ledger, entry, batch = parse_position(msg)
     return (
-        event.i, event.t, event.op.value, event.consumer, event.key, mkey, stream, event.uid, event.producer,
-        event.seq, None if event.result is None else event.result.value, event.extra.get("t0"),
-        ledger, entry, batch, 0,
+        event.i, event.t, event.op.value, event.consumer, "" if event.key is None else event.key, mkey, stream,
+        event.uid, event.producer, event.seq, None if event.result is None else event.result.value,
+        event.extra.get("t0"), ledger, entry, batch, 0,
     )  # fmt: skip
 
 
 def _rows_of_batch(batch: Any) -> tuple[Iterable[tuple[Any, ...]], Callable[[int], dict[str, Any]]]:
+    """The rows of a batch as tuples of :data:`ROW_FIELDS`, and a getter of the rare fields."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     n = batch.num_rows
     col = batch.column
     if "mkey" in batch.schema.names:  # derived by the reader
@@ -648,10 +735,17 @@ def _rows_of_batch(batch: Any) -> tuple[Iterable[tuple[Any, ...]], Callable[[int
 
         mkey, stream, _canon, (ledger, entry, index) = derive_message_columns_with_position(col("topic"), col("msg_id"))
         derived = {"mkey": mkey, "stream": stream, "ledger": ledger, "entry": entry, "batch": index}
+    key = col("key")
+    derived["key"] = pc.fill_null(key, "") if key.null_count else key
     lists: list[Any] = []
     for name in ROW_FIELDS[:-1]:
         array = derived[name] if name in derived else col(name)
-        lists.append([None] * n if array.null_count == n else array.to_pylist())
+        if array.null_count == n:
+            lists.append([None] * n)
+        elif name in ("ledger", "entry", "batch") and array.null_count:
+            lists.append(pc.fill_null(array, pa.scalar(-1, pa.int64())).to_pylist())
+        else:
+            lists.append(array.to_pylist())
     lists.append(range(n))
 
     def extras(row: int) -> dict[str, Any]:

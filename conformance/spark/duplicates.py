@@ -1,64 +1,50 @@
 """``duplicate_publish`` on Spark (twin of :mod:`conformance.checks.duplicates`).
 
-Evidence of a stored id: ok publish receipts with a real id, and receives joined through their uid to the
-(producer, seq) of the uid's first publish.  Per (producer, seq), ids ranked by their first evidence; every
-id after the first is a violation.
+Evidence of a stored id: ``ok`` publish receipts with a real id, and receives whose uid's first publish
+carries the (producer, seq) (:func:`conformance.spark.unexpected.receives_by_uid`).  Two hash aggregates: the
+first evidence of each (producer, seq, id), then the ids of each (producer, seq) — every id after the first
+(by its first evidence) is a violation.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.spark.prepare import Prepared
 from conformance.spark.rows import ref
 
 __all__ = ["duplicate_violations"]
 
 
-def duplicate_violations(p: Prepared, raw: Any) -> Any:
-    from pyspark.sql import Window as W
+def duplicate_violations(ev: Any, receives: Any) -> Any:
     from pyspark.sql import functions as F
 
-    ev = raw
-    pubs = ev.where(F.col("op") == "publish")
-    first_uid = W.partitionBy("tid", "uid").orderBy("i")
-    uid_map = (
-        pubs.where(F.col("uid").isNotNull())
-        .select("*", F.row_number().over(first_uid).alias("_n"))
-        .where((F.col("_n") == 1) & F.col("producer").isNotNull() & F.col("seq").isNotNull())
-        .select("tid", "uid", F.col("producer").alias("p"), F.col("seq").alias("s"))
-    )
-    stored = pubs.where(
-        (F.col("result") == "ok") & (F.col("ledger") >= 0) & (F.col("entry") >= 0)
-        & F.col("producer").isNotNull() & F.col("seq").isNotNull()
+    col = F.col
+    nothing = F.lit(None).cast("string")
+    stored = ev.where(
+        (col("op") == "publish") & (col("result") == "ok") & (col("ledger") >= 0) & (col("entry") >= 0)
+        & col("producer").isNotNull() & col("seq").isNotNull()
     ).select(
-        "tid", F.col("producer").alias("p"), F.col("seq").alias("s"), "mkey", "i", F.lit("publish").alias("op"),
-        F.lit(None).cast("string").alias("consumer"), "msg", "key",
+        "tid", col("producer").alias("p"), col("seq").alias("s"), "mkey",
+        F.struct("i", F.lit("publish").alias("op"), nothing.alias("consumer"), "msg", "key").alias("e"),
     )  # fmt: skip
-    received = (
-        ev.where((F.col("op") == "receive") & F.col("uid").isNotNull())
-        .join(uid_map, ["tid", "uid"])
-        .select("tid", "p", "s", "mkey", "i", F.lit("receive").alias("op"), "consumer", "msg", "key")
+    received = receives.where(col("ps.p").isNotNull() & col("ps.s").isNotNull()).select(
+        "tid", col("ps.p").alias("p"), col("ps.s").alias("s"), "mkey",
+        F.struct("i", F.lit("receive").alias("op"), "consumer", "msg", "key").alias("e"),
+    )  # fmt: skip
+    first = stored.unionByName(received).groupBy("tid", "p", "s", "mkey").agg(F.min_by("e", col("e.i")).alias("e"))
+    ids = first.groupBy("tid", "p", "s").agg(
+        F.count(F.lit(1)).alias("n"), F.sort_array(F.collect_list("e")).alias("es")
     )
-    evidence = stored.unionByName(received)
-    first = evidence.groupBy("tid", "p", "s", "mkey").agg(
-        F.min_by(F.struct("i", "op", "consumer", "msg", "key"), "i").alias("e")
-    )
-    rank = W.partitionBy("tid", "p", "s").orderBy(F.col("e.i"))
-    first = first.select(
-        "*",
-        F.row_number().over(rank).alias("_rank"),
-        F.first("e").over(rank.rowsBetween(W.unboundedPreceding, W.currentRow)).alias("_first"),
-    )
-    dups = first.where(F.col("_rank") > 1)
+    dups = ids.where(col("n") > 1).select("tid", "p", "s", col("es")[0].alias("first"), F.posexplode("es"))
+    dups = dups.where(col("pos") > 0)
     return dups.select(
         "tid",
         F.lit("duplicate_publish").alias("kind"),
         F.lit(None).cast("string").alias("sub"),
-        F.col("e.key").alias("key"),
+        col("col.key").alias("key"),
         F.array(
-            ref(F.col("_first.i"), F.col("_first.op"), F.col("_first.consumer"), F.col("_first.msg")),
-            ref(F.col("e.i"), F.col("e.op"), F.col("e.consumer"), F.col("e.msg")),
+            ref(col("first.i"), col("first.op"), col("first.consumer"), col("first.msg")),
+            ref(col("col.i"), col("col.op"), col("col.consumer"), col("col.msg")),
         ).alias("refs"),
-        F.to_json(F.struct(F.col("p").alias("producer"), F.col("s").alias("seq"))).alias("aux"),
+        F.to_json(F.struct(col("p").alias("producer"), col("s").alias("seq"))).alias("aux"),
     )

@@ -1,42 +1,42 @@
-"""The PySpark engine: every check as DataFrame transforms, one collect of the violations, one verdict.
+"""The PySpark engine: every check as DataFrame transforms, one job for the violations, one verdict per trace.
 
-:func:`check_frames` is the composition (twin of :class:`conformance.checks.StreamingChecker`).  The driver
-first collects the few events it needs whole (opens, closes, crashes, faults, ends: membership timelines,
-fault indexes, whether the run was drained), then builds one union of the seven checks' violation rows and
-collects it.  Many traces can share one job (``tid``), which is how the tests keep Spark's fixed costs low.
-The session is the caller's: nothing here starts one.
+:func:`check_frames` is the composition (twin of :class:`conformance.checks.StreamingChecker`):
+
+1. a small job collects what is not about one message (membership, redeliver requests, faults, ends; event
+   counts; distinct keys) and the driver digests it (:mod:`conformance.spark.membership`);
+2. the main job shuffles the message events once by message (:mod:`conformance.spark.prepare`), runs each
+   message's state machine with window functions (:mod:`conformance.spark.messages`) and writes, from that one
+   pass, the rows every check needs: holds, free and exempt periods (to the scope checks), and the violations
+   decided per message (``undelivered``, ``redelivered_after_ack``) or suspected (``misassigned``);
+3. those rows are shuffled once by scope (subscription, topic partition, key): window functions flag the
+   scopes that may hold a ``key_overlap`` or ``out_of_order`` and a Python sweep judges only those
+   (:mod:`conformance.spark.ordering`);
+4. the identity checks aggregate by uid and by (producer, seq) (:mod:`conformance.spark.duplicates`,
+   :mod:`conformance.spark.unexpected`).
+
+One collect returns the violation rows; the driver turns them into :class:`~conformance.violations.Violation`
+values with the streaming engine's own functions, so both engines explain alike.  Many traces can share one
+job (column ``tid``), which is how the tests keep Spark's fixed costs low.  The session is the caller's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from conformance.checks.assignment import Change, Timeline, selector_factory
+from conformance.checks.assignment import make_refused_open
 from conformance.profiles import Profile, resolve_profile
+from conformance.spark.membership import TraceInfo, collect_small, digest
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.reader import TraceSource
 from conformance.verdict import Verdict, build_verdict
-from conformance.violations import Kind
+from conformance.violations import Kind, Violation
 from reference_model.errors import InvalidArgument
 
-__all__ = ["check_frames", "check_many", "check_with_spark"]
+__all__ = ["active_session", "check_frames", "check_many", "check_with_spark"]
 
-_SMALL_OPS = ("open", "close", "crash", "fault", "end")
-
-
-@dataclass
-class _TraceInfo:
-    header: TraceHeader
-    events: int = 0
-    faults: list[int] | None = None
-    end_i: int | None = None
-    drained: bool = False
-    timelines: dict[str, Timeline] | None = None
-    selector_note: str | None = None
-    selector_unusable: bool = False
+_SUSPECT = "misassigned_suspect"
 
 
 def active_session(spark: Any) -> Any:
@@ -103,90 +103,120 @@ def _validated(events: list[Event]) -> list[Event]:
     from conformance.trace.validation import EventValidator
 
     validator = EventValidator("events", unit="row")
-    for n, event in enumerate(events):
-        validator.event(event.to_dict(), n)
+    for event in events:
+        validator.typed_event(event)
     return events
+
+
+def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
+    """The main job's plan: one DataFrame of violation rows (``VIOLATION_SCHEMA``) and misassigned suspects."""
+    from pyspark.sql import functions as F
+
+    from conformance.spark.assignment import suspects
+    from conformance.spark.duplicates import duplicate_violations
+    from conformance.spark.loss import undelivered
+    from conformance.spark.messages import message_states
+    from conformance.spark.ordering import SCOPE, flagged_scopes, sweep_batches
+    from conformance.spark.prepare import message_rows, normalized
+    from conformance.spark.redelivery import redelivered
+    from conformance.spark.rows import VIOLATION_SCHEMA, ref
+    from conformance.spark.unexpected import receives_by_uid, unexpected_violations
+
+    col, lit, when = F.col, F.lit, F.when
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    m = message_states(message_rows(spark, df, infos, partitions))
+    m, suspect = suspects(m, infos, spark)
+    end_of = {tid: info.end_i for tid, info in infos.items() if info.drained and info.end_i is not None}
+    u_cond, u_refs, u_aux = undelivered(m, end_of)
+    d_cond, d_refs, d_aux = redelivered()
+    nul_l, nul_s, nul_b = lit(None).cast("long"), lit(None).cast("string"), lit(None).cast("boolean")
+    no_refs = lit(None).cast("array<struct<i:long,op:string,consumer:string,msg:string>>")
+    since = col("since")
+    lower_ref = ref(since["i"], since["op"], since["consumer"], col("msg"))
+    receive_ref = ref(col("i"), "receive", col("consumer"), col("msg"))
+
+    def out(kind: str, *, end: Any = nul_l, flag: Any = nul_b, by_receive: Any = nul_b, m_op: Any = nul_s,
+            m_consumer: Any = nul_s, vkind: Any = nul_s, refs: Any = no_refs, aux: Any = nul_s) -> Any:  # fmt: skip
+        return F.struct(
+            lit(kind).alias("kind"), col("i").alias("i"), end.alias("end"), col("inc").alias("inc"),
+            col("consumer").alias("consumer"), col("ledger").alias("ledger"), col("entry").alias("entry"),
+            col("batch").alias("batch"), col("msg").alias("msg"), flag.alias("flag"), by_receive.alias("by_receive"),
+            m_op.alias("m_op"), m_consumer.alias("m_consumer"), vkind.alias("vkind"), refs.alias("refs"),
+            aux.alias("aux"),
+        )  # fmt: skip
+
+    hold = (col("kind") == "R") & ~col("absorbed")
+    suspect_aux = F.to_json(
+        F.struct(
+            col("i").alias("i"), col("inc").alias("inc"), col("consumer").alias("consumer"),
+            when(col("lower_kind").isNotNull(), F.array(col("lower_kind"), col("lower").cast("string"))).alias("lower"),
+        )
+    )  # fmt: skip
+    outputs = [
+        when(hold, out("H", end=col("end"), flag=col("free_prev") & (since["op"] == "publish"))),
+        when(
+            col("free_start"),
+            out(
+                "F",
+                end=col("next_rend"),
+                flag=col("free_mark.op") == "publish",
+                by_receive=F.coalesce(col("next_r") == col("next_rend"), lit(False)),
+                m_op=col("free_mark.op"),
+                m_consumer=col("free_mark.consumer"),
+            ),
+        ),
+        when(col("exempt_start"), out("E", end=col("next_aeff"))),
+        when(u_cond, out("V", vkind=lit("undelivered"), refs=u_refs, aux=u_aux)),
+        when(d_cond, out("V", vkind=lit("redelivered_after_ack"), refs=d_refs, aux=d_aux)),
+        when(
+            suspect,
+            out(
+                "V",
+                vkind=lit(_SUSPECT),
+                aux=suspect_aux,
+                refs=when(col("lower_kind").isNotNull(), F.array(lower_ref, receive_ref)).otherwise(
+                    F.array(receive_ref)
+                ),
+            ),
+        ),
+    ]
+    produced = F.explode(F.filter(F.array(*outputs), lambda x: x.isNotNull())).alias("o")
+    rows = m.select("tid", "sub", "stream", col("mkey_key").alias("key"), produced).select(*SCOPE, "o.*")
+    rows = rows.repartition(partitions, *SCOPE)
+    scope_rows = rows.where(col("kind") != "V")
+    swept = flagged_scopes(scope_rows).mapInArrow(sweep_batches, VIOLATION_SCHEMA)
+    decided = rows.where(col("kind") == "V").select("tid", col("vkind").alias("kind"), "sub", "key", "refs", "aux")
+    ident = normalized(df.where((col("op") == "publish") | ((col("op") == "receive") & col("uid").isNotNull())))
+    receives = receives_by_uid(ident)
+    return (
+        swept.unionByName(decided)
+        .unionByName(duplicate_violations(ident, receives))
+        .unionByName(unexpected_violations(receives))
+    )
 
 
 def check_frames(
     spark: Any, df: Any, headers: dict[int, TraceHeader], profile: str | Profile | None = None
 ) -> dict[int, Verdict]:
     """The composition over a DataFrame of events (column ``tid`` tells traces apart)."""
-    from pyspark.sql import functions as F
-
-    from conformance.spark.assignment import misassigned_violations
-    from conformance.spark.duplicates import duplicate_violations
-    from conformance.spark.exclusivity import overlap_violations
-    from conformance.spark.loss import undelivered_violations
-    from conformance.spark.ordering import ordering_violations
-    from conformance.spark.prepare import prepare
-    from conformance.spark.redelivery import redelivery_violations
+    from conformance.spark.assignment import decide_suspects
     from conformance.spark.rows import to_violations
-    from conformance.spark.unexpected import unexpected_violations
 
-    infos = {tid: _TraceInfo(h) for tid, h in headers.items()}
-    small = (
-        df.where(F.col("op").isin(*_SMALL_OPS))
-        .select("tid", "i", "t", "op", "consumer", "subscription", "result", "name", "drained", "policy")
-        .collect()
-    )
-    counts = df.groupBy("tid").count().collect()
-    for row in counts:
-        infos[row["tid"]].events = row["count"]
-    _digest_small(sorted(small, key=lambda r: (r["tid"], r["i"])), infos)
-    faults = {tid: info.faults for tid, info in infos.items() if info.faults}
-    first_fault = {tid: fs[0] for tid, fs in faults.items()}
-    end_of = {tid: info.end_i for tid, info in infos.items() if info.drained and info.end_i is not None}
-    default_sub = {tid: info.header.subscription.name for tid, info in infos.items()}
-    p = prepare(df, default_sub, faults)
-    timelines = {(tid, sub): tl for tid, info in infos.items() for sub, tl in (info.timelines or {}).items()}
-    selectors = {
-        tid: f"{info.header.selector.kind} (Pulsar {info.header.selector.pulsar_version})"
-        for tid, info in infos.items()
-        if info.header.selector is not None
-    }
-    frames = [
-        overlap_violations(p),
-        ordering_violations(p),
-        undelivered_violations(p, end_of),
-        redelivery_violations(p, faults),
-        duplicate_violations(p, p.normalized),
-        unexpected_violations(p.normalized),
-        misassigned_violations(p, timelines, selectors, first_fault),
-    ]
-    union = None
-    for frame in frames:  # every frame has VIOLATION_SCHEMA's columns, in order: a positional union
-        if frame is None:
-            continue
-        union = frame if union is None else union.union(frame)
-    try:
-        rows = union.collect() if union is not None else []
-    finally:
-        p.unpersist()
-    found = to_violations(rows)
+    with_keys = {tid for tid, h in headers.items() if h.selector is not None}
+    infos = digest(collect_small(df, with_keys), headers)
+    rows = violation_rows(spark, df, infos).collect()
+    found = to_violations(r for r in rows if r["kind"] != _SUSPECT)
+    for tid, violations in decide_suspects([r for r in rows if r["kind"] == _SUSPECT], infos).items():
+        found.setdefault(tid, []).extend(violations)
     verdicts = {}
     for tid, info in infos.items():
-        notes: list[str] = []
-        unjudged: list[Kind] = []
-        if info.header.selector is None:
-            notes.append("misassigned not judged: the trace header names no selector")
-        elif info.selector_unusable:
-            unjudged.append(Kind.MISASSIGNED)
-            notes.append(info.selector_note or "misassigned not judged")
-        else:
-            for sub, tl in (info.timelines or {}).items():
-                if tl.broken_at is not None:
-                    notes.append(
-                        f"misassigned not judged in subscription {sub!r} from E{tl.broken_at} on:"
-                        f" the reference selector refused the membership ({tl.broken_reason})"
-                    )
-            if info.faults:
-                notes.append(f"misassigned not judged after the fault at E{info.faults[0]}")
-        if not (info.drained and info.end_i is not None):
-            unjudged.append(Kind.UNDELIVERED)
-            notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
+        refused: list[Violation] = [
+            make_refused_open(sub, consumer, r.change.index, r.change.ranges, r.reason)
+            for sub, consumer, r in info.refusals
+        ]
+        notes, unjudged = _notes(info)
         verdicts[tid] = build_verdict(
-            found.get(tid, []),
+            [*found.get(tid, []), *refused],
             resolve_profile(profile, info.header),
             events=info.events,
             notes=notes,
@@ -196,52 +226,26 @@ def check_frames(
     return verdicts
 
 
-def _digest_small(rows: list[Any], infos: dict[int, _TraceInfo]) -> None:
-    """Faults, the end, and each subscription's membership timeline, from the few rows that carry them."""
-    live: dict[tuple[int, str], tuple[int, str, str]] = {}  # (tid, consumer) -> (inc id, sub, name)
-    factories: dict[int, Any] = {}
-    for tid, info in infos.items():
-        spec = info.header.selector
-        if spec is None:
-            continue
-        try:
-            factories[tid] = (selector_factory(spec, info.header.implementation == "classic"), spec.kind == "sticky")
-        except InvalidArgument as exc:
-            info.selector_unusable = True
-            info.selector_note = f"misassigned not judged: the header's selector is not usable ({exc})"
-    for row in rows:
-        tid, op = row["tid"], row["op"]
-        info = infos[tid]
-        if op == "fault":
-            info.faults = (info.faults or []) + [row["i"]]
-            continue
-        if op == "end":
-            info.end_i, info.drained = row["i"], bool(row["drained"])
-            continue
-        consumer = row["consumer"]
-        if op == "open":
-            if row["result"] not in (None, "ok"):
-                continue
-            sub = row["subscription"] if row["subscription"] is not None else info.header.subscription.name
-            name = row["name"] if row["name"] is not None else consumer
-            live[(tid, consumer)] = (row["i"], sub, name)
-            policy = row["policy"]
-            ranges = None
-            if policy is not None and policy["sticky_ranges"]:
-                ranges = tuple((int(a), int(b)) for a, b in policy["sticky_ranges"])
-            change = Change(row["i"], row["t"], "open", row["i"], name, ranges)
-        else:
-            current = live.pop((tid, consumer), None)
-            if current is None:
-                continue
-            inc_id, sub, name = current
-            change = Change(row["i"], row["t"], op, inc_id, name)
-        if tid not in factories:
-            continue
-        fresh, sticky = factories[tid]
-        if info.timelines is None:
-            info.timelines = {}
-        tl = info.timelines.get(sub)
-        if tl is None:
-            tl = info.timelines[sub] = Timeline(fresh, sticky)
-        tl.apply(change)
+def _notes(info: TraceInfo) -> tuple[list[str], list[Kind]]:
+    """What could not be judged, worded as the streaming engine words it."""
+    notes: list[str] = []
+    unjudged: list[Kind] = []
+    if info.header.selector is None:
+        notes.append("misassigned not judged: the trace header names no selector")
+    elif info.selector_unusable:
+        unjudged.append(Kind.MISASSIGNED)
+        notes.append(info.selector_note or "misassigned not judged")
+    else:
+        for sub, tl in info.timelines.items():
+            if tl.broken_at is not None:
+                if tl.unjudgeable and Kind.MISASSIGNED not in unjudged:
+                    unjudged.append(Kind.MISASSIGNED)
+                notes.append(
+                    f"misassigned not judged in subscription {sub!r} from E{tl.broken_at} on: {tl.broken_reason}"
+                )
+        if info.faults:
+            notes.append(f"misassigned not judged after the fault at E{info.faults[0]}")
+    if not (info.drained and info.end_i is not None):
+        unjudged.append(Kind.UNDELIVERED)
+        notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
+    return notes, unjudged

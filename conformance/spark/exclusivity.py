@@ -1,64 +1,32 @@
-"""``key_overlap`` with window functions (twin of :mod:`conformance.checks.exclusivity`).
+"""``key_overlap`` on Spark (twin of :mod:`conformance.checks.exclusivity`): which scopes can have one.
 
-Holds become +1 at their start and -1 at their end.  A running sum per (scope, incarnation) and per scope,
-over the rows *before* a hold's start, says whether the receiving incarnation held nothing of the key
-(``own == 0``: the start of an episode) while others held some (``total - own > 0``).  Only those starts —
-violations, so the cost follows the output — are joined with the holds of the other incarnations open at that
-moment to name each holder and its earliest-received outstanding message (the witness).
+Within one scope (subscription, topic partition, key) the holds are ordered by their start.  Cut them into
+*runs* of consecutive holds of one incarnation.  A key overlap exists in the scope exactly when the first
+hold of some run starts before a hold of an earlier run has ended: at the first overlap, the receive that
+started it is the first hold of its run (its incarnation held nothing of the key) or a hold of that run was
+already overlapped when the run began.  One window over the scope, ordered by ``i`` (the running maximum of
+the hold ends before each row, and the previous hold's incarnation), flags those scopes; the witnesses —
+every other holder and its earliest-received message still held — are named by the sweep of
+:mod:`conformance.spark.ordering`, which runs over the flagged scopes only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.spark.prepare import Prepared
-from conformance.spark.rows import ref
+from conformance.spark.membership import POS
 
-__all__ = ["overlap_violations"]
+__all__ = ["overlap_flag"]
 
 
-def overlap_violations(p: Prepared) -> Any:
+def overlap_flag(window: Any) -> Any:
+    """True on the first hold of a run that starts while a hold of an earlier run is still held."""
     from pyspark.sql import Window as W
     from pyspark.sql import functions as F
 
-    holds = p.holds.join(p.messages.select("tid", "sub", "mkey", "key", "stream"), ["tid", "sub", "mkey"])
-    scope = ["tid", "sub", "stream", "key"]
-    starts = holds.select(*scope, "inc", F.col("start").alias("at"), F.lit(1).alias("d"), "start", "consumer", "msg")
-    ends = holds.where(F.col("end").isNotNull()).select(
-        *scope, "inc", F.col("end").alias("at"), F.lit(-1).alias("d"), "start", "consumer", "msg"
-    )
-    points = starts.unionByName(ends)
-    own_w = W.partitionBy(*scope, "inc").orderBy("at", "d").rowsBetween(W.unboundedPreceding, -1)
-    tot_w = W.partitionBy(*scope).orderBy("at", "d").rowsBetween(W.unboundedPreceding, -1)
-    points = points.select(
-        "*",
-        F.coalesce(F.sum("d").over(own_w), F.lit(0)).alias("own"),
-        F.coalesce(F.sum("d").over(tot_w), F.lit(0)).alias("tot"),
-    )
-    flagged = points.where((F.col("d") == 1) & (F.col("own") == 0) & (F.col("tot") > 0)).select(
-        *scope, F.col("inc").alias("r_inc"), F.col("start").alias("r"), F.col("consumer").alias("receiver"),
-        F.col("msg").alias("r_msg"),
-    )  # fmt: skip
-    other = holds.select(
-        *scope, F.col("inc").alias("h_inc"), F.col("start").alias("h_start"), F.col("end").alias("h_end"),
-        F.col("consumer").alias("holder"), F.col("msg").alias("h_msg"),
-    )  # fmt: skip
-    pairs = flagged.join(other, scope).where(
-        (F.col("h_inc") != F.col("r_inc"))
-        & (F.col("h_start") < F.col("r"))
-        & (F.col("h_end").isNull() | (F.col("h_end") > F.col("r")))
-    )
-    first = pairs.groupBy(*scope, "r", "receiver", "r_msg", "h_inc").agg(
-        F.min_by(F.struct("h_start", "holder", "h_msg"), "h_start").alias("h")
-    )
-    return first.select(
-        "tid",
-        F.lit("key_overlap").alias("kind"),
-        "sub",
-        "key",
-        F.array(
-            ref(F.col("h.h_start"), "receive", F.col("h.holder"), F.col("h.h_msg")),
-            ref(F.col("r"), "receive", F.col("receiver"), F.col("r_msg")),
-        ).alias("refs"),
-        F.to_json(F.struct(F.col("h.holder").alias("holder"), F.col("receiver").alias("receiver"))).alias("aux"),
-    )
+    col, when = F.col, F.when
+    hold = col("kind") == "H"
+    before = window.rowsBetween(W.unboundedPreceding, -1)
+    prev_inc = F.last(when(hold, col("inc")), ignorenulls=True).over(before)
+    prev_end = F.max(when(hold, F.coalesce(col("end"), F.lit(POS)))).over(before)
+    return hold & prev_inc.isNotNull() & (prev_inc != col("inc")) & (prev_end > col("i"))

@@ -91,10 +91,9 @@ def source_frame(spark: Any, source: TraceSource, tid: int = 0) -> Any:
         df = raw.select(*cols)
     else:
         df = spark.read.schema(schema).option("mode", "PERMISSIVE").json(path).where(F.col("op").isNotNull())
-    # A Parquet file is split by row group, a gzip file not at all: spread the rows over the cores before the
-    # per-row work (canonical ids), or the first stage runs on one.
-    partitions = max(2, int(spark.sparkContext.defaultParallelism))
-    return df.select(F.lit(tid).cast("long").alias("tid"), *EVENT_COLUMNS).repartition(partitions)
+    # No repartition here: the engine's first shuffle (by message) spreads the rows over the cores before any
+    # per-row work, so a single Parquet row group or a gzip file costs only its read.
+    return df.select(F.lit(tid).cast("long").alias("tid"), *EVENT_COLUMNS)
 
 
 def _json_columns(source: TraceSource) -> frozenset[str]:

@@ -1,12 +1,21 @@
-"""``out_of_order`` on Spark (twin of :mod:`conformance.checks.ordering`).
+"""``out_of_order`` (and the witnesses of ``key_overlap``) on Spark: native flags, then a sweep of flagged scopes.
 
-Window functions give every message its *periods* — free (``timeline.free_start`` .. ``free_end``), exempt,
-and each hold — and mark the receives to judge.  Whether some earlier message of the key is free, or held by
-another consumer, at a receive is a two-dimensional question (time and topic-log position) that window frames
-cannot ask, so the last step is a sweep per key: rows are partitioned by (subscription, stream, key) and
-sorted within partitions, and :func:`sweep_batches` (``mapInArrow``) walks each key's periods in event order
-with heaps by position — O(n log n) per key, run in parallel across keys.  It shares no code with the
-streaming engine, which derives the same periods event by event; the differential test holds them equal.
+Twin of :mod:`conformance.checks.ordering`.  Whether some earlier message of the key is free, or held by
+another consumer, at a receive is a question in two dimensions (time and topic-log position) that window
+frames cannot ask exactly.  So the engine asks window functions a cheaper question first, one that every
+violation makes true — *can this scope have one?* — and runs the exact sweep only over the scopes it flags:
+
+* held elsewhere at the receive: then the scope has a key overlap (:func:`~conformance.spark.exclusivity.overlap_flag`);
+* free since its first receipt and received later: a receive of a later message came first — the running
+  maximum position of the receives before this message's own first receive exceeds its position; or the
+  message's first free period did not end with a receive of it, and a receive followed its publish;
+* free since a release (or a late receive): the next row of the scope after the release is not a receive
+  that comes after the period ended.
+
+On a correct run the flags are rare (a planted or real violation; redeliveries after a close), so the sweep —
+Python, in ``mapInArrow`` over rows already partitioned and sorted by scope — sees a small, compact input: the
+holds, free periods and exempt periods of flagged scopes, a few integers and strings per row.  It walks each
+scope in event order with heaps by position (O(n log n)) and reports both kinds with their witnesses.
 """
 
 from __future__ import annotations
@@ -16,48 +25,50 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from conformance.spark.prepare import Prepared
-from conformance.spark.rows import VIOLATION_SCHEMA
+from conformance.spark.exclusivity import overlap_flag
+from conformance.spark.membership import POS
 
-__all__ = ["ordering_violations", "sweep_batches", "sweep_scope"]
+__all__ = ["SCOPE", "SWEEP_COLUMNS", "flagged_scopes", "sweep_batches", "sweep_scope"]
 
 _MSG_OPS = frozenset({"publish", "receive", "ack", "nack"})
 SCOPE = ("tid", "sub", "stream", "key")
-COLUMNS = (*SCOPE, "typ", "start", "end", "ledger", "entry", "batch", "mkey", "msg", "inc", "consumer", "mop",
-           "mconsumer")  # fmt: skip
+SWEEP_COLUMNS = (*SCOPE, "kind", "i", "end", "inc", "consumer", "ledger", "entry", "batch", "msg", "m_op",
+                 "m_consumer")  # fmt: skip
 
 
-def ordering_violations(p: Prepared) -> Any:
+def flagged_scopes(scope_rows: Any) -> Any:
+    """The holds (``H``), free (``F``) and exempt (``E``) periods of the scopes that may hold a violation.
+
+    ``scope_rows`` must be partitioned by scope; the rows come out sorted by scope and ``i`` within partitions.
+    """
+    from pyspark.sql import Window as W
     from pyspark.sql import functions as F
 
-    tl = p.timeline
-    msg = p.messages.select("tid", "sub", "mkey", "key", "stream", "ledger", "entry", "batch", "msg")
-    N = F.lit(None)
-    free = tl.where(F.col("free_start")).select(
-        "tid", "sub", "mkey", F.lit("F").alias("typ"), F.col("i").alias("start"), F.col("free_end").alias("end"),
-        N.cast("long").alias("inc"), N.cast("string").alias("consumer"), F.col("op").alias("mop"),
-        F.col("consumer").alias("mconsumer"),
-    )  # fmt: skip
-    exempt = tl.where(F.col("exempt_after") & ~F.col("exempt_prev")).select(
-        "tid", "sub", "mkey", F.lit("E").alias("typ"), F.col("i").alias("start"), F.col("exempt_end").alias("end"),
-        N.cast("long").alias("inc"), N.cast("string").alias("consumer"), N.cast("string").alias("mop"),
-        N.cast("string").alias("mconsumer"),
-    )  # fmt: skip
-    holds = p.holds.select(
-        "tid", "sub", "mkey", F.lit("H").alias("typ"), "start", "end", "inc", "consumer",
-        N.cast("string").alias("mop"), N.cast("string").alias("mconsumer"),
-    )  # fmt: skip
-    queries = p.receives.where(~F.col("absorbed")).select(
-        "tid", "sub", "mkey", F.lit("Q").alias("typ"), F.col("i").alias("start"), N.cast("long").alias("end"),
-        "inc", "consumer", N.cast("string").alias("mop"), N.cast("string").alias("mconsumer"),
-    )  # fmt: skip
-    rows = free.unionByName(exempt).unionByName(holds).unionByName(queries).join(msg, ["tid", "sub", "mkey"])
-    rows = rows.select(*COLUMNS).repartition(*SCOPE).sortWithinPartitions(*SCOPE)
-    return rows.mapInArrow(sweep_batches, VIOLATION_SCHEMA)
+    col, when = F.col, F.when
+    rank = when(col("kind") == "E", 0).when(col("kind") == "F", 1).otherwise(2)
+    rows = scope_rows.select("*", rank.alias("_rank"))
+    w = W.partitionBy(*SCOPE).orderBy("i", "_rank")
+    before = w.rowsBetween(W.unboundedPreceding, -1)
+    whole = w.rowsBetween(W.unboundedPreceding, W.unboundedFollowing)
+    hold, free = col("kind") == "H", col("kind") == "F"
+    pos = F.struct("ledger", "entry", "batch")
+    prev_pos = F.max(when(hold, pos)).over(before)
+    nxt = F.lead(F.struct(col("kind").alias("kind"), col("i").alias("i"))).over(w)
+    last_hold = F.max(when(hold, col("i"))).over(whole)
+    end = F.coalesce(col("end"), F.lit(POS))
+    flag = (
+        overlap_flag(w)
+        | (hold & col("flag") & F.coalesce(prev_pos > pos, F.lit(False)))  # received after a later message
+        | (free & col("flag") & ~col("by_receive") & F.coalesce(last_hold > col("i"), F.lit(False)))
+        | (free & ~col("flag") & nxt.isNotNull() & ((nxt["kind"] != "H") | (nxt["i"] < end)))
+    )
+    rows = rows.select("*", flag.alias("_flag"))
+    rows = rows.select("*", F.max(col("_flag")).over(whole).alias("_scope_flag"))
+    return rows.where(col("_scope_flag") & col("kind").isin("H", "F", "E")).select(*SWEEP_COLUMNS)
 
 
 def sweep_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` body: rows sorted by scope in, violation rows out."""
+    """``mapInArrow`` body: rows sorted by scope and event in, violation rows out."""
     import pyarrow as pa
 
     schema = _out_schema()
@@ -65,8 +76,8 @@ def sweep_batches(batches: Iterator[Any]) -> Iterator[Any]:
     group: list[tuple[Any, ...]] = []
     for batch in batches:
         out: list[dict[str, Any]] = []
-        cols = [batch.column(name).to_pylist() for name in COLUMNS]
-        for row in zip(*cols, strict=True):
+        columns = [batch.column(name).to_pylist() for name in SWEEP_COLUMNS]
+        for row in zip(*columns, strict=True):
             scope = row[:4]
             if scope != current:
                 if group:
@@ -91,94 +102,98 @@ def _out_schema() -> Any:
     )  # fmt: skip
 
 
+def _ref(i: int, op: str, consumer: str | None, msg: str | None) -> dict[str, Any]:
+    return {"i": i, "op": op, "consumer": consumer, "msg": msg if op in _MSG_OPS else None}
+
+
 def sweep_scope(scope: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    """Judge every receive of one key: the smallest earlier message free, or held by someone else, at it."""
+    """Judge every receive of one scope: key overlaps and the earliest message free, or held elsewhere, at it.
+
+    Rows: ``(tid, sub, stream, key, kind, i, end, inc, consumer, ledger, entry, batch, msg, m_op,
+    m_consumer)``; a hold (``H``) is also the receive that started it.  At one index, ends come before the
+    receive, which comes before what starts there.
+    """
     tid, sub, _stream, key = scope
-    INF = float("inf")
-    points: list[tuple[float, int, int]] = []  # (index, order, row number); order: 0 end, 1 query, 2 start
+    points: list[tuple[float, int, int]] = []  # (index, order, row number): order 0 end, 1 receive, 2 start
     for n, row in enumerate(rows):
-        typ, start, end = row[4], row[5], row[6]
-        if typ == "Q":
+        kind, start, end = row[4], row[5], row[6]
+        if kind == "H":
             points.append((start, 1, n))
-        else:
-            points.append((start, 2, n))
-            points.append((INF if end is None else end, 0, n))
+        points.append((start, 2, n))
+        points.append((float("inf") if end is None else end, 0, n))
     points.sort()
     active: set[int] = set()
     free_heap: list[tuple[tuple[int, int, int], int]] = []
     exempt_heap: list[tuple[tuple[int, int, int], int]] = []
-    holds_by_inc: dict[int, set[int]] = {}
-    holders_of: dict[str, dict[int, int]] = {}  # mkey -> hold row -> inc
+    holds_of: dict[int, dict[int, None]] = {}  # incarnation -> its active hold rows (in start order)
+    holders_of: dict[str, dict[int, int]] = {}  # message -> active hold row -> incarnation
     out: list[dict[str, Any]] = []
     for _at, order, n in points:
         row = rows[n]
-        typ = row[4]
-        pos = (row[7], row[8], row[9])
+        kind = row[4]
         if order == 2:
             active.add(n)
-            if typ == "F":
-                heapq.heappush(free_heap, (pos, n))
-            elif typ == "E":
-                heapq.heappush(exempt_heap, (pos, n))
+            if kind == "F":
+                heapq.heappush(free_heap, ((row[9], row[10], row[11]), n))
+            elif kind == "E":
+                heapq.heappush(exempt_heap, ((row[9], row[10], row[11]), n))
             else:
-                holds_by_inc.setdefault(row[12], set()).add(n)
-                holders_of.setdefault(row[10], {})[n] = row[12]
+                holds_of.setdefault(row[7], {})[n] = None
+                holders_of.setdefault(row[12], {})[n] = row[7]
         elif order == 0:
             active.discard(n)
-            if typ == "H":
-                holds_by_inc[row[12]].discard(n)
-                del holders_of[row[10]][n]
+            if kind == "H":
+                del holds_of[row[7]][n]
+                del holders_of[row[12]][n]
         else:
-            violation = _judge(rows, row, pos, active, free_heap, exempt_heap, holds_by_inc, holders_of)
-            if violation is not None:
-                earlier, earlier_msg, holder = violation
-                out.append(
-                    {
-                        "tid": tid,
-                        "kind": "out_of_order",
-                        "sub": sub,
-                        "key": key,
-                        "refs": [earlier, {"i": row[5], "op": "receive", "consumer": row[13], "msg": row[11]}],
-                        "aux": json.dumps({"consumer": row[13], "earlier_msg": earlier_msg, "holder": holder}),
-                    }
-                )
+            got = _ref(row[5], "receive", row[8], row[12])
+            if not holds_of.get(row[7]):
+                for inc, held in holds_of.items():
+                    if inc != row[7] and held:
+                        first = rows[next(iter(held))]
+                        holder = _ref(first[5], "receive", first[8], first[12])
+                        aux = json.dumps({"holder": first[8], "receiver": row[8]})
+                        out.append({"tid": tid, "kind": "key_overlap", "sub": sub, "key": key,
+                                    "refs": [holder, got], "aux": aux})  # fmt: skip
+            earlier = _earliest(rows, row, active, free_heap, exempt_heap, holds_of, holders_of)
+            if earlier is not None:
+                ref, msg, holder_name = earlier
+                aux = json.dumps({"consumer": row[8], "earlier_msg": msg, "holder": holder_name})
+                out.append({"tid": tid, "kind": "out_of_order", "sub": sub, "key": key, "refs": [ref, got], "aux": aux})
     return out
 
 
-def _judge(
+def _earliest(
     rows: list[tuple[Any, ...]],
     query: tuple[Any, ...],
-    pos: tuple[int, int, int],
     active: set[int],
     free_heap: list[tuple[tuple[int, int, int], int]],
     exempt_heap: list[tuple[tuple[int, int, int], int]],
-    holds_by_inc: dict[int, set[int]],
+    holds_of: dict[int, dict[int, None]],
     holders_of: dict[str, dict[int, int]],
 ) -> tuple[dict[str, Any], str, str | None] | None:
-    me = query[12]
+    """The smallest earlier message free, or held by others and not by the receiver (unless the key is exempt)."""
+    me = query[7]
+    pos = (query[9], query[10], query[11])
     best: tuple[Any, ...] | None = None
     while free_heap and free_heap[0][1] not in active:
         heapq.heappop(free_heap)
     if free_heap and free_heap[0][0] < pos:
         f = rows[free_heap[0][1]]
-        op = f[14]
-        ref = {"i": f[5], "op": op, "consumer": f[15], "msg": f[11] if op in _MSG_OPS else None}
-        best = (free_heap[0][0], ref, f[11], None)
-    for inc, hold_rows in holds_by_inc.items():
+        best = (free_heap[0][0], _ref(f[5], f[13], f[14], f[12]), f[12], None)
+    for inc, held in holds_of.items():
         if inc == me:
             continue
-        for n in hold_rows:
+        for n in held:
             h = rows[n]
-            hpos = (h[7], h[8], h[9])
+            hpos = (h[9], h[10], h[11])
             if hpos >= pos or (best is not None and hpos >= best[0]):
                 continue
-            holders = holders_of[h[10]]
+            holders = holders_of[h[12]]
             if me in holders.values():
                 continue
-            first = min(holders, key=lambda m: rows[m][5])
-            fr = rows[first]
-            ref = {"i": fr[5], "op": "receive", "consumer": fr[13], "msg": fr[11]}
-            best = (hpos, ref, h[11], fr[13])
+            first = rows[min(holders, key=lambda m: rows[m][5])]
+            best = (hpos, _ref(first[5], "receive", first[8], first[12]), h[12], first[8])
     if best is None:
         return None
     while exempt_heap and exempt_heap[0][1] not in active:

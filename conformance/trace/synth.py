@@ -114,6 +114,7 @@ class _Sim:
         self.to_plant = set(config.plant)
         self.no_more_opens = False
         self.faulted = False
+        self.crashed = False  # the broker removes a crashed consumer at an unknown later moment
         self.last_change_t = 0
         self.acked_once: list[_Msg] = []
         self.sel: Any = None
@@ -161,6 +162,7 @@ class _Sim:
                 m.state, m.holder = "pending", None
         if how == "crash":
             self.last_disarm[name] = len(self.b.events)
+            self.crashed = True
         getattr(self.b, how)(name)
         self.live.remove(name)
         self.last_change_open = False
@@ -374,8 +376,9 @@ class _Sim:
         return True
 
     def _plant_misassigned(self) -> bool:
-        if self.sel is None or len(self.live) < 2 or self.faulted:
-            return False
+        if self.sel is None or len(self.live) < 2 or self.faulted or self.crashed:
+            return False  # after a crash, a membership with the crashed consumer still in it may explain any
+
         for m in self.msgs:
             if m.state != "pending" or not m.receipt_logged:
                 continue

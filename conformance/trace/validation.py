@@ -109,6 +109,27 @@ class EventValidator:
         self.last_i, self.last_t = i, t
         return _to_event(obj)
 
+    def typed_event(self, event: Event) -> None:
+        """Validate an :class:`Event` built in Python (a ``TraceWriter``'s), in trace order.
+
+        Typed events are right by construction nearly always, so a quick structural pass decides; only when it
+        has a doubt does the event go through :meth:`event` (``to_dict`` and every rule), which words the
+        problem — so the message never depends on which path found it.
+        """
+        i, t = event.i, event.t
+        if (
+            not _typed_ok(event)
+            or (self.last_i is not None and i <= self.last_i)
+            or (self.last_t is not None and t < self.last_t)
+        ):
+            self.event(event.to_dict(), i)
+            return
+        op = event.op.value
+        if op in _MEMBERSHIP_OPS:
+            result = None if event.result is None else event.result.value
+            self._membership({"op": op, "consumer": event.consumer, "result": result or "ok", "i": i}, i)
+        self.last_i, self.last_t = i, t
+
     def _membership(self, obj: Mapping[str, Any], pos: int) -> None:
         consumer = obj["consumer"]
         where = f"{'line' if self.unit == 'line' else 'row'} {pos}"
@@ -184,6 +205,65 @@ class EventValidator:
             if ledger < 0 or entry < 0:
                 return f"{op} i={obj['i']} names msg_id {msg_id!r}, which is not a stored message's id"
         return None
+
+
+_VALID_IDS: dict[str, bool] = {}
+
+
+def _valid_msg_id(msg_id: Any, op: str) -> bool:
+    """A well-formed id (cached: an id recurs in its publish, receive and ack); a stored one for receive/ack/nack."""
+    ok = _VALID_IDS.get(msg_id)
+    if ok is None:
+        if msg_id.__class__ is not str or MSG_ID_RE.match(msg_id) is None:
+            return False
+        parts = [int(p) for p in msg_id.split(":")]
+        if any(not _INT64[0] <= p <= _INT64[1] for p in parts):
+            return False
+        if len(_VALID_IDS) > 8192:
+            _VALID_IDS.clear()
+        ok = _VALID_IDS[msg_id] = parts[0] >= 0 and parts[1] >= 0
+    return ok or op not in ("receive", "ack", "nack")
+
+
+def _typed_ok(event: Event) -> bool:
+    """True when a typed event certainly passes :meth:`EventValidator.event` (apart from order and membership)."""
+    lo, hi = _INT64
+    i, t, op = event.i, event.t, event.op
+    if i.__class__ is not int or t.__class__ is not int or not (lo <= i <= hi and lo <= t <= hi):
+        return False
+    if op.__class__ is not Op:
+        return False
+    for label in (event.topic, event.subscription, event.consumer, event.producer, event.key, event.uid):
+        if label is not None and label.__class__ is not str:
+            return False
+    for number in (event.seq, event.redelivery_count):
+        if number is not None and (number.__class__ is not int or not lo <= number <= hi):
+            return False
+    result = event.result
+    if result is not None and result.__class__ is not Result:
+        return False
+    if event.drained is not None and event.drained.__class__ is not bool:
+        return False
+    extra = event.extra
+    if extra:
+        for name in _INT_FIELDS:
+            value = extra.get(name)
+            if value is not None and (value.__class__ is not int or not lo <= value <= hi):
+                return False
+        for name in _STR_FIELDS:
+            text = extra.get(name)
+            if text is not None and text.__class__ is not str:
+                return False
+        if extra.get("policy") is not None and _policy_problem(extra["policy"]) is not None:
+            return False
+    name = op.value
+    for field_name in REQUIRED[name]:
+        if getattr(event, field_name) is None:
+            return False
+    msg_id = event.msg_id
+    if msg_id is None:
+        return not (name == "publish" and result is Result.OK)
+    return _valid_msg_id(msg_id, name)
 
 
 def _policy_problem(policy: Any) -> str | None:

@@ -139,17 +139,32 @@ def test_sticky_ranges_come_from_the_open_policy() -> None:
     assert misassigned(b) == [(hi_key, (5, 6))]
 
 
-def test_a_membership_the_selector_refuses_is_noted_not_judged() -> None:
+def test_an_accepted_open_the_selector_refuses_is_misassigned_and_ends_judging() -> None:
+    """Pulsar fails a subscribe whose sticky ranges overlap a connected consumer's; a broker that accepts it has
+    broken the assignment contract at the open, and its membership is unknown from there on."""
     b = TraceBuilder(header("sticky", "STICKY"))
     b.open("c1", policy={"sticky_ranges": [[0, 40000]]})
-    b.open("c2", policy={"sticky_ranges": [[30000, 65535]]})  # overlaps c1: Pulsar refuses such a consumer
+    b.open("c2", policy={"sticky_ranges": [[30000, 65535]]})  # E1 overlaps c1: Pulsar refuses such a consumer
     b.publish("k0", "1:0")
     b.receive("c2", "k0", "1:0")
     b.ack("c2", "1:0")
     b.end()
     verdict = check_trace(b.events, header=b.header)
+    assert misassigned(b) == [(None, (1,))]  # the open, not the receive after it
+    (found,) = [v for v in verdict.violations if v.kind.value == "misassigned"]
+    assert found.consumers == ("c2",) and "Range conflict" in found.explanation and ".." not in found.explanation
+    assert any("not judged" in note and "refuses the subscribe at E1" in note for note in verdict.notes)
+
+
+def test_a_refused_open_that_failed_is_no_finding() -> None:
+    b = TraceBuilder(header("sticky", "STICKY"))
+    b.open("c1", policy={"sticky_ranges": [[0, 65535]]})
+    b.open("c2", policy={"sticky_ranges": [[30000, 65535]]}, result="fail")  # refused, as Pulsar does
+    b.publish("k0", "1:0")
+    b.receive("c1", "k0", "1:0")
+    b.ack("c1", "1:0")
+    b.end()
     assert misassigned(b) == []
-    assert any("refused the membership" in note for note in verdict.notes)
 
 
 def test_not_judged_after_a_fault_nor_without_a_selector() -> None:

@@ -65,4 +65,5 @@ def test_memory_holds_what_is_outstanding() -> None:
         checker.feed(event)
     sub = checker.subs["s"]
     assert list(sub.recs) == ["persistent://public/default/t|1:999:-1:-1"]
+    assert len(sub.settled) == 200  # what stays of a settled message is its scope and arming ack
     assert sum(len(h) for h in sub.free_heaps.values()) <= 1

@@ -171,6 +171,29 @@ def test_crash_and_redeliver_are_recorded_before_the_client_call(tmp_path: Path)
     assert result.counters.acked_expected == 20
 
 
+@pytest.mark.parametrize("seed", [1, 56])
+def test_a_same_name_reopen_after_a_crash_is_judged_as_the_model_did_it(tmp_path: Path, seed: int) -> None:
+    """Regression: a crashed c1 stays in the ring until the broker notices, so a new c1 opened meanwhile is the
+    name's second ring entry (index 1) or its first, depending on when the crash was detected. The checker once
+    assumed one of the two and called the model's correct deliveries ``misassigned`` (found by a generated
+    program, shrunk to this)."""
+    scenario = Scenario(
+        name="crash-then-reopen-same-name",
+        steps=(
+            Open(consumer="c1", behaviour=Behaviour("hold")),
+            Open(consumer="c2"),
+            Crash(consumer="c1"),
+            Open(consumer="c1"),
+            Publish(count=8, keys=KeySet(count=6)),
+            WaitQuiet(),
+        ),
+    )
+    result = run_on("model", scenario, tmp_path, seed=seed)
+    assert result.verdict is not None and result.violation_kinds() == []
+    receivers = {e["consumer"] for e in events(result) if e["op"] == "receive"}
+    assert "c1" in receivers  # the reopened c1 took keys: its placement was judged, not skipped
+
+
 def test_a_wait_that_cannot_be_met_is_bounded_and_noted(tmp_path: Path) -> None:
     scenario = Scenario(
         name="never",
