@@ -246,23 +246,16 @@ class StreamingChecker:
                     scope = rec[6]
                     holding = sub.holding
                     hold = holding[scope]
-                    if holder.__class__ is dict:
-                        arms = inc in holder
-                        for other in holder:
-                            n_held = hold[other]
-                            if n_held == 1:
-                                del hold[other]
-                            else:
-                                hold[other] = n_held - 1
-                            del other.held[mkey]
-                    else:
-                        arms = holder is inc
-                        n_held = hold[holder]
+                    if holder.__class__ is not dict:
+                        holder = (holder,)  # one holder (the common case) or several
+                    arms = inc in holder
+                    for other in holder:
+                        n_held = hold[other]
                         if n_held == 1:
-                            del hold[holder]
+                            del hold[other]
                         else:
-                            hold[holder] = n_held - 1
-                        del holder.held[mkey]
+                            hold[other] = n_held - 1
+                        del other.held[mkey]
                     if not hold:
                         del holding[scope]
                     rec[3] = None

@@ -152,7 +152,8 @@ def decide_suspects(rows: list[Any], infos: dict[int, TraceInfo]) -> dict[int, l
         info = infos[row["tid"]]
         tl = info.timelines[row["sub"]]
         aux = json.loads(row["aux"])
-        lower = None if aux["lower"] is None else (aux["lower"][0], int(aux["lower"][1]))
+        bound = aux.get("lower")  # to_json leaves out null fields: no lower bound, no key
+        lower = None if bound is None else (bound[0], int(bound[1]))
         key, r, inc = row["key"], aux["i"], aux["inc"]
         if tl.explains(r, lower, key, inc):
             continue
