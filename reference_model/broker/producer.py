@@ -186,7 +186,7 @@ class ModelProducer:
         else:
             seq = self._next_sequence_id
             self._next_sequence_id = seq + 1
-        okey = ordering_key.encode() if type(ordering_key) is str else ordering_key
+        okey = ordering_key.encode() if isinstance(ordering_key, str) else ordering_key
         message = _new_message(
             SingleMessage,
             content,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from reference_model.broker.errors import BrokerPersistenceError
 from reference_model.broker.subscription import ServerSubscription
 from reference_model.dedup import DedupDecision, MessageDeduplication, effective_deduplication
+from reference_model.dedup.deduplication import check_int
 from reference_model.hashing import sticky_key
 from reference_model.storage.cursor import ManagedCursor
 from reference_model.storage.entry import Entry, MessageMetadata, SingleMessage
@@ -115,7 +116,11 @@ class ServerTopic:
         """
         if not self._dedup_on:
             # deduplication off: every send is NOT_DUP and nothing is recorded (``isDuplicate`` and
-            # ``recordMessagePersisted`` return at once), so this, the common path, skips both calls
+            # ``recordMessagePersisted`` return at once), so this, the common path, skips both calls; the ids
+            # are still checked as ``is_duplicate`` checks them, so bad input fails the same either way
+            if metadata.sequence_id.__class__ is not int or metadata.highest_sequence_id.__class__ is not int:
+                check_int("sequence_id", metadata.sequence_id)
+                check_int("highest_sequence_id", metadata.highest_sequence_id)
             entry = self._append(metadata, messages, None)
             self._entry_added(entry)
             return entry

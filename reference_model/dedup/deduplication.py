@@ -33,7 +33,8 @@ __all__ = ["MessageDeduplication"]
 _NS_PER_MS = 1_000_000
 
 
-def _check_int(name: str, value: object) -> int:
+def check_int(name: str, value: object) -> int:
+    """``value`` if it is an int (not a bool), else :class:`InvalidArgument` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgument(f"Expected an int for {name} but got {name}={value!r} (type={type(value).__name__}).")
     return value
@@ -115,7 +116,7 @@ class MessageDeduplication:
             raise InvalidArgument(
                 f"Expected a bool for enabled but got enabled={enabled!r} (type={type(enabled).__name__})."
             )
-        _check_int("now_ns", now_ns)
+        check_int("now_ns", now_ns)
         if cursor_position is not None:
             cursor_position = _check_position("cursor_position", cursor_position)
         if enabled:
@@ -160,7 +161,7 @@ class MessageDeduplication:
         A no-op unless enabled (``producerRemoved`` checks ``isEnabled()``): recovery therefore does not mark
         recovered producers inactive, and a producer that never reconnects after a restart is never purged.
         """
-        _check_int("now_ns", now_ns)
+        check_int("now_ns", now_ns)
         if self.enabled:
             self._inactive_since_ns[name] = now_ns
 
@@ -171,7 +172,7 @@ class MessageDeduplication:
         forgotten, a snapshot is taken at the cursor's current position, so the restart state forgets them too.
         While not enabled, the purge only clears the inactivity marks.
         """
-        _check_int("now_ns", now_ns)
+        check_int("now_ns", now_ns)
         if not self.enabled:
             self._inactive_since_ns.clear()
             return
@@ -209,8 +210,8 @@ class MessageDeduplication:
         A NOT_DUP decision records ``max(sequence_id, highest_sequence_id)`` as pushed, so the caller must
         follow with :meth:`on_persisted` or :meth:`on_write_failed`.
         """
-        _check_int("sequence_id", sequence_id)
-        _check_int("highest_sequence_id", highest_sequence_id)
+        check_int("sequence_id", sequence_id)
+        check_int("highest_sequence_id", highest_sequence_id)
         if not self.enabled or marker or not last_chunk:
             return DedupDecision.NOT_DUP
         pushed = self._pushed.get(name)
@@ -239,8 +240,8 @@ class MessageDeduplication:
         ``entries_interval`` entries a snapshot is taken at ``position``. ``now_ns`` (when given) stamps that
         snapshot, which postpones the next time-based one. Markers are not counted.
         """
-        _check_int("sequence_id", sequence_id)
-        _check_int("highest_sequence_id", highest_sequence_id)
+        check_int("sequence_id", sequence_id)
+        check_int("highest_sequence_id", highest_sequence_id)
         position = _check_position("position", position)
         if not self.enabled or marker:
             return
@@ -281,7 +282,7 @@ class MessageDeduplication:
         is positive, at least ``snapshot_interval_ms`` passed since the last snapshot, and the topic moved past
         the cursor. Returns whether a snapshot was taken.
         """
-        _check_int("now_ns", now_ns)
+        check_int("now_ns", now_ns)
         if not self.enabled:
             return False
         interval_ns = self.config.snapshot_interval_ms * _NS_PER_MS
@@ -341,8 +342,8 @@ class MessageDeduplication:
                 )
             position, name, seq, highest = entry
             last = _check_position(f"entries[{index}].position", position)
-            _check_int(f"entries[{index}].sequence_id", seq)
-            _check_int(f"entries[{index}].highest_sequence_id", highest)
+            check_int(f"entries[{index}].sequence_id", seq)
+            check_int(f"entries[{index}].highest_sequence_id", highest)
             value = max(highest, seq)
             self._pushed[name] = value
             self._persisted[name] = value

@@ -45,15 +45,6 @@ class ClassicDispatcher(KeySharedDispatcher):
         self.recently_joined: dict[DispatchConsumer, Position] | None = None if self.allow_out_of_order else {}
         self.sort_recently_joined = self.version.has(CLASSIC_RECENTLY_JOINED_SORTED)
 
-    @property
-    def stuck_on_replays(self) -> bool:
-        """``isDispatcherStuckOnReplays``: the next replay read is skipped once (the base's ``skip_next_replay``)."""
-        return self.skip_next_replay
-
-    @stuck_on_replays.setter
-    def stuck_on_replays(self, value: bool) -> None:
-        self.skip_next_replay = value
-
     # -- membership ----------------------------------------------------------------------------------------
     def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
         read_position = self.cursor.read_position

@@ -5,16 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference_model.errors import InvalidArgument
-from reference_model.versions import Fix
+from reference_model.versions import REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT  # defined there; importable here too
 
 __all__ = ["REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT", "ReplicationConfig"]
-
-#: While no snapshot ever completed, a pending one is not retried before it times out (was: a new request every
-#: tick). apache/pulsar#23839, labelled release/3.0.10 and release/3.3.5; the 4.0 line took it with 4.0.2
-#: (merged 2025-01, before the 4.0.2 cut). Kept here until ``reference_model.versions`` carries it.
-REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT = Fix(
-    "snapshot request retried only after timeout", "apache/pulsar#23839", ("3.0.10", "3.3.5", "4.0.2")
-)
 
 
 @dataclass(frozen=True, slots=True)

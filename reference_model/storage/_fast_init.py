@@ -16,7 +16,7 @@ instance's type is the class.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import _FIELD, MISSING, fields, is_dataclass  # type: ignore[attr-defined]
 from typing import Any, TypeVar
 
 __all__ = ["fast_frozen_init"]
@@ -29,8 +29,9 @@ def fast_frozen_init(cls: type[T]) -> type[T]:
 
     Supports what the model's records use: positional-or-keyword fields with or without a plain ``default``, and
     ``init=False`` fields that ``__post_init__`` sets (with ``object.__setattr__``, as usual). Anything else
-    (``default_factory``, ``kw_only``, ``InitVar``, a base class) is refused when the class is defined, so that a
-    new field cannot silently change meaning.
+    (``default_factory``, ``kw_only``, ``InitVar``, ``ClassVar``, a base class) is refused when the class is
+    defined, so that a new field cannot silently change meaning. Do not subclass a decorated class: the instance
+    is allocated with the class's own slot layout.
     """
     params = getattr(cls, "__dataclass_params__", None)
     slots = cls.__dict__.get("__slots__")
@@ -38,6 +39,9 @@ def fast_frozen_init(cls: type[T]) -> type[T]:
         raise TypeError(
             f"fast_frozen_init needs a @dataclass(frozen=True, slots=True) class without bases, not {cls!r}."
         )
+    pseudo = [f.name for f in cls.__dataclass_fields__.values() if f._field_type is not _FIELD]  # type: ignore[attr-defined]
+    if pseudo:  # InitVar / ClassVar: fields() hides them, so they would fail only at construction
+        raise TypeError(f"fast_frozen_init does not support {cls.__name__}.{pseudo[0]} (InitVar or ClassVar).")
     twin = type(f"_Mutable{cls.__name__}", (), {"__slots__": tuple(slots), "__module__": cls.__module__})
     closure: dict[str, Any] = {"_twin": twin, "_allocate": object.__new__}
     signature: list[str] = []

@@ -10,6 +10,7 @@ import pytest
 from reference_model.broker import BrokerConfig, KeySharedPolicy, ModelBroker
 from reference_model.errors import InvalidArgument, UnknownVersion
 from reference_model.keyshared import DispatcherSettings
+from reference_model.storage.entry import MessageMetadata, SingleMessage
 
 
 def _broker() -> ModelBroker:
@@ -105,6 +106,16 @@ CASES: list[tuple[str, Callable[[], Any], str]] = [
     ("send(content='text')", lambda: _broker().create_producer("t").send("text"), "Expected bytes"),  # type: ignore[arg-type]
     ("send(deliver_after=...)", lambda: _broker().create_producer("t").send(b"x", deliver_after=5), "not modelled"),
     ("write_marker(marker_type='12')", lambda: _broker().write_marker("t", "12", {}, None), "marker_type"),  # type: ignore[arg-type]
+    (
+        "append_replicated(sequence_id='7'), deduplication off",
+        lambda: _broker().append_replicated(
+            "t",
+            MessageMetadata("p", "7", partition_key="k"),
+            [SingleMessage(b"x", 7)],
+            "r2",  # type: ignore[arg-type]
+        ),
+        "Expected an int for sequence_id",
+    ),
     (
         "set_namespace_deduplication('yes')",
         lambda: _broker().set_namespace_deduplication("yes"),  # type: ignore[arg-type]

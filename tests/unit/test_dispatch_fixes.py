@@ -12,7 +12,7 @@ from reference_model.versions import DRAINING_REASSIGNMENT_FIX, REPLICATED_SNAPS
 
 def test_the_moved_fixes_are_importable_from_where_they_were() -> None:
     assert pip379.DRAINING_REASSIGNMENT_FIX is DRAINING_REASSIGNMENT_FIX
-    assert replication_config.REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT == REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT
+    assert replication_config.REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT is REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT
     assert {"DRAINING_REASSIGNMENT_FIX", "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT"} <= set(versions.__all__)
 
 

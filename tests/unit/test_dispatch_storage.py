@@ -254,7 +254,12 @@ def test_fast_frozen_init_refuses_classes_it_cannot_build() -> None:
     class WithFactory:
         a: list[int] = dataclasses.field(default_factory=list)
 
-    for cls in (Mutable, WithFactory):
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class WithInitVar:
+        a: int
+        scale: dataclasses.InitVar[int] = 1
+
+    for cls in (Mutable, WithFactory, WithInitVar):
         with pytest.raises(TypeError, match="fast_frozen_init"):
             fast_frozen_init(cls)
 
