@@ -133,10 +133,10 @@ class SubState:
         self.name = name
         #: message key -> record, while the message is not settled (see ``settled``)
         self.recs: dict[str, list[Any]] = {}
-        #: message key -> (scope, R_ARM_I, R_ARM_INC, R_ARM_EPOCH) of a *settled* message: acknowledged, held by
-        #: nobody and its publish receipt seen. Its record is dropped (memory follows what is outstanding); this
-        #: compact remainder keeps what a later receive needs: the message's first key and the arming ack.
-        self.settled: dict[str, tuple[str, int, Any, int]] = {}
+        #: message key -> (scope, key, R_ARM_I, R_ARM_INC, R_ARM_EPOCH) of a *settled* message: acknowledged,
+        #: held by nobody and its publish receipt seen. Its record is dropped; this compact remainder keeps what a
+        #: later receive needs: the message's first key (scope and key are shared strings) and the arming ack.
+        self.settled: dict[str, tuple[str, str, int, Any, int]] = {}
         #: scope -> incarnation -> how many messages of the scope it holds
         self.holding: dict[str, dict[Incarnation, int]] = {}
         #: scope -> heap of (position, message key) of free messages (lazy: entries may be stale)

@@ -238,6 +238,9 @@ class StreamingChecker:
                 sub = inc.sub
                 rec = sub.recs.get(mkey)
                 if rec is None:
+                    done = sub.settled.get(mkey) if sub.settled else None
+                    if done is not None and done[2] >= 0:  # acknowledged again, not held: this ack disarms
+                        sub.settled[mkey] = (done[0], done[1], -1, None, 0)
                     continue
                 holder = rec[3]
                 if holder is None:
@@ -261,7 +264,7 @@ class StreamingChecker:
                     rec[3] = None
                 if mkey in published:  # settled: only the compact remainder stays
                     del sub.recs[mkey]
-                    sub.settled[mkey] = (rec[6], i, inc, self._epoch) if arms else (rec[6], -1, None, 0)
+                    sub.settled[mkey] = (rec[6], rec[5], i, inc, self._epoch) if arms else (rec[6], rec[5], -1, None, 0)
                     continue
                 rec[0] = True
                 rec[1] = False
@@ -300,7 +303,7 @@ class StreamingChecker:
                     if known is not None:  # already known from a receive: settled if acknowledged meanwhile
                         if known[0] and known[3] is None:
                             del recs[mkey]
-                            sub.settled[mkey] = (known[6], known[9], known[10], known[11])
+                            sub.settled[mkey] = (known[6], known[5], known[9], known[10], known[11])
                         continue
                     t_c = sub.expect_cache.get(stream)
                     if t_c is None:
@@ -445,9 +448,8 @@ class StreamingChecker:
 
     def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> list[Any]:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
-        scope, arm_i, arm_inc, arm_epoch = sub.settled.pop(mkey)
-        rec = [True, False, None, None, -1, scope.rpartition("\x1f")[2], scope, pos, None, arm_i, arm_inc, arm_epoch]
-        rec.append(None)
+        scope, key, arm_i, arm_inc, arm_epoch = sub.settled.pop(mkey)
+        rec = [True, False, None, None, -1, key, scope, pos, None, arm_i, arm_inc, arm_epoch, None]
         sub.recs[mkey] = rec
         return rec
 
@@ -635,7 +637,8 @@ class StreamingChecker:
         if tl is None:
             tl = sub.timeline = Timeline(self._fresh_selector, self._sticky)
         refusal = tl.apply(change)
-        if refusal is not None:
+        if refusal is not None and self.first_fault is None:
+            # after a fault the old consumers may not have re-subscribed yet: Pulsar too could accept this open
             self._emit(make_refused_open(sub.name, inc.consumer, change.index, change.ranges, refusal.reason))
         pending = self.suspects.pop(sub.name, None)
         if not pending or tl.broken_at == change.index:

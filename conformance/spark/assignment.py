@@ -99,8 +99,9 @@ def suspects(m: Any, infos: dict[int, TraceInfo], spark: Any) -> tuple[Any, Any]
 
     col, lit, when = F.col, F.lit, F.when
     built = tables(spark, infos)
-    if built is None:
-        return m, lit(False)
+    if built is None:  # no trace judges misassigned: the columns the job reads anyway, all null
+        no_lower = (lit(None).cast("string").alias("lower_kind"), lit(None).cast("long").alias("lower"))
+        return m.select("*", lit(False).alias("judged"), *no_lower), lit(False)
     slot_table, owner_table = built
     first_fault = trace_map({tid: info.first_fault for tid, info in infos.items() if info.faults}, "long")
     until = {

@@ -213,6 +213,7 @@ def check_frames(
         refused: list[Violation] = [
             make_refused_open(sub, consumer, r.change.index, r.change.ranges, r.reason)
             for sub, consumer, r in info.refusals
+            if info.first_fault is None or r.change.index < info.first_fault  # as the streaming engine decides
         ]
         notes, unjudged = _notes(info)
         verdicts[tid] = build_verdict(

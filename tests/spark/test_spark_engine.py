@@ -75,6 +75,19 @@ def hand_written() -> list[TraceBuilder]:
         b.receive("c1", f"k{n}", f"1:{n}"), b.publish(f"k{n}", f"1:{n}"), b.ack("c1", f"1:{n}")
     b.end()
     cases.append(b)
+    b = TraceBuilder()  # a second ack of a settled message disarms the first: clean
+    b.open("c1"), b.publish("k", "1:0"), b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.ack("c1", "1:0")
+    b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.end()
+    cases.append(b)
+    b = TraceBuilder()  # redelivered after ack, on a key with the scope separator in it
+    b.open("c1"), b.publish("a\x1fb", "1:0"), b.receive("c1", "a\x1fb", "1:0"), b.ack("c1", "1:0")
+    b.receive("c1", "a\x1fb", "1:0"), b.ack("c1", "1:0"), b.end()
+    cases.append(b)
+    sticky = TraceHeader("x", SubscriptionSpec("s", key_shared_mode="STICKY"), selector=SelectorSpec("sticky", "4.0"))
+    b = TraceBuilder(sticky)  # an open Pulsar refuses, accepted after a fault: not judged, clean
+    b.open("c1", policy={"sticky_ranges": [[0, 65535]]}), b.fault()
+    b.open("c2", policy={"sticky_ranges": [[0, 65535]]}), b.end()
+    cases.append(b)
     return cases
 
 
@@ -110,6 +123,16 @@ def test_hand_written_traces_and_stored_files(spark: Any, tmp_path: Path) -> Non
         same_verdicts(verdicts[n], verdict)
     for k in range(len(stored)):
         same_verdicts(verdicts[len(cases) + k], python[origin[k]])
+
+
+def test_a_job_where_no_trace_names_a_selector(spark: Any) -> None:
+    """misassigned judged nowhere: the job still runs (it once failed resolving the suspects' columns)."""
+    b = TraceBuilder()
+    b.open("c1"), b.publish("k", "1:0"), b.receive("c1", "k", "1:0"), b.ack("c1", "1:0")
+    b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.end()
+    (verdict,) = check_many(spark, [(b.header, b.events)])
+    same_verdicts(verdict, check_trace(b.events, header=b.header))
+    assert verdict.counts["redelivered_after_ack"] == 1
 
 
 def traces(draw: Any) -> list[Any]:

@@ -156,6 +156,16 @@ def test_an_accepted_open_the_selector_refuses_is_misassigned_and_ends_judging()
     assert any("not judged" in note and "refuses the subscribe at E1" in note for note in verdict.notes)
 
 
+def test_a_refused_open_after_a_fault_is_no_finding() -> None:
+    """After a restart the old consumers may not have re-subscribed yet: Pulsar could accept the open too."""
+    b = TraceBuilder(header("sticky", "STICKY"))
+    b.open("c1", policy={"sticky_ranges": [[0, 65535]]})
+    b.fault()
+    b.open("c2", policy={"sticky_ranges": [[0, 65535]]})
+    b.end()
+    assert misassigned(b) == []
+
+
 def test_a_refused_open_that_failed_is_no_finding() -> None:
     b = TraceBuilder(header("sticky", "STICKY"))
     b.open("c1", policy={"sticky_ranges": [[0, 65535]]})

@@ -67,3 +67,35 @@ def test_memory_holds_what_is_outstanding() -> None:
     assert list(sub.recs) == ["persistent://public/default/t|1:999:-1:-1"]
     assert len(sub.settled) == 200  # what stays of a settled message is its scope and arming ack
     assert sum(len(h) for h in sub.free_heaps.values()) <= 1
+
+
+def _redelivered(b: TraceBuilder) -> list[tuple[str | None, tuple[int, ...]]]:
+    verdict = check_trace(b.events, header=b.header)
+    return [(v.key, v.events) for v in verdict.violations if v.kind is Kind.REDELIVERED_AFTER_ACK]
+
+
+def test_a_second_ack_of_a_settled_message_disarms_the_first() -> None:
+    """Only the last acknowledgement counts: one that arms nothing (nobody held the message) disarms."""
+    b = TraceBuilder()
+    b.open("c1")
+    b.publish("k", "1:0")
+    b.receive("c1", "k", "1:0")
+    b.ack("c1", "1:0")  # settled here: acknowledged, receipt seen
+    b.ack("c1", "1:0")  # held by nobody: disarms
+    b.receive("c1", "k", "1:0")
+    b.ack("c1", "1:0")
+    b.end()
+    assert _redelivered(b) == []
+
+
+def test_a_settled_message_keeps_its_key_whatever_its_characters() -> None:
+    b = TraceBuilder()
+    b.open("c1")
+    b.publish("a\x1fb", "1:0")
+    b.receive("c1", "a\x1fb", "1:0")
+    b.ack("c1", "1:0")  # E3 arms
+    b.receive("c1", "a\x1fb", "1:0")  # E4
+    b.ack("c1", "1:0")
+    b.end()
+    assert _redelivered(b) == [("a\x1fb", (3, 4))]
+    assert not [n for n in check_trace(b.events, header=b.header).notes if "carried a key" in n]
