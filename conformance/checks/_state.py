@@ -37,7 +37,6 @@ __all__ = [
     "event_ref",
     "free_mark",
     "holders_of",
-    "new_record",
 ]
 
 #: Ops whose events name one message (their references carry its msg_id).
@@ -64,11 +63,6 @@ R_ARM_EPOCH = 11  #: the number of faults before that ack (a fault disarms every
 #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a receive
 #: carrying the same uid is evidence the identity checks already have), else None
 R_UID = 12
-
-
-def new_record(key: str, scope: str, pos: tuple[int, int, int]) -> list[Any]:
-    """A record for a message first known by a receive (free since nothing, held by nobody yet)."""
-    return [False, False, None, None, -1, key, scope, pos, None, -1, None, 0, None]
 
 
 def free_mark(free: Any) -> Mark:

@@ -117,14 +117,6 @@ class Node:
         self.hi_t: float = INF
         self.pending = pending
 
-    def in_window(self, r: int, lower: Lower) -> bool:
-        """Whether this state may have been in effect at some moment between the lower bound and ``r``."""
-        if self.lo >= r:
-            return False
-        if lower is None:
-            return True
-        return (self.hi if lower[0] == "index" else self.hi_t) >= lower[1]
-
     def __repr__(self) -> str:
         members = ", ".join(f"{c.name}@E{c.consumer_id}" for c in self.state.consumers())
         return f"Node([{members}], lo={self.lo}, hi={self.hi}, pending={sorted(self.pending)})"
@@ -177,7 +169,6 @@ class Timeline:
         self.broken_reason: str | None = None
         #: True when the timeline gave up because of too many variants (misassigned unjudged, not a finding)
         self.unjudgeable = False
-        self.refusals: list[Refusal] = []
         self._await_next: list[Node] = []  # nodes that end by the membership event after a close
         self._members: dict[int, Any] = {}
         self._slots: dict[str, int] = {}
@@ -225,7 +216,6 @@ class Timeline:
                 head = children[-1]
         if head is None:  # the head refuses: every membership does (a crashed member only takes ranges away)
             refusal = Refusal(change, reason or "refused")
-            self.refusals.append(refusal)
             self._break(change.index, f"the reference selector refuses the subscribe at E{change.index} ({reason})")
             return refusal
         self._members[change.inc_id] = ref
@@ -321,10 +311,6 @@ class Timeline:
     def _break(self, index: int, reason: str) -> None:
         self.broken_at = index
         self.broken_reason = reason
-
-    def finish(self) -> None:
-        """Nothing ends after the last event: nodes still waiting for an end stay open."""
-        self._await_next = []
 
     # --- judging ---------------------------------------------------------------------------------------------
     @property

@@ -27,6 +27,9 @@ from typing import Any
 
 from conformance.checks._state import (
     R_ACKED,
+    R_ARM_EPOCH,
+    R_ARM_I,
+    R_ARM_INC,
     R_EXEMPT,
     R_FREE,
     R_HOLD_I,
@@ -547,9 +550,9 @@ class StreamingChecker:
 
     def _armed_receive(self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str) -> None:
         """The first live receive after an armed ack: a violation unless a fault or the acker disarmed it."""
-        ack_i, acker = rec[9], rec[10]
-        rec[9] = -1
-        if rec[11] == self._epoch and acker.last_disarm < ack_i:
+        ack_i, acker = rec[R_ARM_I], rec[R_ARM_INC]
+        rec[R_ARM_I] = -1
+        if rec[R_ARM_EPOCH] == self._epoch and acker.last_disarm < ack_i:
             msg = _msg(mkey)
             ref = (i, "receive", inc.consumer, msg)
             ack_ref = (ack_i, "ack", acker.consumer, msg)

@@ -119,7 +119,7 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     from conformance.spark.ordering import SCOPE, flagged_scopes, sweep_batches
     from conformance.spark.prepare import message_rows, normalized
     from conformance.spark.redelivery import redelivered
-    from conformance.spark.rows import VIOLATION_SCHEMA, ref
+    from conformance.spark.rows import REF_TYPE, VIOLATION_SCHEMA, ref
     from conformance.spark.unexpected import receives_by_uid, unexpected_violations
 
     col, lit, when = F.col, F.lit, F.when
@@ -130,7 +130,7 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     u_cond, u_refs, u_aux = undelivered(m, end_of)
     d_cond, d_refs, d_aux = redelivered()
     nul_l, nul_s, nul_b = lit(None).cast("long"), lit(None).cast("string"), lit(None).cast("boolean")
-    no_refs = lit(None).cast("array<struct<i:long,op:string,consumer:string,msg:string>>")
+    no_refs = lit(None).cast(f"array<{REF_TYPE}>")
     since = col("since")
     lower_ref = ref(since["i"], since["op"], since["consumer"], col("msg"))
     receive_ref = ref(col("i"), "receive", col("consumer"), col("msg"))

@@ -21,7 +21,7 @@ from conformance.checks.redelivery import make_redelivered
 from conformance.checks.unexpected import make_unexpected
 from conformance.violations import Violation
 
-__all__ = ["REF_TYPE", "VIOLATION_SCHEMA", "ref", "to_violations", "violation_schema"]
+__all__ = ["REF_TYPE", "VIOLATION_SCHEMA", "ref", "to_violations"]
 
 VIOLATION_SCHEMA = (
     "tid long, kind string, sub string, key string, "
@@ -29,12 +29,6 @@ VIOLATION_SCHEMA = (
 )
 REF_TYPE = "struct<i:long,op:string,consumer:string,msg:string>"
 MSG_OPS = ("publish", "receive", "ack", "nack")
-
-
-def violation_schema() -> Any:
-    from pyspark.sql.types import _parse_datatype_string
-
-    return _parse_datatype_string(VIOLATION_SCHEMA)
 
 
 def ref(i: Any, op: Any, consumer: Any, msg: Any) -> Any:
