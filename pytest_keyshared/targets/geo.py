@@ -41,12 +41,10 @@ from pytest_keyshared.targets.base import Capabilities, Claims, ClientQuirks, Pu
 from pytest_keyshared.targets.testcontainers import (
     broker_settings,
     container_spec,
-    parse_image,
+    image_contract,
     readiness_problem,
-    version_from_tag,
 )
 from reference_model.errors import InvalidArgument
-from reference_model.versions import parse_version
 
 __all__ = [
     "ADDRESSING_SETTINGS",
@@ -335,19 +333,7 @@ class GeoTarget(PulsarTarget):
     def __init__(self, name: str, artifacts_dir: Path, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(name, artifacts_dir)
         opts = check_options(options, _OPTIONS, name)
-        _kind, _, rest = name.partition(":")
-        self.image, self.tag = parse_image(rest)
-        version = opts.get("pulsar_version") or version_from_tag(self.tag)
-        if version is None:
-            raise InvalidArgument(
-                f"Cannot tell the Pulsar version of image tag {self.tag!r}; pass the target option pulsar_version"
-                f" (e.g. '4.0')."
-            )
-        implementation = opts.get("implementation", "pip379" if parse_version(version).at_least(4, 0) else "classic")
-        if implementation not in ("pip379", "classic"):
-            raise InvalidArgument(f"Option implementation={implementation!r}: expected 'pip379' or 'classic'.")
-        if implementation == "pip379" and not parse_version(version).at_least(4, 0):
-            raise InvalidArgument(f"Pulsar {version} has only the classic Key_Shared implementation (PIP-379 is 4.0+).")
+        self.image, self.tag, version, implementation = image_contract(name, opts)
         snapshot_ms = int(opts.get("snapshot_frequency_ms", 1000))
         if snapshot_ms < 10:
             raise InvalidArgument(

@@ -85,6 +85,29 @@ def parse_image(rest: str) -> tuple[str, str]:
     return image, tag
 
 
+def image_contract(name: str, opts: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """``(image, tag, pulsar_version, implementation)`` of a container target string and its options.
+
+    The version comes from the ``pulsar_version`` option, else from the image tag; the implementation from the
+    ``implementation`` option, else PIP-379 from 4.0 on and classic before. Shared by the one-broker and the
+    two-cluster targets, so both refuse the same inputs with the same one-line errors.
+    """
+    _kind, _, rest = name.partition(":")
+    image, tag = parse_image(rest)
+    version = opts.get("pulsar_version") or version_from_tag(tag)
+    if version is None:
+        raise InvalidArgument(
+            f"Cannot tell the Pulsar version of image tag {tag!r}; pass the target option pulsar_version (e.g. '4.0')."
+        )
+    is_4 = parse_version(version).at_least(4, 0)
+    implementation = opts.get("implementation", "pip379" if is_4 else "classic")
+    if implementation not in ("pip379", "classic"):
+        raise InvalidArgument(f"Option implementation={implementation!r}: expected 'pip379' or 'classic'.")
+    if implementation == "pip379" and not is_4:
+        raise InvalidArgument(f"Pulsar {version} has only the classic Key_Shared implementation (PIP-379 is 4.0+).")
+    return image, tag, version, implementation
+
+
 def version_from_tag(tag: str) -> str | None:
     """``"4.0.13"`` -> ``"4.0.13"`` when the model knows that release line, else None."""
     match = re.match(r"^v?(\d+\.\d+(?:\.\d+)?)", tag)
@@ -199,20 +222,7 @@ class TestcontainersTarget(PulsarTarget):
     def __init__(self, name: str, artifacts_dir: Path, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(name, artifacts_dir)
         opts = check_options(options, _OPTIONS, name)
-        _kind, _, rest = name.partition(":")
-        self.image, self.tag = parse_image(rest)
-        version = opts.get("pulsar_version") or version_from_tag(self.tag)
-        if version is None:
-            raise InvalidArgument(
-                f"Cannot tell the Pulsar version of image tag {self.tag!r}; pass the target option pulsar_version"
-                f" (e.g. '4.0')."
-            )
-        parse_version(version)
-        implementation = opts.get("implementation", "pip379" if parse_version(version).at_least(4, 0) else "classic")
-        if implementation not in ("pip379", "classic"):
-            raise InvalidArgument(f"Option implementation={implementation!r}: expected 'pip379' or 'classic'.")
-        if implementation == "pip379" and not parse_version(version).at_least(4, 0):
-            raise InvalidArgument(f"Pulsar {version} has only the classic Key_Shared implementation (PIP-379 is 4.0+).")
+        self.image, self.tag, version, implementation = image_contract(name, opts)
         extra = opts.get("broker_settings", {})
         for key in extra:
             if not isinstance(key, str) or not key:
