@@ -5,8 +5,11 @@
 One module per property (``exclusivity``, ``ordering``, ``loss``, ``redelivery``, ``duplicates``,
 ``unexpected``, ``assignment``) holds its rule, its witness and its explanation; ``streaming`` composes them
 into one pass; the PySpark twins live in :mod:`conformance.spark`.  Rules: ``docs/checker.md``.
+The streaming engine may run compiled (mypyc, ``setup.py``): :mod:`conformance.checks._build` picks the build
+before anything else here is imported.
 """
 
+from conformance.checks import _build  # noqa: F401  (first: it decides which build of the engine is imported)
 from conformance.checks.api import ENGINES, check_events, check_source, check_trace
 from conformance.checks.streaming import StreamingChecker
 from conformance.profiles import PROFILES, Profile, get_profile, profile_for_header

@@ -105,7 +105,8 @@ class StreamingChecker:
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
-        self._scopes: dict[str, str] = {}  # one shared string per scope
+        #: stream -> key -> scope: one shared string per scope, found without building the string again
+        self._scopes: dict[str, dict[str, str]] = {}
         self.key_mismatches = 0
         # assignment
         self._fresh_selector: Callable[[], Any] | None = None
@@ -162,7 +163,7 @@ class StreamingChecker:
     def _run(self, rows: Iterable[tuple[Any, ...]]) -> None:
         live_get = self.live.get
         published = self._published
-        scope_of = self._scopes.setdefault
+        scopes = self._scopes
         uid_pub = self.uid_pub
         ids = self.ids
         assign = self._fresh_selector is not None
@@ -182,8 +183,10 @@ class StreamingChecker:
                 if rec is None:
                     if uid is not None:
                         self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    scope = stream + "\x1f" + key
-                    scope = scope_of(scope, scope)
+                    of_stream = scopes.get(stream)
+                    scope = None if of_stream is None else of_stream.get(key)
+                    if scope is None:
+                        scope = self._scope(stream, key)
                     rec = [False, False, None, None, -1, key, scope, (ledger, entry, batch), None, -1, None, 0, None]
                     sub.recs[mkey] = rec
                     was_free = None
@@ -312,8 +315,10 @@ class StreamingChecker:
                     if t_c is None:
                         t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
                     if t_c < send_t:
-                        scope = stream + "\x1f" + key
-                        scope = scope_of(scope, scope)
+                        of_stream = scopes.get(stream)
+                        scope = None if of_stream is None else of_stream.get(key)
+                        if scope is None:
+                            scope = self._scope(stream, key)
                         pos = (ledger, entry, batch)
                         recs[mkey] = [
                             False,
@@ -338,6 +343,14 @@ class StreamingChecker:
             else:
                 self._rare(op, row)
         self.events += count
+
+    def _scope(self, stream: str, key: str) -> str:
+        """The shared scope string of ``key`` in ``stream`` (what ordering and exclusivity are judged within)."""
+        of_stream = self._scopes.setdefault(stream, {})
+        scope = of_stream.get(key)
+        if scope is None:
+            scope = of_stream[key] = stream + "\x1f" + key
+        return scope
 
     # --- rare ops --------------------------------------------------------------------------------------
     def _rare(self, op: str, row: tuple[Any, ...]) -> None:
@@ -431,8 +444,7 @@ class StreamingChecker:
             rec = self._revive(sub, mkey, (row[12], row[13], row[14]))
         mark = (i, "receive", consumer)
         if rec is None:
-            scope = stream + "\x1f" + key
-            scope = self._scopes.setdefault(scope, scope)
+            scope = self._scope(stream, key)
             rec = [False, False, None, None, -1, key, scope, (row[12], row[13], row[14]), None, -1, None, 0, None]
             sub.recs[mkey] = rec
             self._free(sub, rec, mkey, mark)
@@ -720,6 +732,24 @@ def _row_of(event: Event) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+#: String fields decoded so that equal values in a batch are one object: the loop's dictionaries then find
+#: them by identity, with the hash computed once, instead of comparing the bytes of a cold copy each time.
+_SHARED_FIELDS = frozenset({"op", "consumer", "key", "mkey", "stream", "uid", "producer", "result"})
+
+
+def _shared_pylist(array: Any) -> list[Any]:
+    """``array.to_pylist()`` in which equal strings are the same object (one per distinct value)."""
+    import pyarrow as pa
+
+    encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
+    values = encoded.dictionary.to_pylist()
+    indices = encoded.indices
+    if indices.null_count:
+        values.append(None)
+        indices = indices.fill_null(len(values) - 1)
+    return list(map(values.__getitem__, indices.to_pylist()))
+
+
 def _rows_of_batch(batch: Any) -> tuple[Iterable[tuple[Any, ...]], Callable[[int], dict[str, Any]]]:
     """The rows of a batch as tuples of :data:`ROW_FIELDS`, and a getter of the rare fields."""
     import pyarrow as pa
@@ -743,6 +773,8 @@ def _rows_of_batch(batch: Any) -> tuple[Iterable[tuple[Any, ...]], Callable[[int
             lists.append([None] * n)
         elif name in ("ledger", "entry", "batch") and array.null_count:
             lists.append(pc.fill_null(array, pa.scalar(-1, pa.int64())).to_pylist())
+        elif name in _SHARED_FIELDS:
+            lists.append(_shared_pylist(array))
         else:
             lists.append(array.to_pylist())
     lists.append(range(n))
