@@ -12,7 +12,9 @@ validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource
 stored traces).  Both end in :meth:`StreamingChecker._run`, one loop over plain tuples: the three ops that
 make up nearly every trace (publish, receive, ack) are handled inline, their common case first, on message
 records that are plain lists; the rest (and every violation) in methods.  That loop is why this module is
-long; the rules are short.
+long; the rules are short.  This module and :mod:`~conformance.checks._state` may run compiled by mypyc
+(``KEYSHARED_COMPILE=1``; :mod:`conformance.checks._build` picks the build), so they stay strictly typed and
+their classes are not patched at run time.
 
 Memory: one record per message known in a subscription (its key is its first event's, so records are kept),
 the holdings and heaps of what is outstanding, and for the identity checks one entry per published uid and
