@@ -10,7 +10,8 @@
    decided per message (``undelivered``, ``redelivered_after_ack``) or suspected (``misassigned``);
 3. those rows are shuffled once by scope (subscription, topic partition, key): window functions flag the
    scopes that may hold a ``key_overlap`` or ``out_of_order`` and a Python sweep judges only those
-   (:mod:`conformance.spark.ordering`);
+   (:mod:`conformance.spark.ordering`); the violations decided per message ride through that sweep, so the
+   message pass has one consumer and runs once;
 4. the identity checks aggregate by uid and by (producer, seq) (:mod:`conformance.spark.duplicates`,
    :mod:`conformance.spark.unexpected`).
 
@@ -182,17 +183,10 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     ]
     produced = F.explode(F.filter(F.array(*outputs), lambda x: x.isNotNull())).alias("o")
     rows = m.select("tid", "sub", "stream", col("mkey_key").alias("key"), produced).select(*SCOPE, "o.*")
-    rows = rows.repartition(partitions, *SCOPE)
-    scope_rows = rows.where(col("kind") != "V")
-    swept = flagged_scopes(scope_rows).mapInArrow(sweep_batches, VIOLATION_SCHEMA)
-    decided = rows.where(col("kind") == "V").select("tid", col("vkind").alias("kind"), "sub", "key", "refs", "aux")
+    swept = flagged_scopes(rows.repartition(partitions, *SCOPE)).mapInArrow(sweep_batches, VIOLATION_SCHEMA)
     ident = normalized(df.where((col("op") == "publish") | ((col("op") == "receive") & col("uid").isNotNull())))
     receives = receives_by_uid(ident)
-    return (
-        swept.unionByName(decided)
-        .unionByName(duplicate_violations(ident, receives))
-        .unionByName(unexpected_violations(receives))
-    )
+    return swept.unionByName(duplicate_violations(ident, receives)).unionByName(unexpected_violations(receives))
 
 
 def check_frames(

@@ -33,21 +33,25 @@ __all__ = ["SCOPE", "SWEEP_COLUMNS", "flagged_scopes", "sweep_batches", "sweep_s
 _MSG_OPS = frozenset({"publish", "receive", "ack", "nack"})
 SCOPE = ("tid", "sub", "stream", "key")
 SWEEP_COLUMNS = (*SCOPE, "kind", "i", "end", "inc", "consumer", "ledger", "entry", "batch", "msg", "m_op",
-                 "m_consumer")  # fmt: skip
+                 "m_consumer", "vkind", "refs", "aux")  # fmt: skip
 
 
 def flagged_scopes(scope_rows: Any) -> Any:
-    """The holds (``H``), free (``F``) and exempt (``E``) periods of the scopes that may hold a violation.
+    """The holds (``H``), free (``F``) and exempt (``E``) periods of the scopes that may hold a violation, and
+    every violation already decided per message (``V``, passed through to the sweep).
 
     ``scope_rows`` must be partitioned by scope; the rows come out sorted by scope and ``i`` within partitions.
+    The ``V`` rows ride along rather than being split off before this step: two consumers of one DataFrame
+    would make Spark push each filter below the shuffle by scope and compute every message's state twice.
+    They form window partitions of their own (``_v``), so they change no flag, and need no extra shuffle.
     """
     from pyspark.sql import Window as W
     from pyspark.sql import functions as F
 
     col, when = F.col, F.when
     rank = when(col("kind") == "E", 0).when(col("kind") == "F", 1).otherwise(2)
-    rows = scope_rows.select("*", rank.alias("_rank"))
-    w = W.partitionBy(*SCOPE).orderBy("i", "_rank")
+    rows = scope_rows.select("*", rank.alias("_rank"), (col("kind") == "V").alias("_v"))
+    w = W.partitionBy(*SCOPE, "_v").orderBy("i", "_rank")
     before = w.rowsBetween(W.unboundedPreceding, -1)
     whole = w.rowsBetween(W.unboundedPreceding, W.unboundedFollowing)
     hold, free = col("kind") == "H", col("kind") == "F"
@@ -64,11 +68,11 @@ def flagged_scopes(scope_rows: Any) -> Any:
     )
     rows = rows.select("*", flag.alias("_flag"))
     rows = rows.select("*", F.max(col("_flag")).over(whole).alias("_scope_flag"))
-    return rows.where(col("_scope_flag") & col("kind").isin("H", "F", "E")).select(*SWEEP_COLUMNS)
+    return rows.where(col("_v") | (col("_scope_flag") & col("kind").isin("H", "F", "E"))).select(*SWEEP_COLUMNS)
 
 
 def sweep_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` body: rows sorted by scope and event in, violation rows out."""
+    """``mapInArrow`` body: rows sorted by scope and event in, violation rows out (``V`` rows as they are)."""
     import pyarrow as pa
 
     schema = _out_schema()
@@ -78,6 +82,9 @@ def sweep_batches(batches: Iterator[Any]) -> Iterator[Any]:
         out: list[dict[str, Any]] = []
         columns = [batch.column(name).to_pylist() for name in SWEEP_COLUMNS]
         for row in zip(*columns, strict=True):
+            if row[4] == "V":
+                out.append(_decided(row))
+                continue
             scope = row[:4]
             if scope != current:
                 if group:
@@ -90,6 +97,11 @@ def sweep_batches(batches: Iterator[Any]) -> Iterator[Any]:
         out = sweep_scope(current, group)  # type: ignore[arg-type]
         if out:
             yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+
+def _decided(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A violation decided per message (``undelivered``, ``redelivered_after_ack``, a misassigned suspect)."""
+    return {"tid": row[0], "kind": row[15], "sub": row[1], "key": row[3], "refs": row[16], "aux": row[17]}
 
 
 def _out_schema() -> Any:
