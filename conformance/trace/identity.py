@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: A message id as the format accepts it: two to four integers separated by colons.
-MSG_ID_RE = re.compile(r"^-?[0-9]+:-?[0-9]+(?::-?[0-9]+){0,2}$")
+MSG_ID_RE = re.compile(r"^-?[0-9]+:-?[0-9]+(?::-?[0-9]+){0,2}\Z")  # \Z: "$" would accept a final newline
 #: ``<base>-partition-<N>``: one partition of a partitioned topic.
 TOPIC_PARTITION_RE = re.compile(r"^(.*)-partition-([0-9]+)$")
 

@@ -18,7 +18,7 @@ VALUES = st.one_of(
     st.booleans(),
     st.integers(-3, 5),
     st.integers(2**62, 2**64),
-    st.sampled_from(["ok", "fail", "x", "1:0", "-1:-1", "c1", "3:4:-1:0", "+1:2", "01:2", " 1:2"]),
+    st.sampled_from(["ok", "fail", "x", "1:0", "-1:-1", "c1", "3:4:-1:0", "+1:2", "01:2", " 1:2", "1:2\n", "1:0\n"]),
     st.floats(allow_nan=False, allow_infinity=False, width=16),
     st.lists(st.integers(0, 3), max_size=2),
 )
@@ -63,3 +63,18 @@ def test_the_fast_path_rejects_whatever_the_exact_path_rejects(evs: list[dict[st
         else:
             assert fast in (None, "unavailable")
             check_trace(path)  # and the checker reads it either way
+
+
+def test_a_msg_id_with_a_final_newline_is_rejected_by_both_paths(tmp_path: Path) -> None:
+    """``$`` in the id pattern once let the exact path take ``'1:0\\n'`` (as message 1:0) where the fast path
+    refused it."""
+    path = tmp_path / "nl.jsonl"
+    path.write_text(json.dumps({"i": 0, "t": 0, "op": "publish", "topic": "t", "msg_id": "1:0\n", "result": "ok"}))
+    words = []
+    for read in (lambda: list(open_trace(path).events()), lambda: list(open_trace(path).batches())):
+        try:
+            read()
+        except TraceFormatError as exc:
+            words.append(str(exc))
+    assert len(words) == 2 and words[0] == words[1]
+    assert "but got '1:0\\n' in publish i=0" in words[0]
