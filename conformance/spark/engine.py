@@ -2,17 +2,19 @@
 
 :func:`check_frames` is the composition (twin of :class:`conformance.checks.StreamingChecker`):
 
-1. a small job collects what is not about one message (membership, redeliver requests, faults, ends; event
-   counts; distinct keys) and the driver digests it (:mod:`conformance.spark.membership`);
-2. the main job shuffles the message events once by message (:mod:`conformance.spark.prepare`), runs each
-   message's state machine with window functions (:mod:`conformance.spark.messages`) and writes, from that one
-   pass, the rows every check needs: holds, free and exempt periods (to the scope checks), and the violations
+1. the events are read once, shuffled by message, normalized and cached
+   (:func:`conformance.spark.prepare.shared_events`); every later step reads that cache;
+2. a small job (which fills the cache) collects what is not about one message (membership, redeliver requests,
+   faults, ends; event counts; distinct keys) and the driver digests it (:mod:`conformance.spark.membership`);
+3. the main job runs each message's state machine with window functions (:mod:`conformance.spark.messages`;
+   the cache is already partitioned by message, so no shuffle) and writes, from that one pass, the rows every
+   check needs: holds, free and exempt periods (to the scope checks), and the violations
    decided per message (``undelivered``, ``redelivered_after_ack``) or suspected (``misassigned``);
-3. those rows are shuffled once by scope (subscription, topic partition, key): window functions flag the
+4. those rows are shuffled once by scope (subscription, topic partition, key): window functions flag the
    scopes that may hold a ``key_overlap`` or ``out_of_order`` and a Python sweep judges only those
    (:mod:`conformance.spark.ordering`); the violations decided per message ride through that sweep, so the
    message pass has one consumer and runs once;
-4. the identity checks aggregate by uid and by (producer, seq) (:mod:`conformance.spark.duplicates`,
+5. the identity checks aggregate by uid and by (producer, seq) (:mod:`conformance.spark.duplicates`,
    :mod:`conformance.spark.unexpected`).
 
 One collect returns the violation rows; the driver turns them into :class:`~conformance.violations.Violation`
@@ -110,7 +112,10 @@ def _validated(events: list[Event]) -> list[Event]:
 
 
 def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
-    """The main job's plan: one DataFrame of violation rows (``VIOLATION_SCHEMA``) and misassigned suspects."""
+    """The main job's plan: one DataFrame of violation rows (``VIOLATION_SCHEMA``) and misassigned suspects.
+
+    ``df`` is :func:`conformance.spark.prepare.shared_events` of the events.
+    """
     from pyspark.sql import functions as F
 
     from conformance.spark.assignment import suspects
@@ -118,14 +123,14 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     from conformance.spark.loss import undelivered
     from conformance.spark.messages import message_states
     from conformance.spark.ordering import SCOPE, flagged_scopes, sweep_batches
-    from conformance.spark.prepare import message_rows, normalized
+    from conformance.spark.prepare import message_rows
     from conformance.spark.redelivery import redelivered
     from conformance.spark.rows import REF_TYPE, VIOLATION_SCHEMA, ref
     from conformance.spark.unexpected import receives_by_uid, unexpected_violations
 
     col, lit, when = F.col, F.lit, F.when
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    m = message_states(message_rows(spark, df, infos, partitions))
+    m = message_states(message_rows(spark, df, infos))
     m, suspect = suspects(m, infos, spark)
     end_of = {tid: info.end_i for tid, info in infos.items() if info.drained and info.end_i is not None}
     u_cond, u_refs, u_aux = undelivered(m, end_of)
@@ -184,7 +189,7 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     produced = F.explode(F.filter(F.array(*outputs), lambda x: x.isNotNull())).alias("o")
     rows = m.select("tid", "sub", "stream", col("mkey_key").alias("key"), produced).select(*SCOPE, "o.*")
     swept = flagged_scopes(rows.repartition(partitions, *SCOPE)).mapInArrow(sweep_batches, VIOLATION_SCHEMA)
-    ident = normalized(df.where((col("op") == "publish") | ((col("op") == "receive") & col("uid").isNotNull())))
+    ident = df.where((col("op") == "publish") | ((col("op") == "receive") & col("uid").isNotNull()))
     receives = receives_by_uid(ident)
     return swept.unionByName(duplicate_violations(ident, receives)).unionByName(unexpected_violations(receives))
 
@@ -194,11 +199,16 @@ def check_frames(
 ) -> dict[int, Verdict]:
     """The composition over a DataFrame of events (column ``tid`` tells traces apart)."""
     from conformance.spark.assignment import decide_suspects
+    from conformance.spark.prepare import shared_events
     from conformance.spark.rows import to_violations
 
     with_keys = {tid for tid, h in headers.items() if h.selector is not None}
-    infos = digest(collect_small(df, with_keys), headers)
-    rows = violation_rows(spark, df, infos).collect()
+    events = shared_events(df, int(spark.conf.get("spark.sql.shuffle.partitions"))).cache()
+    try:  # the small job fills the cache; the main job reads it instead of the source
+        infos = digest(collect_small(events, with_keys), headers)
+        rows = violation_rows(spark, events, infos).collect()
+    finally:
+        events.unpersist()
     found = to_violations(r for r in rows if r["kind"] != _SUSPECT)
     for tid, violations in decide_suspects([r for r in rows if r["kind"] == _SUSPECT], infos).items():
         found.setdefault(tid, []).extend(violations)

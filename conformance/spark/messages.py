@@ -2,7 +2,7 @@
 
 Twin of the message records of the streaming engine (:mod:`conformance.checks._state`); the rules are those of
 ``docs/checker.md``.  Every window here is partitioned by (trace, ``ledger:entry``, message, subscription) and
-ordered by ``i``, so the shuffle by message of :func:`conformance.spark.prepare.message_rows` serves them all;
+ordered by ``i``, so the partitioning by message of :func:`conformance.spark.prepare.shared_events` serves them all;
 the rows are sorted twice (before and after the hold ends are added).  A message has few events, so frames
 that look ahead (``1 .. unboundedFollowing``) and small ``collect_list`` arrays stay cheap.
 

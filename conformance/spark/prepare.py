@@ -1,9 +1,11 @@
 """The message events of a trace, ready for the per-message state machine (:mod:`conformance.spark.messages`).
 
-Everything here is a narrow transform of each event; the only shuffle is the first one of the job, by
-*message*: rows are hash-partitioned by (trace, ``ledger:entry``) — the part of a message id every spelling of
-it shares — before anything else is computed, so that the canonical ids, the joins and the windows of the
-message stage all run in parallel even when the input is one Parquet row group.
+:func:`shared_events` is the frame every step of the job reads: the trace is scanned once, its rows
+hash-partitioned by *message* (trace, ``ledger:entry`` — the part of a message id every spelling of it shares)
+and normalized once, and the engine caches it.  A Parquet row group is read by one task, so each scan of the
+file is serial work; reading it once and spreading it over the cores before any per-row work lets the canonical
+ids, the joins and the windows of the message stage (which need no other shuffle) and the other checks all run
+in parallel.  Everything else here is a narrow transform of each event.
 
 :func:`message_rows` gives one row per event about one message, in the subscription it belongs to:
 
@@ -25,7 +27,7 @@ from typing import Any
 
 from conformance.spark.membership import NEG, POS, TraceInfo, bucket_width
 
-__all__ = ["MESSAGE_OPS", "message_rows", "normalized", "trace_map"]
+__all__ = ["MESSAGE_OPS", "message_rows", "normalized", "shared_events", "trace_map"]
 
 MESSAGE_OPS = ("publish", "receive", "ack", "nack")
 
@@ -115,18 +117,33 @@ def _segments_frame(spark: Any, infos: dict[int, TraceInfo], width: int) -> Any:
     return spark.createDataFrame(table)
 
 
-def message_rows(spark: Any, df: Any, infos: dict[int, TraceInfo], partitions: int) -> Any:
-    """The message rows (``P``, ``R``, ``L``, ``A``, ``N``; see the module docstring), partitioned by message."""
+#: Event columns no check reads.
+_UNREAD = ("redelivery_count", "receiver_queue")
+
+
+def shared_events(df: Any, partitions: int) -> Any:
+    """The events, :func:`normalized`, with ``le`` (``ledger:entry``) and hash-partitioned by (trace, ``le``).
+
+    The message windows are partitioned by (trace, ``le``, ...), so this partitioning serves them without
+    another shuffle; events about no message (``le`` empty) are few and share one partition.  Columns no check
+    reads are left out, so the cache holds less.
+    """
+    from pyspark.sql import functions as F
+
+    parts = F.split(F.col("msg_id"), ":")
+    le = F.concat_ws(":", parts.getItem(0).cast("long"), parts.getItem(1).cast("long"))
+    df = df.drop(*_UNREAD).select("*", le.alias("le"))
+    return normalized(df.repartition(partitions, "tid", "le"))
+
+
+def message_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
+    """The message rows (``P``, ``R``, ``L``, ``A``, ``N``; see the module docstring) of :func:`shared_events`,
+    partitioned by message as it is."""
     from pyspark.sql import functions as F
 
     col, lit, when = F.col, F.lit, F.when
     op = col("op")
-    parts = F.split(col("msg_id"), ":")
-    ev = df.where(op.isin(*MESSAGE_OPS) & col("msg_id").isNotNull()).select(
-        "tid", "i", "t", "op", "topic", "subscription", "consumer", "key", "msg_id", "result", "t0",
-        F.concat_ws(":", parts.getItem(0).cast("long"), parts.getItem(1).cast("long")).alias("le"),
-    )  # fmt: skip
-    ev = normalized(ev.repartition(partitions, "tid", "le"))
+    ev = df.where(op.isin(*MESSAGE_OPS) & col("msg").isNotNull())
     stored = (op == "publish") & (col("result") == "ok") & (col("ledger") >= 0) & (col("entry") >= 0)
     ev = ev.where((op != "publish") | stored)
     # --- consumer events: their incarnation (a broadcast join with the driver's segments); publishes: the
