@@ -1,4 +1,4 @@
-"""The PySpark engine: every check as DataFrame transforms, one job for the violations, one verdict per trace.
+"""The PySpark engine: every check as DataFrame transforms, two jobs for the violations, one verdict per trace.
 
 :func:`check_frames` is the composition (twin of :class:`conformance.checks.StreamingChecker`):
 
@@ -14,10 +14,13 @@
    scopes that may hold a ``key_overlap`` or ``out_of_order`` and a Python sweep judges only those
    (:mod:`conformance.spark.ordering`); the violations decided per message ride through that sweep, so the
    message pass has one consumer and runs once;
-5. the identity checks aggregate by uid and by (producer, seq) (:mod:`conformance.spark.duplicates`,
-   :mod:`conformance.spark.unexpected`).
+5. the identity checks (a job of their own) aggregate by uid and by (producer, seq)
+   (:mod:`conformance.spark.duplicates`, :mod:`conformance.spark.unexpected`).
 
-One collect returns the violation rows; the driver turns them into :class:`~conformance.violations.Violation`
+The identity checks need nothing from the small job: they run as a job of their own, started from a second
+driver thread as soon as the cache is filled, so the cores have work while the driver digests the small job's
+rows and plans the main job (a few seconds of serial work).  The two collects return the violation rows; the
+driver turns them into :class:`~conformance.violations.Violation`
 values with the streaming engine's own functions, so both engines explain alike.  Many traces can share one
 job (column ``tid``), which is how the tests keep Spark's fixed costs low.  The session is the caller's.
 """
@@ -25,6 +28,7 @@ job (column ``tid``), which is how the tests keep Spark's fixed costs low.  The 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from conformance.checks.assignment import make_refused_open
@@ -112,21 +116,20 @@ def _validated(events: list[Event]) -> list[Event]:
 
 
 def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
-    """The main job's plan: one DataFrame of violation rows (``VIOLATION_SCHEMA``) and misassigned suspects.
+    """The main job's plan: one DataFrame of the rows (``VIOLATION_SCHEMA``) of the message and scope checks,
+    and misassigned suspects.
 
     ``df`` is :func:`conformance.spark.prepare.shared_events` of the events.
     """
     from pyspark.sql import functions as F
 
     from conformance.spark.assignment import suspects
-    from conformance.spark.duplicates import duplicate_violations
     from conformance.spark.loss import undelivered
     from conformance.spark.messages import message_states
     from conformance.spark.ordering import SCOPE, flagged_scopes, sweep_batches
     from conformance.spark.prepare import message_rows
     from conformance.spark.redelivery import redelivered
     from conformance.spark.rows import REF_TYPE, VIOLATION_SCHEMA, ref
-    from conformance.spark.unexpected import receives_by_uid, unexpected_violations
 
     col, lit, when = F.col, F.lit, F.when
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -188,10 +191,21 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     ]
     produced = F.explode(F.filter(F.array(*outputs), lambda x: x.isNotNull())).alias("o")
     rows = m.select("tid", "sub", "stream", col("mkey_key").alias("key"), produced).select(*SCOPE, "o.*")
-    swept = flagged_scopes(rows.repartition(partitions, *SCOPE)).mapInArrow(sweep_batches, VIOLATION_SCHEMA)
+    return flagged_scopes(rows.repartition(partitions, *SCOPE)).mapInArrow(sweep_batches, VIOLATION_SCHEMA)
+
+
+def identity_rows(df: Any) -> Any:
+    """The identity checks' plan (``duplicate_publish``, ``unexpected_message``): it needs nothing the driver
+    learns from the small job, so it runs as a job of its own while the driver plans the main one."""
+    from pyspark.sql import functions as F
+
+    from conformance.spark.duplicates import duplicate_violations
+    from conformance.spark.unexpected import receives_by_uid, unexpected_violations
+
+    col = F.col
     ident = df.where((col("op") == "publish") | ((col("op") == "receive") & col("uid").isNotNull()))
     receives = receives_by_uid(ident)
-    return swept.unionByName(duplicate_violations(ident, receives)).unionByName(unexpected_violations(receives))
+    return duplicate_violations(ident, receives).unionByName(unexpected_violations(receives))
 
 
 def check_frames(
@@ -204,9 +218,11 @@ def check_frames(
 
     with_keys = {tid for tid, h in headers.items() if h.selector is not None}
     events = shared_events(df, int(spark.conf.get("spark.sql.shuffle.partitions"))).cache()
-    try:  # the small job fills the cache; the main job reads it instead of the source
+    try:  # the small job fills the cache; the other jobs read it instead of the source
         infos = digest(collect_small(events, with_keys), headers)
-        rows = violation_rows(spark, events, infos).collect()
+        with ThreadPoolExecutor(1) as pool:  # the identity job keeps the cores busy while the driver plans
+            identity = pool.submit(lambda: identity_rows(events).collect())
+            rows = violation_rows(spark, events, infos).collect() + identity.result()
     finally:
         events.unpersist()
     found = to_violations(r for r in rows if r["kind"] != _SUSPECT)
