@@ -31,6 +31,9 @@ def session_config(master: str, *, for_tests: bool = False, driver_memory: str |
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # the engine caches each trace once (conformance.spark.prepare.shared_events) and reads it a few times:
+        # compressing the columns costs more CPU than reading them back saves
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
     }
     if for_tests:
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
