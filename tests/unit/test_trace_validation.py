@@ -78,3 +78,21 @@ def test_a_msg_id_with_a_final_newline_is_rejected_by_both_paths(tmp_path: Path)
             words.append(str(exc))
     assert len(words) == 2 and words[0] == words[1]
     assert "but got '1:0\\n' in publish i=0" in words[0]
+
+
+def test_an_open_with_a_null_result_counts_as_open_on_both_paths(tmp_path: Path) -> None:
+    """Found by the property above: the exact path skipped ``"result": null`` opens, so a second open of the
+    same consumer passed reading and failed later in the checker, without the file's name or line."""
+    path = tmp_path / "twice.jsonl"
+    evs = [
+        {"i": 0, "t": 0, "op": "open", "consumer": "c1", "topic": "t", "result": None},
+        {"i": 1, "t": 1, "op": "open", "consumer": "c1", "topic": "t", "result": "ok"},
+    ]
+    path.write_text("\n".join(json.dumps(e) for e in evs) + "\n")
+    for read in (lambda: list(open_trace(path).events()), lambda: list(open_trace(path).batches())):
+        try:
+            read()
+        except TraceFormatError as exc:
+            assert str(exc).startswith(f"{path}:2: consumer 'c1' opened again (i=1)")
+        else:
+            raise AssertionError("a second open of a consumer still open was read")
