@@ -165,7 +165,6 @@ class StreamingChecker:
     def _run(self, rows: Iterable[tuple[Any, ...]]) -> None:
         live_get = self.live.get
         published = self._published
-        scopes = self._scopes
         uid_pub = self.uid_pub
         ids = self.ids
         assign = self._fresh_selector is not None
@@ -185,10 +184,7 @@ class StreamingChecker:
                 if rec is None:
                     if uid is not None:
                         self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    of_stream = scopes.get(stream)
-                    scope = None if of_stream is None else of_stream.get(key)
-                    if scope is None:
-                        scope = self._scope(stream, key)
+                    scope = self._scope(stream, key)
                     rec = [False, False, None, None, -1, key, scope, (ledger, entry, batch), None, -1, None, 0, None]
                     sub.recs[mkey] = rec
                     was_free = None
@@ -317,10 +313,7 @@ class StreamingChecker:
                     if t_c is None:
                         t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
                     if t_c < send_t:
-                        of_stream = scopes.get(stream)
-                        scope = None if of_stream is None else of_stream.get(key)
-                        if scope is None:
-                            scope = self._scope(stream, key)
+                        scope = self._scope(stream, key)
                         pos = (ledger, entry, batch)
                         recs[mkey] = [
                             False,
@@ -348,7 +341,9 @@ class StreamingChecker:
 
     def _scope(self, stream: str, key: str) -> str:
         """The shared scope string of ``key`` in ``stream`` (what ordering and exclusivity are judged within)."""
-        of_stream = self._scopes.setdefault(stream, {})
+        of_stream = self._scopes.get(stream)
+        if of_stream is None:
+            of_stream = self._scopes[stream] = {}
         scope = of_stream.get(key)
         if scope is None:
             scope = of_stream[key] = stream + "\x1f" + key
