@@ -35,6 +35,16 @@ that client's thread names the new connection.  (Threads alone do not do: the fi
 logged by the thread that called ``subscribe``.)  When no creation line shows up (other code in the process
 installed the client's logger first, say) the run notes that its reconnects are recorded without the
 consumer's name, or not at all.
+
+Lines can be mangled.  The C++ client's file logger shares one ``std::ofstream`` between all threads of the
+process without a lock (``FileLoggerFactoryImpl``, ``SimpleLogger``), and a broker restart makes every client
+log at once: lines then come out interleaved mid-line, duplicated, or lost.  So the reader splits a line
+wherever another line's start (``TIME LEVEL [thread]``) appears inside it, and a restoration need not come from
+the log: when a handler's loss was recorded and its client says it is connected again (``is_connected()``, the
+watch's ``probe``), the watch records ``client_reconnected`` with ``inferred_from: "is_connected"`` and no
+connection.  It asks before recording any receive of a lost consumer, and whenever the driver reconciles (after
+a send, after a broker restart), so the restoration still comes before any delivery over the new connection.
+A loss whose every line was lost stays unrecorded; a broker restart the harness caused is a fault of its own.
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,9 +64,11 @@ __all__ = [
     "ConnectionEvent",
     "Handler",
     "LogSource",
+    "Probe",
     "ReconnectTracker",
     "parse_handler",
     "parse_line",
+    "split_interleaved",
 ]
 
 LOST = "client_reconnect"
@@ -66,6 +78,8 @@ _LINE = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+)\s+(?P<level>[A-Z]+)\s+\[(?P<thread>[^\]]+)\]\s+"
     r"(?P<source>[^|]*?)\s*\|\s(?P<text>.*)$"
 )
+#: Where a log line starts: a line that holds one of these past its start is two lines written at once.
+_LINE_START = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+\s+[A-Z]+\s+\[")
 _DISCONNECTED = re.compile(r"^\[(?P<conn>[^\]]+)\] Connection disconnected")
 _SCHEDULED = re.compile(r"^\[(?P<label>[^\]]+)\] Schedule reconnection")
 _CREATED = re.compile(r"^\[(?P<label>[^\]]+)\] Created (?P<role>consumer|producer) on broker \[(?P<conn>[^\]]+)\]")
@@ -88,6 +102,17 @@ def parse_line(line: str) -> ClientLogLine | None:
     if match is None:
         return None
     return ClientLogLine(match["time"], match["level"], match["thread"], match["source"], match["text"].rstrip())
+
+
+def split_interleaved(raw: str) -> list[str]:
+    """``raw`` cut wherever a log line starts inside it: the unlocked C++ logger sometimes writes one line into
+    the middle of another.  The head before the first start (a torn fragment) is kept; the parser ignores it."""
+    starts = [m.start() for m in _LINE_START.finditer(raw)]
+    if not starts or starts == [0]:
+        return [raw]
+    if starts[0] != 0:
+        starts.insert(0, 0)
+    return [raw[a:b] for a, b in zip(starts, [*starts[1:], len(raw)], strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,10 +173,7 @@ class ReconnectTracker:
     def feed(self, lines: Iterable[str]) -> list[ConnectionEvent]:
         groups: dict[tuple[str, str, str | None], list[Handler]] = {}
         times: dict[tuple[str, str, str | None], str] = {}
-        for raw in lines:
-            line = parse_line(raw)
-            if line is None:
-                continue
+        for line in self._lines(lines):
             if (m := _DISCONNECTED.match(line.text)) is not None:
                 if not m["conn"].startswith("<none>"):  # a failed connection attempt, not a lost connection
                     self.last_disconnect[line.thread] = m["conn"]
@@ -178,6 +200,18 @@ class ReconnectTracker:
             ConnectionEvent(kind, thread, conn, tuple(handlers), times[(kind, thread, conn)])
             for (kind, thread, conn), handlers in groups.items()
         ]
+
+    @staticmethod
+    def _lines(raws: Iterable[str]) -> Iterator[ClientLogLine]:
+        for raw in raws:
+            for piece in split_interleaved(raw):
+                line = parse_line(piece)
+                if line is not None:
+                    yield line
+
+    def restored_elsewhere(self, thread: str, label: str) -> bool:
+        """The handler (``thread``, ``label``) is known to be back without its log line: it is no longer lost."""
+        return self.lost.pop((thread, label), None) is not None
 
 
 @dataclass
@@ -218,17 +252,30 @@ class LogSource:
         return [line.decode("utf-8", "replace") for line in complete]
 
 
+#: Asks a client whether a handler is connected now: (``"consumer"``, handle) or (``"producer"``, name) -> True,
+#: False, or None when it cannot tell (a handle it does not know, a client without ``is_connected``).
+Probe = Callable[[str, str], bool | None]
+
+
 class ClientLogWatch:
     """Follows the client logs of a run and records each unplanned reconnect as ``fault`` events.
 
     ``poll()`` is cheap when nothing was written (one ``stat`` per source) and safe from any thread; faults
     are recorded under the watch's lock, so a receive recorded after a ``poll()`` comes after the faults that
     poll found.  ``opening(handle)`` brackets a subscribe, to learn which (source, connection, label) is that
-    consumer.  ``stop()`` ends the recording (before ``end``); ``close()`` copies what is left to the tees.
+    consumer.  ``reconcile()`` and ``before_receive(handle)`` ask the ``probe`` about handlers still lost, for
+    restorations the log did not show.  ``stop()`` ends the recording (before ``end``); ``close()`` copies what
+    is left to the tees.
     """
 
     def __init__(
-        self, sources: Path | LogSource | list[LogSource], recorder: Any, topic: str, *, chunk_bytes: int = 1 << 20
+        self,
+        sources: Path | LogSource | list[LogSource],
+        recorder: Any,
+        topic: str,
+        *,
+        chunk_bytes: int = 1 << 20,
+        probe: Probe | None = None,
     ) -> None:
         if isinstance(sources, Path):
             sources = [LogSource(sources)]
@@ -238,6 +285,7 @@ class ClientLogWatch:
         self.recorder = recorder
         self.topic = topic
         self.chunk_bytes = chunk_bytes
+        self.probe = probe
         self.notes: list[str] = []
         self.faults = 0
         self._lock = threading.Lock()
@@ -323,6 +371,75 @@ class ClientLogWatch:
         if handle is not None:
             self._lost_as[lost_key] = handle
         return handle
+
+    # --- restorations the log did not show ---------------------------------------------------------------
+
+    def lost(self) -> tuple[list[str], list[str]]:
+        """The run's consumers and producers whose loss was recorded and whose return was not (yet)."""
+        with self._lock:
+            return sorted(set(self._lost_as.values())), sorted(self._lost_producers())
+
+    def _lost_producers(self) -> dict[str, list[tuple[int, str, str]]]:
+        found: dict[str, list[tuple[int, str, str]]] = {}
+        for index, source in enumerate(self.sources):
+            for thread, label in source.tracker.lost:
+                handler = parse_handler(label)
+                if handler is not None and handler.role == "producer" and handler.topic == self.topic:
+                    found.setdefault(handler.producer or "", []).append((index, thread, label))
+        return found
+
+    def before_receive(self, handle: str) -> int:
+        """Read the log, then, if ``handle`` is still lost, ask its client: a receive must follow its return."""
+        recorded = self.poll()
+        with self._lock:
+            if self._stopped or self.probe is None or handle not in self._lost_as.values():
+                return recorded
+        return recorded + self._confirm([handle], [])
+
+    def reconcile(self) -> int:
+        """Read the log, then ask the clients of every handler still lost; record the ones that are back."""
+        recorded = self.poll()
+        if self.probe is None:
+            return recorded
+        consumers, producers = self.lost()
+        if not consumers and not producers:
+            return recorded
+        return recorded + self._confirm(consumers, producers)
+
+    def _confirm(self, consumers: list[str], producers: list[str]) -> int:
+        assert self.probe is not None
+        # outside the lock: a probe may be a round trip to a consumer process
+        back_consumers = [h for h in consumers if self.probe("consumer", h)]
+        back_producers = [p for p in producers if self.probe("producer", p)]
+        if not back_consumers and not back_producers:
+            return 0
+        with self._lock:
+            if self._stopped:
+                return 0
+            named: list[str] = []
+            for handle in back_consumers:
+                keys = [k for k, v in self._lost_as.items() if v == handle]
+                for index, thread, label in keys:
+                    del self._lost_as[(index, thread, label)]
+                    self.sources[index].tracker.restored_elsewhere(thread, label)
+                if keys:
+                    named.append(handle)
+            lost_producers = self._lost_producers()
+            named_producers: list[str] = []
+            for name in back_producers:
+                for index, thread, label in lost_producers.get(name, []):
+                    self.sources[index].tracker.restored_elsewhere(thread, label)
+                    named_producers.append(name)
+            if not named and not named_producers:
+                return 0  # the log showed them back meanwhile
+            self.recorder.fault(
+                RESTORED,
+                consumers=sorted(set(named)) or None,
+                producers=sorted(set(named_producers)) or None,
+                inferred_from="is_connected",
+            )
+            self.faults += 1
+            return 1
 
     # --- consumers' identities --------------------------------------------------------------------------
 

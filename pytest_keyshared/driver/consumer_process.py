@@ -156,6 +156,13 @@ class ProcessConsumer:
     def redeliver_unacknowledged(self) -> None:
         self._call({"op": "redeliver"})
 
+    def is_connected(self) -> bool | None:
+        """Asks the child (after any receive in flight); None if the child cannot answer."""
+        try:
+            return bool(self._call({"op": "is_connected"})["connected"])
+        except (TargetError, KeyError, OSError, ValueError):
+            return None
+
     def close(self) -> None:
         try:
             self._call({"op": "close"})
@@ -251,6 +258,8 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
                 consumer.redeliver_unacknowledged_messages()
                 messages.clear()
                 reply({"ok": True})
+            elif op == "is_connected":
+                reply({"ok": True, "connected": bool(consumer.is_connected())})
             elif op == "close":
                 consumer.close()
                 client.close()

@@ -64,6 +64,9 @@ class ModelConsumerHandle:
     def crash(self) -> None:
         self._consumer.crash()
 
+    def is_connected(self) -> bool:
+        return True  # the model has no connections to lose
+
 
 class ModelProducerHandle:
     def __init__(self, producer: Any, clock: Any) -> None:
@@ -101,6 +104,9 @@ class ModelProducerHandle:
             self._producer.send_async(message.payload, callback, **self._kwargs(message))
         self._producer.flush()
         return True
+
+    def is_connected(self) -> bool:
+        return True  # the model has no connections to lose
 
     def close(self) -> None:
         self._producer.close()

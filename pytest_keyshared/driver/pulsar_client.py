@@ -214,6 +214,9 @@ class PulsarConsumer:
             with contextlib.suppress(Exception):
                 self._client.close()
 
+    def is_connected(self) -> bool:
+        return bool(self._consumer.is_connected())
+
     def crash(self) -> None:  # pragma: no cover - the driver runs crashable consumers in a child process
         raise TargetError("An in-process consumer cannot crash; the driver should have used a consumer process.")
 
@@ -324,6 +327,9 @@ class PulsarProducer:
             for message, t0 in late:
                 on_done(message, SendOutcome("info", error=f"no receipt within {timeout_s:g}s", t0=t0))
         return finished
+
+    def is_connected(self) -> bool:
+        return bool(self._producer.is_connected())
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

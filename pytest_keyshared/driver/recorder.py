@@ -51,8 +51,9 @@ class Recorder:
         self._acked = 0
         self._acked_expected = 0  # |ok_uids & acked_uids|, kept up to date event by event
         self._last_receive_ns = 0
-        #: Called before each ``receive`` is recorded (the client-log watch records reconnect faults first).
-        self.before_receive: Callable[[], object] | None = None
+        #: Called with the consumer's handle before its ``receive`` is recorded (the client-log watch records
+        #: reconnect faults first).
+        self.before_receive: Callable[[str], object] | None = None
         writer.add_listener(self._observe)
 
     # --- counters ---------------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ class Recorder:
     def receive(self, handle: str, d: Delivery) -> Event:
         hook = self.before_receive
         if hook is not None:
-            hook()
+            hook(handle)
         return self.writer.record(
             Op.RECEIVE,
             topic=self.topic,

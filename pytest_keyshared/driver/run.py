@@ -550,7 +550,8 @@ class _Run:
         self.session.restart_broker(kill=step.kill)
         self.session.poll_faults()  # the clients' losses happened during the restart: record them first
         self.recorder.fault("broker_restarted", result="ok")
-        return True, ""
+        # the step ends when the clients are back, so the next steps meet the same consumers on every run
+        return self.session.await_clients(self.settings.step_timeout_ms)
 
     # --- drain and teardown -----------------------------------------------------------------------------
 

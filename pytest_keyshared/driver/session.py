@@ -21,6 +21,9 @@ from pytest_keyshared.targets.base import PulsarTarget, Target, TargetError
 
 __all__ = ["PulsarSession", "Session", "open_session"]
 
+#: How long a restart step lets the client log catch up with clients that say they are back.
+_LOG_CATCH_UP_MS = 250
+
 
 class Session(ABC):
     """What the run loop needs from a target during one run."""
@@ -80,6 +83,13 @@ class Session(ABC):
     def restart_broker(self, *, kill: bool) -> None:
         self.target.restart_broker(kill=kill)
 
+    def await_clients(self, timeout_ms: int) -> tuple[bool, str]:
+        """Wait (bounded) until every open consumer and producer is on a broker again, e.g. after a restart.
+
+        Returns whether they all are, and else a note naming the ones that are not.
+        """
+        return True, ""
+
     def set_deduplication(self, enabled: bool) -> None:
         self.ensure_topic()
         self.target.set_topic_deduplication(self.topic, enabled)
@@ -91,7 +101,7 @@ class Session(ABC):
         return None
 
     def poll_faults(self) -> None:
-        """Record the client faults that happened since the last look."""
+        """Record the client faults that happened since the last look (and returns the log did not show)."""
         return None
 
     def consumer_gone(self, handle_name: str) -> None:
@@ -137,18 +147,50 @@ class PulsarSession(Session):
         ]
         self._watch: ClientLogWatch | None = None
         self._watching = False
+        self._consumers: dict[str, ConsumerHandle] = {}  #: open consumers by handle (for ``is_connected``)
 
     def watch_faults(self, recorder: Any) -> None:
-        self._watch = ClientLogWatch(self._log_sources, recorder, self.topic)
+        self._watch = ClientLogWatch(self._log_sources, recorder, self.topic, probe=self._is_connected)
         self._watching = True
-        recorder.before_receive = self._watch.poll
+        recorder.before_receive = self._watch.before_receive
         self.scheduler.on_poll(self._watch.poll)
+
+    def _is_connected(self, role: str, name: str) -> bool | None:
+        """The :data:`~.client_log.Probe` of this session: asks the handle's client."""
+        if role == "consumer":
+            handle: ConsumerHandle | ProducerHandle | None = self._consumers.get(name)
+        else:
+            entry = self._producers.get(name)
+            handle = None if entry is None else entry[0]
+        if handle is None:
+            return None
+        try:
+            return handle.is_connected()
+        except Exception:
+            return None
 
     def poll_faults(self) -> None:
         if self._watch is not None:
-            self._watch.poll()
+            self._watch.reconcile()
+
+    def await_clients(self, timeout_ms: int) -> tuple[bool, str]:
+        def waiting() -> list[str]:
+            names = [f"consumer {h!r}" for h in self._consumers if self._is_connected("consumer", h) is False]
+            return names + [f"producer {p!r}" for p in self._producers if self._is_connected("producer", p) is False]
+
+        back = self.scheduler.wait_until(lambda: not waiting(), timeout_ms)
+        watch = self._watch
+        if back and watch is not None:
+            # a client says it is connected a moment before it logs so: give the lines (and their connections)
+            # a short while to arrive, then record what the log did not show
+            self.scheduler.wait_until(lambda: watch.lost() == ([], []), _LOG_CATCH_UP_MS)
+        self.poll_faults()
+        if back:
+            return True, ""
+        return False, f"not on the broker again within {timeout_ms} ms: {', '.join(waiting())}"
 
     def consumer_gone(self, handle_name: str) -> None:
+        self._consumers.pop(handle_name, None)
         if self._watch is not None:
             self._watch.closed(handle_name)
 
@@ -164,9 +206,12 @@ class PulsarSession(Session):
     def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
         watch = self._watch
         if watch is None:
-            return self._open_consumer(handle_name, spec, crashable=crashable)
-        with watch.opening(handle_name):
-            return self._open_consumer(handle_name, spec, crashable=crashable)
+            handle = self._open_consumer(handle_name, spec, crashable=crashable)
+        else:
+            with watch.opening(handle_name):
+                handle = self._open_consumer(handle_name, spec, crashable=crashable)
+        self._consumers[handle_name] = handle
+        return handle
 
     def _open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
         from pytest_keyshared.driver.pulsar_client import PulsarConsumer

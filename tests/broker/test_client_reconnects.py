@@ -2,7 +2,9 @@
 
 A broker restart drops every connection: each surviving consumer's (and the producer's) client logs the loss
 and reconnects.  The trace must say so (``client_reconnect``, then ``client_reconnected``) before any message
-that consumer receives over its new connection.  Consumers closed or crashed before the restart are not named.
+that consumer receives over its new connection, even when the client's unlocked logger tore the line that
+shows the return (the driver then asks the client, ``inferred_from: "is_connected"``).  Consumers closed or
+crashed before the restart are not named.
 """
 
 from __future__ import annotations
@@ -78,7 +80,11 @@ def test_a_restart_records_the_survivors_reconnects_before_their_next_deliveries
         assert len(lost) == 1 and len(back) == 1 and lost[0] < back[0], (handle, faults)
         later = [e["i"] for e in trace if e["op"] == "receive" and e["consumer"] == handle and e["i"] > restart]
         assert later and back[0] < later[0]  # recorded before any delivery over the new connection
-        assert all(f["connection"].startswith("127.0.0.1:") for f in faults if handle in f.get("consumers", []))
+        # a connection is named unless its line was torn by the client's unlocked logger (docs/targets.md)
+        conns = [f["connection"] for f in faults if handle in f.get("consumers", []) and "connection" in f]
+        assert all(conn.startswith("127.0.0.1:") for conn in conns)
+    restart_step = next(s for s in result.steps if s.do == "restart_broker")
+    assert restart_step.ok, restart_step.note  # the step waited until every client was back
     assert not [n for n in result.notes if "no creation of consumer" in n]
     assert result.verdict is not None and "undelivered" not in result.violation_kinds()
 

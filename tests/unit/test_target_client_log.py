@@ -19,6 +19,7 @@ from pytest_keyshared.driver.client_log import (
     ReconnectTracker,
     parse_handler,
     parse_line,
+    split_interleaved,
 )
 from pytest_keyshared.driver.handles import Delivery
 from pytest_keyshared.driver.recorder import Recorder
@@ -170,7 +171,7 @@ class Run:
         self.writer = TraceWriter(tmp_path / "trace.jsonl", header)
         self.recorder = Recorder(self.writer, TOPIC, "ks-sub")
         self.watch = ClientLogWatch(self.log, self.recorder, TOPIC)
-        self.recorder.before_receive = self.watch.poll
+        self.recorder.before_receive = self.watch.before_receive
 
     def write(self, lines: list[str], *, end: str = "\n") -> None:
         with self.log.open("a", encoding="utf-8") as fh:
@@ -294,3 +295,85 @@ def test_a_missing_log_file_is_no_fault(tmp_path: Path) -> None:
     recorder = Recorder(TraceWriter(None, header), TOPIC, "ks-sub")
     watch = ClientLogWatch(tmp_path / "absent.log", recorder, TOPIC)
     assert watch.poll() == 0
+
+
+# --- mangled lines: the C++ file logger shares one unlocked stream between threads ------------------------
+
+
+def test_a_line_written_into_the_middle_of_another_is_cut_out_and_read() -> None:
+    torn = RESTART[1][:60]  # the producer's loss line, cut off by c1's loss line written into it
+    pieces = split_interleaved(torn + RESTART[6])
+    assert pieces == [torn, RESTART[6]]
+    assert split_interleaved(RESTART[6]) == [RESTART[6]]
+    assert split_interleaved("no log line here") == ["no log line here"]
+    tracker = ReconnectTracker()
+    events = tracker.feed([RESTART[5], torn + RESTART[6]])
+    assert [(e.kind, e.thread, [h.label for h in e.handlers]) for e in events] == [("lost", A, [f"{TOPIC}, ks-sub, 0"])]
+
+
+class Clients:
+    """The probe's answers: which handles' clients say they are connected."""
+
+    def __init__(self) -> None:
+        self.connected: dict[tuple[str, str], bool] = {}
+        self.asked: list[tuple[str, str]] = []
+
+    def __call__(self, role: str, name: str) -> bool | None:
+        self.asked.append((role, name))
+        return self.connected.get((role, name))
+
+
+def probed_run(tmp_path: Path) -> tuple[Run, Clients]:
+    run = Run(tmp_path)
+    clients = Clients()
+    run.watch.probe = clients
+    opened(run)
+    return run, clients
+
+
+def test_a_restoration_whose_line_was_lost_is_recorded_before_the_consumer_s_next_receive(tmp_path: Path) -> None:
+    run, clients = probed_run(tmp_path)
+    run.write(RESTART + BACK[:3])  # c1's "Created consumer" line never made it to the file
+    run.watch.poll()
+    assert run.watch.lost() == (["c1"], [])
+    delivery = Delivery(key="key-00", msg_id="0:3:-1:-1", uid="p1:4", redelivery_count=1)
+    run.recorder.receive("c1", delivery)  # a prefetched message: the client is still away
+    clients.connected[("consumer", "c1")] = True
+    run.recorder.receive("c1", delivery)
+    restored = [(f.get("consumers"), f.get("producers"), f.get("inferred_from")) for f in run.faults()[3:]]
+    assert restored == [(None, ["p1"], None), (["c2"], None, None), (["c1"], None, "is_connected")]
+    assert "connection" not in run.faults()[-1]
+    assert run.ops()[-3:] == ["receive", "fault", "receive"]  # the inferred return comes right before the receive
+    assert run.watch.lost() == ([], [])
+    # the line shows up late: no second restoration
+    run.write(BACK[3:])
+    run.watch.poll()
+    assert len([f for f in run.faults() if f["fault"] == "client_reconnected"]) == 3
+
+
+def test_the_probe_is_asked_only_about_handles_still_lost(tmp_path: Path) -> None:
+    run, clients = probed_run(tmp_path)
+    delivery = Delivery(key="key-00", msg_id="0:3:-1:-1", uid="p1:4", redelivery_count=0)
+    run.recorder.receive("c1", delivery)
+    assert run.watch.reconcile() == 0 and clients.asked == []  # nothing lost: no client is asked
+    run.write(RESTART + BACK)
+    run.recorder.receive("c1", delivery)
+    assert clients.asked == []  # the log showed c1 back
+    assert not [f for f in run.faults() if f.get("inferred_from")]
+
+
+def test_reconcile_records_the_producers_and_consumers_that_are_back_in_one_fault(tmp_path: Path) -> None:
+    run, clients = probed_run(tmp_path)
+    run.write(RESTART)
+    run.watch.poll()
+    assert run.watch.lost() == (["c1", "c2"], ["p1"])
+    clients.connected.update({("producer", "p1"): True, ("consumer", "c2"): True, ("consumer", "c1"): False})
+    assert run.watch.reconcile() == 1
+    inferred = run.faults()[-1]
+    assert (inferred["fault"], inferred["consumers"], inferred["producers"]) == ("client_reconnected", ["c2"], ["p1"])
+    assert run.watch.lost() == (["c1"], [])
+    clients.connected[("consumer", "c1")] = None  # cannot tell: nothing is recorded
+    assert run.watch.reconcile() == 0
+    run.watch.stop()
+    clients.connected[("consumer", "c1")] = True
+    assert run.watch.reconcile() == 0  # nothing after stop
