@@ -199,8 +199,13 @@ class PulsarSession(Session):
         if watch is None or not self._watching:
             return []
         self._watching = False
+        watch.reconcile()
+        consumers, producers = watch.lost()
         watch.stop()
         watch.recorder.before_receive = None
+        away = [f"consumer {h!r}" for h in consumers] + [f"producer {p!r}" for p in producers]
+        if away:
+            watch.notes.append(f"still reconnecting when the run ended: {', '.join(away)}")
         return list(watch.notes)
 
     def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
