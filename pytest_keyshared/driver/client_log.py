@@ -74,12 +74,12 @@ __all__ = [
 LOST = "client_reconnect"
 RESTORED = "client_reconnected"
 
+_TIME = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+"
 _LINE = re.compile(
-    r"^(?P<time>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+)\s+(?P<level>[A-Z]+)\s+\[(?P<thread>[^\]]+)\]\s+"
-    r"(?P<source>[^|]*?)\s*\|\s(?P<text>.*)$"
+    rf"^(?P<time>{_TIME})\s+(?P<level>[A-Z]+)\s+\[(?P<thread>[^\]]+)\]\s+(?P<source>[^|]*?)\s*\|\s(?P<text>.*)$"
 )
 #: Where a log line starts: a line that holds one of these past its start is two lines written at once.
-_LINE_START = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+\s+[A-Z]+\s+\[")
+_LINE_START = re.compile(rf"{_TIME}\s+[A-Z]+\s+\[")
 _DISCONNECTED = re.compile(r"^\[(?P<conn>[^\]]+)\] Connection disconnected")
 _SCHEDULED = re.compile(r"^\[(?P<label>[^\]]+)\] Schedule reconnection")
 _CREATED = re.compile(r"^\[(?P<label>[^\]]+)\] Created (?P<role>consumer|producer) on broker \[(?P<conn>[^\]]+)\]")
@@ -209,9 +209,9 @@ class ReconnectTracker:
                 if line is not None:
                     yield line
 
-    def restored_elsewhere(self, thread: str, label: str) -> bool:
+    def restored_elsewhere(self, thread: str, label: str) -> None:
         """The handler (``thread``, ``label``) is known to be back without its log line: it is no longer lost."""
-        return self.lost.pop((thread, label), None) is not None
+        self.lost.pop((thread, label), None)
 
 
 @dataclass
