@@ -1,7 +1,7 @@
 """Build hook for the optional compiled streaming checker; everything else about the package is in pyproject.toml.
 
 ``KEYSHARED_COMPILE=1 pip install [-e] .`` compiles the streaming engine's hot modules with mypyc: the same
-source, typed as it is, turned into a C extension (about 1.6x the pure-Python speed, see
+source, typed as it is, turned into a C extension (1.3x to 1.5x the pure-Python speed in our runs of
 ``benchmarks/bench_checker.py``).  Without the variable the package is pure Python and behaves identically.
 mypyc comes from mypy; under pip's build isolation it is requested as a build requirement only when compiling.
 """

@@ -101,7 +101,8 @@ class Session(ABC):
         return None
 
     def poll_faults(self) -> None:
-        """Record the client faults that happened since the last look (and returns the log did not show)."""
+        """Record the client faults that happened since the last look, and the clients' returns the log did not
+        show."""
         return None
 
     def consumer_gone(self, handle_name: str) -> None:
