@@ -95,7 +95,7 @@ class Verdict:
         found = {k: n for k, n in self.counts.items() if n}
         word = "VALID" if self.valid else "INVALID"
         if self.validity is Validity.UNKNOWN:
-            word = "UNKNOWN (treated as invalid)" if not self.valid else "VALID (with unjudged checks)"
+            word = "UNKNOWN (treated as invalid)" if not self.valid else "UNKNOWN (no violation, not all judged)"
         lines = [f"{word}: {self.events} events checked, profile {self.profile.name} ({self.engine} engine)"]
         if found:
             lines.append("found: " + ", ".join(f"{k}={n}" for k, n in found.items()))

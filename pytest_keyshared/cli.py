@@ -1,21 +1,23 @@
 """The ``keyshared`` command: a thin shell over library functions.
 
 Each subcommand lives in :mod:`pytest_keyshared.commands` as a module with ``add_parser(subparsers)``; the
-parser it adds sets ``handler`` to a function ``(args) -> int``.  Exit codes, shared by all subcommands:
-0 success / valid, 1 violations found, 2 bad input (usage, unreadable trace or scenario, unknown version),
-3 target or harness failure.  Errors print as one line on stderr, never a traceback.
+parser it adds sets ``handler`` to a function ``(args) -> int``.  :func:`main` runs every handler under the one
+error and exit-code policy of :mod:`pytest_keyshared.commands._errors`: 0 valid, 1 violations found, 2 bad input,
+3 target failure (or an unexpected error, naming where to look), 4 verdict unknown, 130 interrupted.  Errors
+print as one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from reference_model.errors import KeySharedError
+from pytest_keyshared.commands._errors import EXIT_BAD_INPUT, invoke
 
 __all__ = ["COMMANDS", "ArgumentParser", "build_parser", "main"]
 
@@ -35,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="keyshared",
         description="Check Pulsar-compatible brokers against Key_Shared, deduplication and "
         "replicated-subscription contracts.",
+        epilog="exit codes: 0 valid, 1 violations found, 2 bad input, 3 target failure, 4 verdict unknown,"
+        " 130 interrupted",
     )
+    parser.add_argument("--version", action="version", version=f"keyshared (pytest-keyshared) {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     for name in COMMANDS:
         qualified = f"pytest_keyshared.commands.{name}"
@@ -45,20 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("pytest-keyshared")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:
         parser.print_help(sys.stderr)
-        return 2
-    try:
-        return int(args.handler(args))
-    except KeySharedError as exc:
-        print(f"keyshared {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"keyshared {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_BAD_INPUT
+    return invoke(args.command, args.handler, args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,16 +1,22 @@
 """``keyshared check TRACE``: judge a stored trace (JSON Lines, gzip or Parquet) and print the verdict.
 
-Exit codes: 0 valid, 1 invalid, 2 unreadable or malformed trace, unknown profile or engine (one line on
-stderr naming the file, the line and the problem).  ``--json`` prints the verdict as one JSON object;
-without it a readable summary with the explanations.  ``--engine spark`` starts a Spark session
-(``--spark-master``, default ``local[*]``) for this run and stops it afterwards.
+Exit codes (:mod:`pytest_keyshared.commands._errors`): 0 valid, 1 invalid, 2 an unreadable, empty or
+malformed trace, an unknown profile or engine (one line on stderr naming the file, the line and the problem),
+4 verdict unknown (a header without events: nothing to judge; or a contract that could not be judged).
+``--json`` prints the verdict as one JSON object; without it a readable summary with the explanations.
+``--engine spark`` starts a Spark session (``--spark-master``, default ``local[*]``) for this run and stops it
+afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gzip
 import sys
 from typing import Any
+
+from pytest_keyshared.commands._errors import look_at, verdict_exit
 
 __all__ = ["add_parser", "run"]
 
@@ -46,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
 
     profile = None if args.profile is None else get_profile(args.profile)
     source = open_trace(args.trace)
-    if args.engine == "spark":
+    look_at(args.trace)
+    if not _holds_events(source):
+        verdict = _nothing_to_judge(check_trace(source, profile=profile, engine="python"))
+    elif args.engine == "spark":
         verdict = _check_on_spark(source, profile, args.spark_master)
     else:
         verdict = check_trace(source, profile=profile, engine="python")
@@ -54,21 +63,76 @@ def run(args: argparse.Namespace) -> int:
         print(verdict.to_json_text())
     else:
         print(verdict.render(max_per_kind=max(args.max_examples, 0)))
-    return 0 if verdict.valid else 1
+    return verdict_exit(verdict)
+
+
+def _holds_events(source: Any) -> bool:
+    """Whether the trace has at least one event; a file with no header and no events is bad input.
+
+    An empty file or one of blank lines is what a recorder that never ran leaves behind: judging it would
+    say VALID about nothing, so it is refused (exit 2).  A header without events is a well-formed trace of
+    a run that observed nothing: the verdict is ``unknown`` (exit 4), never VALID.
+    """
+    from conformance.trace.validation import TraceFormatError
+
+    if source.format == "parquet":
+        import pyarrow.parquet as pq
+
+        from conformance.trace.header import TraceHeader
+
+        rows = int(pq.ParquetFile(source.path).metadata.num_rows)
+        if rows == 0 and source.header == TraceHeader.unknown():
+            raise TraceFormatError(str(source.path), None, "holds no header and no events (an empty Parquet file)")
+        return rows > 0
+    opener = gzip.open if source.compressed else open
+    seen_text = False
+    try:
+        with opener(source.path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                if not seen_text and source.has_header_line:
+                    seen_text = True
+                    continue
+                return True
+    except (UnicodeDecodeError, OSError, EOFError):
+        return True  # not readable text: the checker's reader words the problem (one line, exit 2)
+    if not seen_text:
+        size = source.path.stat().st_size
+        what = "is empty (0 bytes)" if size == 0 else "holds only blank lines"
+        raise TraceFormatError(str(source.path), None, f"{what}: no header and no events; was the run recorded at all?")
+    return False
+
+
+def _nothing_to_judge(verdict: Any) -> Any:
+    """The verdict on a trace without events: ``unknown``, whatever the checkers (which saw nothing) said."""
+    from conformance.verdict import Validity
+
+    note = "nothing to judge: the trace has a header and no events"
+    return dataclasses.replace(verdict, validity=Validity.UNKNOWN, notes=(note, *verdict.notes))
 
 
 def _check_on_spark(source: Any, profile: Any, master: str) -> Any:
     from conformance.spark import build_session, check_with_spark
+    from conformance.trace.reader import FastPathUnavailable
     from reference_model.errors import InvalidArgument
 
-    for _ in source.batches():  # a malformed trace fails here, before the JVM starts
-        pass
+    columnar = True
+    try:
+        for _ in source.batches():  # a malformed trace fails here, before the JVM starts
+            pass
+    except FastPathUnavailable:  # valid, but not on the columnar path: read it event by event
+        columnar = False
+        for _ in source.events():
+            pass
     try:
         spark = build_session(master)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
-        return check_with_spark(source, profile, spark=spark, validate=False)
+        if columnar:
+            return check_with_spark(source, profile, spark=spark, validate=False)
+        return check_with_spark(list(source.events()), profile, spark=spark, header=source.header)
     finally:
         spark.stop()
         sys.stdout.flush()

@@ -5,8 +5,9 @@ same target (started once) and counting, per violation kind, in how many runs it
 once in CI" into a rate, which is what a bug report needs and what decides between ``fails`` and
 ``may-fail`` in an expectations file.  Each run keeps its own trace and verdict under ``--out``.
 
-Exit codes: 0 every run valid, 1 a violation in at least one run, 2 bad input (unknown scenario, target
-string or option), 3 the target failed.
+Exit codes (:mod:`pytest_keyshared.commands._errors`): 0 every run valid, 1 a violation in at least one run,
+2 bad input (unknown scenario, target string or option), 3 the target failed, 4 no violation but a verdict
+unknown, 130 interrupted.  Scenario, seed, target and ``-o`` options as ``keyshared run`` (:mod:`._workload`).
 """
 
 from __future__ import annotations
@@ -17,14 +18,23 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from pytest_keyshared.commands._errors import EXIT_UNKNOWN, EXIT_VALID, EXIT_VIOLATIONS, look_at, verdict_exit
+from pytest_keyshared.commands._workload import (
+    SEED_MAX,
+    add_workload_options,
+    claim_out_dir,
+    scenario_name,
+    target_options,
+)
 
 __all__ = ["ReplayTally", "add_parser", "render_tally", "run", "tally_runs"]
 
 _EPILOG = """\
 examples:
   keyshared replay join-while-pending --runs 10
+  keyshared replay --scenario join-while-pending --target model --seed 7 --runs 3
   keyshared replay keyshared-artifacts/generated--model-programs/shrunk.toml --target model
   keyshared replay my-scenario.toml --target pulsar://127.0.0.1:6650 --runs 5 --json
 """
@@ -39,19 +49,17 @@ def add_parser(subparsers: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("scenario", metavar="SCENARIO", help="a built-in scenario name or a .toml / .json file")
-    parser.add_argument("--target", default="pulsar-lite", help="target string (default: pulsar-lite)")
+    add_workload_options(
+        parser, out_help="artifacts directory (default: a new keyshared-runs/<scenario>-replay-seed<N>-<time>)"
+    )
     parser.add_argument("--runs", type=_positive, default=5, metavar="N", help="number of runs (default: 5)")
     parser.add_argument(
-        "--seed", type=_seed, default=1, metavar="N", help="seed of the first run; run i uses seed+i (default: 1)"
+        "--same-seed",
+        action="store_true",
+        help="use --seed for every run (isolates broker timing); else run i uses seed+i",
     )
-    parser.add_argument(
-        "--same-seed", action="store_true", help="use the same seed for every run (isolates broker timing)"
-    )
-    parser.add_argument("--out", type=Path, default=Path("keyshared-replay"), metavar="DIR", help="artifacts")
-    parser.add_argument("--profile", default=None, metavar="NAME", help="checker profile (default: from the trace)")
-    parser.add_argument("--admin-url", default=None, metavar="URL", help="admin URL of a pulsar:// target")
-    parser.add_argument("--pulsar-version", default=None, metavar="V", help="the version the target claims")
+    parser.add_argument("--admin-url", default=None, metavar="URL", help="the same as -o admin_url=URL")
+    parser.add_argument("--pulsar-version", default=None, metavar="V", help="the same as -o pulsar_version=V")
     parser.add_argument("--json", action="store_true", help="print the tally as one JSON object")
     parser.set_defaults(handler=run)
 
@@ -63,16 +71,6 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer but got {text!r}") from None
     if not 1 <= value <= 10_000:
         raise argparse.ArgumentTypeError(f"expected a number of runs between 1 and 10000 but got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed but got {text!r}") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"expected a seed between 0 and 4294967295 but got {value}")
     return value
 
 
@@ -152,23 +150,21 @@ def render_tally(tally: ReplayTally) -> str:
 def run(args: argparse.Namespace) -> int:
     from conformance.scenarios import load_scenario
     from pytest_keyshared.driver import run_scenario
-    from pytest_keyshared.targets import open_target
+    from pytest_keyshared.targets import open_target, parse_target
 
-    scenario = load_scenario(args.scenario)  # InvalidScenario: one line, exit 2 (cli.main)
+    options = target_options(args, admin_url=args.admin_url, pulsar_version=args.pulsar_version)
+    scenario = load_scenario(scenario_name(args))  # InvalidScenario: one line, exit 2
     if args.profile is not None:
         from conformance.profiles import get_profile
 
         get_profile(args.profile)  # an unknown profile fails before a broker starts
-    options: dict[str, Any] = {}
-    if args.admin_url:
-        options["admin_url"] = args.admin_url
-    if args.pulsar_version:
-        options["pulsar_version"] = args.pulsar_version
-    out: Path = args.out
+    parse_target(args.target)  # an unknown target fails before an artifacts directory is made
+    out = claim_out_dir(args.out, f"{scenario.name}-replay-seed{args.seed}")
+    look_at(out)
     results: list[tuple[Any, Any, int]] = []
     with open_target(args.target, artifacts_dir=out / "target", options=options) as target:
         for index in range(args.runs):
-            seed = args.seed if args.same_seed else (args.seed + index) % 2**32
+            seed = args.seed if args.same_seed else (args.seed + index) % (SEED_MAX + 1)
             started = time.monotonic()
             result = run_scenario(
                 target, scenario, seed=seed, out_dir=out / f"run-{index + 1:03d}", profile=args.profile
@@ -176,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             verdict = result.verdict
             kinds = sorted({_kind(v) for v in verdict.violations})
             print(
-                f"run {index + 1}/{args.runs} seed={seed}: {'valid' if verdict.valid else 'INVALID'}"
+                f"run {index + 1}/{args.runs} seed={seed}: {_word(verdict)}"
                 + (f" ({', '.join(kinds)})" if kinds else "")
                 + f" in {time.monotonic() - started:.1f}s",
                 file=sys.stderr,
@@ -188,4 +184,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_tally(tally))
         print(f"traces and verdicts: {out}")
-    return 1 if tally.invalid_runs else 0
+    if tally.invalid_runs:
+        return EXIT_VIOLATIONS
+    return max((verdict_exit(v) for v, _, _ in results), default=EXIT_VALID)
+
+
+def _word(verdict: Any) -> str:
+    return {EXIT_VALID: "valid", EXIT_VIOLATIONS: "INVALID", EXIT_UNKNOWN: "unknown"}[verdict_exit(verdict)]

@@ -1,23 +1,27 @@
 """``keyshared run``: run a scenario against a target, save the trace, the verdict and the broker log.
 
 A thin shell over :func:`pytest_keyshared.targets.open_target` and :func:`pytest_keyshared.driver.run_scenario`.
-Exit codes: 0 the trace is valid, 1 violations found, 2 bad input (unknown scenario or target, a step the
-target cannot perform), 3 target or harness failure, 130 interrupted (the trace is saved all the same).
+Exit codes (:mod:`pytest_keyshared.commands._errors`): 0 the trace is valid, 1 violations found, 2 bad input
+(unknown scenario, target or profile, a step the target cannot perform), 3 target failure, 4 verdict unknown,
+130 interrupted (the trace is saved all the same).  Options shared with ``replay``: :mod:`._workload`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import signal
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reference_model.errors import InvalidArgument, KeySharedError
+from pytest_keyshared.commands._errors import look_at, verdict_exit
+from pytest_keyshared.commands._workload import (
+    add_workload_options,
+    claim_out_dir,
+    parse_option,
+    scenario_name,
+    target_options,
+)
 
 __all__ = ["add_parser", "parse_option", "run"]
 
@@ -32,6 +36,7 @@ targets:
 examples:
   keyshared run --scenario join-while-pending
   keyshared run --target model --scenario join-while-pending --seed 7
+  keyshared run join-while-pending --target model --out run1
   keyshared run --target pulsar://127.0.0.1:6650 --scenario my-workload.toml --out runs/one
   keyshared run --target testcontainers:4.0.13 -o implementation=classic --scenario leave-while-pending
   keyshared run --list
@@ -53,48 +58,14 @@ def add_parser(subparsers: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--target", "-t", default="pulsar-lite", metavar="T", help="the broker (default: pulsar-lite)")
-    parser.add_argument("--scenario", "-s", default="steady-state", metavar="NAME|FILE", help="default: steady-state")
-    parser.add_argument("--seed", type=_seed, default=0, metavar="N", help="run seed (default: 0)")
-    parser.add_argument(
-        "--out", "-d", type=Path, metavar="DIR", help="artifacts directory (default: keyshared-runs/...)"
-    )
-    parser.add_argument("--profile", metavar="NAME", help="contract profile (default: from the target's claims)")
-    parser.add_argument(
-        "--option",
-        "-o",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="target option, repeatable (VALUE parsed as JSON when it parses, else a string)",
+    add_workload_options(
+        parser, out_help="artifacts directory (default: a new keyshared-runs/<scenario>-seed<N>-<time>)"
     )
     parser.add_argument("--no-live-check", action="store_true", help="check the saved trace at the end only")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     parser.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
     parser.set_defaults(handler=run)
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
-
-
-def parse_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` -> ``(key, value)``; VALUE is JSON when it parses (``10``, ``true``, ``{...}``), else text."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise InvalidArgument(f"Expected --option KEY=VALUE (e.g. -o startup_timeout_s=30) but got {text!r}.")
-    try:
-        value: Any = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
-    return key.strip(), value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,22 +76,18 @@ def run(args: argparse.Namespace) -> int:
             first = scenario.description.strip().split(". ")[0].replace("\n", " ")
             print(f"{name:22} {first}")
         return 0
-    options = dict(parse_option(o) for o in args.option)
-    scenario = load_scenario(args.scenario)
-    out_dir: Path = (
-        args.out or Path("keyshared-runs") / f"{scenario.name}-seed{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
-    try:
-        with _sigterm_as_interrupt():
-            return _run(args, scenario, options, out_dir)
-    except KeyboardInterrupt:
-        print(f"keyshared run: interrupted; what was recorded is in {out_dir}", file=sys.stderr)
-        return 130
-    except KeySharedError:
-        raise
-    except Exception as exc:  # a harness bug or an unexpected client error: one line, exit 3
-        print(f"keyshared run: harness failure: {type(exc).__name__}: {exc} (artifacts: {out_dir})", file=sys.stderr)
-        return 3
+    options = target_options(args)
+    scenario = load_scenario(scenario_name(args))
+    if args.profile is not None:
+        from conformance.profiles import get_profile
+
+        get_profile(args.profile)  # an unknown profile fails before a broker starts
+    from pytest_keyshared.targets import parse_target
+
+    parse_target(args.target)  # an unknown target fails before an artifacts directory is made
+    out_dir = claim_out_dir(args.out, f"{scenario.name}-seed{args.seed}")
+    look_at(out_dir)
+    return _run(args, scenario, options, out_dir)
 
 
 def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_dir: Path) -> int:
@@ -144,7 +111,7 @@ def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_d
         print(json.dumps(_result_json(result), sort_keys=True))
     else:
         print(_summary(result))
-    return int(result.exit_code)
+    return verdict_exit(result.verdict)
 
 
 class _ProgressPrinter:
@@ -221,21 +188,3 @@ def _result_json(result: Any) -> dict[str, Any]:
         "artifacts": {name: str(path) for name, path in result.artifacts.items()},
         "duration_s": round(result.duration_s, 3),
     }
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops the run like Ctrl-C: the trace is finished and the broker stopped before exiting."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (tests calling main() from a thread)
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

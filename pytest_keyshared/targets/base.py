@@ -152,7 +152,9 @@ class Target(ABC):
 
     def __init__(self, name: str, artifacts_dir: Path) -> None:
         self.name = name
-        self.artifacts_dir = artifacts_dir
+        # Absolute from the start: a broker process runs in its own working directory (pulsar-lite in its data
+        # directory), so a relative path handed to it would name a file that is not there.
+        self.artifacts_dir = Path(artifacts_dir).absolute()
         self.capabilities = Capabilities()
         self.claims = Claims()
 

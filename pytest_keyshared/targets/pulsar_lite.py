@@ -42,7 +42,7 @@ _LOG_LEVELS = ("error", "warn", "info", "debug", "trace")
 def find_binary(explicit: str | None = None) -> Path:
     """The pulsar-lite executable: ``explicit``, ``$PULSAR_LITE_BINARY``, or the installed wheel's ``bin/``."""
     if explicit:
-        path = Path(explicit)
+        path = Path(explicit).absolute()  # the broker is started in its data directory, not here
         if path.is_file() and os.access(path, os.X_OK):
             return path
         raise TargetError(
@@ -50,7 +50,7 @@ def find_binary(explicit: str | None = None) -> Path:
         )
     candidates: list[tuple[str, Path]] = []
     if os.environ.get("PULSAR_LITE_BINARY"):
-        candidates.append(("PULSAR_LITE_BINARY", Path(os.environ["PULSAR_LITE_BINARY"])))
+        candidates.append(("PULSAR_LITE_BINARY", Path(os.environ["PULSAR_LITE_BINARY"]).absolute()))
     spec = importlib.util.find_spec("pulsar_lite")
     if spec is not None and spec.origin is not None:
         candidates.append(("the pulsar-lite wheel", Path(spec.origin).parent / "bin" / "pulsar-lite"))
@@ -109,8 +109,8 @@ class PulsarLiteTarget(PulsarTarget):
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_fh: IO[bytes] | None = None
         self._data_dir: Path | None = None
-        self._log_path = artifacts_dir / "pulsar-lite.log"
-        self._config_path = artifacts_dir / "pulsar-lite.toml"
+        self._log_path = self.artifacts_dir / "pulsar-lite.log"
+        self._config_path = self.artifacts_dir / "pulsar-lite.toml"
 
     # --- facts ------------------------------------------------------------------------------------------
 

@@ -252,7 +252,7 @@ class TestcontainersTarget(PulsarTarget):
         self._web_port = 0
         self._container: RunningContainer | None = None
         self._admin: AdminClient | None = None
-        self._log_path = artifacts_dir / "pulsar-standalone.log"
+        self._log_path = self.artifacts_dir / "pulsar-standalone.log"
 
     @property
     def service_url(self) -> str:

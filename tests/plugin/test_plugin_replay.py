@@ -53,9 +53,9 @@ def test_replay_tallies_kinds_per_run(tmp_path: Path, capsys: pytest.CaptureFixt
     tally = json.loads(captured.out)
     assert tally["runs"] == 3 and tally["invalid_runs"] == 3
     assert tally["kinds"]["key_overlap"]["runs"] == 3 and tally["kinds"]["key_overlap"]["share"] == 1.0
-    assert tally["seeds"] == [1, 2, 3]
+    assert tally["seeds"] == [0, 1, 2]  # the default seed is 0, as for keyshared run
     assert len(list((tmp_path / "out").glob("run-*/trace.jsonl"))) == 3
-    assert "run 3/3 seed=3: INVALID (key_overlap" in captured.err
+    assert "run 3/3 seed=2: INVALID (key_overlap" in captured.err
 
 
 def test_replay_of_a_valid_scenario_exits_0_and_prints_a_table(tmp_path: Path, capsys) -> None:
@@ -73,7 +73,7 @@ def test_replay_of_a_valid_scenario_exits_0_and_prints_a_table(tmp_path: Path, c
         (["replay", "steady-state", "--target", "modle"], "InvalidArgument: Unknown target 'modle'"),
         (["replay", "steady-state", "--target", "model", "--profile", "pip37"], "Did you mean 'pip379'?"),
         (["replay", "steady-state", "--runs", "0"], "expected a number of runs between 1 and 10000 but got 0"),
-        (["replay", "steady-state", "--seed", "x"], "expected an integer seed but got 'x'"),
+        (["replay", "steady-state", "--seed", "x"], "expected a seed between 0 and 4294967295 but got 'x'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path: Path, capsys) -> None:

@@ -66,7 +66,7 @@ def test_a_negative_seed_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as info:
         main(["run", "--seed", "-4"])
     assert info.value.code == 2
-    assert "expected a non-negative integer" in capsys.readouterr().err
+    assert "expected a seed between 0 and 4294967295 but got -4" in capsys.readouterr().err
 
 
 def test_list_names_every_builtin(capsys: pytest.CaptureFixture[str]) -> None:
