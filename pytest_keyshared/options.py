@@ -196,7 +196,8 @@ SETTINGS: Mapping[str, Setting] = {
         Setting(
             "artifacts",
             "Directory for traces, scenarios, verdicts and broker logs (default: keyshared-artifacts, relative to "
-            "the directory pytest was started in).",
+            "the directory pytest was started in); each session writes in a new subdirectory, DIR/latest links to "
+            "the last one.",
             "keyshared-artifacts",
             _path,
             metavar="DIR",

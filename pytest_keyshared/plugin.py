@@ -19,7 +19,11 @@ How a case flows (see ``docs/plugin.md``):
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import os
 import random
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,13 +133,52 @@ def _choose_seed(config: pytest.Config, chosen: object) -> tuple[int, str]:
 
 
 class _XdistHooks:
-    """Ships the root seed to every worker (pytest-randomly's way); registered only when xdist is active."""
+    """Ships the root seed and the session's artifacts directory to every worker (pytest-randomly's way);
+    registered only when xdist is active."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, artifacts: Path) -> None:
         self.seed = seed
+        self.artifacts = artifacts
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["keyshared_seed"] = self.seed
+        node.workerinput["keyshared_artifacts"] = str(self.artifacts)
+
+
+#: ``<artifacts>/latest``: a symbolic link to the last session's directory.
+LATEST_LINK = "latest"
+
+
+def _session_artifacts(config: pytest.Config, root: Path) -> Path:
+    """This session's own directory under ``root``: ``<root>/<YYYYmmdd-HHMMSS>-p<pid>`` (xdist workers: the
+    controller's).
+
+    Every run keeps its artifacts apart, so a later run never overwrites the trace of an earlier failure (a
+    main job that failed once in eleven could not be diagnosed when each run wrote over the last).  Time and
+    the controller's pid make the name unique on a machine.  The directory is made only when a case writes.
+    """
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "keyshared_artifacts" in workerinput:
+        return Path(workerinput["keyshared_artifacts"])
+    base = f"{time.strftime('%Y%m%d-%H%M%S')}-p{os.getpid()}"
+    candidates = (root / (base if n == 1 else f"{base}-{n}") for n in itertools.count(1))
+    return next(path for path in candidates if not path.exists())  # in-process sessions share the pid
+
+
+def _link_latest(artifacts: Path) -> None:
+    """Point ``<root>/latest`` at this session's directory (replaced atomically; best effort)."""
+    if not artifacts.is_dir():
+        return
+    link = artifacts.parent / LATEST_LINK
+    staging = artifacts.parent / f".{LATEST_LINK}-{os.getpid()}"
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()
+        staging.symlink_to(artifacts.name, target_is_directory=True)
+        os.replace(staging, link)
+    except OSError:  # a file system without symbolic links: the directory itself is all that is needed
+        with contextlib.suppress(OSError):
+            staging.unlink()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -144,16 +187,15 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = _resolve_settings(config)
     seed, note = _choose_seed(config, settings["seed"].value)
     is_worker = hasattr(config, "workerinput")
-    state = SessionState(
-        settings=settings, seed=seed, seed_note=note, artifacts=settings["artifacts"].value, is_worker=is_worker
-    )
+    artifacts = _session_artifacts(config, settings["artifacts"].value)
+    state = SessionState(settings=settings, seed=seed, seed_note=note, artifacts=artifacts, is_worker=is_worker)
     config.stash[STATE_KEY] = state
     if not is_worker and getattr(config, "cache", None) is not None:
         config.cache.set("keyshared/seed", seed)
     if not is_worker:
         config.pluginmanager.register(_Controller(config, state), "keyshared-controller")
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(_XdistHooks(seed), "keyshared-xdist")
+            config.pluginmanager.register(_XdistHooks(seed, artifacts), "keyshared-xdist")
     # Files the user named are validated now, so a typo fails before anything runs.
     try:
         if settings["expectations"].source != "default":
@@ -384,6 +426,7 @@ class _Controller:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = self.state
+        _link_latest(state.artifacts)
         if not state.records:
             return
         from pytest_keyshared.results import RunResults, compare_with_baseline, write_results_file

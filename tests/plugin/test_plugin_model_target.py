@@ -68,9 +68,22 @@ def test_a_team_runs_a_builtin_scenario_on_the_model(pytester: pytest.Pytester) 
     result = pytester.runpytest("--keyshared-target=model", "--keyshared-seed=3")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["ordering *1*0*0*0*0", "key-exclusivity *1*0*0*0*0", "delivery *1*0*0*0*0"])
-    run_dir = pytester.path / "keyshared-artifacts" / "test_a_team_runs_a_builtin_scenario_on_the_model.py--test_join"
+    session_dir = pytester.path / "keyshared-artifacts" / "latest"
+    run_dir = session_dir / "test_a_team_runs_a_builtin_scenario_on_the_model.py--test_join"
     assert (run_dir / "run-1" / "trace.jsonl").is_file()
     assert (run_dir / "run-1" / "scenario.toml").is_file()
+
+
+def test_every_session_keeps_its_own_artifacts(pytester: pytest.Pytester) -> None:
+    """A later run never overwrites an earlier run's trace: each session writes under a directory of its own."""
+    pytester.makepyfile("def test_run(keyshared_run):\n    keyshared_run('steady-state')\n")
+    for _ in range(2):
+        pytester.runpytest("--keyshared-target=model", "--keyshared-seed=9").assert_outcomes(passed=1)
+    root = pytester.path / "keyshared-artifacts"
+    sessions = sorted(p for p in root.iterdir() if not p.is_symlink())
+    assert len(sessions) == 2
+    assert all(len(list(s.rglob("trace.jsonl"))) == 1 for s in sessions)
+    assert (root / "latest").resolve() == sorted(sessions, key=lambda p: p.stat().st_mtime)[-1].resolve()
 
 
 def test_same_seed_same_trace_byte_for_byte(pytester: pytest.Pytester) -> None:
@@ -117,7 +130,7 @@ def test_hypothesis_shrinks_a_violation_to_a_scenario_file(pytester: pytest.Pyte
         "--keyshared-target=no-draining", "--keyshared-seed=5", "--keyshared-results=r.json",
     )  # fmt: skip
     result.assert_outcomes(failed=1, deselected=result.parseoutcomes()["deselected"])
-    case_dir = pytester.path / "keyshared-artifacts" / "generated--model-programs"
+    case_dir = (pytester.path / "keyshared-artifacts" / "latest").resolve() / "generated--model-programs"
     shrunk = case_dir / "shrunk.toml"
     assert_in_order(result, "FAILED generated/model-programs [", f"  scenario: {shrunk}")
     from conformance.scenarios import Open, Publish, load_scenario

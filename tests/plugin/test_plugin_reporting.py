@@ -90,7 +90,8 @@ def test_failures_are_explained_with_trace_paths(fake_target_conftest: pytest.Py
         "  key_overlap (key-exclusivity) key=k7",
         "    Let: E12 = ...",
         "    Then: c1 and c2 held k7 at once",
-        "/keyshared-artifacts/test_cases.py--test_overlap/trace.jsonl",
+        f"/keyshared-artifacts/{(pytester.path / 'keyshared-artifacts' / 'latest').resolve().name}/"
+        "test_cases.py--test_overlap/trace.jsonl",
         "FAILED test_cases.py::test_replication [replication]  seed=",
         "    consumer in r2 skipped message 3 it never acknowledged",
     )

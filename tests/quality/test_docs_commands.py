@@ -1,0 +1,364 @@
+"""The docs run themselves: every shell command in ``README.md`` and ``docs/*.md`` works as written.
+
+Each fenced shell block is run in a fresh temporary working directory, as a user pasting it would, with the
+``keyshared`` and ``pytest`` of this environment first on ``PATH``, against the model and pulsar-lite:
+
+* ``$ `` prompts: the command runs; the output shown under it must match the real output line by line
+  (stdout, or stderr when the command prints nothing else; progress lines on stderr are timing and are not
+  compared).  ``...`` inside a line stands for any text, a line of only ``...`` for any number of lines.
+  The exit code is the one the docs show (``$ echo $?``, ``; echo $?`` or ``(exit code N)``), else 0.
+* plain command lines run and must exit 0 (the synopsis lines of the commands table first have their
+  placeholders filled in: ``[--target T]`` becomes ``--target model`` and so on, see :data:`OPTION_VALUES`).
+* what cannot run here is recognised and skipped or checked more cheaply, each with its reason
+  (:func:`plan`): a command that needs Docker, one that creates a virtual environment, one that runs the
+  whole suite (collected instead of run: that proves the plugin loads and takes every option).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conformance.trace.builder import TraceBuilder
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL_LANGS = {"", "sh", "bash", "shell", "console"}
+PROGRAMS = {"keyshared", "pytest", "python", "python3", "pip", "for", ".venv/bin/python", ".venv/bin/pip"}
+_BOUND_S = 180
+
+#: Values for the placeholders of a synopsis line, by the option they follow.
+OPTION_VALUES = {
+    "--target": "model",
+    "-t": "model",
+    "--scenario": "join-while-pending",
+    "--seed": "1",
+    "--runs": "1",
+    "--out": "synopsis-out",
+    "--profile": "pip379",
+    "--pulsar-version": "4.0",
+    "--points": "3",
+    "--consumers": "c1,c2",
+    "-o": "implementation=pip379",
+}
+#: Values for positional placeholders.
+POSITIONAL_VALUES = {
+    "TRACE": ["trace.jsonl"],
+    "SCENARIO": ["join-while-pending"],
+    "CONSUMER...": ["c1", "c2"],
+    "KEY...": ["key-0", "key-1"],
+}
+#: Files a command takes for granted, with what stands in for them here (and why it may).
+GIVEN = {
+    # "a failing case saved its scenario there": any scenario file the suite writes is one of the built-ins
+    "keyshared-artifacts/latest/builtin--join-while-pending/run-1/scenario.toml": ROOT
+    / "conformance/scenarios/builtin/join-while-pending.toml",
+}
+_PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(?:[,.|=][A-Z0-9_.,|=]*)?$")
+
+
+@dataclass
+class Command:
+    text: str
+    line: int
+    output: list[str] | None = None
+    code: int = 0
+    synopsis: bool = False
+
+
+@dataclass
+class Block:
+    source: str
+    commands: list[Command] = field(default_factory=list)
+
+    def uses_pulsar_lite(self) -> bool:
+        return any(
+            re.match(r"keyshared (run|replay)\b", c.text) and ("--target" not in c.text or "pulsar-lite" in c.text)
+            for c in self.commands
+        )
+
+
+# --- extraction ----------------------------------------------------------------------------------------------
+
+
+def extract(path: Path) -> list[Block]:
+    """The shell blocks of a Markdown file that hold commands (trees and sample output are not commands)."""
+    text = path.read_text(encoding="utf-8")
+    name = str(path.relative_to(ROOT))
+    blocks = []
+    for match in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.M | re.S):
+        if match.group(1) not in SHELL_LANGS:
+            continue
+        first_line = text[: match.start()].count("\n") + 2
+        lines = match.group(2).splitlines()
+        if any(line.startswith("$ ") for line in lines):
+            commands = _prompted(lines, first_line)
+        else:
+            commands = _plain(lines, first_line)
+        if commands:
+            blocks.append(Block(f"{name}:{first_line - 1}", commands))
+    return blocks
+
+
+def _prompted(lines: list[str], first_line: int) -> list[Command]:
+    commands: list[Command] = []
+    for offset, line in enumerate(lines):
+        if line.startswith("$ "):
+            text = line[2:].strip()
+            if text != "echo $?":  # its output, the code, joins the output of the command before it
+                commands.append(Command(text, first_line + offset, output=[]))
+        elif commands and commands[-1].output is not None:
+            commands[-1].output.append(line.rstrip())
+    # "$ echo $?" and "; echo $?": the number printed is the previous command's exit code
+    result: list[Command] = []
+    for command in commands:
+        while command.output and not command.output[-1].strip():  # the blank line between two examples
+            command.output.pop()
+        if command.text.endswith("; echo $?"):
+            command.text = command.text[: -len("; echo $?")].strip()
+            assert command.output and command.output[-1].strip().isdigit(), command
+            command.code = int(command.output.pop())
+        elif command.output and command.output[-1].startswith("(exit code "):
+            command.code = int(command.output.pop()[len("(exit code ") : -1])
+        result.append(command)
+    # after "$ echo $?" the number printed was folded into the output of the command before it
+    for index, line in enumerate(lines):
+        if line.strip() == "$ echo $?":
+            owner = max((c for c in result if c.line < first_line + index), key=lambda c: c.line)
+            assert owner.output and owner.output[-1].strip().isdigit(), owner
+            owner.code = int(owner.output.pop())
+    return result
+
+
+def _plain(lines: list[str], first_line: int) -> list[Command]:
+    logical: list[tuple[int, str]] = []
+    pending = ""
+    start = 0
+    for offset, line in enumerate(lines):
+        if not pending:
+            start = first_line + offset
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        if not pending and line[:1].isspace() and logical:  # a synopsis wrapped onto an indented line
+            logical[-1] = (logical[-1][0], f"{logical[-1][1]} {line.strip()}")
+            continue
+        logical.append((start, pending + line))
+        pending = ""
+    if not logical or logical[0][1].split(maxsplit=1)[0] not in PROGRAMS:
+        return []  # not commands: a directory tree, sample output
+    if logical[0][1].startswith("for "):  # a shell loop is one command
+        return [Command("\n".join(lines), first_line)]
+    commands = []
+    for line_no, text in logical:
+        text = re.sub(r"\s+#\s.*$", "", text).strip()
+        if text:
+            synopsis = text.startswith("keyshared") and ("[" in text or any(map(_is_placeholder, text.split())))
+            commands.append(Command(text, line_no, synopsis=synopsis))
+    return commands
+
+
+def _is_placeholder(token: str) -> bool:
+    return bool(_PLACEHOLDER.match(token)) or token == "..."
+
+
+def fill_synopsis(text: str) -> str:
+    """A runnable command from a synopsis line: every optional part taken, placeholders given values."""
+    while True:
+        inner = re.search(r"\[([^\[\]]*)\]", text)
+        if inner is None:
+            break
+        content = inner.group(1).split(" | ")[0]
+        if not content.startswith("-") and not _is_placeholder(content.split()[0]):
+            content = ""  # prose such as "[same options]"
+        text = text[: inner.start()] + content + text[inner.end() :]
+    words: list[str] = []
+    for token in text.split():
+        if token == "...":
+            continue
+        previous = words[-1] if words else ""
+        if previous in OPTION_VALUES and (_is_placeholder(token) or "|" in token):
+            words.append(OPTION_VALUES[previous])
+        elif token in POSITIONAL_VALUES:
+            words.extend(POSITIONAL_VALUES[token])
+        elif "|" in token:
+            words.append(token.split("|")[0])
+        else:
+            words.append(token)
+    return " ".join(words)
+
+
+# --- what runs, and how ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    command: Command
+    run: str | None  #: the shell text to run, None to skip
+    reason: str = ""  #: why it is skipped or changed
+    compare: bool = True  #: whether the shown output is compared
+
+
+def plan(command: Command) -> list[Step]:
+    """How a documented command is checked here: as written, more cheaply, or skipped with the reason."""
+    text = command.text
+    if command.synopsis:
+        return [Step(command, fill_synopsis(text), "synopsis: placeholders filled in")]
+    if text.startswith("for "):
+        return [Step(command, None, "runs the whole conformance suite once per seed (a nightly job's loop)")]
+    if "testcontainers" in text:
+        return [Step(command, None, "needs a Docker engine (Apache Pulsar in a container)")]
+    steps: list[Step] = []
+    parts = [p.strip() for p in text.split("&&")]
+    for part in parts:
+        if part.startswith("python3 -m venv") or re.search(r"(^|[\s/])pip install ", part):
+            reason = "creates a virtual environment and installs the package; .ci/run does exactly this"
+            steps.append(Step(command, None, reason))
+            continue
+        part = re.sub(r"^(KEYSHARED_\w+=\S+ )*\.venv/bin/", "", part)
+        if re.fullmatch(r"python -m pytest( -q)?", part):
+            steps.append(Step(command, None, "runs the project's whole test suite: that is the CI job itself"))
+        elif "--keyshared-baseline=" in part:
+            reason = "compares with the results file of a full run against another broker (the command before)"
+            steps.append(Step(command, None, reason))
+        elif re.match(r"(python -m )?pytest .*--pyargs conformance", part):
+            reason = "the whole suite takes minutes: collecting it proves the plugin loads and takes every option"
+            steps.append(Step(command, f"{part} --collect-only -q -p no:cacheprovider", reason))
+        elif (runs := re.search(r"--runs (\d+)", part)) and int(runs.group(1)) > 3 and "--target model" not in part:
+            cheap = part.replace(runs.group(0), "--runs 2")
+            steps.append(Step(command, cheap, "two runs take the path more runs do, in less time", False))
+        else:
+            steps.append(Step(command, part))
+    return steps
+
+
+def matches(shown: list[str], real: list[str]) -> bool:
+    """Whether the real lines are what the docs show (``...`` in a line: any text; a ``...`` line: any lines)."""
+    if not shown:
+        return not real
+    head, rest = shown[0], shown[1:]
+    if head.strip() == "...":
+        return any(matches(rest, real[k:]) for k in range(len(real) + 1))
+    if not real:
+        return False
+    pattern = ".*".join(re.escape(piece) for piece in head.rstrip().split("..."))
+    return re.fullmatch(pattern, real[0].rstrip()) is not None and matches(rest, real[1:])
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("KEYSHARED_TARGET", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+def _prepare(cwd: Path) -> None:
+    b = TraceBuilder()
+    b.open("c1")
+    b.publish("k", "1:0")
+    b.receive("c1", "k", "1:0")
+    b.ack("c1", "1:0")
+    b.end()
+    b.write(cwd / "trace.jsonl")
+    for relative, source in GIVEN.items():
+        (cwd / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, cwd / relative)
+
+
+BLOCKS = [block for path in DOCS for block in extract(path)]
+#: Commands already run (several docs show the same one), with their result.
+_SEEN: dict[str, subprocess.CompletedProcess[str]] = {}
+
+
+def _param(block: Block) -> object:
+    marks = [pytest.mark.broker] if block.uses_pulsar_lite() else []
+    return pytest.param(block, id=block.source, marks=marks)
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in BLOCKS])
+def test_documented_commands_work_as_written(block: Block, tmp_path: Path) -> None:
+    _prepare(tmp_path)
+    skipped: list[str] = []
+    ran = 0
+    for command in block.commands:
+        for step in plan(command):
+            where = f"{block.source} (line {command.line}): {command.text}"
+            if step.run is None:
+                skipped.append(f"{command.text.splitlines()[0]!r}: {step.reason}")
+                continue
+            ran += 1
+            key = re.sub(r"^python -m pytest ", "pytest ", step.run)
+            if command.output is None and key in _SEEN:  # the same command in another doc: one run is enough
+                done = _SEEN[key]
+            else:
+                done = subprocess.run(
+                    ["bash", "-c", step.run],
+                    cwd=tmp_path,
+                    env=_environment(),
+                    capture_output=True,
+                    text=True,
+                    timeout=_BOUND_S,
+                    check=False,
+                )
+                _SEEN[key] = done
+            assert done.returncode == command.code, (
+                f"{where}\nran: {step.run}\nexit {done.returncode}, the docs imply {command.code}\n"
+                f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+            )
+            if command.output is not None and step.compare:
+                real = (done.stdout or done.stderr).splitlines()
+                assert matches(command.output, real), (
+                    f"{where}\nthe output shown differs from a real run's:\n--- shown\n"
+                    + "\n".join(command.output)
+                    + "\n--- real\n"
+                    + "\n".join(real)
+                )
+    if not ran:
+        pytest.skip("; ".join(dict.fromkeys(skipped)))
+
+
+# --- the extractor itself --------------------------------------------------------------------------------------
+
+
+def test_the_commands_table_and_the_prompts_are_found() -> None:
+    readme = {c.text: c for b in extract(ROOT / "README.md") for c in b.commands}
+    assert readme["keyshared run --scenario join-while-pending --out run1"].code == 1
+    assert any(c.synopsis and c.text.startswith("keyshared check TRACE") for c in readme.values())
+    assert sum(len(b.commands) for b in BLOCKS) >= 30
+
+
+def test_synopsis_filling() -> None:
+    assert fill_synopsis("keyshared check TRACE [--engine python|spark] [--profile NAME] [--json]") == (
+        "keyshared check trace.jsonl --engine python --profile pip379 --json"
+    )
+    assert fill_synopsis("keyshared run [SCENARIO | --scenario NAME|FILE] [-o KEY=VALUE ...]") == (
+        "keyshared run join-while-pending -o implementation=pip379"
+    )
+    assert fill_synopsis("keyshared select --consumers C1,C2,... [same options] [--json] KEY...") == (
+        "keyshared select --consumers c1,c2 --json key-0 key-1"
+    )
+
+
+def test_output_matching() -> None:
+    assert matches(["a ... c", "...", "z"], ["a b c", "x", "y", "z"])
+    assert matches(["a", "...", "z"], ["a", "z"])
+    assert not matches(["a", "z"], ["a", "b", "z"])  # a line left out of the docs is a difference
+    assert not matches(["seed 1"], ["seed 0"])
+
+
+def test_plan_names_every_reason() -> None:
+    venv = Command('python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest', 1)
+    assert [s.run for s in plan(venv)] == [None, None, None]
+    suite = plan(Command("python3 -m venv .venv && .venv/bin/pip install . && pytest --pyargs conformance", 1))
+    assert suite[-1].run == "pytest --pyargs conformance --collect-only -q -p no:cacheprovider"
+    assert all(step.reason for step in suite)
+    assert shlex.split(plan(Command("keyshared replay x --runs 10", 1))[0].run or "")[-1] == "2"
