@@ -176,7 +176,7 @@ def _result_json(result: Any) -> dict[str, Any]:
         "topic": result.topic,
         "valid": result.valid,
         "violation_kinds": result.violation_kinds(),
-        "exit_code": result.exit_code,
+        "exit_code": verdict_exit(result.verdict),
         "drained": result.drained,
         "quiet": result.quiet,
         "published_ok": c.published_ok,
