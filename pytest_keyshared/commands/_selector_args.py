@@ -57,13 +57,20 @@ def _selector_kind(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: The most ring points per consumer ``--points`` takes: far above any real setting (Pulsar's default is 100),
+#: low enough that the ring is built in well under a second.
+MAX_POINTS = 10_000
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r} (Pulsar's default is 100)")
+    if not 1 <= value <= MAX_POINTS:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to {MAX_POINTS}, got {text!r} (Pulsar's default is 100)"
+        )
     return value
 
 
