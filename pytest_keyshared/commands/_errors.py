@@ -25,6 +25,21 @@ calls every handler through :func:`invoke`, so there is nothing else to do.  Ins
   unexpected error names it;
 * return :func:`verdict_exit` of the verdict it judged.
 
+A new subcommand, in full::
+
+    # pytest_keyshared/commands/soak.py  (and "soak" added to cli.COMMANDS)
+    from pytest_keyshared.commands._errors import look_at, verdict_exit
+
+    def add_parser(subparsers):
+        parser = subparsers.add_parser("soak", help="...")
+        parser.set_defaults(handler=run)
+
+    def run(args) -> int:
+        out = ...                      # decided first: from here on, failures name it
+        look_at(out)
+        verdict = ...                  # raise InvalidArgument / TargetError on bad input / a failed target
+        return verdict_exit(verdict)   # 0, 1 or 4
+
 A handler called from elsewhere (a test, another command) gets the same treatment with ``@policy("name")``.
 """
 
@@ -105,7 +120,8 @@ def invoke(command: str, handler: Handler, args: argparse.Namespace) -> int:
         _say(command, "interrupted" + (f"; what was recorded is in {kept}" if kept else ""))
         return EXIT_INTERRUPTED
     except KeySharedError as exc:
-        _say(command, f"{type(exc).__name__}: {exc}")
+        where = _see() if exc.exit_code == EXIT_TARGET else ""  # a failure mid-run: the trace so far is there
+        _say(command, f"{type(exc).__name__}: {exc}{where}")
         return int(exc.exit_code)
     except (ConnectionError, TimeoutError) as exc:
         _say(command, f"target failure: {type(exc).__name__}: {exc}{_see()}")

@@ -70,7 +70,7 @@ def _raiser(exc: BaseException) -> Any:
     ("exc", "code", "fragment"),
     [
         (InvalidArgument("Unknown thing 'x'.\nChoices: a, b."), EXIT_BAD_INPUT, "InvalidArgument: Unknown thing 'x'."),
-        (TargetError("the broker died"), EXIT_TARGET, "TargetError: the broker died"),
+        (TargetError("the broker died"), EXIT_TARGET, "TargetError: the broker died (see "),
         (ConnectionRefusedError(111, "Connection refused"), EXIT_TARGET, "target failure: ConnectionRefusedError"),
         (TimeoutError("no answer"), EXIT_TARGET, "target failure: TimeoutError: no answer"),
         (FileNotFoundError(2, "No such file or directory", "x.toml"), EXIT_BAD_INPUT, "FileNotFoundError"),
