@@ -35,7 +35,7 @@ _EPILOG = """\
 examples:
   keyshared replay join-while-pending --runs 10
   keyshared replay --scenario join-while-pending --target model --seed 7 --runs 3
-  keyshared replay keyshared-artifacts/generated--model-programs/shrunk.toml --target model
+  keyshared replay keyshared-artifacts/latest/generated--model-programs/shrunk.toml --target model
   keyshared replay my-scenario.toml --target pulsar://127.0.0.1:6650 --runs 5 --json
 """
 
