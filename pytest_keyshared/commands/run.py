@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_keyshared.commands._errors import look_at, verdict_exit
+from pytest_keyshared.commands._errors import EXIT_UNKNOWN, EXIT_VALID, look_at, verdict_exit
 from pytest_keyshared.commands._workload import (
     add_workload_options,
     claim_out_dir,
@@ -146,14 +146,17 @@ def _summary(result: Any) -> str:
     lines.extend(f"  note: {n}" for n in result.notes)
     verdict = result.verdict
     if verdict is None:
-        lines.append("  verdict: none (no checker available to judge the trace)")
+        lines.append("  verdict: unknown (no checker available to judge the trace)")
     else:
         kinds = result.violation_kinds()
         counts: dict[str, int] = {}
         for v in verdict.violations:
             kind = str(getattr(v.kind, "value", v.kind))
             counts[kind] = counts.get(kind, 0) + 1
-        if verdict.valid:
+        code = verdict_exit(verdict)
+        if code == EXIT_UNKNOWN:  # the run did not let every contract be judged: never shown as VALID
+            lines.append("  verdict: UNKNOWN (no violation found, but not every contract could be judged)")
+        elif code == EXIT_VALID:
             lines.append("  verdict: VALID" + (f" (allowed: {', '.join(kinds)})" if kinds else ""))
         else:
             lines.append(f"  verdict: INVALID: {', '.join(f'{k} x{n}' for k, n in sorted(counts.items()))}")

@@ -87,3 +87,37 @@ def test_runs_started_in_the_same_second_get_directories_of_their_own(
 
 def test_a_given_out_is_used_as_is(tmp_path: Path) -> None:
     assert claim_out_dir(tmp_path / "mine", "x") == tmp_path / "mine"
+
+
+NOT_DRAINED = """\
+name = "no-drain"
+description = "Publishes and stops: the run is not drained, so lost messages cannot be judged."
+
+[settings]
+drain = false
+
+[[steps]]
+do = "open"
+consumer = "c1"
+
+[[steps]]
+do = "publish"
+count = 5
+keys = 2
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_a_run_that_cannot_be_fully_judged_is_unknown_not_valid(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("no-drain.toml").write_text(NOT_DRAINED)
+    extra = ["--runs", "2"] if command == "replay" else []
+    assert main([command, "no-drain.toml", "--target", "model", "--out", "out", *extra]) == 4
+    captured = capsys.readouterr()
+    if command == "run":
+        assert "  verdict: UNKNOWN (no violation found, but not every contract could be judged)" in captured.out
+        assert "verdict: VALID" not in captured.out
+    else:
+        assert "run 2/2 seed=1: unknown" in captured.err
