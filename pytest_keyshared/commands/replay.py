@@ -174,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
                 target, scenario, seed=seed, out_dir=out / f"run-{index + 1:03d}", profile=args.profile
             )
             verdict = result.verdict
+            _write_report(result)
             kinds = sorted({_kind(v) for v in verdict.violations})
             print(
                 f"run {index + 1}/{args.runs} seed={seed}: {'valid' if verdict.valid else 'INVALID'}"
@@ -187,5 +188,15 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(tally.to_json(), sort_keys=True))
     else:
         print(render_tally(tally))
-        print(f"traces and verdicts: {out}")
+        print(f"traces, verdicts and reports: {out}")
     return 1 if tally.invalid_runs else 0
+
+
+def _write_report(result: Any) -> None:
+    """Each run's ``report.html`` beside its trace; a page that cannot be drawn is noted, never fails the replay."""
+    from pytest_keyshared.report import REPORT_NAME, write_report
+
+    try:
+        write_report(result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict)
+    except Exception as exc:  # the tally stands; the page is a convenience
+        print(f"keyshared replay: no report for {result.trace_path}: {type(exc).__name__}: {exc}", file=sys.stderr)
