@@ -9,7 +9,9 @@ Small traces are drawn in full.  Above :data:`FULL_EVENTS` events, only the keys
 drawn (at most :data:`MAX_KEYS`), and on each only the time windows around its violations' witnesses; every
 other event is counted in the throughput series and in :attr:`Collected.summarised`, which the page states.
 The pass reads the trace's columnar batches (the checker's fast path) and looks at each row only when it is
-drawn, so it costs less than the check itself.  Pure: values in, values out; the caller opens the trace.
+drawn, so it costs less than the check itself.  In a summarised trace an ``ack`` or ``nack`` is matched to the
+drawn keys by its ``key`` field (the driver records it on every ack); one without it shows as never released.
+Pure: values in, values out; the caller opens the trace.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ class _Pass:
         self.out = Collected()
         self.held: dict[str, dict[str, list[Any]]] = {}  # consumer -> mkey -> hold
         self.holders: dict[str, dict[str, list[Any]]] = {}  # mkey -> consumer -> hold
-        self.hold_key: dict[int, str] = {}  # id(hold) -> key
+        self.msg_key: dict[str, str] = {}  # mkey -> key of its receive (for an ack that names no key)
         self.keys: set[str] = set()
         self.seen_consumers: set[str] = set()
 
@@ -169,11 +171,12 @@ class _Pass:
                     self.release_consumer(name, r.i, op)
             self.global_mark(r)
             return
-        key = r.key if r.key is not None else ""
+        key = r.key if r.key is not None else self.msg_key.get(r.mkey or "", "")
         if op == "receive":
             self.consumer(r.consumer)
             if r.consumer is None or r.mkey is None:
                 return
+            self.msg_key[r.mkey] = key
             hold = [r.i, -1, r.consumer, "", r.msg_id]
             self.out.holds.setdefault(key, []).append(hold)
             self.held.setdefault(r.consumer, {})[r.mkey] = hold

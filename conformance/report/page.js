@@ -70,7 +70,7 @@
       if (state.mode === "consumer") v.consumers.forEach((c) => { badLanes[c] = (badLanes[c] || 0) + 1; }); });
     names.forEach((n, k) => {
       if (k % 2 === 0) out.push(`<rect x="0" y="${y[n]}" width="${width}" height="${laneH[n]}" fill="#fafbfc"/>`);
-      out.push(`<text class="lane-label${badLanes[n] ? " bad" : ""}" x="4" y="${y[n] + 12}">${esc(n === "" ? "(empty key)" : n).slice(0, 20)}${badLanes[n] ? ` (${badLanes[n]})` : ""}<title>${badLanes[n] ? badLanes[n] + " violation(s) on this lane" : ""}</title></text>`);
+      out.push(`<text class="lane-label${badLanes[n] ? " bad" : ""}" data-lane="${esc(n)}" x="4" y="${y[n] + 12}">${esc(n === "" ? "(empty key)" : n).slice(0, 20)}${badLanes[n] ? ` (${badLanes[n]})` : ""}<title>${badLanes[n] ? badLanes[n] + " violation(s) on this lane" : ""}</title></text>`);
     });
     // membership changes and faults: across every lane
     D.global.forEach(([i, op, c, label]) => {
