@@ -86,7 +86,7 @@
         if (end < v0 || s > v1) continue;
         const lane = state.mode === "consumer" ? c : key;
         if (!(lane in y)) continue;
-        const x0 = clampX(s), x1 = Math.max(clampX(end), x0 + 3);
+        const x0 = clampX(s), x1 = Math.max(clampX(end), x0 + 5);
         out.push(`<rect class="hold${e < 0 ? " open-end" : ""}" data-s="${s}" data-e="${e}" x="${x0}" y="${barY(lane, c) + 0.5}" width="${x1 - x0}" height="${BAR - 1}" fill="${colorOf(c)}"><title>${esc(c)} held ${esc(msg)} (key ${esc(key)}) from E${s} ${e < 0 ? "to the end" : "until E" + e + " " + endOp}</title></rect>`);
       }
     }
@@ -120,7 +120,10 @@
         let l = laneOf(w);
         if (l == null || !(l in y)) l = bandLanes.values().next().value;
         if (l == null) return;
-        out.push(`<circle class="witness${active}" id="w-${v.id}-${w.i}" data-v="${v.id}" data-i="${w.i}" cx="${x(w.i)}" cy="${w.consumer != null && rowsOf[l].includes(w.consumer) ? barY(l, w.consumer) + BAR / 2 : y[l] + laneH[l] / 2}" r="${active ? 7 : 4.5}"><title>E${w.i} ${esc(w.op || "")} ${esc(w.consumer || "")}: witness of ${esc(v.kind)}</title></circle>`);
+        const cx = x(w.i), cy = w.consumer != null && rowsOf[l].includes(w.consumer) ? barY(l, w.consumer) + BAR / 2 : y[l] + laneH[l] / 2;
+        const tip = `<title>E${w.i} ${esc(w.op || "")} ${esc(w.consumer || "")}: witness of ${esc(v.kind)}</title>`;
+        if (active) out.push(`<circle class="witness active" id="w-${v.id}-${w.i}" data-v="${v.id}" data-i="${w.i}" cx="${cx}" cy="${cy}" r="7">${tip}</circle>`);
+        else out.push(`<path class="witness" id="w-${v.id}-${w.i}" data-v="${v.id}" data-i="${w.i}" d="M${cx - 4} ${y[l] - 1}h8l-4 5z">${tip}</path>`);
       });
     });
     out.push("</svg>");
@@ -224,11 +227,12 @@
     });
     const yl = 28 + R.periods.length * ROW;
     out.push(`<text class="lane-label" x="4" y="${yl + 12}">keys on the hash line</text><line x1="${LBL}" x2="${LBL + plot}" y1="${yl + 8}" y2="${yl + 8}" stroke="#90a4ae"/>`);
-    R.keys.forEach((k) => {
+    let lastLabel = -1e9;
+    R.keys.slice().sort((a, b) => a.slot - b.slot).forEach((k) => {
       const xx = x(k.slot), bad = misassigned.has(k.key);
       const last = k.deliveries.length ? k.deliveries[k.deliveries.length - 1][1] : null;
       out.push(`<line class="keytick${bad ? " misassigned" : ""}" data-key="${esc(k.key)}" x1="${xx}" x2="${xx}" y1="${yl}" y2="${yl + 16}" stroke="${bad ? "#c62828" : colorOf(last)}"><title>key ${esc(k.key)}: slot ${k.slot}${bad ? " — misassigned" : ""}</title></line>`);
-      if (R.keys.length <= 40) out.push(`<text x="${xx}" y="${yl + 28}" font-size="9" text-anchor="middle" class="axis">${esc(k.key)}</text>`);
+      if (xx - lastLabel > 9 + 5.5 * String(k.key).length) { out.push(`<text x="${xx}" y="${yl + 28}" font-size="9" text-anchor="middle" class="axis">${esc(k.key)}</text>`); lastLabel = xx; }
     });
     out.push("</svg>");
     $("ranges-box").innerHTML = `<p>Selector <b>${esc(R.selector)}</b>, subscription <code>${esc(R.subscription)}</code>, hash range [${lo}, ${hi}].
@@ -244,21 +248,26 @@
     const width = Math.max(700, $("throughput-box").clientWidth - 20), H = 160, L = 60, plot = width - L - 10;
     const t0 = rows[0][1], t1 = Math.max(rows[rows.length - 1][2], t0 + 1);
     const x = (t) => L + ((t - t0) / (t1 - t0)) * plot;
-    const rate = (k, col) => { const next = k + 1 < rows.length ? rows[k + 1][1] : rows[k][2]; const dt = Math.max(next - rows[k][1], 1e6); return rows[k][col] / (dt / 1e9); };
+    // equal time bins (a bucket counts in the bin of its first event): rates per second, not per bucket
+    const nbins = Math.max(1, Math.min(80, rows.length)), binNs = (t1 - t0) / nbins;
     const series = [["publish", 3, "#9aa5b1"], ["receive", 4, "#1f77b4"], ["ack", 5, "#2ca02c"]];
+    const sums = series.map(() => new Array(nbins).fill(0));
+    rows.forEach((r) => { const k = Math.min(nbins - 1, Math.floor((r[1] - t0) / binNs)); series.forEach(([, col], n) => { sums[n][k] += r[col]; }); });
+    const rates = sums.map((bins) => bins.map((c) => c / (binNs / 1e9)));
     let max = 1;
-    series.forEach(([, col]) => rows.forEach((r, k) => { max = Math.max(max, rate(k, col)); }));
+    rates.forEach((rs) => rs.forEach((v) => { max = Math.max(max, v); }));
     const y = (v) => 10 + H - (v / max) * H;
     const out = [`<svg id="throughput-svg" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 40}">`];
     out.push(`<text class="axis" x="4" y="16">${Math.round(max)}/s</text><text class="axis" x="4" y="${H + 10}">0</text>`);
     out.push(`<text class="axis" x="${L}" y="${H + 30}">0s</text><text class="axis" x="${L + plot}" y="${H + 30}" text-anchor="end">${((t1 - t0) / 1e9).toFixed(2)}s</text>`);
-    series.forEach(([name, col, c]) => {
-      const pts = rows.map((r, k) => `${x(r[1]).toFixed(1)},${y(rate(k, col)).toFixed(1)}`).join(" ");
-      out.push(`<polyline fill="none" stroke="${c}" stroke-width="1.5" points="${pts}"><title>${name}s per second</title></polyline>`);
+    series.forEach(([name, , c], n) => {
+      const pts = [];
+      rates[n].forEach((v, k) => { pts.push(`${x(t0 + k * binNs).toFixed(1)},${y(v).toFixed(1)}`, `${x(t0 + (k + 1) * binNs).toFixed(1)},${y(v).toFixed(1)}`); });
+      out.push(`<polyline class="rate" data-series="${name}" fill="none" stroke="${c}" stroke-width="1.5" points="${pts.join(" ")}"><title>${name}s per second</title></polyline>`);
     });
     out.push("</svg>");
     $("throughput-box").innerHTML = `<div class="legend">${series.map(([n, , c]) => `<span><i class="sw" style="background:${c}"></i>${n}s/s</span>`).join("")}</div>${out.join("")}
-      <p class="muted">Buckets of ${D.throughput.bucket} event(s); every event of the trace is counted, drawn or not.</p>`;
+      <p class="muted">Rates over ${nbins} equal time bins of ${(binNs / 1e9).toFixed(3)}s; every event of the trace is counted, drawn or not.</p>`;
   }
 
   // -- wiring ------------------------------------------------------------------------------------------------------

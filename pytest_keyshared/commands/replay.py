@@ -197,6 +197,7 @@ def _write_report(result: Any) -> None:
     from pytest_keyshared.report import REPORT_NAME, write_report
 
     try:
-        write_report(result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict)
+        title = f"keyshared replay: {result.scenario} on {result.target}, seed {result.seed}"
+        write_report(result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict, title=title)
     except Exception as exc:  # the tally stands; the page is a convenience
         print(f"keyshared replay: no report for {result.trace_path}: {type(exc).__name__}: {exc}", file=sys.stderr)

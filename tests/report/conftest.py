@@ -108,6 +108,7 @@ def open_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
 
     def opener(path: Path) -> Any:
         page = context.new_page()
+        page.set_default_timeout(10_000)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.on("request", lambda req: None if req.url.startswith(("file:", "data:", "about:")) else errors.append(
