@@ -342,6 +342,8 @@ def _rows_of(batch: Any, witnesses: frozenset[int]) -> Iterator[Row]:
     lists = {name: batch.column(name).to_pylist() for name in
              ("i", "t", "op", "consumer", "key", "mkey", "msg_id", "subscription", "name", "result")}  # fmt: skip
     policies = batch.column("policy") if "policy" in names else None
+    # a fault's ``consumers``: read where the reader keeps the column (the exact path always has it)
+    touched = batch.column("consumers") if "consumers" in names else None
     for k in range(batch.num_rows):
         i = lists["i"][k]
         op = lists["op"][k]
@@ -350,6 +352,12 @@ def _rows_of(batch: Any, witnesses: frozenset[int]) -> Iterator[Row]:
             policy = policies[k].as_py()
             if policy and policy.get("sticky_ranges"):
                 ranges = tuple((int(a), int(b)) for a, b in policy["sticky_ranges"])
+        fault_consumers = None
+        if op == "fault" and touched is not None:
+            listed = touched[k].as_py()
+            if isinstance(listed, str):
+                listed = json.loads(listed)
+            fault_consumers = tuple(listed) if isinstance(listed, list) else None
         line = None
         if i in witnesses:
             line = json.dumps(
@@ -369,6 +377,7 @@ def _rows_of(batch: Any, witnesses: frozenset[int]) -> Iterator[Row]:
             name=lists["name"][k],
             sticky_ranges=ranges,
             result=lists["result"][k],
+            fault_consumers=fault_consumers,
             line=line,
         )
 

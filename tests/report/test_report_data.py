@@ -132,3 +132,16 @@ def test_the_page_is_self_contained(overlap_trace: Path) -> None:
         assert remote not in page.replace('xmlns="http://www.w3.org/2000/svg"', ""), remote
     assert "default-src 'none'" in page  # the page may load nothing
     assert "</script>" not in page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
+
+
+def test_a_fault_naming_its_consumers_releases_only_theirs() -> None:
+    from conformance.report.collect import Focus, collect, rows_of_events
+
+    b = TraceBuilder()
+    b.open("c1"), b.open("c2")
+    b.publish("a", "1:0"), b.receive("c1", "a", "1:0")
+    b.publish("b", "1:1"), b.receive("c2", "b", "1:1")
+    b.add("fault", fault="client_reconnect", consumers=["c2"])
+    b.ack("c1", "1:0", key="a"), b.end()
+    found = collect(rows_of_events(b.events), Focus(keys=None), columnar=False)
+    assert found.holds == {"a": [[3, 7, "c1", "ack", "1:0"]], "b": [[5, 6, "c2", "fault", "1:1"]]}
