@@ -104,3 +104,29 @@ def test_load_verdict_accepts_objects_dicts_and_files(overlap_trace: Path, tmp_p
     path = tmp_path / "v.json"
     path.write_text(verdict.to_json_text())
     assert load_verdict(verdict) == load_verdict(verdict.to_json()) == load_verdict(path)
+
+
+def test_index_rows_say_what_changed_since_the_baseline() -> None:
+    from pytest_keyshared.report_index import suite_rows
+    from pytest_keyshared.results import BaselineComparison, CaseRecord, Change, StoredResults
+
+    records = [
+        CaseRecord(case="a", nodeid="a", outcome="failed", broken=["ordering"]),
+        CaseRecord(case="b", nodeid="b", outcome="xfailed", reason="known: no draining hashes"),
+        CaseRecord(case="c", nodeid="c", outcome="passed"),
+    ]
+    comparison = BaselineComparison(
+        baseline=StoredResults(source="old.json", target="pulsar-lite", pulsar_version="4.0", cases={}),
+        new_failures=[Change("a", "ordering", "passed", "failed")],
+        fixes=[Change("c", "delivery", "failed", "passed")],
+        only_in_baseline=[],
+        only_in_run=[],
+    )
+    rows = suite_rows(records, {"a": (["a.html"], []), "b": ([], ["no page for t: boom"])}, comparison)
+    assert [r["changed"] for r in rows] == [
+        ["NEW FAILURE [ordering]: passed -> failed"],
+        [],
+        ["FIXED [delivery]: failed -> passed"],
+    ]
+    assert rows[0]["pages"] == ["a.html"] and rows[1]["reason"] == "known: no draining hashes"
+    assert rows[1]["note"] == "no page for t: boom"
