@@ -40,10 +40,11 @@ def _write_pages(out_dir: Path, record: CaseRecord) -> tuple[list[str], list[str
     problems: list[str] = []
     for n, trace in enumerate(record.traces):
         path = Path(trace)
-        verdict = path.with_name("verdict.json")
+        verdict = path.with_name("verdict.json")  # the driver's pair: trace.jsonl and verdict.json in one run dir
+        saved = verdict if path.name == "trace.jsonl" and verdict.is_file() else None
         name = report_name(record.case, n)
         try:
-            write_report(path, out_dir / name, verdict if verdict.is_file() else None, title=record.case)
+            write_report(path, out_dir / name, saved, title=record.case)
         except Exception as exc:  # one case's page must not cost the others theirs
             problems.append(f"no page for {trace}: {type(exc).__name__}: {exc}")
             continue
