@@ -130,3 +130,12 @@ def test_index_rows_say_what_changed_since_the_baseline() -> None:
     ]
     assert rows[0]["pages"] == ["a.html"] and rows[1]["reason"] == "known: no draining hashes"
     assert rows[1]["note"] == "no page for t: boom"
+
+
+def test_an_unknown_verdict_exits_4(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.open("c1"), b.publish("k", "1:0"), b.end(drained=False)  # undelivered cannot be judged: not drained
+    from conformance.checks import check_trace
+
+    assert check_trace(b).validity.value == "unknown"
+    assert main(["report", str(b.write(tmp_path / "t.jsonl"))]) == 4
