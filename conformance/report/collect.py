@@ -122,14 +122,15 @@ def _merge(windows: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
 
 @dataclass
 class Collected:
-    """What one pass found.  Holds: ``[start_i, end_i, consumer, end_op, msg_id]`` per key (end -1: never)."""
+    """What one pass found.  Holds per key: ``[start_i, end_i, consumer, end_op, msg_id, start_t, end_t]`` (end -1:
+    never released); marks ``[i, op, consumer, t]``; global marks ``[i, op, consumer, label, t]``."""
 
     events: int = 0
     first: tuple[int, int] | None = None  #: (i, t) of the first event
     last: tuple[int, int] | None = None  #: (i, t) of the last event
     holds: dict[str, list[list[Any]]] = field(default_factory=dict)
-    marks: dict[str, list[list[Any]]] = field(default_factory=dict)  #: key -> [i, op, consumer]
-    global_marks: list[list[Any]] = field(default_factory=list)  #: [i, op, consumer, label]
+    marks: dict[str, list[list[Any]]] = field(default_factory=dict)
+    global_marks: list[list[Any]] = field(default_factory=list)
     membership: list[Row] = field(default_factory=list)  #: every open/close/crash/fault, in order
     witness_rows: dict[int, Row] = field(default_factory=dict)
     consumers: list[str] = field(default_factory=list)  #: handles in order of first appearance
@@ -164,11 +165,11 @@ class _Pass:
             if op in ("open", "close", "crash", "fault") and (op != "open" or r.result in (None, "ok")):
                 self.out.membership.append(r)
             if op in _RELEASE_ALL and r.consumer is not None:
-                self.release_consumer(r.consumer, r.i, op)
+                self.release_consumer(r.consumer, r.i, r.t, op)
             elif op == "fault":
                 targets = r.fault_consumers if r.fault_consumers is not None else list(self.held)
                 for name in list(targets):
-                    self.release_consumer(name, r.i, op)
+                    self.release_consumer(name, r.i, r.t, op)
             self.global_mark(r)
             return
         key = r.key if r.key is not None else self.msg_key.get(r.mkey or "", "")
@@ -177,19 +178,19 @@ class _Pass:
             if r.consumer is None or r.mkey is None:
                 return
             self.msg_key[r.mkey] = key
-            hold = [r.i, -1, r.consumer, "", r.msg_id]
+            hold = [r.i, -1, r.consumer, "", r.msg_id, r.t, -1]
             self.out.holds.setdefault(key, []).append(hold)
             self.held.setdefault(r.consumer, {})[r.mkey] = hold
             self.holders.setdefault(r.mkey, {})[r.consumer] = hold
         elif op in ("ack", "nack"):
             self.consumer(r.consumer)
             if r.mkey is not None:
-                self.release_message(r.mkey, r.consumer, r.i, op)
-            self.out.marks.setdefault(key, []).append([r.i, op, r.consumer])
+                self.release_message(r.mkey, r.consumer, r.i, r.t, op)
+            self.out.marks.setdefault(key, []).append([r.i, op, r.consumer, r.t])
         elif op == "publish":
-            self.out.marks.setdefault(key, []).append([r.i, op, None])
+            self.out.marks.setdefault(key, []).append([r.i, op, None, r.t])
 
-    def release_message(self, mkey: str, consumer: str | None, i: int, op: str) -> None:
+    def release_message(self, mkey: str, consumer: str | None, i: int, t: int, op: str) -> None:
         holders = self.holders.get(mkey)
         if not holders:
             return
@@ -199,17 +200,17 @@ class _Pass:
                 continue
             hold = holders.pop(name, None)
             if hold is not None:
-                hold[1], hold[3] = i, op
+                hold[1], hold[3], hold[6] = i, op, t
                 self.held.get(name, {}).pop(mkey, None)
         if not holders:
             del self.holders[mkey]
 
-    def release_consumer(self, consumer: str, i: int, op: str) -> None:
+    def release_consumer(self, consumer: str, i: int, t: int, op: str) -> None:
         mine = self.held.pop(consumer, None)
         if not mine:
             return
         for mkey, hold in mine.items():
-            hold[1], hold[3] = i, op
+            hold[1], hold[3], hold[6] = i, op, t
             holders = self.holders.get(mkey)
             if holders is not None:
                 holders.pop(consumer, None)
@@ -225,7 +226,7 @@ class _Pass:
         label = r.name if r.op == "open" and r.name and r.name != r.consumer else ""
         if r.op == "open" and r.result not in (None, "ok"):
             label = f"failed ({r.result})"
-        self.out.global_marks.append([r.i, r.op, r.consumer, label])
+        self.out.global_marks.append([r.i, r.op, r.consumer, label, r.t])
 
 
 def collect(rows_or_batches: Iterable[Any], focus: Focus, *, columnar: bool) -> Collected:

@@ -47,13 +47,14 @@ def render_html(data: dict[str, Any]) -> str:
 <section id="verdict"></section>
 <div id="summarised"></div>
 <h2 id="timeline">Timeline</h2>
-<p class="muted">One lane per key (or per consumer); time runs left to right by event index. A bar is a message
-held by a consumer, from its receive to its release (ack, nack, redeliver, close, crash or fault), coloured by
-consumer; ticks are acks, crosses nacks, dots publishes; vertical lines are membership changes (O open,
-C close/crash) and faults (F). A red band marks a violation: click it for its explanation; circled events are
-its witnesses.</p>
+<p class="muted">One lane per key (or per consumer); time runs left to right by event index (or in seconds). A bar
+is a message held by a consumer, from its receive to its release (ack, nack, redeliver, close, crash or fault),
+coloured by consumer; ticks are acks, crosses nacks, dots publishes; vertical lines are membership changes (O open,
+C close/crash) and faults (F). A lane with violations has a red label; red markers are witness events: click
+one for its explanation. A selected violation's witnesses are ringed and its lanes banded.</p>
 <div class="controls"><label>lanes <select id="mode"><option value="key">per key</option><option value="consumer">per
-consumer</option></select></label><button id="zoom-all" type="button">show the whole run</button>
+consumer</option></select></label><label>axis <select id="axis"><option value="i">event index</option><option
+value="t">time</option></select></label><button id="zoom-all" type="button">show the whole run</button>
 <span id="view-range" class="muted"></span></div>
 <div class="legend" id="timeline-legend"></div>
 <div class="scroll" id="timeline-box"><div id="timeline-scroll"></div></div>

@@ -9,7 +9,21 @@
   const colorOf = (c) => color[c] || "#555";
   const esc = (s) => String(s == null ? "" : s).replace(/[&<>"']/g, (ch) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[ch]));
   const $ = (id) => document.getElementById(id);
-  const state = {mode: "key", view: [D.span.i0, Math.max(D.span.i1, D.span.i0 + 1)], focus: null};
+  const state = {mode: "key", axis: "i", view: null, focus: null};
+  // the axis: event index (the checkers' time) or seconds since the first event
+  const coord = (i, t) => (state.axis === "t" ? (t - D.span.t0) / 1e9 : i);
+  const whole = () => {
+    const lo = coord(D.span.i0, D.span.t0), hi = coord(D.span.i1, D.span.t1);
+    return [lo, Math.max(hi, lo + (state.axis === "t" ? 1e-9 : 1))];
+  };
+  state.view = whole();
+  function fmtT(sec) {  // seconds, in a unit that suits the whole run
+    const span = whole()[1];
+    if (span >= 10) return `${sec.toFixed(1)}s`;
+    if (span >= 0.1) return `${sec.toFixed(3)}s`;
+    if (span >= 1e-4) return `${(sec * 1e3).toFixed(3)}ms`;
+    return `${Math.round(sec * 1e9)}ns`;
+  }
 
   // -- time labels: event index -> seconds since the first event (from the throughput buckets) ------------
   const rows = D.throughput.rows;
@@ -31,6 +45,13 @@
   function laneOf(w) {
     if (state.mode === "consumer") return w.consumer;
     return w.key != null ? w.key : (w.op === "receive" || w.op === "ack" || w.op === "nack" || w.op === "publish" ? "" : null);
+  }
+
+  // a violation's witnesses' extent on the current axis (witnesses the pass did not read count by index)
+  function extent(v) {
+    if (state.axis === "i") return v.events.length ? [Math.min(...v.events), Math.max(...v.events)] : [Infinity, -Infinity];
+    const at = v.witnesses.filter((w) => w.t != null).map((w) => coord(w.i, w.t));
+    return at.length ? [Math.min(...at), Math.max(...at)] : [Infinity, -Infinity];
   }
 
   // -- the timeline --------------------------------------------------------------------------------------------
@@ -61,9 +82,10 @@
     const out = [`<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">`];
     // axis
     for (let k = 0; k <= 8; k++) {
-      const i = Math.round(v0 + ((v1 - v0) * k) / 8), xx = x(i), s = secondsAt(i);
+      const v = v0 + ((v1 - v0) * k) / 8, xx = x(v), i = Math.round(v), s = secondsAt(i);
+      const label = state.axis === "t" ? fmtT(v) : `E${i}${s == null ? "" : " · " + s.toFixed(2) + "s"}`;
       out.push(`<line class="grid-line" x1="${xx}" x2="${xx}" y1="${TOP - 4}" y2="${height}"/>`);
-      out.push(`<text class="axis" x="${xx}" y="12" text-anchor="${k === 0 ? "start" : k === 8 ? "end" : "middle"}">E${i}${s == null ? "" : " · " + s.toFixed(2) + "s"}</text>`);
+      out.push(`<text class="axis" x="${xx}" y="12" text-anchor="${k === 0 ? "start" : k === 8 ? "end" : "middle"}">${label}</text>`);
     }
     const badLanes = {};
     D.violations.forEach((v) => { const l = state.mode === "consumer" ? null : v.key; if (l != null) badLanes[l] = (badLanes[l] || 0) + 1;
@@ -73,30 +95,32 @@
       out.push(`<text class="lane-label${badLanes[n] ? " bad" : ""}" data-lane="${esc(n)}" x="4" y="${y[n] + 12}">${esc(n === "" ? "(empty key)" : n).slice(0, 20)}${badLanes[n] ? ` (${badLanes[n]})` : ""}<title>${badLanes[n] ? badLanes[n] + " violation(s) on this lane" : ""}</title></text>`);
     });
     // membership changes and faults: across every lane
-    D.global.forEach(([i, op, c, label]) => {
-      if (i < v0 || i > v1) return;
-      const xx = x(i);
+    D.global.forEach(([i, op, c, label, t]) => {
+      const at = coord(i, t);
+      if (at < v0 || at > v1) return;
+      const xx = x(at);
       out.push(`<line class="gmark ${op}" data-i="${i}" x1="${xx}" x2="${xx}" y1="${TOP - 14}" y2="${height - 6}"><title>E${i} ${op} ${esc(c || "")} ${esc(label)}</title></line>`);
       out.push(`<text x="${xx + 2}" y="${TOP - 6}" font-size="9" class="axis">${esc(op[0].toUpperCase())}${esc(c || "")}</text>`);
     });
     // holds
     for (const [key, holds] of Object.entries(D.holds)) {
-      for (const [s, e, c, endOp, msg] of holds) {
-        const end = e < 0 ? D.span.i1 : e;
-        if (end < v0 || s > v1) continue;
+      for (const [s, e, c, endOp, msg, ts, te] of holds) {
+        const from = coord(s, ts), end = e < 0 ? coord(D.span.i1, D.span.t1) : coord(e, te);
+        if (end < v0 || from > v1) continue;
         const lane = state.mode === "consumer" ? c : key;
         if (!(lane in y)) continue;
-        const x0 = clampX(s), x1 = Math.max(clampX(end), x0 + 5);
+        const x0 = clampX(from), x1 = Math.max(clampX(end), x0 + 5);
         out.push(`<rect class="hold${e < 0 ? " open-end" : ""}" data-s="${s}" data-e="${e}" x="${x0}" y="${barY(lane, c) + 0.5}" width="${x1 - x0}" height="${BAR - 1}" fill="${colorOf(c)}"><title>${esc(c)} held ${esc(msg)} (key ${esc(key)}) from E${s} ${e < 0 ? "to the end" : "until E" + e + " " + endOp}</title></rect>`);
       }
     }
     // acks, nacks, publishes
     for (const [key, marks] of Object.entries(D.marks)) {
-      for (const [i, op, c] of marks) {
-        if (i < v0 || i > v1) continue;
+      for (const [i, op, c, t] of marks) {
+        const at = coord(i, t);
+        if (at < v0 || at > v1) continue;
         const lane = state.mode === "consumer" ? c : key;
         if (lane == null || !(lane in y)) continue;
-        const xx = x(i), yy = y[lane], hh = laneH[lane];
+        const xx = x(at), yy = y[lane], hh = laneH[lane];
         if (op === "ack") out.push(`<line class="ack" x1="${xx}" x2="${xx}" y1="${yy + 1}" y2="${yy + hh - 1}"><title>E${i} ack by ${esc(c)}</title></line>`);
         else if (op === "nack") out.push(`<path class="nack" d="M${xx - 3} ${yy + hh / 2 - 4}l6 8m0 -8l-6 8"><title>E${i} nack by ${esc(c)}</title></path>`);
         else if (op === "publish" && state.mode === "key") out.push(`<circle class="publish" cx="${xx}" cy="${yy + hh / 2}" r="1.6"><title>E${i} publish</title></circle>`);
@@ -104,8 +128,8 @@
     }
     // violations: a band over the witnesses' span on each lane they touch, and a ring on each witness
     D.violations.forEach((v) => {
-      if (!v.events.length) return;
-      const lo = Math.min(...v.events), hi = Math.max(...v.events);
+      const [lo, hi] = extent(v);
+      if (lo > hi) return;
       if (hi < v0 || lo > v1) return;
       const bandLanes = new Set();
       v.witnesses.forEach((w) => { const l = laneOf(w); if (l != null && l in y) bandLanes.add(l); });
@@ -116,11 +140,12 @@
         out.push(`<rect class="vband${active}" data-v="${v.id}" x="${x0}" y="${y[l]}" width="${x1 - x0}" height="${laneH[l]}"><title>${esc(v.kind)} — click for its explanation</title></rect>`);
       });
       v.witnesses.forEach((w) => {
-        if (w.i < v0 || w.i > v1) return;
+        const at = w.t == null ? null : coord(w.i, w.t);
+        if (at == null || at < v0 || at > v1) return;
         let l = laneOf(w);
         if (l == null || !(l in y)) l = bandLanes.values().next().value;
         if (l == null) return;
-        const cx = x(w.i), cy = w.consumer != null && rowsOf[l].includes(w.consumer) ? barY(l, w.consumer) + BAR / 2 : y[l] + laneH[l] / 2;
+        const cx = x(at), cy = w.consumer != null && rowsOf[l].includes(w.consumer) ? barY(l, w.consumer) + BAR / 2 : y[l] + laneH[l] / 2;
         const tip = `<title>E${w.i} ${esc(w.op || "")} ${esc(w.consumer || "")}: witness of ${esc(v.kind)}</title>`;
         if (active) out.push(`<circle class="witness active" id="w-${v.id}-${w.i}" data-v="${v.id}" data-i="${w.i}" cx="${cx}" cy="${cy}" r="7">${tip}</circle>`);
         else out.push(`<path class="witness" id="w-${v.id}-${w.i}" data-v="${v.id}" data-i="${w.i}" d="M${cx - 4} ${y[l] - 1}h8l-4 5z">${tip}</path>`);
@@ -128,17 +153,21 @@
     });
     out.push("</svg>");
     $("timeline-scroll").innerHTML = out.join("");
-    $("view-range").textContent = `events E${Math.round(v0)}–E${Math.round(v1)} of E${D.span.i0}–E${D.span.i1}; ${names.length} lane(s)`;
+    $("view-range").textContent = state.axis === "t"
+      ? `${fmtT(v0)}–${fmtT(v1)} of ${fmtT(whole()[1])}; ${names.length} lane(s)`
+      : `events E${Math.round(v0)}–E${Math.round(v1)} of E${D.span.i0}–E${D.span.i1}; ${names.length} lane(s)`;
   }
 
   function focusViolation(n, scroll) {
     const v = D.violations[n];
     state.focus = n;
-    if (v.events.length) {
-      const lo = Math.min(...v.events), hi = Math.max(...v.events);
-      const pad = Math.max(25, (hi - lo) * 0.6);
-      state.view = [Math.max(D.span.i0, lo - pad), Math.min(Math.max(D.span.i1, D.span.i0 + 1), hi + pad)];
-      if (state.view[1] <= state.view[0]) state.view[1] = state.view[0] + 1;
+    const [lo, hi] = extent(v);
+    if (lo <= hi) {
+      const [w0, w1] = whole();
+      const unit = (w1 - w0) / Math.max(1, D.span.i1 - D.span.i0);  // one event's width, on average
+      const pad = Math.max(25 * unit, (hi - lo) * 0.6);
+      state.view = [Math.max(w0, lo - pad), Math.min(w1, hi + pad)];
+      if (state.view[1] <= state.view[0]) state.view[1] = state.view[0] + unit;
     }
     drawTimeline();
     document.querySelectorAll("article.violation.active").forEach((a) => a.classList.remove("active"));
@@ -280,7 +309,11 @@
     else if (t.matches("article.violation")) { focusViolation(n, false); }
   });
   $("mode").addEventListener("change", (ev) => { state.mode = ev.target.value; drawTimeline(); });
-  $("zoom-all").addEventListener("click", () => { state.view = [D.span.i0, Math.max(D.span.i1, D.span.i0 + 1)]; drawTimeline(); });
+  $("zoom-all").addEventListener("click", () => { state.view = whole(); drawTimeline(); });
+  $("axis").addEventListener("change", (ev) => {
+    state.axis = ev.target.value;
+    if (state.focus != null) focusViolation(state.focus, false); else { state.view = whole(); drawTimeline(); }
+  });
   window.addEventListener("resize", () => { drawTimeline(); drawRanges(); drawThroughput(); });
   drawVerdict(); drawLegend("timeline-legend"); drawViolations(); drawTimeline(); drawRanges(); drawThroughput();
   document.body.setAttribute("data-ready", "1");

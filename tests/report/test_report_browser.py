@@ -72,6 +72,11 @@ def test_lanes_switch_between_keys_and_consumers(overlap_trace: Path, tmp_path: 
     assert page.locator("#timeline-svg rect.hold").count() == 7
     marks = {m.get_attribute("class") for m in page.locator("#timeline-svg .gmark").all()}
     assert {"gmark open", "gmark redeliver", "gmark fault", "gmark crash"} <= marks
+    page.select_option("#axis", "t")
+    assert page.inner_text("#view-range").startswith("0ns–210ns of 210ns")  # the builder's 10 ns per event
+    assert page.locator("#timeline-svg rect.hold").count() == 7
+    first = page.locator('#timeline-svg rect.hold[data-s="3"]')
+    assert float(first.get_attribute("x") or 0) > 150  # placed by time, after the axis labels
 
 
 def test_the_range_chart_shows_every_consumer_and_deliveries_elsewhere(
