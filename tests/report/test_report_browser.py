@@ -95,15 +95,12 @@ def test_the_range_chart_shows_every_consumer_and_deliveries_elsewhere(
 
 
 def test_a_summarised_page_says_what_it_left_out(
-    tmp_path: Path, open_page: Any, monkeypatch: pytest.MonkeyPatch
+    overlap_trace: Path, tmp_path: Path, open_page: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conftest import overlap_builder
-
     import conformance.report.collect as collect
 
     monkeypatch.setattr(collect, "FULL_EVENTS", 10)
-    trace = overlap_builder().write(tmp_path / "trace.jsonl")
-    page = open_page(write_report(trace, tmp_path / "report.html"))
+    page = open_page(write_report(overlap_trace, tmp_path / "report.html"))
     text = page.inner_text("#summarised")
     assert "drawn in full are the 2 key(s) with the most violations" in text
 
