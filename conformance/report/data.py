@@ -14,9 +14,11 @@ from conformance.report.collect import Collected, Focus, collect, focus_of, rows
 from conformance.report.ranges import range_history
 from conformance.trace.reader import FastPathUnavailable, TraceSource
 
-__all__ = ["MAX_VIOLATIONS", "REPORT_FORMAT", "build_report_data"]
+__all__ = ["MAX_LANES", "MAX_VIOLATIONS", "REPORT_FORMAT", "build_report_data"]
 
 REPORT_FORMAT = 1
+#: Key lanes drawn at most (a page with thousands of lanes is no picture).
+MAX_LANES = 300
 #: Violations listed with their explanations and witnesses (the counts cover all of them).
 MAX_VIOLATIONS = 300
 
@@ -35,6 +37,7 @@ def build_report_data(source: TraceSource, verdict: Mapping[str, Any], *, title:
     header = source.header
     ranges = range_history(header, collected.membership, collected.holds)
     summarised = list(collected.summarised)
+    summarised += _limit_lanes(collected, listed)
     if len(found) > len(listed):
         summarised.append(f"{len(found) - len(listed)} more violation(s) are counted but not listed")
     return {
@@ -66,6 +69,24 @@ def build_report_data(source: TraceSource, verdict: Mapping[str, Any], *, title:
         "summarised": summarised,
         "full": focus.keys is None,
     }
+
+
+def _limit_lanes(collected: Collected, violations: list[dict[str, Any]]) -> list[str]:
+    """At most :data:`MAX_LANES` key lanes: the keys with violations first, then the busiest others."""
+    keys = set(collected.holds) | set(collected.marks)
+    if len(keys) <= MAX_LANES:
+        return []
+    bad = {v.get("key") for v in violations if v.get("key") is not None}
+    busy = sorted(keys - bad, key=lambda k: (-len(collected.holds.get(k, ())), k))
+    kept = (bad & keys) | set(busy[: max(0, MAX_LANES - len(bad & keys))])
+    for table in (collected.holds, collected.marks):
+        for key in list(table):
+            if key not in kept:
+                del table[key]
+    return [
+        f"{len(keys) - len(kept)} of {len(keys)} keys have no lane (at most {MAX_LANES}: the keys with violations,"
+        " then the most received); their events count in the throughput chart"
+    ]
 
 
 def _collect(source: TraceSource, focus: Focus) -> Collected:

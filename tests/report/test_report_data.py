@@ -149,3 +149,23 @@ def test_a_fault_naming_its_consumers_releases_only_theirs() -> None:
         "a": [[3, 7, "c1", "ack", "1:0"]],
         "b": [[5, 6, "c2", "fault", "1:1"]],
     }
+
+
+def test_many_keys_get_at_most_max_lanes_with_the_violated_ones_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conformance.report.data as data
+
+    monkeypatch.setattr(data, "MAX_LANES", 5)
+    header = TraceHeader(target="t", subscription=SubscriptionSpec("s"))
+    b = TraceBuilder(header)
+    b.open("c1"), b.open("c2")
+    for n in range(30):  # 10 clean keys; k0..k4 are received most
+        key, msg = f"k{n % 10 if n < 20 else n % 5}", f"1:{n}"
+        b.publish(key, msg), b.receive("c1", key, msg), b.ack("c1", msg, key=key)
+    b.publish("hot", "2:0"), b.receive("c1", "hot", "2:0"), b.publish("hot", "2:1"), b.receive("c2", "hot", "2:1")
+    b.ack("c1", "2:0", key="hot"), b.ack("c2", "2:1", key="hot"), b.end()
+    page = _data(b.write(tmp_path / "t.jsonl"))
+    assert set(page["holds"]) == {"hot", "k0", "k1", "k2", "k3"}
+    assert set(page["marks"]) <= set(page["holds"])
+    assert any("6 of 11 keys have no lane" in s for s in page["summarised"]), page["summarised"]
