@@ -65,7 +65,6 @@ value="t">time</option></select></label><button id="zoom-all" type="button">show
 <h2 id="throughput">Throughput</h2>
 <div id="throughput-box"></div>
 </main>
-<div id="tip" class="tip"></div>
 <a id="tl" href="#timeline" hidden></a>
 <script type="application/json" id="report-data">{_script_json(data)}</script>
 <script>{page_asset("page.js")}</script>

@@ -316,5 +316,7 @@
   });
   window.addEventListener("resize", () => { drawTimeline(); drawRanges(); drawThroughput(); });
   drawVerdict(); drawLegend("timeline-legend"); drawViolations(); drawTimeline(); drawRanges(); drawThroughput();
+  const linked = /^#v-(\d+)$/.exec(location.hash);  // a link to one violation: show it
+  if (linked && D.violations[Number(linked[1])]) focusViolation(Number(linked[1]), true);
   document.body.setAttribute("data-ready", "1");
 })();

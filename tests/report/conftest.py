@@ -106,14 +106,14 @@ def open_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
     errors: list[str] = []
 
-    def opener(path: Path) -> Any:
+    def opener(path: Path, fragment: str = "") -> Any:
         page = context.new_page()
         page.set_default_timeout(10_000)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.on("request", lambda req: None if req.url.startswith(("file:", "data:", "about:")) else errors.append(
             f"network request: {req.url}"))  # fmt: skip
-        page.goto(path.resolve().as_uri())
+        page.goto(path.resolve().as_uri() + (f"#{fragment}" if fragment else ""))
         page.wait_for_selector("body[data-ready='1']", state="attached", timeout=15_000)
         return page
 

@@ -60,6 +60,9 @@ def test_witnesses_are_highlighted_and_list_and_picture_link_both_ways(
     page.click(f'#timeline-svg .witness[data-v="{overlap}"][data-i="7"]')
     assert _in_viewport(page, f"#v-{overlap} h3")
 
+    linked = open_page(tmp_path / "report.html", fragment=f"v-{overlap}")  # a link to one violation shows it
+    assert linked.locator("#timeline-svg .witness.active").count() == 2
+
 
 def test_lanes_switch_between_keys_and_consumers(overlap_trace: Path, tmp_path: Path, open_page: Any) -> None:
     page = open_page(write_report(overlap_trace, tmp_path / "report.html"))
