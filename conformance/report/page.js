@@ -193,9 +193,12 @@
     const counts = Object.entries(v.counts).map(([k, n]) => `<tr><td><span class="kind${v.permitted.includes(k) ? " allowed" : ""}">${esc(k)}</span></td><td>${n}</td></tr>`).join("") || `<tr><td class="muted">no violation found</td></tr>`;
     const sub = h.subscription || {};
     const sel = h.selector ? `${h.selector.kind} (Pulsar ${h.selector.pulsar_version}, ${h.selector.points} points)` : "none named";
-    const claims = [["target", h.target], ["Pulsar version", h.pulsar_version], ["implementation", h.implementation],
+    const caps = h.capabilities && typeof h.capabilities === "object"
+      ? Object.entries(h.capabilities).map(([k, val]) => (val === true ? k : val === false ? `no ${k}` : `${k}: ${val}`)).join(", ") : null;
+    const claims = [["target", h.target], ["broker", h.broker], ["claimed contract", h.claimed_contract],
+      ["Pulsar version", h.pulsar_version], ["implementation", h.implementation], ["scenario", h.scenario],
       ["subscription", `${sub.name || ""} ${sub.type || ""} ${sub.key_shared_mode || ""}${sub.allow_out_of_order_delivery ? " out-of-order allowed" : ""}`],
-      ["selector", sel], ["deduplication", String(h.deduplication)], ["seed", h.seed]]
+      ["selector", sel], ["deduplication", String(h.deduplication)], ["seed", h.seed], ["capabilities", caps]]
       .filter(([, val]) => val != null && val !== "").map(([k, val]) => `<tr><th>${esc(k)}</th><td>${esc(val)}</td></tr>`).join("");
     const notes = v.notes.map((n) => `<li>${esc(n)}</li>`).join("");
     $("verdict").innerHTML = `<p><span id="verdict-badge" class="badge ${cls}">${word}</span> ${v.events} events checked,
