@@ -169,3 +169,28 @@ def test_many_keys_get_at_most_max_lanes_with_the_violated_ones_first(
     assert set(page["holds"]) == {"hot", "k0", "k1", "k2", "k3"}
     assert set(page["marks"]) <= set(page["holds"])
     assert any("6 of 11 keys have no lane" in s for s in page["summarised"]), page["summarised"]
+
+
+def test_the_exact_reader_path_draws_the_same_page(overlap_trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.trace.reader import FastPathUnavailable, TraceSource
+
+    fast = _data(overlap_trace)
+
+    def unavailable(self: TraceSource, **kwargs: object) -> None:
+        raise FastPathUnavailable("test")
+
+    monkeypatch.setattr(TraceSource, "batches", unavailable)
+    exact = _data(overlap_trace)
+    for key in ("holds", "marks", "global", "ranges", "consumers", "throughput"):
+        assert exact[key] == fast[key], key
+    assert [json.loads(w["line"])["i"] for v in exact["violations"] for w in v["witnesses"]] == [
+        w["i"] for v in fast["violations"] for w in v["witnesses"]
+    ]
+
+
+def test_a_trace_without_header_is_drawn_under_the_default_contract(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"i":0,"t":5,"op":"open","consumer":"c1"}\n{"i":1,"t":6,"op":"end"}\n')
+    page = _data(path)
+    assert page["header"]["target"] == "unknown" and page["verdict"]["valid"] is True
+    assert page["consumers"] == ["c1"] and page["ranges"]["periods"] == []
