@@ -1,4 +1,6 @@
-"""The run report: a self-contained HTML page of a trace and its verdict (pure: strings in, strings out).
+"""The run report: a self-contained HTML page of a trace and its verdict.
+
+Pure apart from reading the trace source it is handed and its own page assets (``page.css``, ``page.js``).
 
 ``build_report_data(source, verdict_json)`` gathers what the page shows in one pass over the trace;
 ``render_html(data)`` turns it into the page.  Writing files is ``pytest_keyshared.report``'s job.
