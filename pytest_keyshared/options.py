@@ -240,6 +240,14 @@ SETTINGS: Mapping[str, Setting] = {
             _path,
             metavar="FILE",
         ),
+        Setting(
+            "report",
+            "Write an HTML report page per case (its trace drawn: timeline, violations, hash ranges) and an "
+            "index.html for the run into DIR.",
+            None,
+            _path,
+            metavar="DIR",
+        ),
     )
 }
 

@@ -413,6 +413,7 @@ class _Controller:
         self.config = config
         self.state = state
         self.comparison: Any = None
+        self.report_index: Any = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         text = getattr(report, "keyshared_case", None)
@@ -444,6 +445,10 @@ class _Controller:
             self.comparison = compare_with_baseline(state.baseline, results.cases)
             if self.comparison.new_failures and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if state.value("report") is not None:
+            from pytest_keyshared.report_index import write_suite_report
+
+            self.report_index = write_suite_report(state.value("report"), state, self.comparison)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
@@ -483,6 +488,8 @@ class _Controller:
                 write(line)
         if state.value("results") is not None:
             write(f"keyshared results written to {state.value('results')}")
+        if self.report_index is not None:
+            write(f"keyshared report written to {self.report_index}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------

@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
                 target, scenario, seed=seed, out_dir=out / f"run-{index + 1:03d}", profile=args.profile
             )
             verdict = result.verdict
+            _write_report(result)
             kinds = sorted({_kind(v) for v in verdict.violations})
             print(
                 f"run {index + 1}/{args.runs} seed={seed}: {_word(verdict)}"
@@ -183,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(tally.to_json(), sort_keys=True))
     else:
         print(render_tally(tally))
-        print(f"traces and verdicts: {out}")
+        print(f"traces, verdicts and reports: {out}")
     if tally.invalid_runs:
         return EXIT_VIOLATIONS
     return max((verdict_exit(v) for v, _, _ in results), default=EXIT_VALID)
@@ -191,3 +192,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _word(verdict: Any) -> str:
     return {EXIT_VALID: "valid", EXIT_VIOLATIONS: "INVALID", EXIT_UNKNOWN: "unknown"}[verdict_exit(verdict)]
+
+
+def _write_report(result: Any) -> None:
+    """Each run's ``report.html`` beside its trace; a page that cannot be drawn is noted, never fails the replay."""
+    from pytest_keyshared.report import REPORT_NAME, write_report
+
+    try:
+        title = f"keyshared replay: {result.scenario} on {result.target}, seed {result.seed}"
+        write_report(result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict, title=title)
+    except Exception as exc:  # the tally stands; the page is a convenience
+        print(f"keyshared replay: no report for {result.trace_path}: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -107,11 +107,28 @@ def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_d
             live_check=not args.no_live_check,
             progress=reporter,
         )
+    report = _write_report(result)
     if args.json:
         print(json.dumps(_result_json(result), sort_keys=True))
     else:
         print(_summary(result))
+        if report is not None:
+            print(f"  report: {report}")
     return verdict_exit(result.verdict)
+
+
+def _write_report(result: Any) -> Path | None:
+    """``report.html`` beside the trace; a report that cannot be drawn is noted, never fails the run."""
+    if result.verdict is None:
+        return None
+    from pytest_keyshared.report import REPORT_NAME, write_report
+
+    try:
+        title = f"keyshared run: {result.scenario} on {result.target}, seed {result.seed}"
+        return write_report(result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict, title=title)
+    except Exception as exc:  # the run's verdict stands; the page is a convenience
+        print(f"keyshared run: no report: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
 
 
 class _ProgressPrinter:

@@ -217,6 +217,11 @@ BAD_INPUT = [
     ["ranges", "--selector", "sticky", "c1=0-99", "c2=50-150"],
     ["select", "--consumers", "c1"],
     ["select", "--consumers", "c1", "--points", "x", "k"],
+    ["report"],
+    ["report", "{missing}.jsonl"],
+    ["report", "{empty.jsonl}"],
+    ["report", "{corrupt.parquet}"],
+    ["report", "{full.jsonl}", "--verdict", "{missing}.json"],
     ["nosuch-command"],
 ]
 
