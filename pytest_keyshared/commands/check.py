@@ -47,23 +47,33 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.checks import check_trace, get_profile
-    from conformance.trace.reader import open_trace
-
-    profile = None if args.profile is None else get_profile(args.profile)
-    source = open_trace(args.trace)
     look_at(args.trace)
-    if not _holds_events(source):
-        verdict = _nothing_to_judge(check_trace(source, profile=profile, engine="python"))
-    elif args.engine == "spark":
-        verdict = _check_on_spark(source, profile, args.spark_master)
-    else:
-        verdict = check_trace(source, profile=profile, engine="python")
+    verdict = check_file(args.trace, profile=args.profile, engine=args.engine, spark_master=args.spark_master)
     if args.json:
         print(verdict.to_json_text())
     else:
         print(verdict.render(max_per_kind=max(args.max_examples, 0)))
     return verdict_exit(verdict)
+
+
+def check_file(
+    trace: Any, *, profile: str | None = None, engine: str = "python", spark_master: str = "local[*]"
+) -> Any:
+    """The verdict on a stored trace, as every command that judges a file gives it.
+
+    A file with no header and no events is refused (:class:`TraceFormatError`, exit 2); a header without events
+    is ``unknown``; anything else is judged by ``engine``.
+    """
+    from conformance.checks import check_trace, get_profile
+    from conformance.trace.reader import open_trace
+
+    chosen = None if profile is None else get_profile(profile)
+    source = open_trace(trace)
+    if not _holds_events(source):
+        return _nothing_to_judge(check_trace(source, profile=chosen, engine="python"))
+    if engine == "spark":
+        return _check_on_spark(source, chosen, spark_master)
+    return check_trace(source, profile=chosen, engine="python")
 
 
 def _holds_events(source: Any) -> bool:

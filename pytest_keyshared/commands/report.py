@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_keyshared.commands._errors import EXIT_UNKNOWN, EXIT_VALID, EXIT_VIOLATIONS
+
 __all__ = ["add_parser", "run"]
 
 
@@ -48,12 +50,11 @@ def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else trace.with_name(REPORT_NAME)
     verdict: Any = None if args.verdict is None else load_verdict(args.verdict)
     if verdict is None:
-        from conformance.checks import check_trace, get_profile
+        from pytest_keyshared.commands.check import check_file
 
-        profile = None if args.profile is None else get_profile(args.profile)
-        verdict = check_trace(trace, profile=profile).to_json()
+        verdict = check_file(trace, profile=args.profile).to_json()
     written = write_report(trace, out, verdict)
     print(f"keyshared report: {written}", file=sys.stderr)
     if verdict.get("validity") == "unknown":
-        return 4
-    return 0 if verdict.get("valid", True) else 1
+        return EXIT_UNKNOWN
+    return EXIT_VALID if verdict.get("valid", True) else EXIT_VIOLATIONS
