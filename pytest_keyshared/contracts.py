@@ -2,8 +2,7 @@
 
 A *contract* is a promise a Pulsar-compatible broker makes to its users; the suite reports, contract by
 contract, what holds.  The checker's violation kinds (``docs/architecture.md`` §5) are finer-grained; each
-belongs to exactly one contract.  ``replication`` has no checker kind: replicated-subscription cases judge
-the positions a consumer sees after failing over and report a :class:`ContractViolation` themselves.
+belongs to exactly one contract (a test holds :data:`KIND_CONTRACTS` to ``conformance.violations.Kind``).
 
 Pure data and stdlib only: the plugin imports this at configure time.
 """
@@ -54,6 +53,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "redelivered_after_ack": "redelivery",
     "duplicate_publish": "deduplication",
     "misassigned": "assignment",
+    "accepted_conflicting_open": "assignment",
+    "skipped_after_failover": "replication",
 }
 
 

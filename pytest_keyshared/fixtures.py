@@ -386,7 +386,7 @@ class Checker:
         contract: str,
         explanation: str,
         *,
-        kind: str | None = None,
+        kind: Any = None,
         key: str | None = None,
         defer: bool = False,
     ) -> None:
@@ -397,6 +397,10 @@ class Checker:
         """
         __tracebackhide__ = True
         contract = check_contract(contract, source="keyshared_check.violation()")
+        if kind is not None:  # one vocabulary: a kind is a conformance.violations.Kind, never a free string
+            from conformance.violations import check_kind
+
+            kind = check_kind(kind, source="keyshared_check.violation()").value
         self.case.record.add_violation(ViolationSummary(kind or contract, contract, key, explanation))
         self.case.record.add_broken([contract])
         if defer:
