@@ -18,6 +18,7 @@ __all__ = [
     "CONTRACT_DESCRIPTIONS",
     "KIND_CONTRACTS",
     "ContractViolation",
+    "UnknownVerdict",
     "check_contract",
     "contract_of_kind",
 ]
@@ -93,3 +94,12 @@ class ContractViolation(AssertionError):
 
 def _contract_rank(name: str) -> int:
     return CONTRACTS.index(name) if name in CONTRACTS else len(CONTRACTS)
+
+
+class UnknownVerdict(Exception):
+    """The checker could not reach a verdict on a case's trace: a check crashed, or (under ``strict``) a
+    forbidden kind could not be judged.
+
+    Not an :class:`AssertionError`: no contract was found broken, the judgement itself failed.  The case does
+    not pass; pytest reports it failed with this error, whose message names the crashed check and its exception.
+    """

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_keyshared.contracts import ContractViolation, check_contract, contract_of_kind
+from pytest_keyshared.contracts import ContractViolation, UnknownVerdict, check_contract, contract_of_kind
 from pytest_keyshared.results import ViolationSummary
 from pytest_keyshared.state import CaseState, SessionState
 
@@ -364,7 +364,8 @@ class Checker:
 
         A broken contract raises :class:`ContractViolation` with the explained violations.  Key placement
         (``misassigned``) counts only in cases that declare the ``assignment`` contract.  A verdict the
-        checker could not reach (``unknown`` under a strict profile) fails as a plain assertion.
+        checker could not reach (a crashed check, or ``unknown`` under a strict profile) raises
+        :class:`UnknownVerdict`: the case never passes on it.
         """
         __tracebackhide__ = True
         verdict = self.verdict_of(subject, profile=profile)
@@ -377,8 +378,8 @@ class Checker:
             raise ContractViolation(
                 [*judged.broken, *(c for c, _ in pending)], "\n\n".join(t for t in (text, extra) if t)
             )
-        if judged.unknown:
-            raise AssertionError(_render(verdict))
+        if judged.unknown or bool(getattr(verdict, "crashed", None)):
+            raise UnknownVerdict(_render(verdict))
         return verdict
 
     def violation(

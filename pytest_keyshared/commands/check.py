@@ -1,7 +1,8 @@
 """``keyshared check TRACE``: judge a stored trace (JSON Lines, gzip or Parquet) and print the verdict.
 
 Exit codes: 0 valid, 1 invalid, 2 unreadable or malformed trace, unknown profile or engine (one line on
-stderr naming the file, the line and the problem).  ``--json`` prints the verdict as one JSON object;
+stderr naming the file, the line and the problem), 4 verdict unknown (a forbidden kind could not be judged, or
+a check crashed: the check and the exception are in the notes).  ``--json`` prints the verdict as one JSON object;
 without it a readable summary with the explanations.  ``--engine spark`` starts a Spark session
 (``--spark-master``, default ``local[*]``) for this run and stops it afterwards.
 """
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         print(verdict.to_json_text())
     else:
         print(verdict.render(max_per_kind=max(args.max_examples, 0)))
-    return 0 if verdict.valid else 1
+    return int(verdict.exit_code)
 
 
 def _check_on_spark(source: Any, profile: Any, master: str) -> Any:

@@ -2,7 +2,8 @@
 
 A thin shell over :func:`pytest_keyshared.targets.open_target` and :func:`pytest_keyshared.driver.run_scenario`.
 Exit codes: 0 the trace is valid, 1 violations found, 2 bad input (unknown scenario or target, a step the
-target cannot perform), 3 target or harness failure, 130 interrupted (the trace is saved all the same).
+target cannot perform), 3 target or harness failure, 4 verdict unknown (something forbidden could not be
+judged, or a check crashed), 130 interrupted (the trace is saved all the same).
 """
 
 from __future__ import annotations

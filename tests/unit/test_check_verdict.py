@@ -37,7 +37,7 @@ def test_kind_values_are_the_format_names() -> None:
          {"key_overlap", "out_of_order"}),
         (SubscriptionSpec("s", key_shared_mode="STICKY"), {}, None, True, "sticky", {"undelivered"}),
         (SubscriptionSpec("s", type="Shared"), {}, None, True, "shared",
-         {"key_overlap", "out_of_order", "misassigned"}),
+         {"key_overlap", "out_of_order", "misassigned", "accepted_conflicting_open"}),
     ],
 )  # fmt: skip
 def test_the_default_profile_follows_the_header(sub, extra, version, dedup, name, permitted) -> None:  # type: ignore[no-untyped-def]
