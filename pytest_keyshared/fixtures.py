@@ -24,6 +24,7 @@ from pytest_keyshared.state import CaseState, SessionState
 __all__ = [
     "CAPABILITY_ALIASES",
     "Checker",
+    "FailoverFactory",
     "ScenarioRunner",
     "TraceFactory",
     "missing_capability",
@@ -484,3 +485,57 @@ def case_slug_short(case: str) -> str:
     from pytest_keyshared.caseid import case_slug
 
     return case_slug(case).replace("--", "-")[-40:].strip("-._") or "case"
+
+
+class FailoverFactory:
+    """``keyshared_failover(name, *, clusters=("r1", "r2"), delays_ms=None)``: a recorded failover on the target's
+    clusters (:class:`pytest_keyshared.driver.replication.Failover`), writing ``<case artifacts>/<name>.jsonl``.
+
+    The target must have the ``replication`` capability and offer the clusters (and replication delays) asked
+    for (``replication_sites``); otherwise the case skips with the target's reason.  Check the run with
+    ``keyshared_check(run)`` after it is closed (leave its ``with`` block); it is closed when the test ends.
+    """
+
+    def __init__(self, target: Any, case: CaseState, state: SessionState) -> None:
+        self.target = target
+        self.case = case
+        self.state = state
+        self.runs: list[Any] = []
+
+    def __call__(
+        self,
+        name: str,
+        *,
+        clusters: tuple[str, ...] = ("r1", "r2"),
+        delays_ms: Mapping[tuple[str, str], int] | None = None,
+    ) -> Any:
+        from conformance.target import UnsupportedByTarget
+        from pytest_keyshared.driver.replication import Failover, failover_header
+
+        why = missing_capability(self.target, "replication")
+        if why is not None:
+            pytest.skip(
+                f"{why} (the replication cases run on clusters of the reference model, --keyshared-target=model,"
+                " or on two Apache Pulsar clusters, --keyshared-target=testcontainers-geo)"
+            )
+        try:
+            sites = self.target.replication_sites(
+                case=name, seed=self.case.seed, clusters=clusters, delays_ms=delays_ms
+            )
+        except UnsupportedByTarget as exc:
+            pytest.skip(str(exc))
+        selector = self.target.claims.selector_for("AUTO_SPLIT")
+        header = failover_header(self.target, sites, seed=self.case.seed, selector=selector)
+        path = self.case.artifacts / f"{name}.jsonl"
+        run = Failover(sites, header, path)
+        self.runs.append(run)
+        self.case.record.traces.append(str(path))
+        return run
+
+    def close(self) -> None:
+        """Close every run (writing its ``end``); keep the clusters' broker logs beside the traces."""
+        for run in self.runs:
+            run.close()
+        save_logs = getattr(self.target, "save_cluster_logs", None)
+        if self.runs and callable(save_logs):
+            save_logs(self.case.artifacts)

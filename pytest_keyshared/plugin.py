@@ -29,13 +29,14 @@ import pytest
 from pytest_keyshared.state import CASE_KEY, STATE_KEY, CaseState, SessionState, case_seed
 
 if TYPE_CHECKING:
-    from pytest_keyshared.fixtures import Checker, ScenarioRunner, TraceFactory
+    from pytest_keyshared.fixtures import Checker, FailoverFactory, ScenarioRunner, TraceFactory
     from pytest_keyshared.results import CaseRecord
 
 __all__ = [
     "_keyshared_requirements",
     "keyshared_artifacts",
     "keyshared_check",
+    "keyshared_failover",
     "keyshared_run",
     "keyshared_seed",
     "keyshared_settings",
@@ -67,7 +68,7 @@ JUNIT_PREFIX = "keyshared_"
 
 _STATE_FIXTURES = frozenset(
     {"keyshared_run", "keyshared_check", "keyshared_trace", "keyshared_target", "keyshared_seed",
-     "keyshared_artifacts"}
+     "keyshared_artifacts", "keyshared_failover"}
 )  # fmt: skip
 
 
@@ -540,6 +541,18 @@ def keyshared_trace(request: pytest.FixtureRequest, keyshared_target: Any) -> Tr
     from pytest_keyshared.fixtures import TraceFactory
 
     factory = TraceFactory(keyshared_target, _case_state(request.node), _state(request.config))
+    request.addfinalizer(factory.close)
+    return factory
+
+
+@pytest.fixture
+def keyshared_failover(request: pytest.FixtureRequest, keyshared_target: Any) -> FailoverFactory:
+    """A replicated-subscription failover on the target's clusters, recorded as a trace of this case:
+    ``with keyshared_failover("switch") as run: run.publish(10); ...; run.fail_over("r2")``, then
+    ``keyshared_check(run)``.  Skips when the target has no clusters (``replication`` capability)."""
+    from pytest_keyshared.fixtures import FailoverFactory
+
+    factory = FailoverFactory(keyshared_target, _case_state(request.node), _state(request.config))
     request.addfinalizer(factory.close)
     return factory
 

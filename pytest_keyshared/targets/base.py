@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from conformance.target import TargetError, UnsupportedByTarget
 from conformance.trace import SelectorSpec
-from reference_model.errors import InvalidArgument, KeySharedError, did_you_mean
+from reference_model.errors import InvalidArgument, did_you_mean
 
 __all__ = [
     "CAPABILITY_NAMES",
@@ -33,21 +34,6 @@ __all__ = [
     "UnsupportedByTarget",
     "check_options",
 ]
-
-
-class TargetError(KeySharedError):
-    """The target failed: it would not start, died, or stopped answering within its bound (exit code 3)."""
-
-    exit_code = 3
-
-
-class UnsupportedByTarget(KeySharedError):
-    """The scenario needs something this target cannot do (a crash, a broker restart, ...); nothing was run.
-
-    Exit code 2: the combination of inputs is not runnable.  The plugin turns it into a skip with the reason.
-    """
-
-    exit_code = 2
 
 
 @dataclass(frozen=True, slots=True)
