@@ -83,6 +83,18 @@ class Target(Protocol):
 
     def open_session(self, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Any: ...
 
+    def restart_broker(self, *, kill: bool = False) -> None:
+        """Only with ``capabilities.broker_restart``; else :class:`UnsupportedByTarget`."""
+
+    def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
+        """Only with ``capabilities.dedup_switch``; else :class:`UnsupportedByTarget`."""
+
+    def log_position(self) -> int:
+        """Current size of the broker log (0 without one)."""
+
+    def copy_log(self, since: int, dest: Path) -> Path | None:
+        """The broker log from byte ``since``, copied to ``dest``; None without one."""
+
 
 class Delivery(NamedTuple):
     """A message a failover consumer received: its payload (the harness's uid), key, message id, and the
