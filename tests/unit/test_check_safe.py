@@ -92,3 +92,16 @@ def test_keyshared_check_exits_4_naming_the_check(
     assert main(["check", "--json", str(path)]) == 4
     body = json.loads(capsys.readouterr().out)
     assert body["validity"] == "unknown" and body["crashed"] == ["unexpected"]
+
+
+def test_keyshared_run_exits_4_when_a_check_crashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The live checker crashes, the stored trace is checked at the end, that crashes too: unknown, exit 4."""
+    from conformance.checks.streaming import StreamingChecker
+
+    monkeypatch.setattr(StreamingChecker, "_open", _boom)
+    code = main(["run", "--target", "model", "--scenario", "steady-state", "--seed", "1", "--out", str(tmp_path)])
+    assert code == 4
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["validity"] == "unknown" and verdict["crashed"] == ["streaming"]
