@@ -26,7 +26,17 @@ from conformance.verdict import Verdict, build_verdict
 from conformance.violations import Kind, Violation
 from reference_model.errors import InvalidArgument
 
-__all__ = ["ENGINES", "TraceChecker", "check_events", "check_source", "check_trace", "crash_note", "crashed_check"]
+__all__ = [
+    "ENGINES",
+    "TraceChecker",
+    "check_events",
+    "check_source",
+    "check_trace",
+    "crash_note",
+    "crashed_check",
+    "with_event_checks",
+    "with_replication",
+]
 
 ENGINES: tuple[str, ...] = ("python", "spark")
 
@@ -181,6 +191,14 @@ def with_replication(verdict: Verdict, events: Iterable[Event], header: TraceHea
     )
 
 
+def with_event_checks(verdict: Verdict, source: TraceSource) -> Verdict:
+    """A delivery-only engine's verdict on ``source`` completed with the checks that read events (a failover
+    run's replication check); unchanged for other traces.  Every engine entry point calls this."""
+    if not is_replication_run(source.header):
+        return verdict
+    return with_replication(verdict, source.events(), source.header)
+
+
 def check_trace(
     trace: str | Path | TraceSource | Iterable[Event] | Any,
     profile: str | Profile | None = None,
@@ -208,9 +226,10 @@ def check_trace(
         from conformance.spark import check_with_spark
 
         verdict = check_with_spark(trace, profile, spark=spark, header=header)
-        events_header = trace.header if isinstance(trace, TraceSource) else header
-        if is_replication_run(events_header) and isinstance(trace, TraceSource) and events_header is not None:
-            verdict = with_replication(verdict, trace.events(), events_header)
+        if isinstance(trace, TraceSource):
+            return with_event_checks(verdict, trace)
+        if header is not None and is_replication_run(header) and isinstance(trace, (list, tuple)):
+            return with_replication(verdict, trace, header)
         return verdict
     if isinstance(trace, TraceSource):
         return check_source(trace, profile, use_threads=use_threads)

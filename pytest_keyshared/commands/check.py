@@ -69,7 +69,9 @@ def _check_on_spark(source: Any, profile: Any, master: str) -> Any:
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
-        return check_with_spark(source, profile, spark=spark, validate=False)
+        from conformance.checks.api import with_event_checks
+
+        return with_event_checks(check_with_spark(source, profile, spark=spark, validate=False), source)
     finally:
         spark.stop()
         sys.stdout.flush()

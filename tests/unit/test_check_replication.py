@@ -73,3 +73,27 @@ def test_a_stored_failover_trace_is_checked_like_any_other(tmp_path) -> None:  #
     good = failover_trace(acked=[0, 1], redeliver=[2, 3]).write(tmp_path / "good.jsonl")
     assert [v.kind for v in check_trace(bad).violations] == [Kind.SKIPPED_AFTER_FAILOVER]
     assert check_trace(good).validity is Validity.VALID
+
+
+def test_a_delivery_only_engine_s_verdict_is_completed_with_the_replication_check(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """What the Spark engine's verdict goes through (``with_event_checks``): the replication findings are added,
+    and ``undelivered`` witnessed on the cluster the subscription left is dropped (it is the replication
+    check's business there)."""
+    from conformance.checks.api import with_event_checks
+    from conformance.checks.loss import make_undelivered
+    from conformance.profiles import profile_for_header
+    from conformance.trace.reader import open_trace
+    from conformance.verdict import build_verdict
+
+    b = failover_trace(acked=[0], redeliver=[2, 3])
+    source = open_trace(b.write(tmp_path / "t.jsonl"))
+    close_r1 = next(e.i for e in b.events if e.op.value == "close")
+    left_behind = make_undelivered("s", "k1", "1:1:-1:-1", (close_r1, "close", "c1", "1:1:-1:-1"), b.events[-1].i)
+    delivery_only = build_verdict([left_behind], profile_for_header(b.header), events=len(b.events))
+    verdict = with_event_checks(delivery_only, source)
+    assert [v.kind for v in verdict.violations] == [Kind.SKIPPED_AFTER_FAILOVER]
+    plain = TraceBuilder()
+    plain.open("c1")
+    plain.end()
+    untouched = build_verdict([], profile_for_header(plain.header), events=2)
+    assert with_event_checks(untouched, open_trace(plain.write(tmp_path / "p.jsonl"))) is untouched
