@@ -73,6 +73,10 @@ def test_a_stored_failover_trace_is_checked_like_any_other(tmp_path) -> None:  #
     good = failover_trace(acked=[0, 1], redeliver=[2, 3]).write(tmp_path / "good.jsonl")
     assert [v.kind for v in check_trace(bad).violations] == [Kind.SKIPPED_AFTER_FAILOVER]
     assert check_trace(good).validity is Validity.VALID
+    from conformance.trace.parquet import convert_to_parquet
+
+    columnar = convert_to_parquet(bad, tmp_path / "bad.parquet")  # the same verdict from Parquet
+    assert check_trace(columnar).identities() == check_trace(bad).identities()
 
 
 def test_a_delivery_only_engine_s_verdict_is_completed_with_the_replication_check(tmp_path) -> None:  # type: ignore[no-untyped-def]
