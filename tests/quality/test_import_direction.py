@@ -32,3 +32,14 @@ def test_no_package_imports_a_package_above_it() -> None:
             if bad:
                 upward.append(f"{path.relative_to(ROOT)} imports {', '.join(sorted(bad))}")
     assert upward == []
+
+
+def test_the_target_is_the_seam() -> None:
+    """Cases use the target through its protocol (no ``getattr`` probing); the driver never switches on a
+    target's kind (each target opens its own session)."""
+    cases = [p for p in sorted((ROOT / "conformance" / "cases").glob("*.py")) if "getattr(" in p.read_text()]
+    assert cases == []
+    driver = [
+        p.name for p in sorted((ROOT / "pytest_keyshared" / "driver").glob("*.py")) if "target.kind" in p.read_text()
+    ]
+    assert driver == []
