@@ -329,6 +329,8 @@ def _add_junit_properties(item: pytest.Item, report: pytest.TestReport, record: 
         "failed": "invalid" if record.broken else "error",
         "xfailed": "invalid" if record.broken else "error",
     }.get(record.outcome, record.outcome)
+    if verdict == "error" and (record.error or "").startswith("UnknownVerdict:"):
+        verdict = "unknown"  # the checker could not reach a verdict (a check crashed): not a pass, not a finding
     properties = [
         ("case", record.case),
         ("contract", ",".join(record.contracts)),

@@ -3,6 +3,8 @@ the check and its exception, and is not counted as a broken contract."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -31,7 +33,7 @@ def test_judged_by_a_crashing_check(keyshared_check, keyshared_artifacts, monkey
 def test_an_unknown_verdict_fails_the_case_naming_the_check(fake_target_conftest: pytest.Pytester) -> None:
     pytester = fake_target_conftest
     pytester.makepyfile(test_unknown=CASE)
-    result = pytester.runpytest("--keyshared-target=fake", "--keyshared-seed=3")
+    result = pytester.runpytest("--keyshared-target=fake", "--keyshared-seed=3", "--junitxml=junit.xml")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -40,3 +42,6 @@ def test_an_unknown_verdict_fails_the_case_naming_the_check(fake_target_conftest
         ]
     )
     assert "broken contract" not in result.stdout.str()
+    junit = ET.parse(pytester.path / "junit.xml")
+    props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert props["keyshared_verdict"] == "unknown" and props["keyshared_broken"] == ""
