@@ -336,7 +336,7 @@ class Checker:
         self.pending: list[tuple[str, str]] = []  #: (contract, explanation) noted with violation(defer=True)
 
     def verdict_of(self, subject: Any, *, profile: str | None = None) -> Any:
-        """The verdict for a run result, a verdict, a trace recorder or a trace file."""
+        """The verdict for a run result, a verdict, a trace recorder, a failover run or a trace file."""
         if hasattr(subject, "valid") and hasattr(subject, "violations"):
             return subject
         verdict = getattr(subject, "verdict", None)
@@ -344,7 +344,10 @@ class Checker:
             return verdict
         engine = "spark" if self.spark is not None else "python"
         from conformance.checks import check_trace
+        from pytest_keyshared.driver.replication import Failover
 
+        if isinstance(subject, Failover):  # checking a failover means it is over: write its end first
+            subject.close()
         trace_path = getattr(subject, "trace_path", None)
         if trace_path is not None:
             return check_trace(trace_path, profile=profile, engine=engine, spark=self.spark)
