@@ -18,7 +18,7 @@ from typing import Any
 
 from conformance.checks.replication import ReplicationCheck, ReplicationFindings, is_replication_run
 from conformance.checks.streaming import StreamingChecker
-from conformance.profiles import Profile
+from conformance.profiles import Profile, resolve_profile
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.reader import FastPathUnavailable, TraceSource, open_trace
@@ -225,7 +225,21 @@ def check_trace(
     if engine == "spark":
         from conformance.spark import check_with_spark
 
-        verdict = check_with_spark(trace, profile, spark=spark, header=header)
+        try:
+            verdict = check_with_spark(trace, profile, spark=spark, header=header)
+        except (InvalidArgument, ImportError):
+            raise  # bad input, or no Spark to run on: not a crashed check
+        except Exception as exc:
+            known = trace.header if isinstance(trace, TraceSource) else header
+            name = crashed_check(exc, "spark")
+            return build_verdict(
+                [],
+                resolve_profile(profile, known or TraceHeader.unknown()),
+                events=0,
+                notes=[crash_note(name, exc, None)],
+                engine="spark",
+                crashed=[name],
+            )
         if isinstance(trace, TraceSource):
             return with_event_checks(verdict, trace)
         if header is not None and is_replication_run(header) and isinstance(trace, (list, tuple)):

@@ -105,3 +105,13 @@ def test_keyshared_run_exits_4_when_a_check_crashes(
     assert code == 4
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["validity"] == "unknown" and verdict["crashed"] == ["streaming"]
+
+
+def test_a_crash_on_the_spark_engine_is_an_unknown_verdict_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Spark engine is guarded like the Python one (no Spark is started: the engine's entry raises)."""
+    import conformance.spark
+
+    monkeypatch.setattr(conformance.spark, "check_with_spark", _boom)
+    verdict = check_trace(stray_receive().write(tmp_path / "t.jsonl"), engine="spark")
+    assert verdict.validity is Validity.UNKNOWN and verdict.crashed == ("spark",) and verdict.engine == "spark"
+    assert "check 'spark' crashed at the end: RuntimeError: injected into the check" in verdict.notes[0]
