@@ -97,10 +97,13 @@ def test_keyshared_check_exits_4_naming_the_check(
 def test_keyshared_run_exits_4_when_a_check_crashes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The live checker crashes, the stored trace is checked at the end, that crashes too: unknown, exit 4."""
-    from conformance.checks.streaming import StreamingChecker
+    """The live checker crashes, the stored trace is checked at the end, that crashes too: unknown, exit 4.
 
-    monkeypatch.setattr(StreamingChecker, "_open", _boom)
+    Injected where the streaming engine calls out (the membership timeline, at every open): the engine's own
+    classes may be compiled (mypyc), which cannot be patched."""
+    from conformance.checks.assignment import Timeline
+
+    monkeypatch.setattr(Timeline, "apply", _boom)
     code = main(["run", "--target", "model", "--scenario", "steady-state", "--seed", "1", "--out", str(tmp_path)])
     assert code == 4
     verdict = json.loads((tmp_path / "verdict.json").read_text())
