@@ -2,7 +2,8 @@
 
 ``PocketModel`` is one class of its own (no base class from ``pytest_keyshared``): it satisfies the
 ``conformance.target.Target`` protocol and opens its own session, a stepped run of a reference-model broker
-it builds (Pulsar 3.3, classic dispatcher).  The driver never asks what kind of target it has.
+it builds (Pulsar 3.3, classic dispatcher).  The driver never asks what kind of target it has.  Handed to the
+plugin through ``pytest_keyshared_make_target``, the same class runs the suite's built-in cases.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pytest_keyshared.driver import run_scenario
 from pytest_keyshared.driver.model_session import ModelSession
 from pytest_keyshared.targets.base import Capabilities, Claims
 from reference_model.broker import ModelBroker
+
+pytest_plugins = ["pytester"]
 
 
 class PocketModel:
@@ -75,3 +78,26 @@ def test_a_target_of_its_own_runs_a_builtin_scenario_end_to_end(tmp_path: Path) 
     assert header["target"] == "pocket-model" and header["brought_by"] == "a test module"
     again = run_scenario(target, load_scenario("leave-while-pending"), seed=7, out_dir=tmp_path / "again")  # type: ignore[arg-type]
     assert again.trace_path.read_bytes() == result.trace_path.read_bytes()  # deterministic, like the model
+
+
+POCKET_CONFTEST = """
+import contextlib
+from test_target_seam_source import PocketModel
+
+def pytest_keyshared_make_target(config, spec, artifacts_dir):
+    if spec == "pocket-model":
+        return contextlib.nullcontext(PocketModel(artifacts_dir))
+    return None
+"""
+
+
+def test_the_plugin_runs_the_suite_s_builtin_cases_on_it(pytester: Any) -> None:
+    """The same class, handed to the plugin through its hook, runs built-in cases of the suite."""
+    pytester.makepyfile(test_target_seam_source=Path(__file__).read_text(encoding="utf-8"))
+    pytester.makeconftest(POCKET_CONFTEST)
+    result = pytester.runpytest(
+        "-p", "pytest_keyshared", "--pyargs", "conformance.cases.test_builtin", "--keyshared-target=pocket-model",
+        "-k", "steady-state or leave-while-pending", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*keyshared conformance: target=pocket-model*"])
