@@ -14,12 +14,14 @@ profile            contract                                                     
 ``sticky``         KeySharedMode STICKY: hash ranges not covered by any consumer      undelivered
                    legitimately hold messages back
 ``shared``         Shared subscription: no per-key promise                            key_overlap, out_of_order,
-                                                                                      misassigned
+                                                                                      misassigned,
+                                                                                      accepted_conflicting_open
 ``strict``         everything forbidden, and a check that could not be judged         none
                    (run not drained, membership not rebuilt) makes the verdict invalid
 ``lenient``        at-least-once delivery only: nothing lost, nothing invented,       key_overlap, out_of_order,
                    nothing acknowledged delivered again                               duplicate_publish,
-                                                                                      misassigned
+                                                                                      misassigned,
+                                                                                      accepted_conflicting_open
 =================  =================================================================  ============================
 
 Deduplication off in the header adds ``duplicate_publish`` to the permitted kinds of a derived profile.
@@ -90,7 +92,7 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "shared",
             "Shared subscription: no per-key promise, only delivery and deduplication",
-            frozenset({_K.KEY_OVERLAP, _K.OUT_OF_ORDER, _K.MISASSIGNED}),
+            frozenset({_K.KEY_OVERLAP, _K.OUT_OF_ORDER, _K.MISASSIGNED, _K.ACCEPTED_CONFLICTING_OPEN}),
         ),
         Profile(
             "strict",
@@ -100,7 +102,9 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "lenient",
             "at-least-once only: nothing lost, nothing invented, nothing redelivered after its ack",
-            frozenset({_K.KEY_OVERLAP, _K.OUT_OF_ORDER, _K.DUPLICATE_PUBLISH, _K.MISASSIGNED}),
+            frozenset(
+                {_K.KEY_OVERLAP, _K.OUT_OF_ORDER, _K.DUPLICATE_PUBLISH, _K.MISASSIGNED, _K.ACCEPTED_CONFLICTING_OPEN}
+            ),
         ),
     )
 }

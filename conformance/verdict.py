@@ -4,11 +4,14 @@ Validity has three states (Jepsen's ``merge-valid``: invalid > unknown > valid):
 
 * ``invalid`` — a violation of a kind the profile forbids;
 * ``unknown`` — none, but a forbidden kind could not be judged (``undelivered`` on a run that was not
-  drained; ``misassigned`` when the membership could not be rebuilt); the ``strict`` profile counts this as
-  invalid;
+  drained; ``misassigned`` when the membership could not be rebuilt), or a check crashed (Jepsen's
+  ``check-safe``: the check is named in ``crashed`` and the exception in the notes); the ``strict`` profile
+  counts an unjudged kind as invalid;
 * ``valid`` — otherwise.
 
-``valid`` (a bool) is ``validity != "invalid"`` — except under ``strict``, where unknown is invalid too.
+``valid`` (a bool) is ``validity != "invalid"`` — except under ``strict``, where unknown is invalid too, and
+after a crashed check, which is never a pass.  The ``keyshared`` commands exit 4 on ``unknown``
+(:attr:`Verdict.exit_code`), whatever the profile.
 Violations of permitted kinds are kept apart in ``allowed``; ``counts`` covers both.
 """
 
@@ -59,12 +62,20 @@ class Verdict:
     unjudged: tuple[Kind, ...] = ()  #: kinds that could not be judged on this trace
     engine: str = "python"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    crashed: tuple[str, ...] = ()  #: checks that raised (their findings are incomplete); see the notes
 
     @property
     def valid(self) -> bool:
         return self.validity is Validity.VALID or (
-            self.validity is Validity.UNKNOWN and not self.profile.unknown_is_invalid
+            self.validity is Validity.UNKNOWN and not self.profile.unknown_is_invalid and not self.crashed
         )
+
+    @property
+    def exit_code(self) -> int:
+        """The ``keyshared`` commands' exit code for this verdict: 0 valid, 1 invalid, 4 unknown."""
+        if self.validity is Validity.INVALID:
+            return 1
+        return 4 if self.validity is Validity.UNKNOWN else 0
 
     def all_violations(self) -> tuple[Violation, ...]:
         return tuple(sorted((*self.violations, *self.allowed), key=_order))
@@ -85,6 +96,7 @@ class Verdict:
             "unjudged": [k.value for k in self.unjudged],
             "notes": list(self.notes),
             "engine": self.engine,
+            "crashed": list(self.crashed),
         }
 
     def to_json_text(self, indent: int | None = None) -> str:
@@ -94,7 +106,9 @@ class Verdict:
         """A readable summary: the verdict line, counts, notes, then the explanations (capped per kind)."""
         found = {k: n for k, n in self.counts.items() if n}
         word = "VALID" if self.valid else "INVALID"
-        if self.validity is Validity.UNKNOWN:
+        if self.crashed:
+            word = f"UNKNOWN (check {', '.join(self.crashed)} crashed)"
+        elif self.validity is Validity.UNKNOWN:
             word = "UNKNOWN (treated as invalid)" if not self.valid else "UNKNOWN (no violation, not all judged)"
         lines = [f"{word}: {self.events} events checked, profile {self.profile.name} ({self.engine} engine)"]
         if found:
@@ -125,8 +139,10 @@ def build_verdict(
     notes: Iterable[str] = (),
     unjudged: Iterable[Kind] = (),
     engine: str = "python",
+    crashed: Iterable[str] = (),
 ) -> Verdict:
-    """Split ``found`` by the profile and decide validity."""
+    """Split ``found`` by the profile and decide validity (invalid > unknown > valid)."""
+    crashed_t = tuple(crashed)
     ordered = sorted(found, key=_order)
     forbidden = tuple(v for v in ordered if profile.forbids(v.kind))
     allowed = tuple(v for v in ordered if not profile.forbids(v.kind))
@@ -136,7 +152,7 @@ def build_verdict(
     unjudged_t = tuple(k for k in KINDS if k in set(unjudged))
     if forbidden:
         validity = Validity.INVALID
-    elif any(profile.forbids(k) for k in unjudged_t):
+    elif crashed_t or any(profile.forbids(k) for k in unjudged_t):
         validity = Validity.UNKNOWN
     else:
         validity = Validity.VALID
@@ -150,4 +166,5 @@ def build_verdict(
         notes=tuple(notes),
         unjudged=unjudged_t,
         engine=engine,
+        crashed=crashed_t,
     )

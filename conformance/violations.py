@@ -6,7 +6,9 @@ descriptions) and ``explanation`` is rendered from them by the property's module
 in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides nothing.
 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
-``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``.
+``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
+``accepted_conflicting_open``, ``skipped_after_failover``.  Every anomaly the suite reports is one of them:
+there are no free-string kinds (a test greps for them).
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ class Kind(str, Enum):
     DUPLICATE_PUBLISH = "duplicate_publish"  #: with deduplication, one (producer, seq) stored twice
     UNEXPECTED_MESSAGE = "unexpected_message"  #: a received message the trace never published
     MISASSIGNED = "misassigned"  #: delivered to a consumer the reference selector never names
+    #: a STICKY consumer whose ranges conflict with a connected one's joined, though Pulsar refuses it
+    ACCEPTED_CONFLICTING_OPEN = "accepted_conflicting_open"
+    #: after a failover, a message the application had not acknowledged never arrived on the other cluster
+    SKIPPED_AFTER_FAILOVER = "skipped_after_failover"
 
     def __str__(self) -> str:
         return self.value

@@ -2,8 +2,7 @@
 
 A *contract* is a promise a Pulsar-compatible broker makes to its users; the suite reports, contract by
 contract, what holds.  The checker's violation kinds (``docs/architecture.md`` §5) are finer-grained; each
-belongs to exactly one contract.  ``replication`` has no checker kind: replicated-subscription cases judge
-the positions a consumer sees after failing over and report a :class:`ContractViolation` themselves.
+belongs to exactly one contract (a test holds :data:`KIND_CONTRACTS` to ``conformance.violations.Kind``).
 
 Pure data and stdlib only: the plugin imports this at configure time.
 """
@@ -19,6 +18,7 @@ __all__ = [
     "CONTRACT_DESCRIPTIONS",
     "KIND_CONTRACTS",
     "ContractViolation",
+    "UnknownVerdict",
     "check_contract",
     "contract_of_kind",
 ]
@@ -54,6 +54,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "redelivered_after_ack": "redelivery",
     "duplicate_publish": "deduplication",
     "misassigned": "assignment",
+    "accepted_conflicting_open": "assignment",
+    "skipped_after_failover": "replication",
 }
 
 
@@ -92,3 +94,12 @@ class ContractViolation(AssertionError):
 
 def _contract_rank(name: str) -> int:
     return CONTRACTS.index(name) if name in CONTRACTS else len(CONTRACTS)
+
+
+class UnknownVerdict(Exception):
+    """The checker could not reach a verdict on a case's trace: a check crashed, or (under ``strict``) a
+    forbidden kind could not be judged.
+
+    Not an :class:`AssertionError`: no contract was found broken, the judgement itself failed.  The case does
+    not pass; pytest reports it failed with this error, whose message names the crashed check and its exception.
+    """

@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from pytest_keyshared.contracts import ContractViolation, check_contract, contract_of_kind
+from pytest_keyshared.contracts import ContractViolation, UnknownVerdict, check_contract, contract_of_kind
 from pytest_keyshared.results import ViolationSummary
 from pytest_keyshared.state import CaseState, SessionState
 
 __all__ = [
     "CAPABILITY_ALIASES",
     "Checker",
+    "FailoverFactory",
     "ScenarioRunner",
     "TraceFactory",
     "missing_capability",
@@ -335,7 +336,7 @@ class Checker:
         self.pending: list[tuple[str, str]] = []  #: (contract, explanation) noted with violation(defer=True)
 
     def verdict_of(self, subject: Any, *, profile: str | None = None) -> Any:
-        """The verdict for a run result, a verdict, a trace recorder or a trace file."""
+        """The verdict for a run result, a verdict, a trace recorder, a failover run or a trace file."""
         if hasattr(subject, "valid") and hasattr(subject, "violations"):
             return subject
         verdict = getattr(subject, "verdict", None)
@@ -343,7 +344,10 @@ class Checker:
             return verdict
         engine = "spark" if self.spark is not None else "python"
         from conformance.checks import check_trace
+        from pytest_keyshared.driver.replication import Failover
 
+        if isinstance(subject, Failover):  # checking a failover means it is over: write its end first
+            subject.close()
         trace_path = getattr(subject, "trace_path", None)
         if trace_path is not None:
             return check_trace(trace_path, profile=profile, engine=engine, spark=self.spark)
@@ -364,7 +368,8 @@ class Checker:
 
         A broken contract raises :class:`ContractViolation` with the explained violations.  Key placement
         (``misassigned``) counts only in cases that declare the ``assignment`` contract.  A verdict the
-        checker could not reach (``unknown`` under a strict profile) fails as a plain assertion.
+        checker could not reach (a crashed check, or ``unknown`` under a strict profile) raises
+        :class:`UnknownVerdict`: the case never passes on it.
         """
         __tracebackhide__ = True
         verdict = self.verdict_of(subject, profile=profile)
@@ -377,8 +382,8 @@ class Checker:
             raise ContractViolation(
                 [*judged.broken, *(c for c, _ in pending)], "\n\n".join(t for t in (text, extra) if t)
             )
-        if judged.unknown:
-            raise AssertionError(_render(verdict))
+        if judged.unknown or bool(getattr(verdict, "crashed", None)):
+            raise UnknownVerdict(_render(verdict))
         return verdict
 
     def violation(
@@ -386,7 +391,7 @@ class Checker:
         contract: str,
         explanation: str,
         *,
-        kind: str | None = None,
+        kind: Any = None,
         key: str | None = None,
         defer: bool = False,
     ) -> None:
@@ -397,6 +402,10 @@ class Checker:
         """
         __tracebackhide__ = True
         contract = check_contract(contract, source="keyshared_check.violation()")
+        if kind is not None:  # one vocabulary: a kind is a conformance.violations.Kind, never a free string
+            from conformance.violations import check_kind
+
+            kind = check_kind(kind, source="keyshared_check.violation()").value
         self.case.record.add_violation(ViolationSummary(kind or contract, contract, key, explanation))
         self.case.record.add_broken([contract])
         if defer:
@@ -479,3 +488,57 @@ def case_slug_short(case: str) -> str:
     from pytest_keyshared.caseid import case_slug
 
     return case_slug(case).replace("--", "-")[-40:].strip("-._") or "case"
+
+
+class FailoverFactory:
+    """``keyshared_failover(name, *, clusters=("r1", "r2"), delays_ms=None)``: a recorded failover on the target's
+    clusters (:class:`pytest_keyshared.driver.replication.Failover`), writing ``<case artifacts>/<name>.jsonl``.
+
+    The target must have the ``replication`` capability and offer the clusters (and replication delays) asked
+    for (``replication_sites``); otherwise the case skips with the target's reason.  Check the run with
+    ``keyshared_check(run)`` after it is closed (leave its ``with`` block); it is closed when the test ends.
+    """
+
+    def __init__(self, target: Any, case: CaseState, state: SessionState) -> None:
+        self.target = target
+        self.case = case
+        self.state = state
+        self.runs: list[Any] = []
+
+    def __call__(
+        self,
+        name: str,
+        *,
+        clusters: tuple[str, ...] = ("r1", "r2"),
+        delays_ms: Mapping[tuple[str, str], int] | None = None,
+    ) -> Any:
+        from conformance.target import UnsupportedByTarget
+        from pytest_keyshared.driver.replication import Failover, failover_header
+
+        why = missing_capability(self.target, "replication")
+        if why is not None:
+            pytest.skip(
+                f"{why} (the replication cases run on clusters of the reference model, --keyshared-target=model,"
+                " or on two Apache Pulsar clusters, --keyshared-target=testcontainers-geo)"
+            )
+        try:
+            sites = self.target.replication_sites(
+                case=name, seed=self.case.seed, clusters=clusters, delays_ms=delays_ms
+            )
+        except UnsupportedByTarget as exc:
+            pytest.skip(str(exc))
+        selector = self.target.claims.selector_for("AUTO_SPLIT")
+        header = failover_header(self.target, sites, seed=self.case.seed, selector=selector)
+        path = self.case.artifacts / f"{name}.jsonl"
+        run = Failover(sites, header, path)
+        self.runs.append(run)
+        self.case.record.traces.append(str(path))
+        return run
+
+    def close(self) -> None:
+        """Close every run (writing its ``end``); keep the clusters' broker logs beside the traces."""
+        for run in self.runs:
+            run.close()
+        save_logs = getattr(self.target, "save_cluster_logs", None)
+        if self.runs and callable(save_logs):
+            save_logs(self.case.artifacts)

@@ -33,13 +33,14 @@ import pytest
 from pytest_keyshared.state import CASE_KEY, STATE_KEY, CaseState, SessionState, case_seed
 
 if TYPE_CHECKING:
-    from pytest_keyshared.fixtures import Checker, ScenarioRunner, TraceFactory
+    from pytest_keyshared.fixtures import Checker, FailoverFactory, ScenarioRunner, TraceFactory
     from pytest_keyshared.results import CaseRecord
 
 __all__ = [
     "_keyshared_requirements",
     "keyshared_artifacts",
     "keyshared_check",
+    "keyshared_failover",
     "keyshared_run",
     "keyshared_seed",
     "keyshared_settings",
@@ -71,7 +72,7 @@ JUNIT_PREFIX = "keyshared_"
 
 _STATE_FIXTURES = frozenset(
     {"keyshared_run", "keyshared_check", "keyshared_trace", "keyshared_target", "keyshared_seed",
-     "keyshared_artifacts"}
+     "keyshared_artifacts", "keyshared_failover"}
 )  # fmt: skip
 
 
@@ -370,6 +371,8 @@ def _add_junit_properties(item: pytest.Item, report: pytest.TestReport, record: 
         "failed": "invalid" if record.broken else "error",
         "xfailed": "invalid" if record.broken else "error",
     }.get(record.outcome, record.outcome)
+    if verdict == "error" and (record.error or "").startswith("UnknownVerdict:"):
+        verdict = "unknown"  # the checker could not reach a verdict (a check crashed): not a pass, not a finding
     properties = [
         ("case", record.case),
         ("contract", ",".join(record.contracts)),
@@ -590,6 +593,18 @@ def keyshared_trace(request: pytest.FixtureRequest, keyshared_target: Any) -> Tr
     from pytest_keyshared.fixtures import TraceFactory
 
     factory = TraceFactory(keyshared_target, _case_state(request.node), _state(request.config))
+    request.addfinalizer(factory.close)
+    return factory
+
+
+@pytest.fixture
+def keyshared_failover(request: pytest.FixtureRequest, keyshared_target: Any) -> FailoverFactory:
+    """A replicated-subscription failover on the target's clusters, recorded as a trace of this case:
+    ``with keyshared_failover("switch") as run: run.publish(10); ...; run.fail_over("r2")``, then
+    ``keyshared_check(run)``.  Skips when the target has no clusters (``replication`` capability)."""
+    from pytest_keyshared.fixtures import FailoverFactory
+
+    factory = FailoverFactory(keyshared_target, _case_state(request.node), _state(request.config))
     request.addfinalizer(factory.close)
     return factory
 

@@ -8,10 +8,8 @@ A case scenario's ``tags`` carry its metadata: ``contract:<name>`` marks the con
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +19,6 @@ from conformance.scenarios import Scenario, loads_scenario
 __all__ = [
     "CONTRACT_TAG",
     "REQUIRES_TAG",
-    "accepted_conflicting_opens",
     "area_scenarios",
     "case_params",
     "contracts_of",
@@ -72,55 +69,10 @@ def case_params(
     return params
 
 
-def accepted_conflicting_opens(trace_path: str | Path) -> list[str]:
-    """Explanations of every STICKY ``open`` the broker accepted although Pulsar refuses it.
-
-    Pulsar refuses a STICKY consumer whose ranges overlap those of a connected consumer
-    (``HashRangeExclusiveStickyKeyConsumerSelector``: ConsumerAssignException, "Range conflict"); the client
-    sees ``ConsumerAssignError``.  The membership is replayed on the reference sticky selector of the version
-    the trace claims; an ``open`` with result ``ok`` that the selector refuses is a broken ``assignment``
-    contract.  (The trace checker cannot judge placement after such an open, since the reference membership
-    and the broker's differ from there on; this check names the open itself.)
-    """
-    from reference_model.errors import ConsumerAssignError
-    from reference_model.selectors import ConsumerRef, make_selector
-
-    lines = Path(trace_path).read_text(encoding="utf-8").splitlines()
-    header = json.loads(lines[0]) if lines else {}
-    selector = make_selector("sticky", version=header.get("pulsar_version") or "4.0")
-    live: dict[str, Any] = {}
-    problems: list[str] = []
-    for number, line in enumerate(lines[1:], start=1):
-        event = json.loads(line)
-        op, handle = event.get("op"), event.get("consumer")
-        if op == "open":
-            policy = event.get("policy") or {}
-            ranges = policy.get("sticky_ranges")
-            if policy.get("key_shared_mode") != "STICKY" or not ranges:
-                continue
-            ref = ConsumerRef(str(event.get("name") or handle), number)
-            try:
-                selector.add(ref, [(int(a), int(b)) for a, b in ranges])
-            except ConsumerAssignError as exc:
-                if event.get("result") == "ok":
-                    problems.append(
-                        f"accepted_conflicting_open: consumer {handle} joined with sticky ranges {ranges}"
-                        f" (E{event.get('i')}, result ok), but Pulsar refuses it: {exc}"
-                    )
-                continue
-            if event.get("result") == "ok":
-                live[str(handle)] = ref
-            else:
-                selector.remove(ref)
-        elif op in ("close", "crash") and handle in live:
-            selector.remove(live.pop(handle))
-    return problems
-
-
 def run_case(scenario: Scenario, run: Any, check: Any) -> Any:
-    """Run ``scenario`` and judge it: the trace checker, plus, for STICKY scenarios, refused-open checks."""
-    result = run(scenario)
-    if scenario.subscription.mode == "STICKY" or any(getattr(s, "mode", None) == "STICKY" for s in scenario.steps):
-        for problem in accepted_conflicting_opens(result.trace_path):
-            check.violation("assignment", problem, kind="accepted_conflicting_open", defer=True)
-    return check(result)
+    """Run ``scenario`` and judge it with the trace checker.
+
+    Every rule lives in ``conformance/checks/``: an accepted STICKY open that Pulsar refuses is the checker's
+    ``accepted_conflicting_open`` (``conformance.checks.assignment``), judged on any trace form.
+    """
+    return check(run(scenario))

@@ -40,7 +40,7 @@ def test_model_programs(
     keyshared_seed: int,
     keyshared_artifacts: Any,
 ) -> None:
-    if not getattr(keyshared_target, "deterministic", False):
+    if not keyshared_target.deterministic:
         pytest.skip(
             f"target {keyshared_target.name} is not deterministic: Hypothesis shrinks only against the model"
             " (the fixed generated/program-NN cases replay instead)"
@@ -51,8 +51,7 @@ def test_model_programs(
     from conformance.generated.strategies import profile, programs
     from conformance.scenarios import dump_scenario
 
-    capabilities = getattr(keyshared_target, "capabilities", None)
-    options = GeneratorOptions(crash=bool(getattr(capabilities, "crash_consumer", False)))
+    options = GeneratorOptions(crash=keyshared_target.capabilities.has("crash_consumer"))
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"
     failing: dict[str, Any] = {}

@@ -3,14 +3,16 @@
 ``check_trace(path_or_events, profile=None, engine="python" | "spark")`` returns a
 :class:`~conformance.verdict.Verdict`; :class:`StreamingChecker` checks live (``writer.add_listener(checker.feed)``).
 One module per property (``exclusivity``, ``ordering``, ``loss``, ``redelivery``, ``duplicates``,
-``unexpected``, ``assignment``) holds its rule, its witness and its explanation; ``streaming`` composes them
-into one pass; the PySpark twins live in :mod:`conformance.spark`.  Rules: ``docs/checker.md``.
+``unexpected``, ``assignment``, ``replication``) holds its rule, its witness and its explanation; ``streaming``
+composes the delivery checks into one pass and :class:`TraceChecker` runs it and the replication check, each
+guarded (a check that raises makes the verdict ``unknown``); the PySpark twins live in :mod:`conformance.spark`.
+Rules: ``docs/checker.md``.
 The streaming engine may run compiled (mypyc, ``setup.py``): :mod:`conformance.checks._build` picks the build
 before anything else here is imported.
 """
 
 from conformance.checks import _build  # noqa: F401  (first: it decides which build of the engine is imported)
-from conformance.checks.api import ENGINES, check_events, check_source, check_trace
+from conformance.checks.api import ENGINES, TraceChecker, check_events, check_source, check_trace
 from conformance.checks.streaming import StreamingChecker
 from conformance.profiles import PROFILES, Profile, get_profile, profile_for_header
 from conformance.trace.validation import TraceFormatError
@@ -24,6 +26,7 @@ __all__ = [
     "Kind",
     "Profile",
     "StreamingChecker",
+    "TraceChecker",
     "TraceFormatError",
     "Validity",
     "Verdict",

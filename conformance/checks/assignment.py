@@ -1,4 +1,5 @@
-"""``misassigned``: a message delivered to a consumer the reference selector never names for its key.
+"""``misassigned``: a message delivered to a consumer the reference selector never names for its key; and
+``accepted_conflicting_open``: a subscribe the broker accepted although Pulsar refuses it.
 
 Judged only when the trace header names the selector the broker is expected to use (``selector``: kind,
 Pulsar version, ring points; ``implementation: classic`` picks the 4.x classic ring).  Each subscription's
@@ -37,8 +38,9 @@ Rules:
   end).
 * an ``open`` with result ``ok`` that the reference selector refuses in every possible membership (a STICKY
   range conflict, ``HashRangeExclusiveStickyKeyConsumerSelector``'s ConsumerAssignException "Range conflict";
-  an auto-split range that cannot be split) is itself reported: Pulsar would have failed that subscribe, so
-  the broker broke the assignment contract (witness: the open).  The broker's membership is unknown from
+  an auto-split range that cannot be split) is itself reported, as ``accepted_conflicting_open``: Pulsar would
+  have failed that subscribe, so the broker broke the assignment contract (witness: the open).  This is the
+  one place that rule lives; both engines call :func:`make_refused_open`.  The broker's membership is unknown from
   there, so receives are not judged after it (noted).  Memberships that would have refused an accepted open
   are dropped (the broker accepted it, so a crashed consumer in the way was already gone).
 
@@ -404,7 +406,9 @@ def make_refused_open(subscription: str, consumer: str, open_index: int, ranges:
         "reason": reason,
         "refs": [[open_index, "open", consumer, None]],
     }
-    return Violation(Kind.MISASSIGNED, None, (consumer,), (open_index,), explain(facts), subscription, facts)
+    return Violation(
+        Kind.ACCEPTED_CONFLICTING_OPEN, None, (consumer,), (open_index,), explain(facts), subscription, facts
+    )
 
 
 def explain(facts: Mapping[str, Any]) -> str:
@@ -412,7 +416,7 @@ def explain(facts: Mapping[str, Any]) -> str:
     if "reason" in facts:
         ranges = f" with sticky ranges {facts['ranges']}" if facts.get("ranges") else ""
         return render_elle(
-            f"misassigned: {facts['consumer']} joined subscription {facts['subscription']!r}{ranges},"
+            f"accepted_conflicting_open: {facts['consumer']} joined subscription {facts['subscription']!r}{ranges},"
             " which Pulsar refuses",
             refs,
             [

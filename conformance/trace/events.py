@@ -40,6 +40,10 @@ class Op(str, Enum):
     REDELIVER = "redeliver"  #: redeliver_unacknowledged_messages() is about to be called
     FAULT = "fault"  #: an injected broker fault (restart, pause, ...)
     END = "end"  #: the run is over; ``drained`` says whether the subscription was seen drained
+    #: the application moved a replicated subscription's consumer from cluster ``cluster`` to cluster ``to``
+    FAILOVER = "failover"
+    #: what the harness read of a replicated subscription on one cluster (``cluster``, ``backlog``)
+    SNAPSHOT = "snapshot"
 
     def __str__(self) -> str:
         return self.value

@@ -50,6 +50,8 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "nack": ("consumer", "topic", "msg_id"),
     "fault": (),
     "end": (),
+    "failover": ("topic",),
+    "snapshot": (),
 }
 
 _STR_FIELDS = ("topic", "subscription", "consumer", "producer", "key", "uid", "name")

@@ -2,7 +2,8 @@
 
 Exit codes (:mod:`pytest_keyshared.commands._errors`): 0 valid, 1 invalid, 2 an unreadable, empty or
 malformed trace, an unknown profile or engine (one line on stderr naming the file, the line and the problem),
-4 verdict unknown (a header without events: nothing to judge; or a contract that could not be judged).
+4 verdict unknown (a header without events: nothing to judge; a contract that could not be judged; or a check
+crashed: the check and the exception are in the notes).
 ``--json`` prints the verdict as one JSON object; without it a readable summary with the explanations.
 ``--engine spark`` starts a Spark session (``--spark-master``, default ``local[*]``) for this run and stops it
 afterwards.
@@ -141,8 +142,12 @@ def _check_on_spark(source: Any, profile: Any, master: str) -> Any:
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
         if columnar:
-            return check_with_spark(source, profile, spark=spark, validate=False)
-        return check_with_spark(list(source.events()), profile, spark=spark, header=source.header)
+            verdict = check_with_spark(source, profile, spark=spark, validate=False)
+        else:
+            verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header)
+        from conformance.checks.api import with_event_checks
+
+        return with_event_checks(verdict, source)
     finally:
         spark.stop()
         sys.stdout.flush()

@@ -2,7 +2,8 @@
 
 A thin shell over :func:`pytest_keyshared.targets.open_target` and :func:`pytest_keyshared.driver.run_scenario`.
 Exit codes (:mod:`pytest_keyshared.commands._errors`): 0 the trace is valid, 1 violations found, 2 bad input
-(unknown scenario, target or profile, a step the target cannot perform), 3 target failure, 4 verdict unknown,
+(unknown scenario, target or profile, a step the target cannot perform), 3 target failure, 4 verdict unknown (something
+forbidden could not be judged, or a check crashed),
 130 interrupted (the trace is saved all the same).  Options shared with ``replay``: :mod:`._workload`.
 """
 

@@ -127,7 +127,7 @@ class CheckerProcess:
 
 
 def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by tests through the parent)
-    from conformance.checks import StreamingChecker, get_profile
+    from conformance.checks import TraceChecker, get_profile
     from conformance.trace.validation import EventValidator
 
     lines = iter(sys.stdin.buffer)
@@ -140,7 +140,7 @@ def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by 
             profile = pickle.loads(base64.b64decode(first["profile_pickle"]))
         elif profile is not None:
             profile = get_profile(profile)
-        checker = StreamingChecker(TraceHeader.from_dict(first["header"]), profile=profile)
+        checker = TraceChecker(TraceHeader.from_dict(first["header"]), profile=profile)
         validator = EventValidator("the live trace")
         for position, line in enumerate(lines, start=2):
             checker.feed(validator.event(json.loads(line), position))

@@ -52,7 +52,7 @@ class LiveChecker:
         if not enabled:
             return
         try:
-            from conformance.checks import StreamingChecker
+            from conformance.checks import TraceChecker
         except ImportError as exc:
             self.notes.append(f"no live checker ({exc})")
             return
@@ -62,7 +62,7 @@ class LiveChecker:
 
             self._process = CheckerProcess(header, resolved, log_path=process_log)
         else:
-            self._checker = StreamingChecker(header, profile=resolved)
+            self._checker = TraceChecker(header, profile=resolved)
 
     def feed(self, event: Event) -> None:
         """Check one event inline; called in trace order."""

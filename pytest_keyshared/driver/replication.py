@@ -1,16 +1,26 @@
-"""Real clusters for the failover driver: producers and replicated consumers through ``pulsar-client``.
+"""Failover runs of a replicated subscription (PIP-33), recorded as an ordinary trace.
 
-:class:`BrokerSites` gives :class:`conformance.replication.Failover` what it needs from a set of
-clusters (the ``ReplicationSites`` shape): a producer in a cluster, a Key_Shared consumer of the replicated
-subscription in a cluster (``replicate_subscription_state_enabled=True``, Earliest), time passing, and a
-bounded wait until replication is idle.  The driver's logic is the same one that runs on clusters of the
-reference model; only the I/O is here.
+:class:`Failover` is the workload of the replication cases: publish in the first cluster, consume with an
+acknowledgement plan, let snapshots run, cut clusters off, then move the consumer to another cluster and drain
+it there.  It records what the clients observe with a :class:`~conformance.trace.TraceWriter`, like any
+scenario run: ``open``, ``publish``, ``receive``, ``ack``, ``close``; the standby subscriptions' creation; a
+``fault`` (touching no consumer) when a cluster is cut off or returns; a ``snapshot`` per cluster with the
+subscription backlog the harness read after replication settled; the application's ``failover``; and the
+consumer's re-attachment on the other cluster (an ``open`` whose topic names that cluster).  Each cluster's
+copy of the topic is written ``<topic>@<cluster>`` (docs/trace-format.md, "Failover runs").  The trace ends
+with ``end`` ``drained: true`` once the consumer on the other cluster received until quiet.  The checkers judge
+it (``skipped_after_failover``: :mod:`conformance.checks.replication`); ``keyshared check`` works on it.
 
-Idle replication is read from each cluster's topic stats (admin API): every outbound replicator is
-connected and has no backlog.  :meth:`BrokerSites.settle` waits for that, lets two snapshot periods pass (a
-snapshot started now completes, and the subscription-update marker a moved mark-delete writes is sent), and
-waits for it again.  Every wait is bounded; an expired bound becomes a note in the failover's outcome, not a
-hang.
+It talks to the clusters through :class:`~conformance.target.ReplicationSites` only: :class:`BrokerSites` here
+(real clusters through ``pulsar-client``, e.g. the ``testcontainers-geo`` target) or
+:class:`~pytest_keyshared.driver.model_sites.ModelSites` (clusters of the reference model on one simulated
+clock, from the model target).
+
+:class:`BrokerSites` reads idle replication from each cluster's topic stats (admin API): every outbound
+replicator is connected and has no backlog.  :meth:`BrokerSites.settle` waits for that, lets two snapshot
+periods pass (a snapshot started now completes, and the subscription-update marker a moved mark-delete writes
+is sent), and waits for it again.  Every wait is bounded; an expired bound becomes a note in the trace's last
+event, not a hang.
 """
 
 from __future__ import annotations
@@ -19,15 +29,198 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from conformance.target import Delivery, ReplicationSites, SiteConsumer, TargetError, UnsupportedByTarget
+from conformance.trace import SubscriptionSpec, TraceHeader, TraceWriter
 from pytest_keyshared.targets.admin import AdminClient
-from pytest_keyshared.targets.base import TargetError, UnsupportedByTarget
 
-__all__ = ["BrokerSites", "SiteEndpoint", "probe_replication", "replication_idle"]
+__all__ = [
+    "PRODUCER",
+    "SUBSCRIPTION",
+    "BrokerSites",
+    "Failover",
+    "SiteEndpoint",
+    "failover_header",
+    "probe_replication",
+    "replication_idle",
+]
 
 SUBSCRIPTION = "ks-replicated-sub"
 PRODUCER = "ks-p"
+CONSUMER = "c1"  #: the application's consumer handle, on one cluster and then on another
+
+
+def failover_header(
+    target: Any, sites: ReplicationSites, *, seed: int, pulsar_version: str | None = None, selector: Any = None
+) -> TraceHeader:
+    """The header of a failover trace: the usual contract, plus the ``clusters`` that make it a failover run."""
+    claims = getattr(target, "claims", None)
+    return TraceHeader(
+        target=str(getattr(target, "name", target)),
+        subscription=SubscriptionSpec(name=sites.subscription),
+        pulsar_version=pulsar_version or getattr(claims, "pulsar_version", None),
+        deduplication=False,
+        selector=selector,
+        seed=seed,
+        extra={
+            "clusters": list(sites.clusters),
+            "implementation": getattr(claims, "implementation", None),
+            "replicated_topic": sites.topic,
+        },
+    )
+
+
+class Failover:
+    """A producer and a replicated consumer in the first cluster; the consumer later moves to another one.
+
+    Message ``n`` carries payload (and trace ``uid``) ``m<n>`` and partition key ``k<n mod keys>``.  Every wait
+    is bounded by the sites' receive timeouts: the consumer keeps receiving while messages arrive and stops at
+    the first receive that times out, or as soon as it has everything that was sent.  Use as a context
+    manager, or call :meth:`close`: it writes the ``end`` event and closes what is still open.
+    """
+
+    def __init__(self, sites: ReplicationSites, header: TraceHeader, trace_path: Path | None) -> None:
+        self.sites = sites
+        self.clusters = tuple(sites.clusters)
+        self.writer = TraceWriter(trace_path, header, clock=sites.now_ns)
+        self.trace_path = trace_path
+        self.home = self.clusters[0]
+        self.sent = 0
+        self.held: list[Delivery] = []
+        self._received: set[str] = set()
+        self.notes: list[str] = []
+        self.moved_to: str | None = None
+        self._drained = False
+        self._closed = False
+        for name in self.clusters[1:]:  # the subscription exists, replicated, everywhere (created at Earliest)
+            handle = f"standby-{name}"
+            standby = sites.subscribe(name)
+            self._record("open", name, consumer=handle, result="ok", subscription=sites.subscription)
+            self._record("close", name, consumer=handle)
+            standby.close()
+        self.consumer: SiteConsumer | None = sites.subscribe(self.home)
+        self._record("open", self.home, consumer=CONSUMER, result="ok", subscription=sites.subscription)
+        self.producer = sites.producer(self.home)
+
+    def _topic(self, cluster: str) -> str:
+        return f"{self.sites.topic}@{cluster}"
+
+    def _record(self, op: str, on: str, **fields: Any) -> None:
+        """Record ``op`` on cluster ``on``'s copy of the topic."""
+        self.writer.record(op, topic=self._topic(on), **fields)
+
+    def publish(self, count: int, *, keys: int = 5) -> None:
+        for _ in range(count):
+            number = self.sent
+            payload, key = f"m{number}", f"k{number % keys}"
+            t0 = self.sites.now_ns()
+            msg_id = self.producer.send(payload, key)
+            self.sent += 1
+            self._record(
+                "publish", self.home, producer=PRODUCER, key=key, msg_id=msg_id, uid=payload, result="ok", t0=t0
+            )
+
+    def _receive(self, consumer: SiteConsumer, cluster: str, timeout_ms: int) -> Delivery | None:
+        got = consumer.receive(timeout_ms)
+        if got is not None:
+            self._record("receive", cluster, consumer=CONSUMER, key=got.key, msg_id=got.msg_id, uid=got.payload)
+        return got
+
+    def _ack(self, consumer: SiteConsumer, cluster: str, got: Delivery) -> None:
+        self._record("ack", cluster, consumer=CONSUMER, key=got.key, msg_id=got.msg_id)
+        consumer.acknowledge(got.token)
+
+    def consume(self, ack: Callable[[int], bool]) -> None:
+        """Receive what is there; acknowledge message number ``n`` iff ``ack(n)``, hold the others."""
+        consumer = self._active()
+        while len(self._received) < self.sent:
+            got = self._receive(consumer, self.home, self.sites.consume_timeout_ms)
+            if got is None:
+                break
+            self._received.add(got.payload)
+            if ack(int(got.payload[1:])):
+                self._ack(consumer, self.home, got)
+            else:
+                self.held.append(got)
+        missing = self.sent - len(self._received)
+        if missing and self.sites.consume_timeout_ms > 0:
+            self.notes.append(
+                f"{missing} published message(s) had not reached the consumer in {self.home}"
+                f" {self.sites.consume_timeout_ms} ms after the last one that did"
+            )
+
+    def ack_held(self, ack: Callable[[int], bool]) -> None:
+        consumer = self._active()
+        keep = []
+        for got in self.held:
+            if ack(int(got.payload[1:])):
+                self._ack(consumer, self.home, got)
+            else:
+                keep.append(got)
+        self.held = keep
+
+    def advance(self, ms: int) -> None:
+        self.sites.elapse(ms)
+
+    def set_down(self, cluster: str, down: bool = True) -> None:
+        """Cut ``cluster`` off (or bring it back): a fault on the replication links that touches no consumer."""
+        fault = "cluster_down" if down else "cluster_up"
+        self.writer.record("fault", fault=fault, cluster=cluster, consumers=[], producers=[])
+        self.sites.set_down(cluster, down)
+
+    def fail_over(self, to: str) -> None:
+        """Close the consumer (the application moves), let replication settle, resume and drain in ``to``."""
+        consumer = self._active()
+        self._record("close", self.home, consumer=CONSUMER)
+        consumer.close()
+        self.consumer = None
+        note = self.sites.settle()
+        if note:
+            self.notes.append(note)
+        for cluster in self.clusters:
+            backlog = self.sites.backlog(cluster)
+            if backlog is not None:
+                self.writer.record("snapshot", subscription=self.sites.subscription, cluster=cluster, backlog=backlog)
+        self._record("failover", self.home, subscription=self.sites.subscription, cluster=self.home, to=to)
+        standby = self.sites.subscribe(to)
+        self._record("open", to, consumer=CONSUMER, result="ok", subscription=self.sites.subscription)
+        try:
+            while (got := self._receive(standby, to, self.sites.failover_timeout_ms)) is not None:
+                self._ack(standby, to, got)
+            self._drained = True
+        finally:
+            self._record("close", to, consumer=CONSUMER)
+            standby.close()
+        self.moved_to = to
+
+    def close(self) -> Path | None:
+        """Write the ``end`` event, close what is still open (also after a failure half-way); the trace path."""
+        if self._closed:
+            return self.trace_path
+        self._closed = True
+        try:
+            if self.consumer is not None:
+                consumer, self.consumer = self.consumer, None
+                self._record("close", self.home, consumer=CONSUMER)
+                consumer.close()
+        finally:
+            self.writer.record("end", drained=self._drained, notes=self.notes or None)
+            self.writer.close()
+            self.sites.close()
+        return self.trace_path
+
+    def __enter__(self) -> Failover:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _active(self) -> SiteConsumer:
+        if self.consumer is None:
+            raise RuntimeError("The consumer already failed over; build a new Failover for another run.")
+        return self.consumer
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +281,23 @@ def _subscribe(client: Any, topic: str, subscription: str) -> Any:
     )
 
 
+def _format_id(mid: Any) -> str:
+    return f"{mid.ledger_id()}:{mid.entry_id()}:{mid.partition()}:{mid.batch_index()}"
+
+
 class _Consumer:
     def __init__(self, consumer: Any) -> None:
         self._consumer = consumer
 
-    def receive(self, timeout_ms: int) -> tuple[str, Any] | None:
+    def receive(self, timeout_ms: int) -> Delivery | None:
         import pulsar
 
         try:
             message = self._consumer.receive(timeout_millis=max(1, timeout_ms))
         except pulsar.Timeout:
             return None
-        return message.data().decode("utf-8", "replace"), message
+        key = message.partition_key() or None
+        return Delivery(message.data().decode("utf-8", "replace"), key, _format_id(message.message_id()), message)
 
     def acknowledge(self, token: Any) -> None:
         self._consumer.acknowledge(token)
@@ -113,8 +311,8 @@ class _Producer:
     def __init__(self, producer: Any) -> None:
         self._producer = producer
 
-    def send(self, payload: str, key: str) -> None:
-        self._producer.send(payload.encode(), partition_key=key)
+    def send(self, payload: str, key: str) -> str:
+        return _format_id(self._producer.send(payload.encode(), partition_key=key))
 
 
 class BrokerSites:
@@ -177,6 +375,22 @@ class BrokerSites:
 
     def elapse(self, ms: int) -> None:
         time.sleep(ms / 1000)
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def backlog(self, cluster: str) -> int | None:
+        """The subscription's ``msgBacklog`` on ``cluster`` from its topic stats; None when it cannot be read."""
+        admin = self.endpoints[cluster].admin if cluster in self.endpoints else None
+        if admin is None:
+            return None
+        try:
+            stats = admin.topic_stats(self.topic)
+        except TargetError:
+            return None
+        sub = (stats.get("subscriptions") or {}).get(self.subscription)
+        backlog = sub.get("msgBacklog") if isinstance(sub, Mapping) else None
+        return backlog if isinstance(backlog, int) and not isinstance(backlog, bool) else None
 
     def idle_problem(self) -> str | None:
         """None when every cluster's replicators of the topic are idle; else the first thing still moving."""

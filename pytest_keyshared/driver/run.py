@@ -114,10 +114,10 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """0 valid, 1 violations found, 3 no verdict (no checker could judge the trace)."""
+        """0 valid, 1 violations found, 3 no verdict (no checker could judge the trace), 4 verdict unknown."""
         if self.verdict is None:
             return 3
-        return 0 if self.verdict.valid else 1
+        return int(self.verdict.exit_code)
 
     @property
     def artifacts(self) -> dict[str, Path]:

@@ -263,11 +263,5 @@ class PulsarSession(Session):
 
 
 def open_session(target: Target, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Session:
-    """The session that fits ``target``: pulsar-client for real brokers, stepping for the model."""
-    if target.kind == "model":
-        from pytest_keyshared.driver.model_session import ModelSession
-
-        return ModelSession(target, topic, run_dir, nonce, seed=seed)
-    if not isinstance(target, PulsarTarget):
-        raise TargetError(f"Target {target.name!r} of kind {target.kind!r} has no session type.")
-    return PulsarSession(target, topic, run_dir, nonce)
+    """The session ``target`` opens for one run (:meth:`Target.open_session`): each target knows its own kind."""
+    return target.open_session(topic, run_dir, nonce, seed=seed)  # type: ignore[no-any-return]

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from conformance.target import TargetError, UnsupportedByTarget
 from conformance.trace import SelectorSpec
-from reference_model.errors import InvalidArgument, KeySharedError, did_you_mean
+from reference_model.errors import InvalidArgument, did_you_mean
 
 __all__ = [
     "CAPABILITY_NAMES",
@@ -33,21 +34,6 @@ __all__ = [
     "UnsupportedByTarget",
     "check_options",
 ]
-
-
-class TargetError(KeySharedError):
-    """The target failed: it would not start, died, or stopped answering within its bound (exit code 3)."""
-
-    exit_code = 3
-
-
-class UnsupportedByTarget(KeySharedError):
-    """The scenario needs something this target cannot do (a crash, a broker restart, ...); nothing was run.
-
-    Exit code 2: the combination of inputs is not runnable.  The plugin turns it into a skip with the reason.
-    """
-
-    exit_code = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +133,8 @@ def check_options(
 class Target(ABC):
     """A broker under test.  Use through :func:`pytest_keyshared.targets.open_target`, which stops it."""
 
-    #: ``"pulsar"`` (reached with pulsar-client at ``service_url``) or ``"model"`` (driven in process).
+    #: ``"pulsar"`` (reached with pulsar-client at ``service_url``) or ``"model"`` (driven in process): for
+    #: people and reports; the driver never switches on it (each target opens its own session).
     kind: ClassVar[str]
 
     def __init__(self, name: str, artifacts_dir: Path) -> None:
@@ -179,6 +166,10 @@ class Target(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Stop everything :meth:`start` started.  Safe to call twice, and after a failed start."""
+
+    @abstractmethod
+    def open_session(self, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Any:
+        """The session one run drives on this target (``pytest_keyshared.driver.session.Session``)."""
 
     def restart_broker(self, *, kill: bool = False) -> None:
         """Stop the broker and start it on the same storage (only with ``capabilities.broker_restart``)."""
@@ -223,6 +214,12 @@ class PulsarTarget(Target):
     def __init__(self, name: str, artifacts_dir: Path) -> None:
         super().__init__(name, artifacts_dir)
         self.quirks = ClientQuirks()
+
+    def open_session(self, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Any:
+        """A run through ``pulsar-client`` (the seed does not steer a real broker)."""
+        from pytest_keyshared.driver.session import PulsarSession
+
+        return PulsarSession(self, topic, run_dir, nonce)
 
     @property
     @abstractmethod

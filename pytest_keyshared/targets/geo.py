@@ -37,7 +37,15 @@ from typing import Any
 from pytest_keyshared.targets._docker import ContainerSpec, PrivateNetwork, RunningContainer
 from pytest_keyshared.targets._process import free_port
 from pytest_keyshared.targets.admin import AdminClient, AdminError
-from pytest_keyshared.targets.base import Capabilities, Claims, ClientQuirks, PulsarTarget, TargetError, check_options
+from pytest_keyshared.targets.base import (
+    Capabilities,
+    Claims,
+    ClientQuirks,
+    PulsarTarget,
+    TargetError,
+    UnsupportedByTarget,
+    check_options,
+)
 from pytest_keyshared.targets.testcontainers import (
     broker_settings,
     container_spec,
@@ -498,9 +506,24 @@ class GeoTarget(PulsarTarget):
     def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
         self.admin(CLUSTERS[0]).set_topic_deduplication(topic, enabled)
 
-    def replication_sites(self, *, case: str, seed: int, clusters: Sequence[str] = CLUSTERS) -> Any:
+    def replication_sites(
+        self,
+        *,
+        case: str,
+        seed: int,
+        clusters: Sequence[str] = CLUSTERS,
+        delays_ms: Mapping[tuple[str, str], int] | None = None,
+    ) -> Any:
         """The clusters as the failover driver uses them, on a topic of the replicated namespace of its own."""
         from pytest_keyshared.driver.replication import BrokerSites, SiteEndpoint
+
+        if not set(clusters) <= set(self.cluster_names):
+            raise UnsupportedByTarget(
+                f"Target {self.name!r} has clusters {', '.join(self.cluster_names)}; this case needs"
+                f" {', '.join(clusters)}."
+            )
+        if delays_ms:
+            raise UnsupportedByTarget(f"Target {self.name!r} cannot delay its replication link (the model can).")
 
         endpoints = [SiteEndpoint(c, self.endpoint(c).service_url, self.admin(c)) for c in clusters]
         slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in case)[:40] or "case"

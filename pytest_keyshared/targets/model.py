@@ -11,7 +11,7 @@ default (60 s, a keep-alive timeout) describes a silent network loss instead; pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -85,10 +85,9 @@ class ModelTarget(Target):
         self.capabilities = Capabilities(
             admin_api=True,
             dedup_switch=True,
-            replication=False,
+            replication=True,
             crash_consumer=True,
             broker_restart=True,
-            reasons={"replication": "one model broker is one cluster (see reference_model.replication)"},
         )
 
     @property
@@ -104,6 +103,32 @@ class ModelTarget(Target):
 
     def describe(self) -> str:
         return f"reference model (Pulsar {self.version}, {self.implementation})"
+
+    def open_session(self, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Any:
+        """A run stepped on the model's simulated clock (a fresh broker per run)."""
+        from pytest_keyshared.driver.model_session import ModelSession
+
+        return ModelSession(self, topic, run_dir, nonce, seed=seed)
+
+    def replication_sites(
+        self,
+        *,
+        case: str,
+        seed: int,
+        clusters: Sequence[str] = ("r1", "r2"),
+        delays_ms: Mapping[tuple[str, str], int] | None = None,
+    ) -> Any:
+        """Fresh model clusters (``reference_model.replication``) with this target's version and settings."""
+        from pytest_keyshared.driver.model_sites import ModelSites
+
+        return ModelSites(
+            clusters=clusters,
+            pulsar_version=self.version,
+            implementation=self.implementation,
+            config=self.config,
+            seed=seed,
+            delays_ms=delays_ms,
+        )
 
     def start(self) -> None:
         """Nothing to start: each run builds its own broker."""

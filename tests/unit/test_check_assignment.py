@@ -27,7 +27,8 @@ def owners(*members: tuple[str, int], kind: str = "auto-split") -> dict[str, str
 
 def misassigned(b: TraceBuilder) -> list[tuple[str | None, tuple[int, ...]]]:
     verdict = check_trace(b.events, header=b.header)
-    return [(v.key, v.events) for v in verdict.all_violations() if v.kind is Kind.MISASSIGNED]
+    placement = (Kind.MISASSIGNED, Kind.ACCEPTED_CONFLICTING_OPEN)
+    return [(v.key, v.events) for v in verdict.all_violations() if v.kind in placement]
 
 
 def test_deliveries_to_the_selected_consumer_are_clean() -> None:
@@ -139,7 +140,7 @@ def test_sticky_ranges_come_from_the_open_policy() -> None:
     assert misassigned(b) == [(hi_key, (5, 6))]
 
 
-def test_an_accepted_open_the_selector_refuses_is_misassigned_and_ends_judging() -> None:
+def test_an_accepted_open_the_selector_refuses_is_accepted_conflicting_open_and_ends_judging() -> None:
     """Pulsar fails a subscribe whose sticky ranges overlap a connected consumer's; a broker that accepts it has
     broken the assignment contract at the open, and its membership is unknown from there on."""
     b = TraceBuilder(header("sticky", "STICKY"))
@@ -151,7 +152,7 @@ def test_an_accepted_open_the_selector_refuses_is_misassigned_and_ends_judging()
     b.end()
     verdict = check_trace(b.events, header=b.header)
     assert misassigned(b) == [(None, (1,))]  # the open, not the receive after it
-    (found,) = [v for v in verdict.violations if v.kind.value == "misassigned"]
+    (found,) = [v for v in verdict.violations if v.kind.value == "accepted_conflicting_open"]
     assert found.consumers == ("c2",) and "Range conflict" in found.explanation and ".." not in found.explanation
     assert any("not judged" in note and "refuses the subscribe at E1" in note for note in verdict.notes)
 

@@ -15,10 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.checks import Kind, check_trace
+from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
+
+from conformance.checks import check_trace
 from conformance.checks._build import RECORD_NAME, choose_build, is_compiled, running_build
 from conformance.trace.parquet import write_parquet
-from conformance.trace.synth import SynthConfig, fuzz, synthesize
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
@@ -89,7 +90,7 @@ def test_the_compiled_and_the_source_engine_give_the_same_verdicts(tmp_path: Pat
     """Synthetic runs with every kind planted, clean runs and fuzzed ones, read through the batch path; the
     source engine runs in a child process (``KEYSHARED_PURE=1``)."""
     assert is_compiled(), running_build()
-    kinds = list(Kind)
+    kinds = sorted(PLANTABLE)
     for n in range(42):
         if n % 3 == 2:
             run = fuzz(n, faults=n % 2 == 0, selector=None if n % 5 == 0 else "auto-split")
@@ -99,7 +100,7 @@ def test_the_compiled_and_the_source_engine_give_the_same_verdicts(tmp_path: Pat
         write_parquet(tmp_path / f"{n:03}.parquet", run.header, run.events)
     compiled = [check_trace(path).to_json() for path in sorted(tmp_path.glob("*.parquet"))]
     found = {v["kind"] for verdict in compiled for v in verdict["violations"]}
-    assert found == {k.value for k in Kind}, "the traces must exercise every kind"
+    assert found == {k.value for k in PLANTABLE}, "the traces must exercise every plantable kind"
     env = dict(os.environ, KEYSHARED_PURE="1")
     out = subprocess.run(
         [sys.executable, "-c", _SOURCE_VERDICTS, str(tmp_path)], env=env, capture_output=True, text=True, timeout=120

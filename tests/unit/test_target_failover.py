@@ -1,58 +1,65 @@
-"""The failover driver (``conformance.replication.Failover``) on clusters of the reference model.
+"""The failover workload (``pytest_keyshared.driver.replication.Failover``) on clusters of the reference model.
 
-The same driver runs on real clusters (``BrokerSites``, in ``tests/broker/test_failover_driver.py`` against
-pulsar-lite and in ``tests/docker/`` against two Apache Pulsar clusters); here its logic is exercised on the
-model: the judgement is clean when the clusters keep the contract, catches a cluster that skips messages or
-delivers nothing, every wait ends, and the same seed gives the same outcome.
+The same workload runs on real clusters (``BrokerSites``, in ``tests/broker/test_failover_driver.py`` against
+pulsar-lite and in ``tests/docker/`` against two Apache Pulsar clusters); here it runs on the model: it records
+a trace of ordinary events (the failover, the snapshots, the re-attachment), the checker finds nothing when the
+clusters keep the contract, catches a cluster that skips a message or delivers nothing, and every wait ends.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.replication import (
-    Failover,
-    FailoverOutcome,
-    ModelSites,
-    SiteConsumer,
-    SiteProducer,
-    explain_failover,
-    judge_failover,
-)
+from conformance.checks import Kind, Validity, check_trace
+from conformance.target import Delivery, SiteConsumer, SiteProducer
+from pytest_keyshared.driver.model_sites import ModelSites
+from pytest_keyshared.driver.replication import Failover, failover_header
 
 SNAPSHOT_MS = 1000
 
 
-def switch_to_standby(run: Failover) -> FailoverOutcome:
+def recorded(sites: Any, path: Path) -> Failover:
+    return Failover(sites, failover_header("model", sites, seed=3, pulsar_version="4.0"), path)
+
+
+def switch_to_standby(run: Failover) -> Path:
     """ReplicatorSubscriptionTest.testReplicatedSubscribeAndSwitchToStandbyCluster, as the suite's case runs it."""
-    run.publish(20)
-    run.advance(10)
-    run.consume(lambda i: i < 10)
-    run.advance(3 * SNAPSHOT_MS)
-    return run.fail_over("r2")
+    with run:
+        run.publish(20)
+        run.advance(10)
+        run.consume(lambda i: i < 10)
+        run.advance(3 * SNAPSHOT_MS)
+        run.fail_over("r2")
+    assert run.trace_path is not None
+    return run.trace_path
 
 
-def test_a_failover_on_model_clusters_skips_nothing_and_counts_duplicates(tmp_path: Path) -> None:
-    outcome = switch_to_standby(Failover.on_model(seed=3))
-    skipped, invented, duplicates = judge_failover(outcome)
-    assert (skipped, invented) == ([], [])
-    assert outcome.sent == [f"m{n}" for n in range(20)]
-    assert outcome.acked_before == [f"m{n}" for n in range(10)]
-    assert set(outcome.received_after) >= {f"m{n}" for n in range(10, 20)}
-    assert duplicates == len(set(outcome.acked_before) & set(outcome.received_after))
-    assert outcome.moved_to == "r2" and outcome.notes == []
-    saved = json.loads(outcome.save(tmp_path / "failover.json").read_text())
-    assert saved == asdict(outcome)
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
 
 
-def test_the_same_seed_gives_the_same_outcome() -> None:
-    first = asdict(switch_to_standby(Failover.on_model(seed=11)))
-    assert asdict(switch_to_standby(Failover.on_model(seed=11))) == first
+def test_a_failover_on_model_clusters_is_an_ordinary_trace_and_valid(tmp_path: Path) -> None:
+    path = switch_to_standby(recorded(ModelSites(seed=3), tmp_path / "t.jsonl"))
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["clusters"] == ["r1", "r2"] and header["subscription"]["name"] == "ks-replicated-sub"
+    trace = events(path)
+    ops = [e["op"] for e in trace]
+    failover = ops.index("failover")
+    assert trace[failover]["cluster"] == "r1" and trace[failover]["to"] == "r2"
+    assert trace[failover]["topic"].endswith("@r1")
+    assert [e["cluster"] for e in trace[:failover] if e["op"] == "snapshot"] == ["r1", "r2"]
+    reattach = trace[failover + 1]
+    assert reattach["op"] == "open" and reattach["consumer"] == "c1" and reattach["topic"].endswith("@r2")
+    assert trace[-1] == {**trace[-1], "op": "end", "drained": True}
+    published = [e["uid"] for e in trace if e["op"] == "publish"]
+    after = {e["uid"] for e in trace[failover:] if e["op"] == "receive"}
+    assert published == [f"m{n}" for n in range(20)] and {f"m{n}" for n in range(10, 20)} <= after
+    verdict = check_trace(path)
+    assert verdict.validity is Validity.VALID, verdict.render()
 
 
 class _Skipping:
@@ -62,10 +69,10 @@ class _Skipping:
         self.inner = inner
         self.hide = hide
 
-    def receive(self, timeout_ms: int) -> tuple[str, Any] | None:
+    def receive(self, timeout_ms: int) -> Delivery | None:
         got = self.inner.receive(timeout_ms)
-        if got is not None and got[0] == self.hide:
-            self.inner.acknowledge(got[1])
+        if got is not None and got.payload == self.hide:
+            self.inner.acknowledge(got.token)
             return self.inner.receive(timeout_ms)
         return got
 
@@ -82,17 +89,15 @@ class SkippingSites(ModelSites):
         return _Skipping(consumer, "m13") if cluster == "r2" else consumer
 
 
-def test_a_cluster_that_skips_an_unacknowledged_message_is_caught_and_explained() -> None:
-    outcome = switch_to_standby(Failover(SkippingSites(seed=3)))
-    skipped, invented, _ = judge_failover(outcome)
-    assert (skipped, invented) == (["m13"], [])
-    text = explain_failover(outcome, skipped, invented)
-    assert "failed over from r1 to r2 and lost messages" in text
-    assert "However, 1 unacknowledged message(s) never arrived in r2: m13." in text
+def test_a_cluster_that_skips_an_unacknowledged_message_is_caught_and_explained(tmp_path: Path) -> None:
+    path = switch_to_standby(recorded(SkippingSites(seed=3), tmp_path / "t.jsonl"))
+    (found,) = check_trace(path).violations
+    assert found.kind is Kind.SKIPPED_AFTER_FAILOVER and found.facts["uid"] == "m13"
+    assert found.explanation.startswith("skipped_after_failover: m13 (subscription 'ks-replicated-sub')")
 
 
 class _Silent:
-    def receive(self, timeout_ms: int) -> tuple[str, Any] | None:
+    def receive(self, timeout_ms: int) -> Delivery | None:
         return None
 
     def acknowledge(self, token: Any) -> None:
@@ -103,20 +108,29 @@ class _Silent:
 
 
 class _Sink:
-    def send(self, payload: str, key: str) -> None:
-        pass
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def send(self, payload: str, key: str) -> str:
+        self.sent += 1
+        return f"1:{self.sent - 1}:-1:-1"
 
 
 class SilentSites:
     """Clusters that accept messages and deliver none, with real-broker receive bounds."""
 
     clusters: tuple[str, ...] = ("r1", "r2")
+    topic = "persistent://public/default/silent"
+    subscription = "sub"
     consume_timeout_ms = 50
     failover_timeout_ms = 50
 
     def __init__(self) -> None:
         self.closed = False
         self.elapsed = 0
+
+    def now_ns(self) -> int:
+        return self.elapsed * 1_000_000
 
     def producer(self, cluster: str) -> SiteProducer:
         return _Sink()
@@ -130,6 +144,9 @@ class SilentSites:
     def settle(self) -> str | None:
         return "replication not idle 1s after the failover began: r1: 4 entries still to replicate to r2"
 
+    def backlog(self, cluster: str) -> int | None:
+        return None
+
     def set_down(self, cluster: str, down: bool) -> None:
         pass
 
@@ -137,18 +154,30 @@ class SilentSites:
         self.closed = True
 
 
-def test_clusters_that_deliver_nothing_end_the_run_with_notes_and_a_violation() -> None:
+def test_clusters_that_deliver_nothing_end_the_run_with_notes_and_violations(tmp_path: Path) -> None:
     sites = SilentSites()
-    run = Failover(sites)
-    outcome = switch_to_standby(run)
-    skipped, _, _ = judge_failover(outcome)
-    assert skipped == outcome.sent  # nothing was acknowledged, nothing arrived after
-    assert outcome.notes == [
+    run = recorded(sites, tmp_path / "t.jsonl")
+    path = switch_to_standby(run)
+    assert sites.closed
+    end = events(path)[-1]
+    assert end["notes"] == [
         "20 published message(s) had not reached the consumer in r1 50 ms after the last one that did",
         "replication not idle 1s after the failover began: r1: 4 entries still to replicate to r2",
     ]
-    assert "Notes: 20 published message(s)" in explain_failover(outcome, skipped, [])
-    run.close()
-    assert sites.closed
+    verdict = check_trace(path)
+    assert {v.kind for v in verdict.violations} == {Kind.SKIPPED_AFTER_FAILOVER}
+    assert any("12 more skipped message(s)" in n for n in verdict.notes)  # 20 skipped, 8 listed
     with pytest.raises(RuntimeError, match="already failed over"):
         run.consume(lambda i: True)
+    assert run.close() == path  # closing twice is harmless
+
+
+def test_a_run_abandoned_half_way_still_ends_its_trace(tmp_path: Path) -> None:
+    run = recorded(ModelSites(seed=1), tmp_path / "t.jsonl")
+    run.publish(3)
+    run.consume(lambda i: False)
+    run.close()
+    trace = events(tmp_path / "t.jsonl")
+    assert [e["op"] for e in trace[-2:]] == ["close", "end"] and trace[-1]["drained"] is False
+    verdict = check_trace(tmp_path / "t.jsonl")
+    assert verdict.validity is Validity.UNKNOWN  # not drained: delivery could not be judged

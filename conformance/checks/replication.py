@@ -1,0 +1,234 @@
+"""``skipped_after_failover``: a replicated subscription resumed on another cluster without a message it owed.
+
+PIP-33 (replicated subscriptions) promises a client that moves a subscription's consumer from cluster A to
+cluster B that B resumes at a position no later than what the application acknowledged on A: only the
+mark-delete position replicates, in snapshots, so B may deliver again what was already acknowledged on A
+(allowed, counted in a note; apache/pulsar#10054) but never skips a message that was not (Pulsar's
+``ReplicatorSubscriptionTest``; ``docs/dedup-and-replication.md``).  The client observes that promise, and this
+check judges it, from ordinary trace events:
+
+* a trace of a failover run lists its ``clusters`` in the header and writes each cluster's copy of a topic as
+  ``<topic>@<cluster>`` (message ids of two clusters are unrelated, so they are two logs to the checkers);
+* the application's move is a ``failover`` event: ``topic`` (the copy it leaves, ``<topic>@<A>``),
+  ``subscription``, ``cluster`` (A) and ``to`` (B);
+* the consumer's re-attachment on B is an ordinary ``open`` whose later receives name ``<topic>@<B>``.
+
+Rule: for a ``failover`` F of subscription S from A, every message published (``ok``, with a ``uid``) on A's
+copy of the topic that no consumer of S acknowledged on A before F must be received by a consumer of S on
+another cluster after F — judged when the run was drained (``end`` with ``drained: true``; else the kind is
+unjudged and the verdict unknown).  Witness: the message's publish, F, and the ``end``.  Messages are matched
+across clusters by ``uid`` (the replicator copies properties).  What was never published yet received is the
+identity check's ``unexpected_message``; what A's copy still holds after F is this check's, not ``undelivered``
+(the streaming engine leaves the logs a subscription failed over from to this check).
+
+A pure function of the events, in one pass: O(events) time, O(messages) memory.  Both engines call it
+(:func:`conformance.checks.api.compose_checks`), so it has one implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.trace.events import Event
+from conformance.trace.header import TraceHeader
+from conformance.trace.identity import canonical_message
+from conformance.violations import Kind, Violation, render_elle
+
+__all__ = ["ReplicationCheck", "ReplicationFindings", "check_replication", "cluster_of", "is_replication_run"]
+
+#: Shown per failover in an explanation before "... and N more".
+MAX_LISTED = 8
+
+
+def is_replication_run(header: TraceHeader | None) -> bool:
+    """True when the header lists the clusters of a replicated-subscription run (``"clusters": [...]``)."""
+    clusters = None if header is None else header.extra.get("clusters")
+    return isinstance(clusters, list) and len(clusters) >= 2
+
+
+def cluster_of(topic: str | None) -> str | None:
+    """The cluster a failover trace's topic names (``<topic>@<cluster>``), or None."""
+    if topic is None or "@" not in topic:
+        return None
+    return topic.rpartition("@")[2] or None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationFindings:
+    """What the check concluded: violations, notes for people, kinds it could not judge."""
+
+    violations: tuple[Violation, ...] = ()
+    notes: tuple[str, ...] = ()
+    unjudged: tuple[Kind, ...] = ()
+
+
+@dataclass
+class _Failover:
+    i: int
+    subscription: str | None
+    left: str  #: cluster A
+    to: str | None
+    acked: set[str]  #: uids acknowledged on A by consumers of the subscription before the failover
+    after: set[str] = field(default_factory=set)  #: uids received on another cluster after the failover
+
+
+class ReplicationCheck:
+    """Feed events in trace order (:meth:`feed`), then :meth:`finish`; or call :func:`check_replication`."""
+
+    def __init__(self, header: TraceHeader | None = None) -> None:
+        self.default_sub = None if header is None else header.subscription.name
+        #: consumer handle -> subscription of its live incarnation
+        self.subs: dict[str, str | None] = {}
+        #: cluster -> [(i, uid, key, msg_id)] of its publishes, in order
+        self.published: dict[str, list[tuple[int, str, str | None, str | None]]] = {}
+        self.uid_of: dict[str, str] = {}  #: message key -> uid (from its publish or a receive)
+        #: (subscription, cluster) -> uids acknowledged there so far
+        self.acked: dict[tuple[str | None, str], set[str]] = {}
+        self.failovers: list[_Failover] = []
+        self.end_i: int | None = None
+        self.drained = False
+        self.notes: list[str] = []
+        self.attached: dict[str, str] = {}  #: consumer handle -> cluster of its live incarnation
+        #: cluster -> events that made a message of that cluster's copy free (its publishes, its consumers'
+        #: releases): an engine that cannot see topics drops ``undelivered`` witnessed by them on a left cluster
+        self.freed_on: dict[str, set[int]] = {}
+
+    def feed(self, event: Event) -> None:
+        op = event.op.value
+        if op == "open":
+            if event.result is None or event.result.value == "ok":
+                self.subs[str(event.consumer)] = event.subscription or self.default_sub
+                cluster = cluster_of(event.topic)
+                if cluster is not None:
+                    self.attached[str(event.consumer)] = cluster
+        elif op in ("nack", "redeliver", "close", "crash"):
+            cluster = self.attached.get(str(event.consumer))
+            if cluster is not None:
+                self.freed_on.setdefault(cluster, set()).add(event.i)
+        elif op == "publish":
+            cluster = cluster_of(event.topic)
+            if cluster is None:
+                return
+            self.freed_on.setdefault(cluster, set()).add(event.i)
+            if event.result is None or event.result.value != "ok" or event.uid is None:
+                return
+            self.published.setdefault(cluster, []).append((event.i, event.uid, event.key, event.msg_id))
+            if event.msg_id is not None and event.topic is not None:
+                self.uid_of[canonical_message(event.topic, event.msg_id)[0]] = event.uid
+        elif op == "receive":
+            self._receive(event)
+        elif op == "ack":
+            cluster = cluster_of(event.topic)
+            if cluster is None or event.msg_id is None or event.topic is None:
+                return
+            uid = self.uid_of.get(canonical_message(event.topic, event.msg_id)[0])
+            if uid is not None:
+                self.acked.setdefault((self.subs.get(str(event.consumer)), cluster), set()).add(uid)
+        elif op == "failover":
+            self._failover(event)
+        elif op == "end":
+            self.end_i = event.i
+            self.drained = bool(event.drained)
+
+    def _receive(self, event: Event) -> None:
+        cluster = cluster_of(event.topic)
+        if cluster is None or event.uid is None:
+            return
+        if event.msg_id is not None and event.topic is not None:
+            self.uid_of.setdefault(canonical_message(event.topic, event.msg_id)[0], event.uid)
+        sub = self.subs.get(str(event.consumer))
+        for failover in self.failovers:
+            if failover.subscription == sub and cluster != failover.left:
+                failover.after.add(event.uid)
+
+    def _failover(self, event: Event) -> None:
+        left = cluster_of(event.topic) or event.extra.get("cluster")
+        if not isinstance(left, str):
+            self.notes.append(f"failover E{event.i} names no cluster it left (topic '<topic>@<cluster>'): ignored")
+            return
+        sub = event.subscription or self.default_sub
+        to = event.extra.get("to")
+        acked = set(self.acked.get((sub, left), ()))
+        self.failovers.append(_Failover(event.i, sub, left, to if isinstance(to, str) else None, acked))
+
+    def left_marks(self) -> set[int]:
+        """Events that freed a message on a cluster some subscription failed over from (see ``freed_on``)."""
+        out: set[int] = set()
+        for failover in self.failovers:
+            out |= self.freed_on.get(failover.left, set())
+        return out
+
+    def finish(self) -> ReplicationFindings:
+        if not self.failovers:
+            return ReplicationFindings(notes=tuple(self.notes))
+        if not self.drained or self.end_i is None:
+            note = "skipped_after_failover not judged: the run was not drained after the failover"
+            return ReplicationFindings(notes=(*self.notes, note), unjudged=(Kind.SKIPPED_AFTER_FAILOVER,))
+        found: list[Violation] = []
+        notes = list(self.notes)
+        for failover in self.failovers:
+            sent = [p for p in self.published.get(failover.left, ()) if p[0] < self.end_i]
+            skipped = [p for p in sent if p[1] not in failover.acked and p[1] not in failover.after]
+            again = len(failover.acked & failover.after)
+            if again:
+                notes.append(
+                    f"{again} message(s) acknowledged on {failover.left} before the failover at E{failover.i} were"
+                    " delivered again after it (allowed: only the mark-delete position replicates)"
+                )
+            found += [make_skipped(failover, p, len(skipped), self.end_i) for p in skipped[:MAX_LISTED]]
+            if len(skipped) > MAX_LISTED:
+                notes.append(
+                    f"failover at E{failover.i}: {len(skipped) - MAX_LISTED} more skipped message(s) not listed"
+                )
+        return ReplicationFindings(tuple(found), tuple(notes))
+
+
+def make_skipped(
+    failover: _Failover, published: tuple[int, str, str | None, str | None], skipped: int, end_i: int
+) -> Violation:
+    """The violation for one message the failover skipped (witness: its publish, the failover, the end)."""
+    i, uid, key, msg_id = published
+    facts: dict[str, Any] = {
+        "uid": uid,
+        "msg_id": msg_id,
+        "from": failover.left,
+        "to": failover.to,
+        "subscription": failover.subscription,
+        "skipped": skipped,
+        "refs": [[i, "publish", None, msg_id], [failover.i, "failover", None, None], [end_i, "end", None, None]],
+    }
+    return Violation(
+        Kind.SKIPPED_AFTER_FAILOVER,
+        key,
+        (),
+        (i, failover.i, end_i),
+        explain(facts),
+        failover.subscription,
+        facts,
+    )
+
+
+def explain(facts: Mapping[str, Any]) -> str:
+    to = facts["to"] or "another cluster"
+    return render_elle(
+        f"skipped_after_failover: {facts['uid']} (subscription {facts['subscription']!r}) never arrived on {to}",
+        facts["refs"],
+        [
+            f"{facts['uid']} was published on {facts['from']} at E{facts['refs'][0][0]} and not acknowledged there"
+            f" before the application failed over at E{facts['refs'][1][0]}.",
+            "A replicated subscription resumes no later than the replicated mark-delete position, which never"
+            " passes an unacknowledged message (PIP-33): it must be delivered again after the failover.",
+            f"However, the run drained {to} (E{facts['refs'][2][0]}) and no consumer of the subscription received"
+            f" it there: {facts['skipped']} message(s) skipped in all.",
+        ],
+    )
+
+
+def check_replication(events: Iterable[Event], header: TraceHeader | None = None) -> ReplicationFindings:
+    """The check over events in trace order (a pure function; the streaming class in one call)."""
+    check = ReplicationCheck(header)
+    for event in events:
+        check.feed(event)
+    return check.finish()

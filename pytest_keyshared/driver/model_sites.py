@@ -1,0 +1,128 @@
+"""Clusters of the reference model for the failover workload (:class:`~conformance.target.ReplicationSites`).
+
+One model broker per cluster, all on one simulated clock, composed by ``reference_model.replication``
+(``ReplicatedClusters``: replicators, snapshot markers, replicated cursors).  The model target builds them
+with its own version, implementation and broker settings (``ModelTarget.replication_sites``), so the
+replication cases run on the model like on any target with clusters; the trace's clock is the simulated one,
+so a seed gives the same trace byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conformance.target import Delivery, SiteConsumer, SiteProducer
+
+__all__ = ["SUBSCRIPTION", "TOPIC", "ModelSites"]
+
+TOPIC = "persistent://public/default/ks-replicated"
+SUBSCRIPTION = "ks-replicated-sub"
+PRODUCER = "ks-p"
+
+
+def _msg_id(mid: Any) -> str:
+    return f"{mid.ledger_id()}:{mid.entry_id()}:{mid.partition()}:{mid.batch_index()}"
+
+
+class _ModelConsumer:
+    def __init__(self, consumer: Any) -> None:
+        self._consumer = consumer
+
+    def receive(self, timeout_ms: int) -> Delivery | None:
+        message = self._consumer.receive(timeout_ms)
+        if message is None:
+            return None
+        return Delivery(
+            message.data().decode(), message.partition_key() or None, _msg_id(message.message_id()), message
+        )
+
+    def acknowledge(self, token: Any) -> None:
+        self._consumer.acknowledge(token)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class _ModelProducer:
+    def __init__(self, producer: Any) -> None:
+        self._producer = producer
+
+    def send(self, payload: str, key: str) -> str:
+        return _msg_id(self._producer.send(payload.encode(), partition_key=key))
+
+
+class ModelSites:
+    """Model brokers, one per cluster, on one simulated clock (``reference_model.replication``).
+
+    Consuming in the first cluster receives with timeout 0 (what the model has dispatched at this instant);
+    after the failover each receive may wait 200 simulated ms.  ``settle`` runs the replication layer until
+    it is idle.
+    """
+
+    consume_timeout_ms = 0
+    failover_timeout_ms = 200
+
+    def __init__(
+        self,
+        *,
+        clusters: Sequence[str] = ("r1", "r2"),
+        pulsar_version: Any = "4.0",
+        implementation: str | None = None,
+        config: Any = None,
+        seed: int = 0,
+        delays_ms: Mapping[tuple[str, str], int] | None = None,
+        topic: str = TOPIC,
+        subscription: str = SUBSCRIPTION,
+    ) -> None:
+        from reference_model.broker import ModelBroker
+        from reference_model.broker.clock import SimClock
+        from reference_model.replication import ReplicatedClusters
+
+        self.clusters = tuple(clusters)
+        self.topic = topic
+        self.subscription = subscription
+        self.clock = SimClock()
+        self.brokers = {
+            name: ModelBroker(
+                pulsar_version=pulsar_version,
+                implementation=implementation,
+                config=config,
+                seed=seed + index,
+                cluster=name,
+                clock=self.clock,
+            )
+            for index, name in enumerate(clusters)
+        }
+        self.layer = ReplicatedClusters(list(self.brokers.values()), delays_ms=dict(delays_ms or {}))
+
+    def now_ns(self) -> int:
+        return int(self.clock.now_ns())
+
+    def producer(self, cluster: str) -> SiteProducer:
+        return _ModelProducer(self.brokers[cluster].create_producer(self.topic, producer_name=PRODUCER))
+
+    def subscribe(self, cluster: str) -> SiteConsumer:
+        consumer = self.brokers[cluster].subscribe(
+            self.topic, self.subscription, replicate_subscription_state=True, initial_position="Earliest"
+        )
+        return _ModelConsumer(consumer)
+
+    def elapse(self, ms: int) -> None:
+        self.layer.advance(ms)
+
+    def settle(self) -> str | None:
+        self.layer.run_until_idle()
+        return None
+
+    def backlog(self, cluster: str) -> int | None:
+        stats = self.brokers[cluster].topic_stats(self.topic)
+        sub = (stats.get("subscriptions") or {}).get(self.subscription)
+        backlog = sub.get("msgBacklog") if isinstance(sub, Mapping) else None
+        return backlog if isinstance(backlog, int) and not isinstance(backlog, bool) else None
+
+    def set_down(self, cluster: str, down: bool) -> None:
+        self.layer.set_down(cluster, down)
+
+    def close(self) -> None:
+        """Nothing to release: the model lives in memory."""

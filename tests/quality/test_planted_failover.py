@@ -1,0 +1,52 @@
+"""A planted replication bug is caught by the ordinary checker, from a stored trace.
+
+The variant: the model's replicated-subscription layer advances the replicated cursor to the newest snapshot
+whenever the local mark-delete moves, as if everything read had been acknowledged — past the messages the
+application still held.  The standby cluster then resumes after messages nobody acknowledged, which PIP-33
+forbids.  The unchanged model passes the same cases (``conformance/cases/test_replication.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from failover_runs import VARIANT_CONFTEST, cursor_past_unacked, switch_to_standby
+
+from conformance.checks import Kind, Validity, check_trace
+from pytest_keyshared.cli import main
+
+pytest_plugins = ["pytester"]
+
+
+def test_the_model_keeps_the_promise(tmp_path: Path) -> None:
+    verdict = check_trace(switch_to_standby(tmp_path / "ok.jsonl"))
+    assert verdict.validity is Validity.VALID, verdict.render()
+
+
+def test_a_cursor_moved_past_unacked_messages_is_skipped_after_failover(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with cursor_past_unacked():
+        path = switch_to_standby(tmp_path / "bad.jsonl")
+    verdict = check_trace(path)
+    assert verdict.validity is Validity.INVALID
+    assert {v.kind for v in verdict.violations} == {Kind.SKIPPED_AFTER_FAILOVER}
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "skipped_after_failover: m1" in out and "However, the run drained r2" in out
+
+
+def test_the_same_seed_gives_the_same_trace(tmp_path: Path) -> None:
+    first = switch_to_standby(tmp_path / "a.jsonl", seed=9).read_bytes()
+    assert switch_to_standby(tmp_path / "b.jsonl", seed=9).read_bytes() == first
+
+
+def test_the_replication_cases_fail_on_the_variant(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(VARIANT_CONFTEST)
+    result = pytester.runpytest(
+        "-p", "pytest_keyshared", "--pyargs", "conformance.cases.test_replication", "--keyshared-target=model",
+        "-k", "switch_to_standby or across_two_regions",
+    )  # fmt: skip
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*FAILED replication/switch-to-standby*replication*", "*skipped_after_failover*"])
