@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.checks import check_trace
 from conformance.trace.builder import TraceBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -269,6 +270,8 @@ def _prepare(cwd: Path) -> None:
     b.ack("c1", "1:0")
     b.end()
     b.write(cwd / "trace.jsonl")
+    # the verdict a command may be handed beside its trace (keyshared report --verdict verdict.json)
+    (cwd / "verdict.json").write_text(check_trace(cwd / "trace.jsonl").to_json_text(), encoding="utf-8")
     for relative, source in GIVEN.items():
         (cwd / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, cwd / relative)
