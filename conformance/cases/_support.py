@@ -25,6 +25,7 @@ __all__ = [
     "area_scenarios",
     "case_params",
     "contracts_of",
+    "deliveries_outside_sticky_ranges",
     "requires_of",
     "run_case",
 ]
@@ -117,10 +118,46 @@ def accepted_conflicting_opens(trace_path: str | Path) -> list[str]:
     return problems
 
 
+def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
+    """Explanations of every message a STICKY consumer received outside the hash ranges it declared.
+
+    The documented rule (``KeySharedPolicy.stickyHashRange``; ``HashRangeExclusiveStickyKeyConsumerSelector``
+    since apache/pulsar#24730): a STICKY consumer gets the keys whose hash ``% 65536`` lies in one of its ranges,
+    and nothing else; a hash no consumer covers waits.  Judged from the trace alone, independent of the claimed
+    release's selector, so a broker with #24730's gap bug fails even when it claims a release that had the bug.
+    """
+    from reference_model.hashing import make_hash
+
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    problems: list[str] = []
+    for line in Path(trace_path).read_text(encoding="utf-8").splitlines()[1:]:
+        event = json.loads(line)
+        op, handle = event.get("op"), event.get("consumer")
+        if op == "open" and event.get("result") == "ok":
+            policy = event.get("policy") or {}
+            declared = policy.get("sticky_ranges")
+            if policy.get("key_shared_mode") == "STICKY" and declared:
+                ranges[str(handle)] = [(int(a), int(b)) for a, b in declared]
+            else:
+                ranges.pop(str(handle), None)
+        elif op == "receive" and str(handle) in ranges and isinstance(event.get("key"), str):
+            slot = make_hash(event["key"].encode("utf-8")) % 65536
+            if not any(a <= slot <= b for a, b in ranges[str(handle)]):
+                problems.append(
+                    f"outside_sticky_ranges: consumer {handle} received {event.get('msg_id')} (key {event['key']!r},"
+                    f" hash slot {slot}) at E{event.get('i')}, outside its declared ranges {ranges[str(handle)]}"
+                )
+    return problems
+
+
 def run_case(scenario: Scenario, run: Any, check: Any) -> Any:
     """Run ``scenario`` and judge it: the trace checker, plus, for STICKY scenarios, refused-open checks."""
     result = run(scenario)
     if scenario.subscription.mode == "STICKY" or any(getattr(s, "mode", None) == "STICKY" for s in scenario.steps):
         for problem in accepted_conflicting_opens(result.trace_path):
             check.violation("assignment", problem, kind="accepted_conflicting_open", defer=True)
+        outside = deliveries_outside_sticky_ranges(result.trace_path)
+        if outside:
+            more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
+            check.violation("assignment", outside[0] + more, kind="outside_sticky_ranges", defer=True)
     return check(result)

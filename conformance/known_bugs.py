@@ -1,0 +1,72 @@
+"""Apache Pulsar's fix history of the known-bug cases (``known-bugs/<issue>-<name>``), as data.
+
+For each case: the issue, the PR that fixed it, the implementation that has the bug (``classic`` for bugs of
+the pre-PIP-379 dispatcher, ``any`` for selector bugs), and per release line the first release that carried
+the fix (``None``: the line never got it).  ``docs/known-bugs.md`` is generated from this table and from runs of
+each case against the reference model at each line's first patch, the last patch before the fix and the fix
+release (``python -m pytest_keyshared.known_bugs_matrix``); a test keeps the page current and asserts that the
+model agrees with the history wherever :attr:`KnownBug.shown` says it can.
+
+Pure data: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["KNOWN_BUGS", "KnownBug"]
+
+
+@dataclass(frozen=True, slots=True)
+class KnownBug:
+    """One known bug and where Pulsar fixed it.
+
+    ``fixed_in`` maps a release line (``"3.0"``) to the first release of it with the fix, or ``None`` when that
+    line never got it (fixed only by a later line, e.g. by PIP-379 in 4.0).  ``implementation`` is what a
+    release runs when the matrix models it: ``classic`` for bugs of the classic dispatcher (4.x releases then run
+    it too, as ``subscriptionKeySharedUseClassicPersistentImplementation=true`` does; a bug fixed only by PIP-379
+    is run with the 4.0 default at its fix release, 4.0.0) or ``default``.  ``shown`` is ``None`` when the model shows the bug on the releases
+    before the fix, else why it does not (a race, or a release older than the model).
+    """
+
+    case: str
+    issue: str
+    fix: str
+    fixed_in: dict[str, str | None]
+    implementation: str = "default"
+    shown: str | None = None
+
+    @property
+    def fixed_by_pip379(self) -> bool:
+        """Fixed only by the PIP-379 dispatcher: the classic dispatcher of 4.x still has it."""
+        return "PIP-379" in self.fix
+
+
+_BEFORE_MODEL = "fixed before 2.10.0, the oldest release the model reproduces; the case pins the fixed behaviour"
+_PIP_379 = {"3.0": None, "3.3": None, "4.0": "4.0.0"}
+
+KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug("8292-replay-to-later-joiner", "apache/pulsar#8292", "apache/pulsar#8292", {"2.6": "2.6.2"},
+             shown=_BEFORE_MODEL),
+    KnownBug("12885-close-during-reads", "apache/pulsar#12885", "apache/pulsar#12890",
+             {"2.8": "2.8.3", "2.9": "2.9.1"}, shown=_BEFORE_MODEL),
+    KnownBug("14014-sticky-restart-while-blocked", "apache/pulsar#14014", "apache/pulsar#14014",
+             {"2.8": "2.8.3", "2.9": "2.9.3"}, shown=_BEFORE_MODEL),
+    KnownBug("20899-second-message-after-join", "apache/pulsar#20899", "apache/pulsar#23352 (PIP-379)", _PIP_379,
+             implementation="classic"),
+    KnownBug("21199-restarted-consumer-unacked", "apache/pulsar#21199", "apache/pulsar#23352 (PIP-379)", _PIP_379,
+             implementation="classic"),
+    KnownBug("21656-joiners-with-replay", "apache/pulsar#21656", "apache/pulsar#23352 (PIP-379)", _PIP_379,
+             implementation="classic"),
+    KnownBug("22050-ring-name-collision", "apache/pulsar#22050", "apache/pulsar#22053",
+             {"2.10": None, "3.0": "3.0.3", "3.2": "3.2.1"}),
+    KnownBug("23212-keyless-redelivery", "apache/pulsar#23212", "apache/pulsar#23219", _PIP_379),
+    KnownBug("23307-ordering-after-reconnects", "apache/pulsar#23307", "apache/pulsar#23352 (PIP-379)", _PIP_379,
+             implementation="classic"),
+    KnownBug("23327-same-name-keys-move", "apache/pulsar#23327", "apache/pulsar#23327",
+             {"2.10": None, "3.0": "3.0.7", "3.3": "3.3.2"}),
+    KnownBug("23795-recently-joined-order", "apache/pulsar#23795", "apache/pulsar#23795",
+             {"3.0": "3.0.9", "3.3": "3.3.4", "4.0": "4.0.2"}, implementation="classic"),
+    KnownBug("24730-sticky-gaps", "apache/pulsar#24730", "apache/pulsar#24730",
+             {"3.0": "3.0.14", "3.3": "3.3.9", "4.0": "4.0.7", "4.1": "4.1.1"}),
+)  # fmt: skip
