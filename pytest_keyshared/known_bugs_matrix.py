@@ -85,11 +85,7 @@ def run_cell(cell: Cell, out_dir: Path) -> Cell:
     """Run the cell's case on its model target; ``fails`` when any contract is broken."""
     from dataclasses import replace
 
-    from conformance.cases._support import (
-        accepted_conflicting_opens,
-        area_scenarios,
-        deliveries_outside_sticky_ranges,
-    )
+    from conformance.cases._support import area_scenarios, case_problems
     from pytest_keyshared.driver import run_scenario
     from pytest_keyshared.state import case_seed
     from pytest_keyshared.targets import open_target
@@ -99,11 +95,9 @@ def run_cell(cell: Cell, out_dir: Path) -> Cell:
     work = out_dir / f"{scenario.name}@{cell.release}-{cell.implementation}"
     with open_target(cell.target, artifacts_dir=work / "target") as target:
         result = run_scenario(target, scenario, seed=case_seed(ROOT_SEED, case), out_dir=work, live_check=False)
-    broken = sorted({v.kind for v in result.verdict.violations}) if result.verdict is not None else ["no verdict"]
-    if accepted_conflicting_opens(result.trace_path):
-        broken = sorted({*broken, "accepted_conflicting_open"})
-    if deliveries_outside_sticky_ranges(result.trace_path):
-        broken = sorted({*broken, "outside_sticky_ranges"})
+    kinds = {str(getattr(v.kind, "value", v.kind)) for v in result.verdict.violations} if result.verdict is not None else {"no verdict"}
+    kinds |= {kind for _, kind, _ in case_problems(scenario, result, progress=True)}
+    broken = sorted(kinds)
     return replace(cell, observed="fails" if broken else "passes", broken=tuple(str(b) for b in broken))
 
 

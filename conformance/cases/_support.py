@@ -23,11 +23,13 @@ __all__ = [
     "REQUIRES_TAG",
     "accepted_conflicting_opens",
     "area_scenarios",
+    "case_problems",
     "case_params",
     "contracts_of",
     "deliveries_outside_sticky_ranges",
     "requires_of",
     "run_case",
+    "stalled_waits",
 ]
 
 CONTRACT_TAG = "contract:"
@@ -150,14 +152,42 @@ def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
     return problems
 
 
-def run_case(scenario: Scenario, run: Any, check: Any) -> Any:
-    """Run ``scenario`` and judge it: the trace checker, plus, for STICKY scenarios, refused-open checks."""
-    result = run(scenario)
+def stalled_waits(result: Any) -> list[str]:
+    """Explanations of every ``wait_received`` step of the run that timed out: progress the broker owed.
+
+    A case that waits for deliveries while some consumer holds its messages asks for progress: a healthy
+    consumer must keep receiving while another is slow.  The final drain acknowledges everything held, so a
+    stall that lasts only until then is seen here and nowhere else.
+    """
+    return [
+        f"stalled: step {o.index + 1} (wait_received) timed out: {o.note}"
+        for o in getattr(result, "steps", ())
+        if o.do == "wait_received" and not o.ok
+    ]
+
+
+def case_problems(scenario: Scenario, result: Any, *, progress: bool = False) -> list[tuple[str, str, str]]:
+    """What the case judges beyond the trace checker, as ``(contract, kind, explanation)``.
+
+    STICKY scenarios: opens Pulsar refuses and deliveries outside the declared ranges.  With ``progress``:
+    ``wait_received`` steps that timed out (:func:`stalled_waits`).
+    """
+    problems: list[tuple[str, str, str]] = []
     if scenario.subscription.mode == "STICKY" or any(getattr(s, "mode", None) == "STICKY" for s in scenario.steps):
         for problem in accepted_conflicting_opens(result.trace_path):
-            check.violation("assignment", problem, kind="accepted_conflicting_open", defer=True)
+            problems.append(("assignment", "accepted_conflicting_open", problem))
         outside = deliveries_outside_sticky_ranges(result.trace_path)
         if outside:
             more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
-            check.violation("assignment", outside[0] + more, kind="outside_sticky_ranges", defer=True)
+            problems.append(("assignment", "outside_sticky_ranges", outside[0] + more))
+    if progress:
+        problems.extend(("delivery", "stalled", text) for text in stalled_waits(result))
+    return problems
+
+
+def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = False) -> Any:
+    """Run ``scenario`` and judge it: the trace checker, plus :func:`case_problems`."""
+    result = run(scenario)
+    for contract, kind, problem in case_problems(scenario, result, progress=progress):
+        check.violation(contract, problem, kind=kind, defer=True)
     return check(result)
