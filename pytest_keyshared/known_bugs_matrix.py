@@ -85,7 +85,8 @@ def run_cell(cell: Cell, out_dir: Path) -> Cell:
     """Run the cell's case on its model target; ``fails`` when any contract is broken."""
     from dataclasses import replace
 
-    from conformance.cases._support import area_scenarios, case_problems
+    from conformance.cases._support import area_scenarios, case_problems, profile_of
+    from conformance.checks import check_trace
     from pytest_keyshared.driver import run_scenario
     from pytest_keyshared.state import case_seed
     from pytest_keyshared.targets import open_target
@@ -95,7 +96,9 @@ def run_cell(cell: Cell, out_dir: Path) -> Cell:
     work = out_dir / f"{scenario.name}@{cell.release}-{cell.implementation}"
     with open_target(cell.target, artifacts_dir=work / "target") as target:
         result = run_scenario(target, scenario, seed=case_seed(ROOT_SEED, case), out_dir=work, live_check=False)
-    kinds = {str(getattr(v.kind, "value", v.kind)) for v in result.verdict.violations} if result.verdict is not None else {"no verdict"}
+    profile = profile_of(scenario)
+    verdict = result.verdict if profile is None else check_trace(result.trace_path, profile=profile)
+    kinds = {str(getattr(v.kind, "value", v.kind)) for v in verdict.violations} if verdict is not None else {"?"}
     kinds |= {kind for _, kind, _ in case_problems(scenario, result, progress=True)}
     broken = sorted(kinds)
     return replace(cell, observed="fails" if broken else "passes", broken=tuple(str(b) for b in broken))

@@ -1,7 +1,9 @@
 """Shared by the case modules: scenario files of an area, turned into parametrized pytest cases.
 
 A case scenario's ``tags`` carry its metadata: ``contract:<name>`` marks the contracts it checks,
-``requires:<capability>`` what the target must support.  Each becomes a ``pytest.param`` with the matching
+``requires:<capability>`` what the target must support, ``judge:<profile>`` the contract profile the trace
+is judged under whatever the target claims (a known bug fixed by PIP-379 is judged by the PIP-379 contract,
+even on a classic broker).  Each becomes a ``pytest.param`` with the matching
 ``keyshared_contract`` / ``keyshared_requires`` markers and the scenario name as id, so the case id is
 ``<area>/<scenario name>``.
 """
@@ -20,12 +22,14 @@ from conformance.scenarios import Scenario, loads_scenario
 
 __all__ = [
     "CONTRACT_TAG",
+    "JUDGE_TAG",
     "REQUIRES_TAG",
     "accepted_conflicting_opens",
     "area_scenarios",
     "case_problems",
     "case_params",
     "contracts_of",
+    "profile_of",
     "deliveries_outside_sticky_ranges",
     "requires_of",
     "run_case",
@@ -34,6 +38,7 @@ __all__ = [
 
 CONTRACT_TAG = "contract:"
 REQUIRES_TAG = "requires:"
+JUDGE_TAG = "judge:"
 
 
 def area_scenarios(area: str) -> list[Scenario]:
@@ -49,6 +54,12 @@ def area_scenarios(area: str) -> list[Scenario]:
 
 def contracts_of(scenario: Scenario) -> tuple[str, ...]:
     return tuple(t[len(CONTRACT_TAG) :] for t in scenario.tags if t.startswith(CONTRACT_TAG))
+
+
+def profile_of(scenario: Scenario) -> str | None:
+    """The profile a ``judge:<profile>`` tag names, or None (the profile follows the target's claim)."""
+    named = [t[len(JUDGE_TAG) :] for t in scenario.tags if t.startswith(JUDGE_TAG)]
+    return named[0] if named else None
 
 
 def requires_of(scenario: Scenario) -> tuple[str, ...]:
@@ -190,4 +201,5 @@ def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = False
     result = run(scenario)
     for contract, kind, problem in case_problems(scenario, result, progress=progress):
         check.violation(contract, problem, kind=kind, defer=True)
-    return check(result)
+    profile = profile_of(scenario)
+    return check(result) if profile is None else check(result, profile=profile)
