@@ -55,6 +55,10 @@ def _line(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def _expected(bug: KnownBug, release: str, implementation: str) -> str:
+    return "fails" if bug.affects(release, implementation) else "passes"
+
+
 def _implementation(bug: KnownBug, release: str, *, fixed_release: bool) -> str:
     v = parse_version(release)
     if not v.at_least(4, 0):
@@ -72,7 +76,7 @@ def cells(bugs: Sequence[KnownBug] = KNOWN_BUGS) -> Iterator[Cell]:
             for major, minor in PINNED_LINES:
                 release = f"{major}.{minor}.{RELEASES[(major, minor)]}"
                 impl = "classic" if bug.implementation == "classic" or major < 4 else "pip379"
-                yield Cell(bug, f"{major}.{minor}", "newest", release, impl, "passes")
+                yield Cell(bug, f"{major}.{minor}", "newest", release, impl, _expected(bug, release, impl))
             continue
         for line, fix in bug.fixed_in.items():
             major, minor = _line(line)
@@ -88,13 +92,13 @@ def cells(bugs: Sequence[KnownBug] = KNOWN_BUGS) -> Iterator[Cell]:
                     rows.append(("last before fix", last_before, "fails"))
             if fix_patch is not None:
                 rows.append(("fix release", fix_patch, "passes"))
-            for role, patch, expected in rows:
+            for role, patch, _ in rows:
                 release = f"{line}.{patch}"
                 impl = _implementation(bug, release, fixed_release=role == "fix release")
-                yield Cell(bug, line, role, release, impl, expected)
+                yield Cell(bug, line, role, release, impl, _expected(bug, release, impl))
             if bug.fixed_by_pip379 and fix_patch is not None:
                 release = f"{line}.{newest}"
-                yield Cell(bug, line, "newest, classic", release, "classic", "fails")
+                yield Cell(bug, line, "newest, classic", release, "classic", _expected(bug, release, "classic"))
 
 
 def run_cell(cell: Cell, out_dir: Path) -> Cell:
