@@ -34,11 +34,12 @@ class KnownBug:
     """One known bug and where Pulsar fixed it.
 
     ``fixed_in`` maps a release line (``"3.0"``) to the first release of it with the fix, or ``None`` when that
-    line never got it (fixed only by a later line, e.g. by PIP-379 in 4.0); empty when nothing was fixed.  ``implementation`` is what a
-    release runs when the matrix models it: ``classic`` for bugs of the classic dispatcher (4.x releases then run
-    it too, as ``subscriptionKeySharedUseClassicPersistentImplementation=true`` does; a bug fixed only by PIP-379
-    is run with the 4.0 default at its fix release, 4.0.0) or ``default``.  ``shown`` is ``None`` when the model shows the bug on the releases
-    before the fix, else why it does not (a race, or a release older than the model).
+    line never got it (fixed only by a later line, e.g. by PIP-379 in 4.0); empty when nothing was fixed.
+    ``implementation`` is ``classic`` for bugs of the classic dispatcher (4.x releases run it too, as
+    ``subscriptionKeySharedUseClassicPersistentImplementation=true`` does; a bug fixed only by PIP-379 runs
+    with the 4.0 default at its fix release, 4.0.0), else ``default``.  ``shown`` is ``None`` when the model
+    shows the bug on the releases before the fix, else why it does not (a race, a release older than the
+    model, not a confirmed bug).
     """
 
     case: str

@@ -134,9 +134,7 @@ def disagreements(results: Sequence[Cell]) -> list[Cell]:
 
     A bug marked not shown must still pass wherever Pulsar has the fix (no false alarm on a fixed release).
     """
-    return [
-        c for c in results if c.observed != c.expected and (c.bug.shown is None or c.expected == "passes")
-    ]
+    return [c for c in results if c.observed != c.expected and (c.bug.shown is None or c.expected == "passes")]
 
 
 def render(results: Sequence[Cell]) -> str:

@@ -2,9 +2,9 @@
 
 Traffic in r1: one message every 250 ms for 90 s, so a snapshot completes every second. The r1 consumer
 acknowledges every message at once except one in twenty (every 5 s), which it holds for 25 s: the mark-delete
-position always sits before the oldest held message, 20-25 s behind the head. The newest-10 cache (Pulsar before 4.0.9 / 4.1.3)
-only ever holds the last ~10 s of snapshots, none at or below the mark-delete position: r2's subscription is
-never moved. The distance-based cache (#25044: 4.0.9, 4.1.3, 4.2.0) keeps older snapshots and moves it.
+position always sits before the oldest held message, 20-25 s behind the head. The newest-10 cache (Pulsar before
+4.0.9 / 4.1.3) only ever holds the last ~10 s of snapshots, none at or below the mark-delete position: r2's
+subscription is never moved. The distance-based cache (#25044: 4.0.9, 4.1.3, 4.2.0) keeps older snapshots and moves it.
 """
 
 from __future__ import annotations
