@@ -23,6 +23,7 @@ __all__ = [
     "CLASSIC_RECENTLY_JOINED_SORTED",
     "CONSISTENT_HASHING_NAME_INDEX",
     "CONSISTENT_HASHING_NUL_SEPARATOR",
+    "DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED",
     "DEFAULT_VERSION",
     "DRAINING_REASSIGNMENT_FIX",
     "GATES",
@@ -206,6 +207,13 @@ REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT = Fix(
     "snapshot request retried only after timeout", "apache/pulsar#23839", ("3.0.10", "3.3.5", "4.0.2")
 )
 
+#: A disconnecting producer is marked inactive (for the purge) only while deduplication is enabled; before, every
+#: disconnect was recorded, and short-lived producers filled the map while deduplication was off (apache/pulsar#21192).
+#: The PR carries the release/3.0.3 and release/3.1.1 labels.
+DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED = Fix(
+    "inactive producers recorded only when deduplication is on", "apache/pulsar#21193", ("3.0.3", "3.1.1")
+)
+
 #: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
 GATES: tuple[Fix, ...] = (
     CONSISTENT_HASHING_NUL_SEPARATOR,
@@ -218,4 +226,5 @@ GATES: tuple[Fix, ...] = (
     REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE,
     DRAINING_REASSIGNMENT_FIX,
     REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT,
+    DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
 )
