@@ -27,3 +27,19 @@ def test_consumer_removal_does_not_bump_the_redelivery_count(version: str, imple
     c2.redeliver_unacknowledged_messages()
     third = c2.receive(timeout_millis=100)
     assert third is not None and third.redelivery_count() == 1
+
+
+@pytest.mark.parametrize("version", ["2.10", "3.0", "4.0"])
+def test_classic_records_a_joiner_behind_a_single_unacknowledged_entry(version: str) -> None:
+    """``getNumberOfEntriesSinceFirstNotAckedMessage`` counts ``(markDelete, readPosition]`` by entry-id arithmetic
+    (``ManagedLedgerImpl.getNumberOfEntries``): one unacknowledged entry read gives 2, so the joiner is recorded
+    (``> 1``) and cannot take the key's next message while the first is held (found by generated/model-programs)."""
+    broker = ModelBroker(pulsar_version=version, implementation="classic")
+    producer = broker.create_producer(TOPIC)
+    c1 = broker.subscribe(TOPIC, SUB, consumer_name="c1")
+    producer.send(b"0", partition_key="k")
+    held = c1.receive(timeout_millis=100)
+    assert held is not None
+    broker.subscribe(TOPIC, SUB, consumer_name="c2")
+    stats = broker.topic_stats(TOPIC)["subscriptions"][SUB]
+    assert set(stats["consumersAfterMarkDeletePosition"]) == {"c2"}
