@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CH_KEY_HASH_RANGES", "SNAPSHOT_CACHE", "ConsistentHashingVector", "SnapshotCacheVector", "releases"]
+__all__ = [
+    "CH_KEY_HASH_RANGES",
+    "SNAPSHOT_CACHE",
+    "STICKY_GAPS",
+    "ConsistentHashingVector",
+    "SnapshotCacheVector",
+    "StickyGapVector",
+    "releases",
+]
 
 
 def releases(line: str, first: int, last: int) -> tuple[str, ...]:
@@ -128,3 +136,26 @@ SNAPSHOT_CACHE: tuple[SnapshotCacheVector, ...] = (
         (((2, 2), "snapshot-1"), ((5, 5), "snapshot-4")),
     ),
 )
+
+
+@dataclass(frozen=True)
+class StickyGapVector:
+    """``HashRangeExclusiveStickyKeyConsumerSelectorTest.testConsumerSelectWithMultipRanges`` (apache/pulsar#24730):
+    one STICKY consumer with three ranges, alone; ``expected`` maps a slot to whether that consumer gets it."""
+
+    test: str
+    read_at: tuple[str, ...]
+    ranges: tuple[tuple[int, int], ...]
+    expected: dict[int, bool]
+
+
+STICKY_GAPS: tuple[StickyGapVector, ...] = (
+    # The test came with the fix; its slots and ranges are those of the PR description (15000 lies in a gap).
+    StickyGapVector(
+        "HashRangeExclusiveStickyKeyConsumerSelectorTest.testConsumerSelectWithMultipRanges",
+        ("3.0.14", "3.0.17", "3.3.9", "4.0.7", "4.0.14", "4.1.1", "4.2.0"),
+        ((0, 9999), (20000, 29999), (40000, 49999)),
+        {0: True, 9999: True, 10000: False, 15000: False, 19999: False, 20000: True, 35000: False, 49999: True,
+         50000: False, 65535: False},
+    ),
+)  # fmt: skip

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from pulsar_vectors import CH_KEY_HASH_RANGES, SNAPSHOT_CACHE, ConsistentHashingVector, SnapshotCacheVector
+from pulsar_vectors import (
+    CH_KEY_HASH_RANGES,
+    SNAPSHOT_CACHE,
+    STICKY_GAPS,
+    ConsistentHashingVector,
+    SnapshotCacheVector,
+    StickyGapVector,
+)
 
 from reference_model.replication import ReplicatedSnapshot, make_snapshot_cache
 from reference_model.selectors import ConsumerRef, make_selector
@@ -33,6 +40,24 @@ def test_snapshot_cache_pruning(vector: SnapshotCacheVector, release: str) -> No
     for position, expected in vector.lookups:
         found = cache.advanced_mark_delete_position(position)
         assert (found.snapshot_id if found is not None else None) == expected, (position, release)
+
+
+@pytest.mark.parametrize(("vector", "release"), _cases(STICKY_GAPS))
+def test_sticky_selector_leaves_the_gaps_between_ranges(vector: StickyGapVector, release: str) -> None:
+    selector = make_selector("sticky", release)
+    consumer = ConsumerRef("consumer1", 0)
+    selector.add(consumer, list(vector.ranges))
+    assert {slot: selector.select(slot) == consumer for slot in vector.expected} == vector.expected
+
+
+def test_before_24730_the_gaps_went_to_the_lone_consumer() -> None:
+    """The bug the vector pins: releases before the fix (3.0.13, 3.3.8, 4.0.6, 4.1.0) select slot 15000."""
+    (vector,) = STICKY_GAPS
+    for release in ("3.0.13", "3.3.8", "4.0.6", "4.1.0"):
+        selector = make_selector("sticky", release)
+        consumer = ConsumerRef("consumer1", 0)
+        selector.add(consumer, list(vector.ranges))
+        assert selector.select(15000) == consumer, release
 
 
 def test_every_era_of_the_ring_is_covered_by_a_vector() -> None:
