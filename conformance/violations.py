@@ -7,7 +7,8 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
-``accepted_conflicting_open``, ``skipped_after_failover``.  Every anomaly the suite reports is one of them:
+``accepted_conflicting_open``, ``skipped_after_failover``; and two that conformance cases judge beside the trace
+checker, ``outside_sticky_ranges`` and ``stalled``.  Every anomaly the suite reports is one of them:
 there are no free-string kinds (a test greps for them).
 """
 
@@ -45,6 +46,10 @@ class Kind(str, Enum):
     ACCEPTED_CONFLICTING_OPEN = "accepted_conflicting_open"
     #: after a failover, a message the application had not acknowledged never arrived on the other cluster
     SKIPPED_AFTER_FAILOVER = "skipped_after_failover"
+    #: a STICKY consumer received a key whose hash lies outside the ranges it declared (a case-level judgement)
+    OUTSIDE_STICKY_RANGES = "outside_sticky_ranges"
+    #: a case waited for deliveries the broker owed and they did not come in time (a case-level judgement)
+    STALLED = "stalled"
 
     def __str__(self) -> str:
         return self.value

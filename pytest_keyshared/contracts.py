@@ -56,6 +56,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "misassigned": "assignment",
     "accepted_conflicting_open": "assignment",
     "skipped_after_failover": "replication",
+    "outside_sticky_ranges": "assignment",
+    "stalled": "delivery",
 }
 
 

@@ -5,6 +5,10 @@ releases that first carried it, and model code asks ``version.has(FIX)`` instead
 
 A version written without a patch number (``"4.0"``) means the newest release of that line: what a user
 running "Pulsar 4.0" today has.  Give the patch (``"4.0.2"``, ``"3.0.6"``) to model an older release.
+
+This module is the one place for version facts: :data:`RELEASES` (every release line and its newest patch),
+and :data:`GATES` (every version-dependent behaviour of the model, with the PR that introduced it and the first
+release of each line that shipped it).  ``docs/model.md`` lists the same gates; a test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -19,27 +23,37 @@ __all__ = [
     "CLASSIC_RECENTLY_JOINED_SORTED",
     "CONSISTENT_HASHING_NAME_INDEX",
     "CONSISTENT_HASHING_NUL_SEPARATOR",
+    "DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED",
     "DEFAULT_VERSION",
     "DRAINING_REASSIGNMENT_FIX",
+    "GATES",
     "KNOWN_LINES",
+    "MIN_MODEL_VERSION",
     "MIN_SELECTOR_VERSION",
     "NO_KEY_FALLBACK",
     "PIP_379",
     "PIP_379_REPLAY_FILTER_FIX",
+    "RELEASES",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
     "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
     "STICKY_GAP_FIX",
     "Fix",
     "PulsarVersion",
+    "check_released",
+    "newest_patch",
     "parse_version",
 ]
 
+#: Every release line the model knows, with its newest released patch.  Read from Apache Pulsar's release notes
+#: (apache/pulsar-site ``release-notes/versioned/pulsar-X.Y.Z.md``): 3.0 ends at 3.0.17, 3.3 at 3.3.9 (end of
+#: life), 4.0 at 4.0.14, 4.1 at 4.1.3, 4.2 at 4.2.1.  A newer release is refused until it is added here.
+RELEASES: dict[tuple[int, int], int] = {
+    (2, 6): 4, (2, 7): 5, (2, 8): 4, (2, 9): 5, (2, 10): 6, (2, 11): 4,
+    (3, 0): 17, (3, 1): 3, (3, 2): 4, (3, 3): 9,
+    (4, 0): 14, (4, 1): 3, (4, 2): 1,
+}  # fmt: skip
 #: Release lines the model has rules for (major, minor).
-KNOWN_LINES: tuple[tuple[int, int], ...] = (
-    (2, 6), (2, 7), (2, 8), (2, 9), (2, 10), (2, 11),
-    (3, 0), (3, 1), (3, 2), (3, 3),
-    (4, 0), (4, 1), (4, 2),
-)  # fmt: skip
+KNOWN_LINES: tuple[tuple[int, int], ...] = tuple(RELEASES)
 
 _VERSION_RE = re.compile(r"^(?:pulsar-|v)?(\d+)\.(\d+)(?:\.(\d+))?$")
 
@@ -119,6 +133,30 @@ def parse_version(text: str | PulsarVersion) -> PulsarVersion:
     return PulsarVersion(major, minor, patch)
 
 
+def newest_patch(version: str | PulsarVersion) -> PulsarVersion:
+    """The release ``version`` stands for: ``"4.0"`` -> ``4.0.14``; a version with a patch is itself."""
+    v = parse_version(version)
+    return v if v.patch is not None else PulsarVersion(v.major, v.minor, RELEASES[v.line])
+
+
+def check_released(version: str | PulsarVersion) -> PulsarVersion:
+    """``version`` parsed, if the model reproduces that release (2.10.0 to the newest it knows); else one line.
+
+    Raises :class:`UnknownVersion` for an unreleased patch (``3.0.99``) or a line older than 2.10.
+    """
+    v = parse_version(version)
+    newest = RELEASES[v.line]
+    if v.patch is not None and v.patch > newest:
+        raise UnknownVersion(
+            f"Pulsar {v} is not a release the model knows: the {v.major}.{v.minor} line ends at"
+            f" {v.major}.{v.minor}.{newest} (add newer releases to reference_model.versions.RELEASES)."
+        )
+    if v < MIN_MODEL_VERSION:
+        first, last = MIN_MODEL_VERSION, newest_patch(f"{max(RELEASES)[0]}.{max(RELEASES)[1]}")
+        raise UnknownVersion(f"Pulsar {v} is older than the model reproduces: give a release from {first} to {last}.")
+    return v
+
+
 DEFAULT_VERSION = PulsarVersion(4, 0)
 
 #: Consistent-hashing ring keys get a NUL separator: ``name + "\0" + i`` (was ``name + i``).
@@ -133,6 +171,8 @@ NO_KEY_FALLBACK = Fix("no-key fallback producerName-sequenceId", "apache/pulsar#
 #: removed every consumer sharing the leaving consumer's name from the ring (fixed by apache/pulsar#13991), and
 #: before 2.8.2 its stats were keyed by name (apache/pulsar#12212); the model does not reproduce those lines.
 MIN_SELECTOR_VERSION = PulsarVersion(2, 10, 0)
+#: Oldest release the model (``ModelBroker``, the ``model:VERSION`` target) reproduces.
+MIN_MODEL_VERSION = MIN_SELECTOR_VERSION
 #: Classic dispatcher re-sorts recently joined consumers by position (a stuck subscription otherwise).
 CLASSIC_RECENTLY_JOINED_SORTED = Fix(
     "recently joined consumers sorted", "apache/pulsar#23795", ("3.0.9", "3.3.4", "4.0.2")
@@ -142,7 +182,12 @@ PIP_379_REPLAY_FILTER_FIX = Fix("replay filter blocks hash for the pass", "apach
 #: STICKY selector no longer selects slots in the gaps between one consumer's ranges.
 STICKY_GAP_FIX = Fix("sticky selector gaps", "apache/pulsar#24730", ("3.0.14", "3.3.9", "4.0.7", "4.1.1"))
 #: Replicated-subscription snapshot cache keeps snapshots spread by distance (was: newest N).
-REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE = Fix("snapshot cache by distance", "apache/pulsar#25044", ("4.2.0",))
+#: Release notes (apache/pulsar-site ``pulsar-4.0.9.md`` and ``pulsar-4.1.3.md``, both 2026-02-19) list #25044: it
+#: shipped in 4.0.9 and 4.1.3 as well as 4.2.0.  ``ReplicatedSubscriptionSnapshotCacheTest.testSnapshotCachePruning``
+#: changed with it (``advancedMarkDeletePosition(2:2)`` gives snapshot-1, was snapshot-2).
+REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE = Fix(
+    "snapshot cache by distance", "apache/pulsar#25044", ("4.0.9", "4.1.3", "4.2.0")
+)
 #: A hash that comes back to the consumer it drains at releases that consumer's references at once (the "ADD"
 #: operation of ``registerDrainingHashes``). Without it the entry keeps its references until a dispatch clears it
 #: lazily, a later move of the hash adds the same pending entries again, the reference count never returns to 0
@@ -160,4 +205,26 @@ DRAINING_REASSIGNMENT_FIX = Fix(
 #: Sure for all three; 4.1 branched from master after the merge.
 REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT = Fix(
     "snapshot request retried only after timeout", "apache/pulsar#23839", ("3.0.10", "3.3.5", "4.0.2")
+)
+
+#: A disconnecting producer is marked inactive (for the purge) only while deduplication is enabled; before, every
+#: disconnect was recorded, and short-lived producers filled the map while deduplication was off (apache/pulsar#21192).
+#: The PR carries the release/3.0.3 and release/3.1.1 labels.
+DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED = Fix(
+    "inactive producers recorded only when deduplication is on", "apache/pulsar#21193", ("3.0.3", "3.1.1")
+)
+
+#: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
+GATES: tuple[Fix, ...] = (
+    CONSISTENT_HASHING_NUL_SEPARATOR,
+    CONSISTENT_HASHING_NAME_INDEX,
+    PIP_379,
+    NO_KEY_FALLBACK,
+    CLASSIC_RECENTLY_JOINED_SORTED,
+    PIP_379_REPLAY_FILTER_FIX,
+    STICKY_GAP_FIX,
+    REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE,
+    DRAINING_REASSIGNMENT_FIX,
+    REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT,
+    DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
 )

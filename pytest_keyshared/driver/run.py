@@ -388,6 +388,14 @@ class _Run:
         self.scheduler.start(worker)
         return True, ""
 
+    def _keyless_sticky_key(self, producer: str, seq: int) -> str:
+        """The sticky key the claimed release gives a keyless message: ``producerName-sequenceId`` from 4.0
+        (apache/pulsar#23219), the literal ``NONE_KEY`` before (one key for every keyless message)."""
+        from reference_model.hashing import sticky_key
+
+        version = self.target.claims.pulsar_version
+        return sticky_key(producer_name=producer, sequence_id=seq, version=version).decode("utf-8", "replace")
+
     def _messages(self, step: Publish) -> Iterator[OutgoingMessage]:
         keys = step.message_keys(self.rng)
         producer = step.producer
@@ -397,7 +405,7 @@ class _Run:
             uid = f"{producer}:{seq}"
             partition_key = ordering_key = None
             if step.key_field == "none":
-                key = f"{producer}-{seq}"  # Pulsar 4.0's fallback sticky key for keyless messages
+                key = self._keyless_sticky_key(producer, seq)
             elif step.key_field == "partition_key":
                 partition_key = key
             elif step.key_field == "ordering_key":

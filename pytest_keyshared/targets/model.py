@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from pytest_keyshared.targets.base import Capabilities, Claims, Target, TargetError, check_options
 from reference_model.errors import InvalidArgument
-from reference_model.versions import DEFAULT_VERSION, parse_version
+from reference_model.versions import DEFAULT_VERSION, check_released
 
 __all__ = ["ModelTarget", "parse_model_spec"]
 
@@ -48,7 +48,7 @@ def parse_model_spec(spec: str) -> tuple[str, str | None]:
         else:
             if version is not None:
                 raise InvalidArgument(f"Model target {spec!r} names two versions ({version!r}, {part!r}).")
-            parse_version(part)  # UnknownVersion names the known lines
+            check_released(part)  # one line: unknown line, unreleased patch or older than 2.10.0
             version = part
     return (version or str(DEFAULT_VERSION)), implementation
 
@@ -67,7 +67,7 @@ class ModelTarget(Target):
         from reference_model.broker import BrokerConfig
         from reference_model.keyshared.factory import check_implementation
 
-        self.version = parse_version(version)
+        self.version = check_released(version)
         self.implementation = check_implementation(implementation, self.version)
         config = BrokerConfig.from_broker_conf(opts.get("broker_conf", {}))
         delay = opts.get("crash_detection_delay_ms", 0)

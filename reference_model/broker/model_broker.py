@@ -38,7 +38,7 @@ from reference_model.selectors import ConsumerRef
 from reference_model.storage.entry import Entry, MessageMetadata, SingleMessage
 from reference_model.storage.position import Position
 from reference_model.storage.topic_log import TopicLog
-from reference_model.versions import PulsarVersion, parse_version
+from reference_model.versions import PulsarVersion, check_released
 
 __all__ = ["DEFAULT_NAMESPACE", "ModelBroker", "normalise_topic"]
 
@@ -85,7 +85,7 @@ class ModelBroker:
         cluster: str = "standalone",
         clock: SimClock | None = None,
     ) -> None:
-        self.version = parse_version(pulsar_version)
+        self.version = check_released(pulsar_version)
         self.implementation = check_implementation(implementation, self.version)
         if config is not None and not isinstance(config, BrokerConfig):
             raise InvalidArgument(f"Expected a BrokerConfig for config but got {type(config).__name__}.")

@@ -42,7 +42,7 @@ class ServerTopic:
         self.subscriptions: dict[str, ServerSubscription] = {}
         self.connected_producers: dict[str, int] = {}
         self.topic_dedup_policy: bool | None = None
-        self.dedup = MessageDeduplication(broker.config.dedup)
+        self.dedup = MessageDeduplication(broker.config.dedup, broker.version)
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
         self._partition_keys: dict[str, bytes] = {}
@@ -204,7 +204,7 @@ class ServerTopic:
         snapshot = self.dedup.snapshot()
         self.log.roll_ledger(new_ledger_id)
         self.connected_producers.clear()
-        self.dedup = MessageDeduplication(self.broker.config.dedup)
+        self.dedup = MessageDeduplication(self.broker.config.dedup, self.broker.version)
         if self.dedup_effective():
             start = snapshot.position if snapshot.exists and snapshot.position is not None else None
             after = self.log.entries_after(Position(*start)) if start is not None and start[0] >= 0 else list(self.log)

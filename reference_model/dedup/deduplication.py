@@ -27,6 +27,12 @@ from typing import Any
 from reference_model.dedup.config import DEDUP_CURSOR_NAME, DedupConfig
 from reference_model.dedup.decision import DedupDecision, DedupSnapshot, DedupStatus, Position
 from reference_model.errors import InvalidArgument
+from reference_model.versions import (
+    DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
+    DEFAULT_VERSION,
+    PulsarVersion,
+    parse_version,
+)
 
 __all__ = ["MessageDeduplication"]
 
@@ -71,12 +77,18 @@ class MessageDeduplication:
       every ``config.snapshot_frequency_ms``.
     """
 
-    def __init__(self, config: DedupConfig = DedupConfig()) -> None:  # noqa: B008  (frozen, so shared safely)
+    def __init__(
+        self,
+        config: DedupConfig = DedupConfig(),  # noqa: B008  (frozen, so shared safely)
+        version: str | PulsarVersion = DEFAULT_VERSION,
+    ) -> None:
         if not isinstance(config, DedupConfig):
             raise InvalidArgument(
                 f"Expected a DedupConfig for config but got config={config!r} (type={type(config).__name__})."
             )
         self.config = config
+        #: before apache/pulsar#21193 (3.0.3 / 3.1.1) disconnects were recorded whatever the status
+        self._track_inactive_always = not parse_version(version).has(DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED)
         self._status = DedupStatus.INITIALIZED
         self._pushed: dict[str, int] = {}
         self._persisted: dict[str, int] = {}
@@ -151,18 +163,19 @@ class MessageDeduplication:
         know or when deduplication is off (the maps are empty then). For a C++/Python producer that batches it
         is the first id of its last batch (:func:`~reference_model.dedup.client_batching.python_batch_send_ids`).
         """
-        if self.enabled:
+        if self.enabled or self._track_inactive_always:
             self._inactive_since_ns.pop(name, None)
         return self._pushed.get(name, -1)
 
     def producer_disconnected(self, name: str, *, now_ns: int) -> None:
         """A producer disconnected: remember since when, so :meth:`purge_inactive` can forget it later.
 
-        A no-op unless enabled (``producerRemoved`` checks ``isEnabled()``): recovery therefore does not mark
-        recovered producers inactive, and a producer that never reconnects after a restart is never purged.
+        A no-op unless enabled (``producerRemoved`` checks ``isEnabled()``, apache/pulsar#21193 from 3.0.3 / 3.1.1;
+        before, every disconnect was recorded): recovery therefore does not mark recovered producers inactive,
+        and a producer that never reconnects after a restart is never purged.
         """
         check_int("now_ns", now_ns)
-        if self.enabled:
+        if self.enabled or self._track_inactive_always:
             self._inactive_since_ns[name] = now_ns
 
     def purge_inactive(self, *, now_ns: int) -> None:

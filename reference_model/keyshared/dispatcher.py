@@ -141,9 +141,11 @@ class KeySharedDispatcher(ABC):
         self.read_more_entries()
 
     def _release_pending(self, consumer: DispatchConsumer) -> None:
+        """A leaving consumer's pending entries go back to the replay queue with their slots; their redelivery
+        counts stay as they were (``redeliveryTracker.addIfAbsent`` in 2.10 - 3.x, no tracker call in 4.x): only
+        a redelivery request counts."""
         for position, _batch, slot in consumer.pending.drain(close=True):
-            if self._add_to_replay(position, slot or None):
-                self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+            self._add_to_replay(position, slot or None)
 
     def _membership_changed(self) -> None:
         """The selector and ``consumers`` just changed: drop what was derived from them."""

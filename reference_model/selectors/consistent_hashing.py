@@ -244,9 +244,11 @@ class NameIndexRingSelector(_RingSelector):
     Follows the 3.x ``ConsistentHashingStickyKeyConsumerSelector`` after apache/pulsar#23327.  A replaced
     consumer loses that point's name-index reference; when it loses its last point its index is released and it
     leaves the tracker (its later removal then changes nothing).  Stats (``keyHashRanges``) print one range per
-    ring point, starting at 0, unmerged, and append the wrap-around range to the first point's consumer; the
-    code of that era computes the wrap-around start as ``lastPoint + 2`` (so slot ``lastPoint + 1`` and
-    ``2**31 - 1`` appear in no printed range although ``select`` gives them to the first point's consumer).
+    ring point, starting at 0, unmerged, and append the wrap-around range ``[lastPoint + 1, 2**31 - 2]`` to the
+    first point's consumer (so slot ``2**31 - 1`` appears in no printed range although ``select`` gives it to
+    that consumer).  ``testGetConsumerKeyHashRanges`` of every release of the era (3.0.7 - 3.0.14, 3.3.2 - 3.3.9)
+    expects that start; a ``lastPoint + 2`` variant of the code exists in Pulsar's history but in no release
+    whose test was read (see ``tests/unit/pulsar_vectors.py``).
     """
 
     def __init__(self, version: PulsarVersion, points: int) -> None:
@@ -307,8 +309,8 @@ class NameIndexRingSelector(_RingSelector):
         last_key = 0
         for position in self._ring:
             result.setdefault(self._owner[position], []).append((start, position))
-            last_key = _java_int(position + 1)
-            start = last_key
+            last_key = position
+            start = _java_int(position + 1)
         if last_key != _INT_MAX - 1:
             result[self._owner[self._ring[0]]].append((_java_int(last_key + 1), _INT_MAX - 1))
         return result

@@ -134,8 +134,17 @@ class ManagedCursor:
         )
 
     def entries_since_first_not_acked(self) -> int:
-        """``getNumberOfEntriesSinceFirstNotAckedMessage``: entries ``p`` with ``mark-delete < p <= read``."""
-        return self.log.count_between(self.mark_delete_position, self.read_position)
+        """``getNumberOfEntriesSinceFirstNotAckedMessage``: positions ``p`` with ``mark-delete < p <= read``.
+
+        Pulsar counts the range ``(markDelete, readPosition]`` by entry-id arithmetic
+        (``ManagedLedgerImpl.getNumberOfEntries``), so a read position past the last entry counts as one: one
+        unacknowledged entry read by a consumer gives 2 (and a joiner is recorded then, ``> 1``).
+        """
+        md, read = self.mark_delete_position, self.read_position
+        count = self.log.count_between(md, read)
+        if read > md and read not in self.log:
+            count += 1
+        return count
 
     def deleted_ranges(self) -> list[tuple[Position, Position]]:
         """The individually deleted entries as open-closed ranges ``(before_first, last]``, as Pulsar prints them."""

@@ -2,9 +2,9 @@
 
 Traffic in r1: one message every 250 ms for 90 s, so a snapshot completes every second. The r1 consumer
 acknowledges every message at once except one in twenty (every 5 s), which it holds for 25 s: the mark-delete
-position always sits before the oldest held message, 20-25 s behind the head. The newest-10 cache (Pulsar <= 4.1)
-only ever holds the last ~10 s of snapshots, none at or below the mark-delete position: r2's subscription is
-never moved. The distance-based cache (4.2) keeps older snapshots and moves it.
+position always sits before the oldest held message, 20-25 s behind the head. The newest-10 cache (Pulsar before
+4.0.9 / 4.1.3) only ever holds the last ~10 s of snapshots, none at or below the mark-delete position: r2's
+subscription is never moved. The distance-based cache (#25044: 4.0.9, 4.1.3, 4.2.0) keeps older snapshots and moves it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def run_with_holes(version: str) -> tuple[ReplicatedClusters, ModelBroker, Model
     return layer, r1, r2
 
 
-@pytest.mark.parametrize(("version", "cache_type"), [("4.0", NewestSnapshotCache), ("4.1", NewestSnapshotCache)])
+@pytest.mark.parametrize(("version", "cache_type"), [("4.0.8", NewestSnapshotCache), ("4.1.2", NewestSnapshotCache)])
 def test_newest_cache_never_replicates_the_position(version, cache_type) -> None:
     layer, r1, r2 = run_with_holes(version)
     cache = layer.snapshot_cache("r1", TOPIC, SUB)
@@ -58,8 +58,9 @@ def test_newest_cache_never_replicates_the_position(version, cache_type) -> None
     assert r2.subscription(TOPIC, SUB).mark_delete_position == r2.topic_log(TOPIC).earliest
 
 
-def test_distance_cache_replicates_the_position() -> None:
-    layer, r1, r2 = run_with_holes("4.2")
+@pytest.mark.parametrize("version", ["4.0.9", "4.1.3", "4.2"])
+def test_distance_cache_replicates_the_position(version: str) -> None:
+    layer, r1, r2 = run_with_holes(version)
     assert isinstance(layer.snapshot_cache("r1", TOPIC, SUB), DistanceSnapshotCache)
     updates = [e for e in r1.topic_log(TOPIC) if e.metadata.marker_type == MarkerType.REPLICATED_SUBSCRIPTION_UPDATE]
     assert len(updates) >= 10  # about one per released hole

@@ -128,11 +128,22 @@ def test_ack_holes_newest_never_replicates_distance_does() -> None:
     assert found is not None and found.local_position == (3, 10)
 
 
-def test_make_snapshot_cache_follows_version() -> None:
-    assert isinstance(make_snapshot_cache("4.0"), NewestSnapshotCache)
-    assert isinstance(make_snapshot_cache("4.1"), NewestSnapshotCache)
-    assert isinstance(make_snapshot_cache("4.2"), DistanceSnapshotCache)
-    assert isinstance(make_snapshot_cache("3.0.7"), NewestSnapshotCache)
+@pytest.mark.parametrize(
+    ("version", "kind"),
+    [
+        ("4.0.8", NewestSnapshotCache),
+        ("4.0.9", DistanceSnapshotCache),
+        ("4.0", DistanceSnapshotCache),
+        ("4.1.2", NewestSnapshotCache),
+        ("4.1.3", DistanceSnapshotCache),
+        ("4.2.0", DistanceSnapshotCache),
+        ("3.0", NewestSnapshotCache),
+        ("3.3.9", NewestSnapshotCache),
+    ],
+)
+def test_make_snapshot_cache_follows_version(version, kind) -> None:
+    """#25044 shipped in 4.0.9, 4.1.3 and 4.2.0 (release notes); 3.x never got it."""
+    assert isinstance(make_snapshot_cache(version), kind)
 
 
 def test_entry_id_distance() -> None:

@@ -115,10 +115,10 @@ def test_name_index_era_stats_one_range_per_point_and_the_shifted_wrap_around(ve
     for position, owner in ring:
         expected[owner].append((start, position))
         start = position + 1
-    # the era's code appends [lastPoint + 2, MAX - 1] to the first point's consumer
-    expected[ring[0][1]].append((ring[-1][0] + 2, INT_MAX - 1))
+    # the era's code appends [lastPoint + 1, MAX - 1] to the first point's consumer
+    expected[ring[0][1]].append((ring[-1][0] + 1, INT_MAX - 1))
     assert selector.ranges() == expected
-    # ... while select gives the unprinted slot lastPoint + 1 to that consumer as well
+    # ... while select gives the unprinted slot MAX to that consumer as well
     assert selector.select(ring[-1][0] + 1) == ring[0][1]
     assert selector.select(INT_MAX) == ring[0][1]
 

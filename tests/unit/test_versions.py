@@ -1,0 +1,68 @@
+"""One place for version facts: the release table, the gate table, and docs/model.md listing the same gates."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_keyshared.targets.model import parse_model_spec
+from reference_model import versions
+from reference_model.broker import ModelBroker
+from reference_model.errors import UnknownVersion
+from reference_model.versions import GATES, RELEASES, Fix, check_released, newest_patch
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "model.md"
+
+
+def test_every_gate_constant_is_in_the_table() -> None:
+    constants = {name for name, value in vars(versions).items() if isinstance(value, Fix)}
+    assert {name for name, value in vars(versions).items() if isinstance(value, Fix) and value in GATES} == constants
+    assert len(set(GATES)) == len(GATES)
+
+
+def test_docs_list_every_gate_with_its_pr_and_first_releases() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([A-Z0-9_]+)`.*$", text, re.MULTILINE)}
+    names = {name: value for name, value in vars(versions).items() if isinstance(value, Fix)}
+    assert set(rows) == set(names)
+    for name, gate in names.items():
+        assert f"#{gate.reference.rsplit('#', 1)[1]}" in rows[name], name
+        for first in gate.first_releases:
+            assert first in rows[name], (name, first)
+
+
+@pytest.mark.parametrize("line", sorted(RELEASES), ids=lambda line: f"{line[0]}.{line[1]}")
+def test_every_released_version_from_2_10_0_is_accepted(line: tuple[int, int]) -> None:
+    major, minor = line
+    if line < (2, 10):
+        with pytest.raises(UnknownVersion, match="older than the model reproduces"):
+            parse_model_spec(f"model:{major}.{minor}.0")
+        return
+    for patch in range(RELEASES[line] + 1):
+        assert parse_model_spec(f"model:{major}.{minor}.{patch}")[0] == f"{major}.{minor}.{patch}"
+    assert newest_patch(f"{major}.{minor}").patch == RELEASES[line]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("3.0.18", "the 3.0 line ends at 3.0.17"),
+        ("4.0.15", "the 4.0 line ends at 4.0.14"),
+        ("2.9.5", "older than the model reproduces: give a release from 2.10.0 to 4.2.1"),
+        ("5.0", "not a release line the model knows"),
+        ("latest", "like '4.0' or '3.0.7'"),
+    ],
+)
+def test_other_versions_are_refused_in_one_line(text: str, fragment: str) -> None:
+    for attempt in (lambda: parse_model_spec(f"model:{text}"), lambda: ModelBroker(pulsar_version=text)):
+        with pytest.raises(UnknownVersion) as info:
+            attempt()
+        assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("line", [line for line in sorted(RELEASES) if line >= (2, 10)], ids=str)
+def test_a_line_without_patch_behaves_as_its_newest_release(line: tuple[int, int]) -> None:
+    plain, newest = check_released(f"{line[0]}.{line[1]}"), newest_patch(f"{line[0]}.{line[1]}")
+    assert [gate.present_in(plain) for gate in GATES] == [gate.present_in(newest) for gate in GATES]
