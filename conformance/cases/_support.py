@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conformance.scenarios import Scenario, loads_scenario
+from conformance.scenarios import Open, Scenario, loads_scenario
 from conformance.violations import Kind
 
 __all__ = [
@@ -126,7 +126,7 @@ def stalled_waits(result: Any) -> list[str]:
     """
     return [
         f"stalled: step {o.index + 1} (wait_received) timed out: {o.note}"
-        for o in getattr(result, "steps", ())
+        for o in result.steps
         if o.do == "wait_received" and not o.ok
     ]
 
@@ -139,7 +139,9 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = False) ->
     (:func:`stalled_waits`).
     """
     problems: list[tuple[str, Kind, str]] = []
-    if scenario.subscription.mode == "STICKY" or any(getattr(s, "mode", None) == "STICKY" for s in scenario.steps):
+    if scenario.subscription.mode == "STICKY" or any(
+        isinstance(s, Open) and s.mode == "STICKY" for s in scenario.steps
+    ):
         outside = deliveries_outside_sticky_ranges(result.trace_path)
         if outside:
             more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
