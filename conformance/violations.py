@@ -6,7 +6,8 @@ descriptions) and ``explanation`` is rendered from them by the property's module
 in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides nothing.
 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
-``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``.
+``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
+``lost_write``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Kind(str, Enum):
     DUPLICATE_PUBLISH = "duplicate_publish"  #: with deduplication, one (producer, seq) stored twice
     UNEXPECTED_MESSAGE = "unexpected_message"  #: a received message the trace never published
     MISASSIGNED = "misassigned"  #: delivered to a consumer the reference selector never names
+    LOST_WRITE = "lost_write"  #: a duplicate receipt (-1:-1) for a (producer, seq) never stored
 
     def __str__(self) -> str:
         return self.value

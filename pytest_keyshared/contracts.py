@@ -53,6 +53,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "unexpected_message": "delivery",
     "redelivered_after_ack": "redelivery",
     "duplicate_publish": "deduplication",
+    "lost_write": "deduplication",
     "misassigned": "assignment",
 }
 

@@ -53,7 +53,7 @@ def events_table(traces: Iterable[tuple[int, Sequence[Event]]]) -> Any:
             rows["tid"].append(tid)
             for name in EVENT_COLUMNS:
                 rows[name].append(d.get(name))
-    fields = [pa.field("tid", pa.int64()), *fast_schema()]
+    fields = [pa.field("tid", pa.int64()), *(f for f in fast_schema() if f.name in EVENT_COLUMNS)]
     policy = rows["policy"]
     for n, value in enumerate(policy):
         if isinstance(value, dict):
