@@ -319,14 +319,15 @@ class StreamingChecker:
                             del recs[mkey]
                             sub.settled[mkey] = (known[6], known[5], known[9], known[10], known[11])
                         continue
-                    if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
-                        sub.acked_early.discard(mkey)
-                        sub.settled[mkey] = (self._scope(stream, key), key, -1, None, 0)
-                        continue
                     t_c = sub.expect_cache.get(stream)
                     if t_c is None:
                         t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
-                    if t_c <= send_t:  # not sent strictly before the subscription existed (equal t: after)
+                    if t_c > send_t:
+                        continue  # sent strictly before the subscription existed (at an equal t: after)
+                    if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
+                        sub.acked_early.discard(mkey)
+                        sub.settled[mkey] = (self._scope(stream, key), key, -1, None, 0)
+                    else:
                         scope = self._scope(stream, key)
                         pos = (ledger, entry, batch)
                         recs[mkey] = [
