@@ -60,7 +60,7 @@ R_POS = 7  #: (ledger, entry, batch_index): its place in the topic log
 R_T0 = 8  #: ``t0`` of the publish that made it known (the lower bound of a first dispatch), else None
 R_ARM_I = 9  #: index of the ack that armed redelivered_after_ack, or -1
 R_ARM_INC = 10  #: the incarnation that acknowledged it then
-R_ARM_EPOCH = 11  #: the number of faults before that ack (a fault disarms every ack)
+R_ARM_EPOCH = 11  #: the number of unscoped faults before that ack (such a fault disarms every ack)
 #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a receive
 #: carrying the same uid is evidence the identity checks already have), else None
 R_UID = 12

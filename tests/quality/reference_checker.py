@@ -188,11 +188,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     for other in others:
                         first = min(x.holders[other] for x in same_scope if other in x.holders)
                         found[("key_overlap", sub, m.key, (first, i))] += 1
-                owed = [
-                    x
-                    for x in same_scope
-                    if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m
-                ]
+                owed = [x for x in same_scope if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m]
                 if owed and not any(x.exempt and x.pos < m.pos for x in same_scope):
                     earliest = min(owed, key=lambda x: x.pos)
                     witness = earliest.since if earliest.free() else min(earliest.holders.values())
