@@ -25,7 +25,7 @@ from conformance.trace.header import TraceHeader
 from conformance.trace.synth import synthesize
 
 BASE_SEED = int(os.environ.get("KEYSHARED_REFERENCE_SEED", "20261125"))
-PER_FAMILY = int(os.environ.get("KEYSHARED_REFERENCE_TRACES", "150"))
+PER_FAMILY = int(os.environ.get("KEYSHARED_REFERENCE_TRACES", "250"))
 
 
 def _disagreement(header: TraceHeader, events: list[Event]) -> tuple[Counter[Identity], Counter[Identity]]:
