@@ -4,7 +4,7 @@
 (documented, with its witness and explanation, in the property's module) at the moment the trace makes it
 decidable: ``key_overlap``, ``out_of_order`` and ``redelivered_after_ack`` at a receive, ``misassigned`` at a
 receive, at the next membership event, or at an accepted open Pulsar refuses; ``undelivered``,
-``duplicate_publish`` and ``unexpected_message`` when the trace ends.
+``duplicate_publish``, ``lost_write`` and ``unexpected_message`` when the trace ends.
 
 Two ways in: :meth:`StreamingChecker.feed` takes one :class:`~conformance.trace.Event` (live, as a
 ``TraceWriter`` listener, returning what the event revealed) and :meth:`StreamingChecker.feed_batch` a
