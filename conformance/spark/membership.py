@@ -4,7 +4,8 @@ Opens, closes, crashes, redeliver requests, faults and ends are few (membership 
 time), so one small job collects them (:func:`collect_small`) together with the number of events and the
 distinct keys, and the driver derives, exactly as the streaming engine does event by event:
 
-* per trace: the faults, the end, whether the run was drained;
+* per trace: the faults (and the incarnations each touches: those its ``consumers`` name, or all), the end,
+  whether the run was drained;
 * per consumer handle: **segments** between its consumer events (:class:`Segment`), each saying which
   incarnation an event inside it belongs to (none: a *late* event), its subscription, the incarnation's next
   release (redeliver, close, crash) and next disarm (redeliver, crash).  The Spark job attaches them to the
