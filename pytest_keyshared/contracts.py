@@ -40,7 +40,8 @@ CONTRACT_DESCRIPTIONS: Mapping[str, str] = {
     "key-exclusivity": "a key is unacknowledged at no more than one consumer at a time (Key_Shared)",
     "delivery": "every published message is delivered, and nothing that was not published",
     "redelivery": "an acknowledged message is not delivered again",
-    "deduplication": "a (producer, sequence id) is stored once when deduplication is on",
+    "deduplication": "a (producer, sequence id) is stored once when deduplication is on, and answered as a"
+    " duplicate only if stored",
     "assignment": "keys go to the consumer the reference selector of the claimed Pulsar version names",
     "replication": "a replicated subscription resumes in another cluster without skipping unacked messages",
 }
@@ -53,6 +54,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "unexpected_message": "delivery",
     "redelivered_after_ack": "redelivery",
     "duplicate_publish": "deduplication",
+    "lost_write": "deduplication",
     "misassigned": "assignment",
     "accepted_conflicting_open": "assignment",
     "skipped_after_failover": "replication",

@@ -46,7 +46,8 @@ MSG_OPS = frozenset({"publish", "receive", "ack", "nack"})
 Mark = tuple[int, str, "str | None"]
 
 # --- the fields of a message record (a list) ---------------------------------------------------------------
-R_ACKED = 0  #: acknowledged since it was last received
+#: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a redelivered_after_ack
+R_ACKED = 0
 R_EXEMPT = 1  #: negatively acknowledged or released by a redeliver request, not acknowledged since
 #: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
 R_FREE = 2
@@ -59,7 +60,7 @@ R_POS = 7  #: (ledger, entry, batch_index): its place in the topic log
 R_T0 = 8  #: ``t0`` of the publish that made it known (the lower bound of a first dispatch), else None
 R_ARM_I = 9  #: index of the ack that armed redelivered_after_ack, or -1
 R_ARM_INC = 10  #: the incarnation that acknowledged it then
-R_ARM_EPOCH = 11  #: the number of faults before that ack (a fault disarms every ack)
+R_ARM_EPOCH = 11  #: the number of unscoped faults before that ack (such a fault disarms every ack)
 #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a receive
 #: carrying the same uid is evidence the identity checks already have), else None
 R_UID = 12
@@ -111,6 +112,7 @@ class SubState:
     """Everything the engine tracks for one subscription."""
 
     __slots__ = (
+        "acked_early",
         "created",
         "exempt_heaps",
         "expect_cache",
@@ -144,6 +146,8 @@ class SubState:
         #: stream -> the earliest creation time that makes a send on it reach this subscription (cache)
         self.expect_cache: dict[str, float] = {}
         self.incarnations: list[Incarnation] = []
+        #: messages an ack named before they were known here: acknowledged from the moment they become known
+        self.acked_early: set[str] = set()
 
     def created_at(self, topic: str) -> float:
         """When this subscription came to exist for ``topic`` (inf if not yet): a send called later reaches it."""
@@ -151,5 +155,9 @@ class SubState:
         return min(times) if times else float("inf")
 
     def expects(self, topic: str, t0: int) -> bool:
-        """Whether a send called at ``t0`` on ``topic`` reaches this subscription (it existed before)."""
-        return self.created_at(topic) < t0
+        """Whether a send called at ``t0`` on ``topic`` reaches this subscription.
+
+        It does unless it was called strictly before the subscription's first open was logged: at an equal ``t``
+        the trace order (the publish receipt comes after the open) is all the evidence, and it says after.
+        """
+        return self.created_at(topic) <= t0

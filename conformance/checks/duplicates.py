@@ -23,7 +23,7 @@ from typing import Any
 
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["explain", "make_duplicate"]
+__all__ = ["explain", "explain_lost_write", "make_duplicate", "make_lost_write"]
 
 
 def make_duplicate(
@@ -63,5 +63,35 @@ def explain(facts: Mapping[str, Any]) -> str:
             f"E{first[0]} shows {who} stored as {facts['first_msg']}.",
             "With deduplication on, a resend of a stored (producer, sequence id) must be dropped (receipt -1:-1).",
             f"However, E{second[0]} shows it stored again as {facts['msg']}.",
+        ],
+    )
+
+
+def make_lost_write(producer: str, seq: int, key: str | None, receipt_ref: Sequence[Any]) -> Violation:
+    """``lost_write``: the broker answered a send of (producer, seq) with the duplicate receipt (``-1:-1``),
+    but nothing in the trace shows that (producer, seq) stored, nor a send of it whose outcome is unknown.
+
+    Rule: a publish with result ``ok`` and a ``-1`` ledger or entry (the receipt for a deduplicated send) is a
+    violation, once per (producer, seq), when no other event of the trace (before or after it) shows that
+    (producer, seq) may be stored: an ``ok`` receipt with a real message id, a receive whose ``uid`` belongs to
+    it, or a publish of it whose result is ``info`` or ``fail`` (the client cannot know it was not stored).
+    Witness: the first such receipt.  Reported when the trace ends.  The broker said "already stored" for a
+    write it never stored: the message is lost, and the producer was told it is safe.
+    """
+    facts = {"producer": producer, "seq": seq, "key": key, "msg": receipt_ref[3], "refs": [list(receipt_ref)]}
+    return Violation(Kind.LOST_WRITE, key, (), (receipt_ref[0],), explain_lost_write(facts), None, facts)
+
+
+def explain_lost_write(facts: Mapping[str, Any]) -> str:
+    (receipt,) = facts["refs"]
+    who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    return render_elle(
+        f"lost_write: {who} was answered as a duplicate but never stored",
+        [receipt],
+        [
+            f"E{receipt[0]} is the broker's receipt for a deduplicated send of {who} (-1:-1: already stored).",
+            "No event of the trace shows it stored (no receipt with a message id, no receive of it), and no send"
+            " of it has an unknown outcome.",
+            "However, a duplicate receipt is only due for a stored (producer, sequence id): the write was lost.",
         ],
     )

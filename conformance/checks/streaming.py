@@ -4,7 +4,7 @@
 (documented, with its witness and explanation, in the property's module) at the moment the trace makes it
 decidable: ``key_overlap``, ``out_of_order`` and ``redelivered_after_ack`` at a receive, ``misassigned`` at a
 receive, at the next membership event, or at an accepted open Pulsar refuses; ``undelivered``,
-``duplicate_publish`` and ``unexpected_message`` when the trace ends.
+``duplicate_publish``, ``lost_write`` and ``unexpected_message`` when the trace ends.
 
 Two ways in: :meth:`StreamingChecker.feed` takes one :class:`~conformance.trace.Event` (live, as a
 ``TraceWriter`` listener, returning what the event revealed) and :meth:`StreamingChecker.feed_batch` a
@@ -47,7 +47,7 @@ from conformance.checks._state import (
     holders_of,
 )
 from conformance.checks.assignment import Change, Lower, Timeline, make_misassigned, make_refused_open, selector_factory
-from conformance.checks.duplicates import make_duplicate
+from conformance.checks.duplicates import make_duplicate, make_lost_write
 from conformance.checks.exclusivity import make_overlap
 from conformance.checks.loss import make_undelivered
 from conformance.checks.ordering import make_out_of_order
@@ -71,7 +71,7 @@ ROW_FIELDS: tuple[str, ...] = (
     "i", "t", "op", "consumer", "key", "mkey", "stream", "uid", "producer", "seq", "result", "t0", "ledger", "entry",
     "batch", "n",
 )  # fmt: skip
-_RARE_FIELDS = ("topic", "subscription", "name", "policy", "drained")
+_RARE_FIELDS = ("topic", "subscription", "name", "policy", "drained", "consumers", "unattributed")
 _RELEASE_OPS = frozenset({"nack", "redeliver", "close", "crash", "fault"})
 _push = heapq.heappush
 _pop = heapq.heappop
@@ -110,6 +110,9 @@ class StreamingChecker:
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
+        #: (producer, seq) -> (ref, key) of its first duplicate receipt; (producer, seq) sent with an unknown outcome
+        self.dup_receipts: dict[tuple[str, int], tuple[tuple[Any, ...], str]] = {}
+        self.maybe_stored: set[tuple[str, int]] = set()
         #: stream -> key -> scope: one shared string per scope, found without building the string again
         self._scopes: dict[str, dict[str, str]] = {}
         self.key_mismatches = 0
@@ -144,6 +147,8 @@ class StreamingChecker:
             "name": event.extra.get("name"),
             "policy": event.extra.get("policy"),
             "drained": event.drained,
+            "consumers": event.extra.get("consumers"),
+            "unattributed": event.extra.get("unattributed"),
         }
         self._extras = lambda n: extra
         self._run((_row_of(event),))
@@ -188,7 +193,10 @@ class StreamingChecker:
                     if uid is not None:
                         self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
                     scope = self._scope(stream, key)
-                    rec = [False, False, None, None, -1, key, scope, (ledger, entry, batch), None, -1, None, 0, None]
+                    acked = bool(sub.acked_early) and mkey in sub.acked_early
+                    if acked:
+                        sub.acked_early.discard(mkey)
+                    rec = [acked, False, None, None, -1, key, scope, (ledger, entry, batch), None, -1, None, 0, None]
                     sub.recs[mkey] = rec
                     was_free = None
                 else:
@@ -200,8 +208,8 @@ class StreamingChecker:
                     was_free = rec[2]
                     if rec[5] != key:
                         self.key_mismatches += 1
-                    if rec[9] >= 0:
-                        self._armed_receive(sub, rec, inc, i, mkey)
+                    if rec[9] >= 0 and self._armed_receive(sub, rec, inc, i, mkey):
+                        rec[0] = False  # the broker took the acknowledgement back: the message is owed again
                     scope = rec[6]
                 holding = sub.holding
                 hold = holding.get(scope)
@@ -223,7 +231,6 @@ class StreamingChecker:
                             owner = tl.latest_owner(rec[5])
                         if owner != inc.id:
                             self._check_assignment(sub, rec, inc, i, t, was_free, mkey)
-                rec[0] = False
                 rec[2] = None
                 holder = rec[3]
                 if holder is None:
@@ -241,13 +248,13 @@ class StreamingChecker:
             elif op == "ack":
                 inc = live_get(consumer)
                 if inc is None:
+                    self._late_ack(row)
                     continue
                 sub = inc.sub
                 rec = sub.recs.get(mkey)
                 if rec is None:
-                    done = sub.settled.get(mkey) if sub.settled else None
-                    if done is not None and done[2] >= 0:  # acknowledged again, not held: this ack disarms
-                        sub.settled[mkey] = (done[0], done[1], -1, None, 0)
+                    if not (sub.settled and mkey in sub.settled):  # settled: acknowledged already, arm kept
+                        sub.acked_early.add(mkey)
                     continue
                 holder = rec[3]
                 if holder is None:
@@ -271,7 +278,10 @@ class StreamingChecker:
                     rec[3] = None
                 if mkey in published:  # settled: only the compact remainder stays
                     del sub.recs[mkey]
-                    sub.settled[mkey] = (rec[6], rec[5], i, inc, self._epoch) if arms else (rec[6], rec[5], -1, None, 0)
+                    if arms:
+                        sub.settled[mkey] = (rec[6], rec[5], i, inc, self._epoch)
+                    else:  # an ack that arms nothing leaves an earlier armed ack armed
+                        sub.settled[mkey] = (rec[6], rec[5], rec[9], rec[10], rec[11])
                     continue
                 rec[0] = True
                 rec[1] = False
@@ -280,8 +290,6 @@ class StreamingChecker:
                     rec[9] = i
                     rec[10] = inc
                     rec[11] = self._epoch
-                else:
-                    rec[9] = -1
             elif op == "publish":
                 first_of_uid = False
                 if uid is not None and uid not in uid_pub:
@@ -290,6 +298,8 @@ class StreamingChecker:
                     if uid in self.pending_unexpected:
                         self._resolve_uid(uid, uid_pub[uid])
                 if result != "ok" or mkey is None or ledger < 0 or entry < 0:
+                    if producer is not None and seq is not None:
+                        self._unstored_receipt(i, result, mkey, producer, seq, key)
                     continue  # not stored
                 if producer is not None and seq is not None:
                     ps = (producer, seq)
@@ -315,7 +325,12 @@ class StreamingChecker:
                     t_c = sub.expect_cache.get(stream)
                     if t_c is None:
                         t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
-                    if t_c < send_t:
+                    if t_c > send_t:
+                        continue  # sent strictly before the subscription existed (at an equal t: after)
+                    if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
+                        sub.acked_early.discard(mkey)
+                        sub.settled[mkey] = (self._scope(stream, key), key, -1, None, 0)
+                    else:
                         scope = self._scope(stream, key)
                         pos = (ledger, entry, batch)
                         recs[mkey] = [
@@ -426,14 +441,29 @@ class StreamingChecker:
         inc.last_disarm = i
 
     def _fault(self, row: tuple[Any, ...]) -> None:
-        """A broker fault (restart, ...): every consumer's holds end, every acknowledgement is disarmed."""
+        """A fault: the holds of the consumers it touched end and their acknowledgements are disarmed.
+
+        It touched the consumers its ``consumers`` field names (their current incarnations), or every consumer
+        when it names none (no field) or carries ``unattributed`` handlers the driver could not name.
+        """
         i = row[0]
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)
-        for inc in list(self.live.values()):
-            self._release_all(inc, mark, False)
-        self._epoch += 1
+        extra = self._extras(row[15])
+        named = extra.get("consumers")
+        if named is None or extra.get("unattributed"):
+            for inc in list(self.live.values()):
+                self._release_all(inc, mark, False)
+            self._epoch += 1
+            return
+        for name in named:
+            touched = self.live.get(name)
+            if touched is not None:
+                self._release_all(touched, mark, False)
+            last = self.last_inc.get(name)
+            if last is not None:
+                last.last_disarm = i
 
     def _late_receive(self, row: tuple[Any, ...]) -> None:
         i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
@@ -441,18 +471,38 @@ class StreamingChecker:
             self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
         last = self.last_inc.get(consumer)
         sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
+        if mkey in sub.recs or (sub.settled and mkey in sub.settled):
+            return  # known already; acknowledged or not, a late receive changes nothing
+        scope = self._scope(stream, key)
+        acked = bool(sub.acked_early) and mkey in sub.acked_early
+        rec = [acked, False, None, None, -1, key, scope, (row[12], row[13], row[14]), None, -1, None, 0, None]
+        sub.recs[mkey] = rec
+        if acked:
+            sub.acked_early.discard(mkey)
+        else:
+            self._free(sub, rec, mkey, (i, "receive", consumer))
+
+    def _late_ack(self, row: tuple[Any, ...]) -> None:
+        """An ack by a consumer with no open incarnation: it arms nothing, but may have reached the broker, so
+        the message is acknowledged (and held by nobody) like after any other ack."""
+        consumer, mkey = row[3], row[5]
+        last = self.last_inc.get(consumer)
+        sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
         rec = sub.recs.get(mkey)
-        if rec is None and sub.settled and mkey in sub.settled:
-            rec = self._revive(sub, mkey, (row[12], row[13], row[14]))
-        mark = (i, "receive", consumer)
         if rec is None:
-            scope = self._scope(stream, key)
-            rec = [False, False, None, None, -1, key, scope, (row[12], row[13], row[14]), None, -1, None, 0, None]
-            sub.recs[mkey] = rec
-            self._free(sub, rec, mkey, mark)
-        elif rec[R_ACKED]:
-            rec[R_ACKED] = False
-            self._free(sub, rec, mkey, mark)
+            if not (sub.settled and mkey in sub.settled):
+                sub.acked_early.add(mkey)
+            return
+        holder = rec[R_HOLDER]
+        if holder is not None:
+            for other in list(holders_of(rec)):
+                self._unhold(sub, rec, mkey, other)
+        rec[R_ACKED] = True
+        rec[R_EXEMPT] = False
+        rec[R_FREE] = None
+        if mkey in self._published:
+            del sub.recs[mkey]
+            sub.settled[mkey] = (rec[R_SCOPE], rec[R_KEY], rec[R_ARM_I], rec[R_ARM_INC], rec[R_ARM_EPOCH])
 
     # --- shared state changes --------------------------------------------------------------------------
     def _sub(self, name: str | None) -> SubState:
@@ -491,6 +541,8 @@ class StreamingChecker:
 
     def _release(self, sub: SubState, rec: list[Any], mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
         self._unhold(sub, rec, mkey, inc)
+        if rec[R_ACKED]:
+            return  # an ack of it was logged: owed to nobody, neither free nor exempt
         if exempt and not rec[R_EXEMPT]:
             self._exempt(sub, rec, mkey)
         if rec[R_HOLDER] is None:
@@ -516,6 +568,19 @@ class StreamingChecker:
         _push(heap, (rec[R_POS], mkey))
 
     # --- identity checks -------------------------------------------------------------------------------
+    def _unstored_receipt(
+        self, i: int, result: str | None, mkey: str | None, producer: str, seq: int, key: str
+    ) -> None:
+        """A publish that stored nothing the trace can see: a duplicate receipt (``ok``, ``-1:-1``) claims the
+        (producer, seq) is stored (``lost_write`` if nothing shows it is); an ``info`` or ``fail`` one may have
+        stored it after all."""
+        ps = (producer, seq)
+        if result == "ok":
+            if ps not in self.dup_receipts:
+                self.dup_receipts[ps] = ((i, "publish", None, None if mkey is None else _msg(mkey)), key)
+        else:
+            self.maybe_stored.add(ps)
+
     def _identity(self, uid: str, mkey: str, ref: tuple[Any, ...], key: str) -> None:
         """A receive of ``mkey`` carrying ``uid``: evidence of a stored id, or (for now) an unexpected uid."""
         ps = self.uid_pub.get(uid, _MISSING)
@@ -562,8 +627,8 @@ class StreamingChecker:
         self.found.append(violation)
         self._new.append(violation)
 
-    def _armed_receive(self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str) -> None:
-        """The first live receive after an armed ack: a violation unless a fault or the acker disarmed it."""
+    def _armed_receive(self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str) -> bool:
+        """The first live receive after an armed ack: a violation (True) unless a fault or the acker disarmed it."""
         ack_i, acker = rec[R_ARM_I], rec[R_ARM_INC]
         rec[R_ARM_I] = -1
         if rec[R_ARM_EPOCH] == self._epoch and acker.last_disarm < ack_i:
@@ -571,6 +636,8 @@ class StreamingChecker:
             ref = (i, "receive", inc.consumer, msg)
             ack_ref = (ack_i, "ack", acker.consumer, msg)
             self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref))
+            return True
+        return False
 
     def _overlap(
         self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int]
@@ -602,7 +669,12 @@ class StreamingChecker:
                 if holder is inc:
                     continue
                 for other_mkey, other in holder.held.items():
-                    if other[R_SCOPE] != scope or other[R_POS] >= pos or (best is not None and other[R_POS] >= best[0]):
+                    if (
+                        other[R_SCOPE] != scope
+                        or other[R_POS] >= pos
+                        or other[R_ACKED]
+                        or (best is not None and other[R_POS] >= best[0])
+                    ):
                         continue
                     holders = holders_of(other)
                     if inc in holders:
@@ -705,6 +777,9 @@ class StreamingChecker:
                 first_ref = ordered[0][0]
                 for ref, key in ordered[1:]:
                     found.append(make_duplicate(producer, seq, key, first_ref, ref))
+        for ps, (ref, key) in self.dup_receipts.items():
+            if ps not in self.ids and ps not in self.maybe_stored:
+                found.append(make_lost_write(ps[0], ps[1], key, ref))
         if self.key_mismatches:
             self.notes.append(
                 f"{self.key_mismatches} receive(s) carried a key other than their message's first one;"
@@ -785,7 +860,9 @@ def _rows_of_batch(batch: Any) -> tuple[Iterable[tuple[Any, ...]], Callable[[int
             lists.append(array.to_pylist())
     lists.append(range(n))
 
+    present = [name for name in _RARE_FIELDS if name in batch.schema.names]
+
     def extras(row: int) -> dict[str, Any]:
-        return {name: col(name)[row].as_py() for name in _RARE_FIELDS}
+        return {name: col(name)[row].as_py() for name in present}
 
     return zip(*lists, strict=True), extras

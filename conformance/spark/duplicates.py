@@ -12,7 +12,7 @@ from typing import Any
 
 from conformance.spark.rows import ref
 
-__all__ = ["duplicate_violations"]
+__all__ = ["duplicate_violations", "lost_write_violations"]
 
 
 def duplicate_violations(ev: Any, receives: Any) -> Any:
@@ -47,4 +47,31 @@ def duplicate_violations(ev: Any, receives: Any) -> Any:
             ref(col("col.i"), col("col.op"), col("col.consumer"), col("col.msg")),
         ).alias("refs"),
         F.to_json(F.struct(col("p").alias("producer"), col("s").alias("seq"))).alias("aux"),
+    )
+
+
+def lost_write_violations(ev: Any, receives: Any) -> Any:
+    """``lost_write``: the first duplicate receipt (``ok``, ``-1`` ledger or entry) of a (producer, seq) no event
+    shows stored (a stored receipt, a receive of its uid) and no send with an unknown outcome (``info``,
+    ``fail``) may have stored (twin of :func:`conformance.checks.duplicates.make_lost_write`)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    has_ps = col("producer").isNotNull() & col("seq").isNotNull()
+    publish = ev.where((col("op") == "publish") & has_ps)
+    real = (col("ledger") >= 0) & (col("entry") >= 0)
+    receipts = publish.where((col("result") == "ok") & ~real)
+    first = receipts.groupBy("tid", "producer", "seq").agg(F.min_by(F.struct("i", "msg", "key"), col("i")).alias("e"))
+    excuse = publish.where((col("result") != "ok") | real).select("tid", "producer", "seq")
+    received = receives.where(col("ps.p").isNotNull() & col("ps.s").isNotNull()).select(
+        "tid", col("ps.p").alias("producer"), col("ps.s").alias("seq")
+    )
+    lost = first.join(excuse.unionByName(received).distinct(), ["tid", "producer", "seq"], "left_anti")
+    return lost.select(
+        "tid",
+        F.lit("lost_write").alias("kind"),
+        F.lit(None).cast("string").alias("sub"),
+        col("e.key").alias("key"),
+        F.array(ref(col("e.i"), F.lit("publish"), F.lit(None).cast("string"), col("e.msg"))).alias("refs"),
+        F.to_json(F.struct(col("producer").alias("producer"), col("seq").alias("seq"))).alias("aux"),
     )

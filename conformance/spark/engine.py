@@ -145,13 +145,14 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     receive_ref = ref(col("i"), "receive", col("consumer"), col("msg"))
 
     def out(kind: str, *, end: Any = nul_l, flag: Any = nul_b, by_receive: Any = nul_b, m_op: Any = nul_s,
-            m_consumer: Any = nul_s, vkind: Any = nul_s, refs: Any = no_refs, aux: Any = nul_s) -> Any:  # fmt: skip
+            m_consumer: Any = nul_s, vkind: Any = nul_s, refs: Any = no_refs, aux: Any = nul_s,
+            acked: Any = nul_b) -> Any:  # fmt: skip
         return F.struct(
             lit(kind).alias("kind"), col("i").alias("i"), end.alias("end"), col("inc").alias("inc"),
             col("consumer").alias("consumer"), col("ledger").alias("ledger"), col("entry").alias("entry"),
             col("batch").alias("batch"), col("msg").alias("msg"), flag.alias("flag"), by_receive.alias("by_receive"),
             m_op.alias("m_op"), m_consumer.alias("m_consumer"), vkind.alias("vkind"), refs.alias("refs"),
-            aux.alias("aux"),
+            aux.alias("aux"), acked.alias("acked"),
         )  # fmt: skip
 
     hold = (col("kind") == "R") & ~col("absorbed")
@@ -162,7 +163,10 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
         )
     )  # fmt: skip
     outputs = [
-        when(hold, out("H", end=col("end"), flag=col("free_prev") & (since["op"] == "publish"))),
+        when(
+            hold,
+            out("H", end=col("end"), flag=col("free_prev") & (since["op"] == "publish"), acked=col("held_acked")),
+        ),
         when(
             col("free_start"),
             out(
@@ -195,17 +199,22 @@ def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
 
 
 def identity_rows(df: Any) -> Any:
-    """The identity checks' plan (``duplicate_publish``, ``unexpected_message``): it needs nothing the driver
-    learns from the small job, so it runs as a job of its own while the driver plans the main one."""
+    """The identity checks' plan (``duplicate_publish``, ``unexpected_message``, ``lost_write``): it needs
+    nothing the driver learns from the small job, so it runs as a job of its own while the driver plans the main
+    one."""
     from pyspark.sql import functions as F
 
-    from conformance.spark.duplicates import duplicate_violations
+    from conformance.spark.duplicates import duplicate_violations, lost_write_violations
     from conformance.spark.unexpected import receives_by_uid, unexpected_violations
 
     col = F.col
     ident = df.where((col("op") == "publish") | ((col("op") == "receive") & col("uid").isNotNull()))
     receives = receives_by_uid(ident)
-    return duplicate_violations(ident, receives).unionByName(unexpected_violations(receives))
+    return (
+        duplicate_violations(ident, receives)
+        .unionByName(unexpected_violations(receives))
+        .unionByName(lost_write_violations(ident, receives))
+    )
 
 
 def check_frames(

@@ -4,7 +4,8 @@ Opens, closes, crashes, redeliver requests, faults and ends are few (membership 
 time), so one small job collects them (:func:`collect_small`) together with the number of events and the
 distinct keys, and the driver derives, exactly as the streaming engine does event by event:
 
-* per trace: the faults, the end, whether the run was drained;
+* per trace: the faults (and the incarnations each touches: those its ``consumers`` name, or all), the end,
+  whether the run was drained;
 * per consumer handle: **segments** between its consumer events (:class:`Segment`), each saying which
   incarnation an event inside it belongs to (none: a *late* event), its subscription, the incarnation's next
   release (redeliver, close, crash) and next disarm (redeliver, crash).  The Spark job attaches them to the
@@ -56,6 +57,9 @@ class TraceInfo:
     header: TraceHeader
     events: int = 0
     faults: list[int] = field(default_factory=list)
+    #: incarnation -> the faults that touch it (unscoped ones, and those naming its handle while it is the
+    #: handle's current incarnation), in trace order
+    inc_faults: dict[int, list[int]] = field(default_factory=dict)
     end_i: int | None = None
     drained: bool = False
     segments: list[Segment] = field(default_factory=list)
@@ -84,16 +88,18 @@ def collect_small(df: Any, with_keys: set[int]) -> list[Any]:
 
     col, lit = F.col, F.lit
     null_s, null_l = lit(None).cast("string"), lit(None).cast("long")
+    null_a = lit(None).cast("array<string>")
     small = df.where(col("op").isin(*SMALL_OPS)).select(
         lit("E").alias("kind"), "tid", "i", "t", "op", "consumer", "subscription", "result", "name", "drained",
-        F.to_json("policy").alias("policy"), "topic", null_s.alias("key"), null_l.alias("n"),
+        F.to_json("policy").alias("policy"), "topic", null_s.alias("key"), null_l.alias("n"), "consumers",
+        "unattributed",
     )  # fmt: skip
     counts = df.groupBy("tid").agg(F.count(lit(1)).alias("n"), F.max("i").alias("i"))
     counts = counts.select(
         lit("N").alias("kind"), "tid", "i", null_l.alias("t"), null_s.alias("op"), null_s.alias("consumer"),
         null_s.alias("subscription"), null_s.alias("result"), null_s.alias("name"),
         lit(None).cast("boolean").alias("drained"), null_s.alias("policy"), null_s.alias("topic"),
-        null_s.alias("key"), "n",
+        null_s.alias("key"), "n", null_a.alias("consumers"), null_a.alias("unattributed"),
     )  # fmt: skip
     union = small.unionByName(counts)
     if with_keys:
@@ -106,7 +112,7 @@ def collect_small(df: Any, with_keys: set[int]) -> list[Any]:
             lit("K").alias("kind"), "tid", null_l.alias("i"), null_l.alias("t"), null_s.alias("op"),
             null_s.alias("consumer"), null_s.alias("subscription"), null_s.alias("result"), null_s.alias("name"),
             lit(None).cast("boolean").alias("drained"), null_s.alias("policy"), null_s.alias("topic"), "key",
-            null_l.alias("n"),
+            null_l.alias("n"), null_a.alias("consumers"), null_a.alias("unattributed"),
         )  # fmt: skip
         union = union.unionByName(keys)
     return list(union.collect())
@@ -139,10 +145,19 @@ def digest(rows: list[Any], headers: dict[int, TraceHeader]) -> dict[int, TraceI
     events.sort(key=lambda r: (r["tid"], r["i"]))
     by_consumer: dict[tuple[int, str], list[Any]] = {}
     live: dict[tuple[int, str], tuple[int, str, str]] = {}  # -> (incarnation, sub, name)
+    latest: dict[tuple[int, str], int] = {}  # handle -> its latest incarnation (live or not)
+    opened: dict[int, list[int]] = {}  # trace -> every incarnation so far
     for row in events:
         tid, op, info = row["tid"], row["op"], infos[row["tid"]]
         if op == "fault":
             info.faults.append(row["i"])
+            named = row["consumers"]
+            if named is None or row["unattributed"]:
+                touched = opened.get(tid, [])  # every incarnation, closed ones too (their acks are disarmed)
+            else:
+                touched = [latest[(tid, c)] for c in named if (tid, c) in latest]
+            for inc in touched:
+                info.inc_faults.setdefault(inc, []).append(row["i"])
             continue
         if op == "end":
             info.end_i, info.drained = row["i"], bool(row["drained"])
@@ -157,6 +172,8 @@ def digest(rows: list[Any], headers: dict[int, TraceHeader]) -> dict[int, TraceI
             sub = row["subscription"] if row["subscription"] is not None else info.default_sub
             name = row["name"] if row["name"] is not None else consumer
             live[(tid, consumer)] = (row["i"], sub, name)
+            latest[(tid, consumer)] = row["i"]
+            opened.setdefault(tid, []).append(row["i"])
             topic = None if row["topic"] is None else normalize_topic(row["topic"])[0]
             info.created.setdefault((sub, topic), (row["t"], row["i"]))
             policy = json.loads(row["policy"]) if row["policy"] else None

@@ -9,10 +9,12 @@ that look ahead (``1 .. unboundedFollowing``) and small ``collect_list`` arrays 
 1. The first receipt: of the ``P`` rows of a message only the first stored publish counts.
 2. Holds: a live receive ``R`` by incarnation C starts a hold unless C already holds the message (then it is
    *absorbed*: the same end as C's earlier receive); the hold ends at the first of the next ack (anyone's),
-   C's next nack of it, C's next release (redeliver, close, crash) or the next fault.  An ack *arms*
-   ``redelivered_after_ack`` when a hold of the acking incarnation ends at it.
+   C's next nack of it, C's next release (redeliver, close, crash) or the next fault touching C.  An ack *arms*
+   ``redelivered_after_ack`` when a hold of the acking incarnation ends at it; the first hold start after the
+   last armed ack is a redelivery (``redelivered``) unless the acker's next disarm or fault came in between.
 3. Each hold end becomes a row ``X`` (one per hold), and running sums over ``i`` give the state after every
-   event: known (from its first ``P``/``R``/``L``), acknowledged, how many hold it, free, exempt.
+   event: known (from its first ``P``/``R``/``L``), acknowledged (an ack before, and no redelivery since: acks
+   logged before the message was known count), how many hold it, free, exempt.
 4. Periods for the scope checks: *free* from the event that freed it (its first receipt, a late receive, the
    release that left it held by nobody) to its next receive or effective ack; *exempt* from a nack or a
    redeliver release to its next effective ack; *holds*.  Receives learn whether they ended a free period and
@@ -71,7 +73,9 @@ def message_states(rows: Any) -> Any:
     absorbed = (kind == "R") & F.exists(
         col("_prev_r"), lambda x: (x["inc"] == col("inc")) & x["end"].eqNullSafe(col("end"))
     )
-    armed = (kind == "A") & F.exists(col("_prev_r"), lambda x: (x["inc"] == col("inc")) & (x["end"] == i))
+    armed = (kind == "A") & F.coalesce(
+        F.exists(col("_prev_r"), lambda x: (x["inc"] == col("inc")) & (x["end"] == i)), lit(False)
+    )
     m = m.select(*[c for c in m.columns if c != "_prev_r"], absorbed.alias("absorbed"), armed.alias("armed"))
     # 3. one X row per hold end
     ends = (kind == "R") & ~col("absorbed") & col("end").isNotNull()
@@ -90,36 +94,48 @@ def message_states(rows: Any) -> Any:
     w = W.partitionBy(*_PART).orderBy("i")
     upto, before, after = w.rangeBetween(unbounded, 0), w.rangeBetween(unbounded, -1), w.rangeBetween(1, following)
     live_hold = (kind == "R") & ~col("absorbed")
-    ack_eff = (kind == "A") & (i > col("first_known"))
+    ack_eff = kind == "A"  # any ack, even one logged before the message was known here
     ack_info = F.struct(
-        i.alias("i"), col("consumer").alias("consumer"), col("armed").alias("armed"),
-        col("next_disarm").alias("next_disarm"), col("next_fault").alias("next_fault"),
+        i.alias("i"), col("consumer").alias("consumer"), col("next_disarm").alias("next_disarm"),
+        col("next_fault").alias("next_fault"),
     )  # fmt: skip
     m = m.select(
         "*",
         F.sum(when(live_hold, 1).when(kind == "X", -1).otherwise(0)).over(upto).alias("holders"),
-        F.coalesce(
-            F.last(when(ack_eff, lit(True)).when(kind.isin("R", "L"), lit(False)), ignorenulls=True).over(before),
-            lit(False),
-        ).alias("acked_prev"),
         F.min(when(live_hold | ack_eff, i)).over(after).alias("next_rend"),
         F.min(when(live_hold, i)).over(after).alias("next_r"),
         F.min(when(ack_eff, i)).over(after).alias("next_aeff"),
-        F.last(when(ack_eff, ack_info), ignorenulls=True).over(before).alias("prev_ack"),
+        F.last(when(ack_eff & col("armed"), ack_info), ignorenulls=True).over(before).alias("prev_ack"),
         F.max(when(live_hold, i)).over(before).alias("prev_recv"),
         F.lag(F.struct(i.alias("i"), kind.alias("kind"))).over(w).alias("_lag"),
+    )
+    ack = col("prev_ack")
+    redelivered = (
+        live_hold
+        & ack.isNotNull()
+        & (col("prev_recv").isNull() | (col("prev_recv") < ack["i"]))
+        & (ack["next_disarm"].isNull() | (ack["next_disarm"] > i))
+        & (ack["next_fault"].isNull() | (ack["next_fault"] > i))
+    )
+    m = m.select("*", redelivered.alias("redelivered"))
+    m = m.select(
+        "*",
+        F.coalesce(
+            F.last(when(ack_eff, lit(True)).when(col("redelivered"), lit(False)), ignorenulls=True).over(before),
+            lit(False),
+        ).alias("acked_prev"),
     )
     # 4. periods
     first_x = ~((col("_lag.i") == i) & (col("_lag.kind") == "X"))
     releases = (kind == "X") & col("x_op").isin(*RELEASES)
-    free_start = (
+    free_start = ~col("acked_prev") & (
         ((kind == "P") & (i == col("first_known")))
-        | ((kind == "L") & ((i == col("first_known")) | col("acked_prev")))
+        | ((kind == "L") & (i == col("first_known")))
         | (releases & (col("holders") == 0) & first_x)
     )
     mark_op = when(kind == "P", lit("publish")).when(kind == "L", lit("receive")).otherwise(col("x_op"))
-    exempt_start = ((kind == "N") & (i > col("first_known")) & ~col("acked_prev")) | (
-        (kind == "X") & (col("x_op") == "redeliver")
+    exempt_start = ~col("acked_prev") & (
+        ((kind == "N") & (i > col("first_known"))) | ((kind == "X") & (col("x_op") == "redeliver"))
     )
     mark = F.struct(
         i.alias("i"), mark_op.alias("op"), col("consumer").alias("consumer"), col("send_t").alias("send_t"),
@@ -134,4 +150,5 @@ def message_states(rows: Any) -> Any:
     last_free = F.last(col("free_mark"), ignorenulls=True).over(before)
     m = m.select("*", last_free.alias("since"))
     free_prev = col("since").isNotNull() & (col("since.end") == i)
-    return m.select("*", (live_hold & free_prev).alias("free_prev"))
+    held_acked = live_hold & col("acked_prev") & ~col("redelivered")  # a hold of a message owed to nobody
+    return m.select("*", (live_hold & free_prev).alias("free_prev"), held_acked.alias("held_acked"))

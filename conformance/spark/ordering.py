@@ -33,7 +33,7 @@ __all__ = ["SCOPE", "SWEEP_COLUMNS", "flagged_scopes", "sweep_batches", "sweep_s
 _MSG_OPS = frozenset({"publish", "receive", "ack", "nack"})
 SCOPE = ("tid", "sub", "stream", "key")
 SWEEP_COLUMNS = (*SCOPE, "kind", "i", "end", "inc", "consumer", "ledger", "entry", "batch", "msg", "m_op",
-                 "m_consumer", "vkind", "refs", "aux")  # fmt: skip
+                 "m_consumer", "vkind", "refs", "aux", "acked")  # fmt: skip
 
 
 def flagged_scopes(scope_rows: Any) -> Any:
@@ -122,7 +122,8 @@ def sweep_scope(scope: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> list[dic
     """Judge every receive of one scope: key overlaps and the earliest message free, or held elsewhere, at it.
 
     Rows: ``(tid, sub, stream, key, kind, i, end, inc, consumer, ledger, entry, batch, msg, m_op,
-    m_consumer)``; a hold (``H``) is also the receive that started it.  At one index, ends come before the
+    m_consumer, vkind, refs, aux, acked)``; a hold (``H``) is also the receive that started it (``acked``: of a
+    message owed to nobody).  At one index, ends come before the
     receive, which comes before what starts there.
     """
     tid, sub, _stream, key = scope
@@ -199,8 +200,8 @@ def _earliest(
         for n in held:
             h = rows[n]
             hpos = (h[9], h[10], h[11])
-            if hpos >= pos or (best is not None and hpos >= best[0]):
-                continue
+            if hpos >= pos or h[18] or (best is not None and hpos >= best[0]):
+                continue  # later, acknowledged (owed to nobody), or not the smallest
             holders = holders_of[h[12]]
             if me in holders.values():
                 continue

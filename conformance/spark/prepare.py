@@ -10,14 +10,16 @@ in parallel.  Everything else here is a narrow transform of each event.
 :func:`message_rows` gives one row per event about one message, in the subscription it belongs to:
 
 * ``P``: the first ``ok`` publish receipt of a stored message, once per subscription it reaches (the send was
-  called after the subscription existed on that topic) — later receipts naming the same id are not new messages;
+  not called strictly before the subscription existed on that topic; at an equal ``t`` it reaches it) — later
+  receipts naming the same id are not new messages;
 * ``R``: a live receive (its consumer has an open incarnation), with the incarnation's next release and the
   next fault (the candidates for the end of the hold it starts);
 * ``L``: a late receive (no open incarnation: the receive thread lost the race to the log);
-* ``A`` / ``N``: a live ack / nack, with the acking incarnation's next disarm (redeliver, crash) and the next
-  fault (what forgets an acknowledgement).
+* ``A``: an ack, live or late (a late one has no incarnation: it acknowledges but arms nothing), with the acking
+  incarnation's next disarm (redeliver, crash) and the next fault touching it (what forgets an acknowledgement);
+* ``N``: a live nack.
 
-Late acks, nacks and redeliver requests change nothing and are dropped.  Incarnations come from the driver's
+Late nacks and redeliver requests change nothing and are dropped.  Incarnations come from the driver's
 consumer segments (:mod:`conformance.spark.membership`), attached with a broadcast join.
 """
 
@@ -166,10 +168,10 @@ def message_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
     kind = (
         when(op == "publish", lit("P"))
         .when(op == "receive", when(live, lit("R")).otherwise(lit("L")))
-        .when(live & (op == "ack"), lit("A"))
+        .when(op == "ack", lit("A"))
         .when(live & (op == "nack"), lit("N"))
     )
-    faults = {tid: sorted(info.faults) for tid, info in infos.items() if info.faults}
+    faults = {(tid, inc): fs for tid, info in infos.items() for inc, fs in info.inc_faults.items()}
     created: dict[int, Any] = {}
     for tid, info in infos.items():
         created[tid] = [(sub, topic, t_c, i_c) for (sub, topic), (t_c, i_c) in sorted(info.created.items(), key=str)]
@@ -181,7 +183,8 @@ def message_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
         "tid", "le", "mkey", "i", "t", kind.alias("kind"), "inc", "consumer", "key", "msg", "stream", "ledger",
         "entry", "batch", F.explode(subs).alias("sub"), when(op == "publish", send_t).alias("send_t"),
         when(live, col("next_rel")).alias("next_rel"), when(live, col("next_rel_op")).alias("next_rel_op"),
-        when(live, col("next_disarm")).alias("next_disarm"), _next_fault(faults, col("i")).alias("next_fault"),
+        when(live, col("next_disarm")).alias("next_disarm"),
+        when(live, _next_fault(faults, col("i"))).alias("next_fault"),
     )  # fmt: skip
     return rows.where(col("kind").isNotNull())
 
@@ -205,18 +208,21 @@ def _reached(created: dict[int, list[tuple[str, str | None, int, int]]], send_t:
     ok = F.filter(
         F.coalesce(subs_of, F.array().cast(f"array<{entry}>")),
         lambda s: (
-            (s["topic"].isNull() | (s["topic"] == F.col("topic_base"))) & (s["t_c"] < send_t) & (s["i_c"] < F.col("i"))
+            (s["topic"].isNull() | (s["topic"] == F.col("topic_base"))) & (s["t_c"] <= send_t) & (s["i_c"] < F.col("i"))
         ),
     )
     return F.array_distinct(F.transform(ok, lambda s: s["sub"]))
 
 
-def _next_fault(faults: dict[int, list[int]], index: Any) -> Any:
-    """The first fault after ``index`` in the row's trace (null if none); faults are few and known."""
+def _next_fault(faults: dict[tuple[int, int], list[int]], index: Any) -> Any:
+    """The first fault after ``index`` touching the row's incarnation (null if none); faults are few and known."""
     from pyspark.sql import functions as F
 
     if not faults:
         return F.lit(None).cast("long")
-    pairs = [x for tid, fs in sorted(faults.items()) for x in (F.lit(tid), F.array(*[F.lit(f) for f in fs]))]
-    arr = F.element_at(F.create_map(*pairs), F.col("tid"))
+    pairs = []
+    for (tid, inc), fs in sorted(faults.items()):
+        pairs += [F.lit(f"{tid}:{inc}"), F.array(*[F.lit(f) for f in fs])]
+    which = F.concat_ws(":", F.col("tid").cast("string"), F.col("inc").cast("string"))
+    arr = F.element_at(F.create_map(*pairs), which)
     return F.array_min(F.filter(F.coalesce(arr, F.array().cast("array<long>")), lambda x: x > index))

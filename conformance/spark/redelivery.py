@@ -1,8 +1,9 @@
 """``redelivered_after_ack`` on Spark (twin of :mod:`conformance.checks.redelivery`).
 
-An ack *arms* when a hold of the acking incarnation ends at it (:mod:`conformance.spark.messages`).  Each hold
-start knows the last effective ack before it and the last hold start before it: the first receive after an
-armed ack is a violation unless the acker's next redeliver or crash, or a fault, came in between.
+An ack *arms* when a hold of the acking incarnation ends at it; other acks neither arm nor disarm.  Each hold
+start knows the last armed ack before it and the last hold start before it: the first receive after an armed
+ack is a violation unless the acker's next redeliver or crash, or a fault touching it, came in between
+(decided in :mod:`conformance.spark.messages`, where it also makes the message unacknowledged again).
 """
 
 from __future__ import annotations
@@ -20,15 +21,7 @@ def redelivered() -> tuple[Any, Any, Any]:
 
     col = F.col
     ack = col("prev_ack")
-    cond = (
-        (col("kind") == "R")
-        & ~col("absorbed")
-        & ack.isNotNull()
-        & ack["armed"]
-        & (col("prev_recv").isNull() | (col("prev_recv") < ack["i"]))
-        & (ack["next_disarm"].isNull() | (ack["next_disarm"] > col("i")))
-        & (ack["next_fault"].isNull() | (ack["next_fault"] > col("i")))
-    )
+    cond = col("redelivered")
     refs = F.array(
         ref(ack["i"], "ack", ack["consumer"], col("msg")), ref(col("i"), "receive", col("consumer"), col("msg"))
     )

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.checks.assignment import make_misassigned
-from conformance.checks.duplicates import make_duplicate
+from conformance.checks.duplicates import make_duplicate, make_lost_write
 from conformance.checks.exclusivity import make_overlap
 from conformance.checks.loss import make_undelivered
 from conformance.checks.ordering import make_out_of_order
@@ -63,6 +63,8 @@ def to_violations(rows: Iterable[Any]) -> dict[int, list[Violation]]:
             v = make_redelivered(sub, key, aux["acker"], refs[0], aux["receiver"], refs[1])
         elif kind == "duplicate_publish":
             v = make_duplicate(aux["producer"], aux["seq"], key, refs[0], refs[1])
+        elif kind == "lost_write":
+            v = make_lost_write(aux["producer"], aux["seq"], key, refs[0])
         elif kind == "unexpected_message":
             v = make_unexpected(aux["uid"], key, refs[0])
         elif kind == "misassigned":

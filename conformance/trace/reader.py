@@ -80,6 +80,8 @@ def _fast_schema() -> Any:
             ("name", pa.string()),
             ("receiver_queue", pa.int64()),
             ("policy", policy),
+            ("consumers", pa.list_(pa.string())),  # on a fault: the consumers it touched
+            ("unattributed", pa.list_(pa.string())),  # on a fault: handlers the driver could not name
         ]
     )
 

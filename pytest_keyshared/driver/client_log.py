@@ -3,8 +3,9 @@
 Why: the checkers assume a consumer's connection is not silently re-established.  When a connection drops,
 the broker releases that consumer's unacknowledged messages and dispatches them again (to it once it is back,
 or to another consumer); acknowledgements sent while it was away may be lost.  Without an event in the trace,
-that looks like ``key_overlap`` or ``redelivered_after_ack``.  A ``fault`` releases every hold and disarms
-earlier acknowledgements in the checkers, which is what a reconnect does.
+that looks like ``key_overlap`` or ``redelivered_after_ack``.  A ``fault`` releases the holds of the consumers
+it names and disarms their earlier acknowledgements in the checkers (every consumer's, when it names none or
+carries ``unattributed`` handlers), which is what a reconnect does.
 
 The signal: the C++ client behind ``pulsar-client`` logs each handler (consumer or producer) whose connection
 was lost and that will reconnect (``HandlerBase``: ``[topic, subscription, id] Schedule reconnection in 0.1 s``,

@@ -75,9 +75,29 @@ def hand_written() -> list[TraceBuilder]:
         b.receive("c1", f"k{n}", f"1:{n}"), b.publish(f"k{n}", f"1:{n}"), b.ack("c1", f"1:{n}")
     b.end()
     cases.append(b)
-    b = TraceBuilder()  # a second ack of a settled message disarms the first: clean
+    b = TraceBuilder()  # a second ack does not disarm the first: redelivered_after_ack (issue 11)
     b.open("c1"), b.publish("k", "1:0"), b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.ack("c1", "1:0")
     b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.end()
+    cases.append(b)
+    for acked in (True, False):  # an ack by a non-holder, then a copy in flight: clean only with the ack
+        b = TraceBuilder()
+        b.open("c2"), b.publish("k0", "1:1"), b.open("c1")
+        if acked:
+            b.ack("c2", "1:1")
+        b.receive("c1", "k0", "1:1"), b.fault("broker_restart"), b.publish("k0", "1:2"), b.receive("c1", "k0", "1:2")
+        b.end()
+        cases.append(b)
+    for named in (["c2"], ["c1"]):  # a fault naming c2 does not release c1's hold
+        b = TraceBuilder()
+        b.open("c1"), b.open("c2"), b.publish("k", "1:0"), b.publish("k", "1:1"), b.receive("c1", "k", "1:0")
+        b.ack("c1", "1:0"), b.receive("c1", "k", "1:0"), b.add("fault", fault="client_reconnect", consumers=named)
+        b.receive("c2", "k", "1:1"), b.ack("c2", "1:1"), b.end()
+        cases.append(b)
+    b = TraceBuilder(step=0)  # one timestamp for every event: the publish is still owed (undelivered)
+    b.open("c1"), b.publish("k", "1:0", t0=b.t), b.end()
+    cases.append(b)
+    b = TraceBuilder(dedup)  # lost_write: a duplicate receipt for a sequence never stored
+    b.open("c1"), b.publish("k", "-1:-1", seq=0, uid="u0"), b.end()
     cases.append(b)
     b = TraceBuilder()  # redelivered after ack, on a key with the scope separator in it
     b.open("c1"), b.publish("a\x1fb", "1:0"), b.receive("c1", "a\x1fb", "1:0"), b.ack("c1", "1:0")

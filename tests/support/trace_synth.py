@@ -387,6 +387,17 @@ class _Sim:
         self.b.ack(c, ghost.msg_id)
         return True
 
+    def _plant_lost_write(self) -> bool:
+        """The broker answers a new (producer, seq) with the duplicate receipt and stores nothing."""
+        producer = f"p{self.rnd.randrange(self.cfg.producers)}"
+        seq = self.seq.get(producer, 0)
+        self.seq[producer] = seq + 1
+        partition = -1 if self.cfg.partitions == 0 else self.rnd.randrange(self.cfg.partitions)
+        self.b.publish(f"k{self.rnd.randrange(self.cfg.keys)}", f"-1:-1:{partition}:-1", producer=producer,
+                       seq=seq, uid=f"lost{len(self.b.events)}", t0=self.b.t - 1,
+                       topic=self.topic_for(partition))  # fmt: skip
+        return True
+
     def _plant_misassigned(self) -> bool:
         if self.sel is None or len(self.live) < 2 or self.faulted or self.crashed:
             return False  # after a crash, a membership with the crashed consumer still in it may explain any

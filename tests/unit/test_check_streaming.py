@@ -74,16 +74,35 @@ def _redelivered(b: TraceBuilder) -> list[tuple[str | None, tuple[int, ...]]]:
     return [(v.key, v.events) for v in verdict.violations if v.kind is Kind.REDELIVERED_AFTER_ACK]
 
 
-def test_a_second_ack_of_a_settled_message_disarms_the_first() -> None:
-    """Only the last acknowledgement counts: one that arms nothing (nobody held the message) disarms."""
+@pytest.mark.parametrize("settled", [True, False])
+def test_a_second_ack_does_not_disarm_the_first(settled: bool) -> None:
+    """An armed ack stays armed until something named disarms it: a duplicate ack (by a consumer that no longer
+    holds the message) is not one.  Issue 11's minimal trace, settled (receipt seen) or not (receipt late)."""
     b = TraceBuilder()
     b.open("c1")
-    b.publish("k", "1:0")
-    b.receive("c1", "k", "1:0")
-    b.ack("c1", "1:0")  # settled here: acknowledged, receipt seen
-    b.ack("c1", "1:0")  # held by nobody: disarms
-    b.receive("c1", "k", "1:0")
+    if settled:
+        b.publish("k1", "1:0")
+    b.receive("c1", "k1", "1:0")
+    b.ack("c1", "1:0")  # arms
+    b.ack("c1", "1:0")  # held by nobody: arms nothing, disarms nothing
+    b.receive("c1", "k1", "1:0")
+    if not settled:
+        b.publish("k1", "1:0")
+    b.end()
+    arm = 3 if settled else 2
+    assert _redelivered(b) == [("k1", (arm, arm + 2))]
+
+
+def test_a_second_ack_after_the_ackers_redeliver_request_stays_disarmed() -> None:
+    """Mirror image: the acker's redeliver request disarms the first ack; a duplicate ack then arms nothing."""
+    b = TraceBuilder()
+    b.open("c1")
+    b.publish("k1", "1:0")
+    b.receive("c1", "k1", "1:0")
     b.ack("c1", "1:0")
+    b.redeliver("c1")
+    b.ack("c1", "1:0")
+    b.receive("c1", "k1", "1:0")
     b.end()
     assert _redelivered(b) == []
 
