@@ -7,9 +7,9 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
-``accepted_conflicting_open``, ``skipped_after_failover``, ``lost_write``; and two that conformance cases judge beside the trace
-checker, ``outside_sticky_ranges`` and ``stalled``.  Every anomaly the suite reports is one of them:
-there are no free-string kinds (a test greps for them).
+``accepted_conflicting_open``, ``skipped_after_failover``, ``lost_write``; and two that conformance cases
+judge beside the trace checker, ``outside_sticky_ranges`` and ``stalled``.  Every anomaly the suite reports is
+one of them: there are no free-string kinds (a test greps for them).
 """
 
 from __future__ import annotations

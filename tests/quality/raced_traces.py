@@ -10,9 +10,10 @@ import random
 from dataclasses import replace
 from typing import Any
 
+from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
+
 from conformance.trace.events import Event, Op, Result
 from conformance.trace.header import TraceHeader
-from conformance.trace.synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
 __all__ = ["FAMILIES", "generate", "race"]
 

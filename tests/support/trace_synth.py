@@ -31,9 +31,9 @@ from conformance.violations import Kind
 
 __all__ = ["PLANTABLE", "SynthConfig", "Synthesized", "fuzz", "synthesize"]
 
-#: Kinds :func:`synthesize` can plant.
-#: The kinds this simulator can plant; the others have planted tests of their own (accepted_conflicting_open:
-#: tests/unit/test_check_assignment.py; skipped_after_failover: tests/quality/test_planted_failover.py).
+#: The kinds :func:`synthesize` can plant; the others have planted tests of their own (accepted_conflicting_open:
+#: tests/unit/test_check_assignment.py; skipped_after_failover: tests/quality/test_planted_failover.py;
+#: outside_sticky_ranges and stalled are judged by the cases: tests/model/test_known_bugs_matrix.py).
 PLANTABLE: frozenset[Kind] = frozenset(
     {
         Kind.KEY_OVERLAP,
@@ -43,6 +43,7 @@ PLANTABLE: frozenset[Kind] = frozenset(
         Kind.DUPLICATE_PUBLISH,
         Kind.UNEXPECTED_MESSAGE,
         Kind.MISASSIGNED,
+        Kind.LOST_WRITE,
     }
 )
 
