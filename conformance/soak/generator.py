@@ -1,0 +1,290 @@
+"""The soak generator: a seeded, endless stream of timed steps (Jepsen's generator, as plain data).
+
+:class:`SoakGenerator` yields :class:`Timed` steps, each due ``at_ms`` after the run began (on the run's clock),
+in due order.  The steps are the scenario steps of :mod:`conformance.scenarios` (publish, open, close, crash,
+set_behaviour, ack_held, nack_held, redeliver, pause, resume, restart_broker) plus :class:`NetFault`, a fault
+the nemesis applies to one client's connections.  Everything comes from one ``random.Random(seed)``, and the
+generator never looks at what the broker did, so a plan gives the same steps on every run; against the model
+(stepped on its simulated clock) the same seed therefore gives the same trace, byte for byte.
+
+What the mix holds:
+
+* publishes from ``producers`` producers at ``rate`` messages per second: sync sends and async sends with
+  key-based batching (one message per key in a batch, see :meth:`SoakGenerator._publish`), keys in the
+  partition key, the ordering key, both, or none (keyless, sync only: Pulsar 4.0's ``producer-seq`` fallback
+  key, which a batch would replace by its first message's);
+  keys drawn uniformly or Zipf-distributed over ``keys`` keys;
+* consumers with random behaviours: ack at once, ack after a random delay, slow (a long delay and a small
+  receiver queue), hold then ack (``ack_held`` a while later), nack (then ack the redelivery);
+* churn, ``churn_per_min`` changes a minute: joins (a fresh handle name every time: a handle is never
+  reused), leaves, crashes (targets that can), behaviour changes, redeliver requests, pause and resume;
+* faults: broker restarts, and per client connection cut, stall, delay and partition (started, then healed
+  ``fault_seconds`` later).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from conformance.scenarios import (
+    AckHeld,
+    Behaviour,
+    Close,
+    Crash,
+    KeySet,
+    NackHeld,
+    Open,
+    Pause,
+    Publish,
+    Redeliver,
+    RestartBroker,
+    Resume,
+    SetBehaviour,
+    Step,
+)
+from conformance.soak.plan import SoakPlan, parse_key_distribution
+
+__all__ = ["PRODUCERS_CLIENT", "NetFault", "SoakGenerator", "Timed"]
+
+#: The client name of the producers' shared client in :class:`NetFault` (consumers have one client each).
+PRODUCERS_CLIENT = "producers"
+
+
+@dataclass(frozen=True, slots=True)
+class NetFault:
+    """A nemesis action on the connections of one client (a consumer handle, or :data:`PRODUCERS_CLIENT`).
+
+    ``kind``: ``cut`` (close its connections once), ``stall`` (forward nothing), ``delay`` (add ``delay_ms``
+    to everything forwarded), ``partition`` (cut, and refuse new connections).  ``heal`` ends a stall, delay
+    or partition.
+    """
+
+    do: ClassVar[str] = "net_fault"
+    kind: str
+    client: str
+    heal: bool = False
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Timed:
+    """A step and when it is due, in ms after the run began."""
+
+    at_ms: int
+    step: Step | NetFault
+
+
+_BEHAVIOURS = ("ack", "ack", "ack", "ack_after", "slow", "hold", "nack")
+_KEY_FIELDS = ("partition_key", "partition_key", "partition_key", "ordering_key", "both", "none")
+_BATCHING = ("none", "none", "key_based")
+_MODE_TAG = {"none": "sync", "key_based": "kb", "default": "batch"}
+_CHURN = ("join", "leave", "crash", "behaviour", "behaviour", "redeliver", "pause")
+#: Limits on the consumer count around the plan's ``consumers``.
+_SLACK = 2
+
+
+class SoakGenerator:
+    """``iter(SoakGenerator(plan, can_crash=..., can_restart=...))`` -> :class:`Timed` steps, forever.
+
+    ``crashable`` is the set of handles the generator may crash later: the driver runs those where a crash can be
+    injected (a consumer process of its own), and only those.
+    """
+
+    def __init__(self, plan: SoakPlan, *, can_crash: bool, can_restart: bool) -> None:
+        self.plan = plan
+        self.can_crash = can_crash
+        self.can_restart = can_restart
+        self.rng = random.Random(plan.seed)
+        self.crashable: set[str] = set()
+        self.live: list[str] = []  #: open consumer handles, in open order
+        self.behaviours: dict[str, str] = {}
+        self.paused: set[str] = set()
+        self._opened = 0
+        self._published = 0
+        self._queue: list[tuple[int, int, str, str]] = []  # (due_ms, tie, what, who)
+        self._tie = itertools.count()
+        self._key_names = [f"key-{i:04d}" for i in range(plan.keys)]
+        kind, exponent = parse_key_distribution(plan.key_distribution)
+        self._cum: list[float] | None = None
+        if kind == "zipf":
+            total, cum = 0.0, []
+            for rank in range(1, plan.keys + 1):
+                total += 1.0 / rank**exponent
+                cum.append(total)
+            self._cum = cum
+
+    @property
+    def published(self) -> int:
+        """Messages in the publish steps yielded so far."""
+        return self._published
+
+    # --- the stream ----------------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Timed]:
+        plan, rng = self.plan, self.rng
+        for _ in range(plan.consumers):
+            yield Timed(0, self._open())
+        self._schedule(0, "publish")
+        if plan.churn_per_min > 0:
+            self._schedule(self._exp(60_000 / plan.churn_per_min), "churn")
+        self._schedule(1_000, "ack_held")
+        if "restart" in plan.faults and self.can_restart:
+            self._schedule(self._exp(plan.fault_every_s * 2_000), "restart")
+        for kind in plan.net_faults:
+            self._schedule(self._exp(plan.fault_every_s * 1_000), f"fault:{kind}")
+        while True:
+            at, _, what, who = heapq.heappop(self._queue)
+            if what == "publish":
+                if plan.messages is not None and self._published >= plan.messages:
+                    continue  # the message bound is reached: no more publishes (the rest goes on until stopped)
+                step = self._publish()
+                self._schedule(at + max(1, round(step.count * 1000 / plan.rate)), "publish")
+                yield Timed(at, step)
+            elif what == "churn":
+                self._schedule(at + self._exp(60_000 / plan.churn_per_min), "churn")
+                yield from (Timed(at, s) for s in self._churn(at))
+            elif what == "ack_held":
+                self._schedule(at + rng.randint(500, 2_500), "ack_held")
+                for handle in self.live:
+                    if self.behaviours.get(handle) == "hold":
+                        yield Timed(at, AckHeld(handle))
+            elif what == "resume":
+                if who in self.paused:
+                    self.paused.discard(who)
+                    yield Timed(at, Resume(who))
+            elif what == "restart":
+                self._schedule(at + self._exp(plan.fault_every_s * 2_000), "restart")
+                yield Timed(at, RestartBroker(kill=rng.random() < 0.5))
+            elif what.startswith("fault:"):
+                kind = what.split(":", 1)[1]
+                self._schedule(at + self._exp(plan.fault_every_s * 1_000), what)
+                client = self._fault_client()
+                if kind == "cut":
+                    yield Timed(at, NetFault("cut", client))
+                else:
+                    delay = plan.delay_ms if kind == "delay" else 0
+                    yield Timed(at, NetFault(kind, client, delay_ms=delay))
+                    heal_at = at + max(1, round(plan.fault_seconds * 1000 * rng.uniform(0.5, 1.5)))
+                    self._schedule(heal_at, f"heal:{kind}", client)
+            elif what.startswith("heal:"):
+                yield Timed(at, NetFault(what.split(":", 1)[1], who, heal=True))
+
+    # --- pieces --------------------------------------------------------------------------------------------
+
+    def _schedule(self, at_ms: int, what: str, who: str = "") -> None:
+        heapq.heappush(self._queue, (at_ms, next(self._tie), what, who))
+
+    def _exp(self, mean_ms: float) -> int:
+        """An exponential wait (a Poisson process) of mean ``mean_ms``, at least 1 ms."""
+        return max(1, round(self.rng.expovariate(1.0 / mean_ms)))
+
+    def _key(self) -> str:
+        if self._cum is None:
+            return self._key_names[self.rng.randrange(len(self._key_names))]
+        point = self.rng.random() * self._cum[-1]
+        return self._key_names[min(bisect.bisect_left(self._cum, point), len(self._key_names) - 1)]
+
+    def _publish(self) -> Publish:
+        plan, rng = self.plan, self.rng
+        count = rng.randint(1, 2 * plan.batch - 1)
+        if plan.messages is not None:
+            count = min(count, plan.messages - self._published)
+        self._published += count
+        key_field = rng.choice(_KEY_FIELDS)
+        batching = "none" if key_field == "none" else rng.choice(_BATCHING)
+        if batching == "none":
+            keys = tuple(self._key() for _ in range(count))
+        else:
+            # one message per key in a batch: a batch is acknowledged and redelivered as a whole (no batch-index
+            # acknowledgement), so a batch of several messages, partly acknowledged and then released, comes back
+            # whole, and the checker would take the acknowledged ones for redeliveries after an ack
+            distinct: dict[str, None] = {}
+            for _ in range(4 * count):
+                distinct.setdefault(self._key(), None)
+                if len(distinct) >= count:
+                    break
+            keys = tuple(distinct)
+            self._published -= count - len(keys)
+            count = len(keys)
+        # a producer handle per (producer, batching mode): a producer's settings are fixed once it is created
+        producer = f"p{rng.randint(1, plan.producers)}-{_MODE_TAG[batching]}"
+        return Publish(
+            count=count,
+            keys=KeySet(count=len(keys), names=keys),
+            producer=producer,
+            key_field=key_field,
+            batching=batching,
+        )
+
+    def _behaviour(self) -> tuple[str, Behaviour, int | None]:
+        """(label, behaviour, receiver queue or None for the plan's)."""
+        rng = self.rng
+        label = rng.choice(_BEHAVIOURS)
+        if label == "ack_after":
+            return label, Behaviour("ack_after", delay_ms=rng.randint(5, 300)), None
+        if label == "slow":
+            return label, Behaviour("ack_after", delay_ms=rng.randint(500, 2_000)), rng.randint(5, 20)
+        if label == "hold":
+            return label, Behaviour("hold"), None
+        if label == "nack":
+            return label, Behaviour("nack", nack_times=1), None
+        return label, Behaviour("ack"), None
+
+    def _open(self) -> Open:
+        self._opened += 1
+        handle = f"c{self._opened}"
+        label, behaviour, queue = self._behaviour()
+        if self.can_crash and self.rng.random() < 0.3:
+            self.crashable.add(handle)
+        self.live.append(handle)
+        self.behaviours[handle] = "hold" if behaviour.kind == "hold" else label
+        return Open(handle, behaviour=behaviour, receiver_queue=queue or self.plan.receiver_queue)
+
+    def _leave(self, handle: str) -> None:
+        self.live.remove(handle)
+        self.behaviours.pop(handle, None)
+        self.paused.discard(handle)
+
+    def _fault_client(self) -> str:
+        if not self.live or self.rng.random() < 0.2:
+            return PRODUCERS_CLIENT
+        return self.rng.choice(self.live)
+
+    def _churn(self, at: int) -> list[Step]:
+        plan, rng = self.plan, self.rng
+        low, high = max(1, plan.consumers - _SLACK), plan.consumers + _SLACK
+        what = rng.choice(_CHURN)
+        if what == "join" or not self.live:
+            return [self._open()] if len(self.live) < high else []
+        handle = rng.choice(self.live)
+        if what == "leave" and len(self.live) > low:
+            self._leave(handle)
+            return [Close(handle)]
+        if what == "crash" and len(self.live) > low:
+            crashable = [h for h in self.live if h in self.crashable]
+            if crashable:
+                victim = rng.choice(crashable)
+                self._leave(victim)
+                return [Crash(victim)]
+            return []
+        if what == "redeliver":
+            return [Redeliver(handle)]
+        if what == "pause" and handle not in self.paused:
+            self.paused.add(handle)
+            self._schedule(at + rng.randint(200, 3_000), "resume", handle)
+            return [Pause(handle)]
+        if what == "behaviour":
+            label, behaviour, _ = self._behaviour()
+            steps: list[Step] = []
+            if self.behaviours.get(handle) == "hold":  # what it held is settled first: acked, or nacked
+                steps.append(AckHeld(handle) if rng.random() < 0.7 else NackHeld(handle))
+            self.behaviours[handle] = label
+            steps.append(SetBehaviour(handle, behaviour))
+            return steps
+        return []
