@@ -20,7 +20,7 @@ from reference_model.errors import KeySharedError
 __all__ = ["COMMANDS", "ArgumentParser", "build_parser", "main"]
 
 #: Subcommand modules under ``pytest_keyshared.commands``, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("run", "check", "replay", "ranges", "select")
+COMMANDS: tuple[str, ...] = ("run", "soak", "check", "replay", "ranges", "select")
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -109,6 +109,7 @@ class SoakGenerator:
         self._published = 0
         self._queue: list[tuple[int, int, str, str]] = []  # (due_ms, tie, what, who)
         self._tie = itertools.count()
+        self._active: set[tuple[str, str]] = set()  # (fault kind, client) started and not yet healed
         self._key_names = [f"key-{i:04d}" for i in range(plan.keys)]
         kind, exponent = parse_key_distribution(plan.key_distribution)
         self._cum: list[float] | None = None
@@ -134,10 +135,15 @@ class SoakGenerator:
         if plan.churn_per_min > 0:
             self._schedule(self._exp(60_000 / plan.churn_per_min), "churn")
         self._schedule(1_000, "ack_held")
+        # the first fault of each kind comes early (within one mean interval, or the first third of the run), so
+        # that every kind asked for is injected in every run; the following ones come as a Poisson process
+        first_ms = plan.fault_every_s * 1_000
+        if plan.duration_s is not None:
+            first_ms = min(first_ms, plan.duration_s * 1_000 / 3)
         if "restart" in plan.faults and self.can_restart:
-            self._schedule(self._exp(plan.fault_every_s * 2_000), "restart")
+            self._schedule(rng.randint(1, max(1, round(first_ms))), "restart")
         for kind in plan.net_faults:
-            self._schedule(self._exp(plan.fault_every_s * 1_000), f"fault:{kind}")
+            self._schedule(rng.randint(1, max(1, round(first_ms))), f"fault:{kind}")
         while True:
             at, _, what, who = heapq.heappop(self._queue)
             if what == "publish":
@@ -165,15 +171,20 @@ class SoakGenerator:
                 kind = what.split(":", 1)[1]
                 self._schedule(at + self._exp(plan.fault_every_s * 1_000), what)
                 client = self._fault_client()
+                if (kind, client) in self._active:
+                    continue  # that client already suffers this fault: the next one comes at its time
                 if kind == "cut":
                     yield Timed(at, NetFault("cut", client))
                 else:
                     delay = plan.delay_ms if kind == "delay" else 0
                     yield Timed(at, NetFault(kind, client, delay_ms=delay))
                     heal_at = at + max(1, round(plan.fault_seconds * 1000 * rng.uniform(0.5, 1.5)))
+                    self._active.add((kind, client))
                     self._schedule(heal_at, f"heal:{kind}", client)
             elif what.startswith("heal:"):
-                yield Timed(at, NetFault(what.split(":", 1)[1], who, heal=True))
+                kind = what.split(":", 1)[1]
+                self._active.discard((kind, who))
+                yield Timed(at, NetFault(kind, who, heal=True))
 
     # --- pieces --------------------------------------------------------------------------------------------
 

@@ -290,7 +290,7 @@ class _SoakRun(_Run):
         self.faults: dict[str, int] = {}
         self.series: list[dict[str, float]] = []
         self.phase = "load"
-        self._last_status = 0.0
+        self._status_lock = threading.Lock()
         self._sample_second = 0
         self._sample_counts = (0, 0)
         self.live_count: LiveCount | None = None
@@ -386,6 +386,9 @@ class _SoakRun(_Run):
         self.scheduler = self.session.scheduler
         self.scheduler.on_tick(self._tick)
         self.started_ns = self.scheduler.now_ns()
+        status_done = threading.Event()
+        if self.status_cb is not None:
+            threading.Thread(target=self._status_loop, args=(status_done,), name="ks-soak-status", daemon=True).start()
         drained = quiet = interrupted = False
         failure: BaseException | None = None
         try:
@@ -422,6 +425,7 @@ class _SoakRun(_Run):
                 self.notes.extend(f"trace chunk writer: {e}" for e in self.pipeline.errors)
             self.chunks.close()
             self.session.close()
+        status_done.set()
         live_violations, live_kinds = self._live_result()
         self.phase = "check"
         self._report(force=True)
@@ -473,6 +477,8 @@ class _SoakRun(_Run):
             self._wait_until_ns(due_ns)
             if self.stop_event.is_set():
                 return
+            if bound_ns is not None and self.scheduler.now_ns() - self.started_ns >= bound_ns:
+                return  # running late (a slow broker, a fault): the duration holds all the same
             self._step(timed.step)
             self._tick()
             if plan.messages is not None and generator.published >= plan.messages:
@@ -492,7 +498,11 @@ class _SoakRun(_Run):
 
     def _tick(self) -> None:
         self._sample()
-        self._report()
+
+    def _status_loop(self, done: threading.Event) -> None:
+        """The status reporter's thread: a report every ``status_every_s`` of wall time, whatever blocks the run."""
+        while not done.wait(self.status_every_s):
+            self._report(force=True)
 
     def _sample(self, final: bool = False) -> None:
         """One row per whole second of the run's clock (messages published ok and received in it); ``final``
@@ -524,12 +534,15 @@ class _SoakRun(_Run):
                 )
 
     def _report(self, force: bool = False) -> None:
-        if self.status_cb is None:
+        """A status report (only forced ones: the driver's own progress calls are not the soak's)."""
+        if self.status_cb is None or not force:
             return
+        with self._status_lock:
+            self._emit_status()
+
+    def _emit_status(self) -> None:
+        assert self.status_cb is not None
         now = time.monotonic()
-        if not force and now - self._last_status < self.status_every_s:
-            return
-        self._last_status = now
         c = self.recorder.counters()
         recent = self.series[-5:]
         produced_rate = sum(r["produced"] for r in recent) / len(recent) if recent else 0.0
