@@ -61,7 +61,7 @@ def add_parser(subparsers: Any) -> None:
                         " changes per minute (default: 6; 0: none)")  # fmt: skip
     parser.add_argument(
         "--faults", default="", metavar="LIST", help="restart,cut,stall,delay,partition (default: none)"
-    )  # noqa: E501
+    )
     parser.add_argument("--seed", type=_int_arg, default=0, metavar="N", help="default: 0")
     parser.add_argument("--out", "-d", type=Path, metavar="DIR", help="artifacts directory (default: keyshared-runs/)")
     parser.add_argument("--profile", metavar="NAME", help="contract profile (default: from the target's claims)")
