@@ -49,6 +49,8 @@ __all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "run_s
 _KEEP_FAILED = 50
 #: Events per chunk.
 CHUNK_ROWS = 50_000
+#: Bound on closing the consumers at the end (they close in parallel).
+_CLOSE_BOUND_S = 10.0
 #: A chunk is written at least this often against real brokers (seconds).
 CHUNK_MAX_AGE_S = 10.0
 
@@ -297,6 +299,27 @@ class _SoakRun(_Run):
 
     # --- hooks into the driver's run loop ---------------------------------------------------------------
 
+    def _stop_workers(self) -> None:
+        """Tell every consumer loop to stop first, then join them (the driver joins one loop at a time)."""
+        for loop in list(getattr(self.scheduler, "_threads", {}).values()):
+            loop.stopping.set()
+            loop.wake.set()
+        super()._stop_workers()
+
+    def _close_handles(self) -> None:
+        """Close every consumer at once, each in a thread, bounded: a stuck broker answers no close."""
+        workers = list(self.workers.values())
+        self.workers.clear()
+        threads = [threading.Thread(target=_close_quietly, args=(w.handle,), daemon=True) for w in workers]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + _CLOSE_BOUND_S
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = sum(thread.is_alive() for thread in threads)
+        if stuck:
+            self.notes.append(f"{stuck} consumer(s) did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
+
     def _crashable(self, handle: str) -> bool:
         return handle in self.generator.crashable
 
@@ -403,8 +426,11 @@ class _SoakRun(_Run):
             failure = exc
             self.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
         finally:
+            timer = _Timer(self.notes)
             self._stop_workers()
+            timer.lap("stopping the consumer loops")
             self.notes.extend(self.session.stop_watching())
+            timer.lap("reading the client logs")
             counters = self.recorder.counters()
             end_fields: dict[str, Any] = {
                 "quiet": quiet,
@@ -418,13 +444,19 @@ class _SoakRun(_Run):
                 end_fields["error"] = f"{type(failure).__name__}: {failure}"
             self.recorder.end(drained=drained, **end_fields)
             self._close_handles()
+            timer.lap("closing the consumers")
             self.writer.close()
             if self.pipeline is not None:
                 if not self.pipeline.close():
                     self.notes.append("the trace pipeline did not finish in time; the last events may be missing")
                 self.notes.extend(f"trace chunk writer: {e}" for e in self.pipeline.errors)
             self.chunks.close()
-            self.session.close()
+            closer = threading.Thread(target=_close_quietly, args=(self.session,), daemon=True)
+            closer.start()
+            closer.join(_CLOSE_BOUND_S)
+            if closer.is_alive():
+                self.notes.append(f"the producers did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
+            timer.lap("closing the session")
         status_done.set()
         live_violations, live_kinds = self._live_result()
         self.phase = "check"
@@ -604,6 +636,25 @@ class _SoakRun(_Run):
             if path.exists() and path.stat().st_size:
                 out[name] = path
         return out
+
+
+def _close_quietly(handle: Any) -> None:
+    with contextlib.suppress(Exception):
+        handle.close()
+
+
+class _Timer:
+    """Notes the teardown phases that took long (a stuck broker shows here)."""
+
+    def __init__(self, notes: list[str]) -> None:
+        self.notes = notes
+        self.last = time.monotonic()
+
+    def lap(self, what: str) -> None:
+        now = time.monotonic()
+        if now - self.last > 2.0:
+            self.notes.append(f"teardown: {what} took {now - self.last:.1f}s")
+        self.last = now
 
 
 def _resolve_profile(profile: Any) -> Any:
