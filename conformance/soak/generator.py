@@ -137,9 +137,8 @@ class SoakGenerator:
         self._schedule(1_000, "ack_held")
         # the first fault of each kind comes early (within one mean interval, or the first third of the run), so
         # that every kind asked for is injected in every run; the following ones come as a Poisson process
-        first_ms = plan.fault_every_s * 1_000
-        if plan.duration_s is not None:
-            first_ms = min(first_ms, plan.duration_s * 1_000 / 3)
+        expected_s = plan.duration_s if plan.duration_s is not None else (plan.messages or 0) / plan.rate
+        first_ms = min(plan.fault_every_s * 1_000, expected_s * 1_000 / 3)
         if "restart" in plan.faults and self.can_restart:
             self._schedule(rng.randint(1, max(1, round(first_ms))), "restart")
         for kind in plan.net_faults:
