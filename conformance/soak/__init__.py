@@ -5,8 +5,10 @@ The driver side (running the steps, the nemesis, the chunked trace) is ``pytest_
 
 from conformance.soak.generator import PRODUCERS_CLIENT, NetFault, SoakGenerator, Timed
 from conformance.soak.plan import (
+    BEHAVIOUR_LABELS,
     FAULT_KINDS,
     NET_FAULTS,
+    PUBLISH_MODES,
     SoakPlan,
     parse_duration,
     parse_faults,
@@ -14,9 +16,11 @@ from conformance.soak.plan import (
 )
 
 __all__ = [
+    "BEHAVIOUR_LABELS",
     "FAULT_KINDS",
     "NET_FAULTS",
     "PRODUCERS_CLIENT",
+    "PUBLISH_MODES",
     "NetFault",
     "SoakGenerator",
     "SoakPlan",

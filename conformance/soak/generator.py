@@ -2,8 +2,10 @@
 
 :class:`SoakGenerator` yields :class:`Timed` steps, each due ``at_ms`` after the run began (on the run's clock),
 in due order.  The steps are the scenario steps of :mod:`conformance.scenarios` (publish, open, close, crash,
-set_behaviour, ack_held, nack_held, redeliver, pause, resume, restart_broker) plus :class:`NetFault`, a fault
-the nemesis applies to one client's connections.  Everything comes from one ``random.Random(seed)``, and the
+set_behaviour, ack_held, nack_held, redeliver, pause, resume, restart_broker).  The network faults come from
+:meth:`SoakGenerator.nemesis`, a stream of its own: the nemesis runs beside the workload (as in Jepsen), so that
+a fault which blocks a client (a partitioned producer) cannot hold back the faults and heals that follow it.
+Everything comes from ``random.Random(seed)`` (the faults from a second source seeded from it), and the
 generator never looks at what the broker did, so a plan gives the same steps on every run; against the model
 (stepped on its simulated clock) the same seed therefore gives the same trace, byte for byte.
 
@@ -18,8 +20,8 @@ What the mix holds:
   receiver queue), hold then ack (``ack_held`` a while later), nack (then ack the redelivery);
 * churn, ``churn_per_min`` changes a minute: joins (a fresh handle name every time: a handle is never
   reused), leaves, crashes (targets that can), behaviour changes, redeliver requests, pause and resume;
-* faults: broker restarts, and per client connection cut, stall, delay and partition (started, then healed
-  ``fault_seconds`` later).
+* faults: broker restarts (in the step stream), and per client connection cut, stall, delay and partition
+  (from :meth:`SoakGenerator.nemesis`; healed about ``fault_seconds`` later).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
 
 from conformance.scenarios import (
     AckHeld,
@@ -58,18 +59,24 @@ PRODUCERS_CLIENT = "producers"
 
 @dataclass(frozen=True, slots=True)
 class NetFault:
-    """A nemesis action on the connections of one client (a consumer handle, or :data:`PRODUCERS_CLIENT`).
+    """A nemesis action on the connections of one client, due ``at_ms`` after the run began.
 
     ``kind``: ``cut`` (close its connections once), ``stall`` (forward nothing), ``delay`` (add ``delay_ms``
-    to everything forwarded), ``partition`` (cut, and refuse new connections).  ``heal`` ends a stall, delay
-    or partition.
+    to everything forwarded), ``partition`` (cut, and refuse new connections); the last three end (heal)
+    ``seconds`` later.  The client is chosen when the fault is due, among the clients then open:
+    ``pick`` (in [0, 1)) indexes the consumers in open order followed by :data:`PRODUCERS_CLIENT`.
     """
 
-    do: ClassVar[str] = "net_fault"
+    at_ms: int
     kind: str
-    client: str
-    heal: bool = False
+    pick: float
+    seconds: float = 0.0
     delay_ms: int = 0
+
+    def client(self, consumers: list[str]) -> str:
+        """The client this fault touches, given the consumer handles open now (in open order)."""
+        clients = [*consumers, PRODUCERS_CLIENT]
+        return clients[min(int(self.pick * len(clients)), len(clients) - 1)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +84,7 @@ class Timed:
     """A step and when it is due, in ms after the run began."""
 
     at_ms: int
-    step: Step | NetFault
+    step: Step
 
 
 _BEHAVIOURS = ("ack", "ack", "ack", "ack_after", "slow", "hold", "nack")
@@ -109,7 +116,8 @@ class SoakGenerator:
         self._published = 0
         self._queue: list[tuple[int, int, str, str]] = []  # (due_ms, tie, what, who)
         self._tie = itertools.count()
-        self._active: set[tuple[str, str]] = set()  # (fault kind, client) started and not yet healed
+        allowed = plan.behaviours or _BEHAVIOURS
+        self._behaviour_labels = tuple(label for label in _BEHAVIOURS if label in allowed)
         self._key_names = [f"key-{i:04d}" for i in range(plan.keys)]
         kind, exponent = parse_key_distribution(plan.key_distribution)
         self._cum: list[float] | None = None
@@ -137,12 +145,9 @@ class SoakGenerator:
         self._schedule(1_000, "ack_held")
         # the first fault of each kind comes early (within one mean interval, or the first third of the run), so
         # that every kind asked for is injected in every run; the following ones come as a Poisson process
-        expected_s = plan.duration_s if plan.duration_s is not None else (plan.messages or 0) / plan.rate
-        first_ms = min(plan.fault_every_s * 1_000, expected_s * 1_000 / 3)
+        first_ms = self._first_fault_ms()
         if "restart" in plan.faults and self.can_restart:
             self._schedule(rng.randint(1, max(1, round(first_ms))), "restart")
-        for kind in plan.net_faults:
-            self._schedule(rng.randint(1, max(1, round(first_ms))), f"fault:{kind}")
         while True:
             at, _, what, who = heapq.heappop(self._queue)
             if what == "publish":
@@ -166,29 +171,38 @@ class SoakGenerator:
             elif what == "restart":
                 self._schedule(at + self._exp(plan.fault_every_s * 2_000), "restart")
                 yield Timed(at, RestartBroker(kill=rng.random() < 0.5))
-            elif what.startswith("fault:"):
-                kind = what.split(":", 1)[1]
-                self._schedule(at + self._exp(plan.fault_every_s * 1_000), what)
-                client = self._fault_client()
-                if (kind, client) in self._active:
-                    continue  # that client already suffers this fault: the next one comes at its time
-                if kind == "cut":
-                    yield Timed(at, NetFault("cut", client))
-                else:
-                    delay = plan.delay_ms if kind == "delay" else 0
-                    yield Timed(at, NetFault(kind, client, delay_ms=delay))
-                    heal_at = at + max(1, round(plan.fault_seconds * 1000 * rng.uniform(0.5, 1.5)))
-                    self._active.add((kind, client))
-                    self._schedule(heal_at, f"heal:{kind}", client)
-            elif what.startswith("heal:"):
-                kind = what.split(":", 1)[1]
-                self._active.discard((kind, who))
-                yield Timed(at, NetFault(kind, who, heal=True))
+
+    def nemesis(self) -> Iterator[NetFault]:
+        """The network faults of the plan, in due order, forever (from a random source of their own, so that
+        they do not shift the workload's steps).  The first of each kind comes early, like restarts."""
+        plan = self.plan
+        if not plan.net_faults:
+            return
+        rng = random.Random(plan.seed * 7919 + 17)
+        first_ms = self._first_fault_ms()
+        queue = [(rng.randint(1, max(1, round(first_ms))), n, kind) for n, kind in enumerate(plan.net_faults)]
+        heapq.heapify(queue)
+        tie = itertools.count(len(queue))
+        while True:
+            at, _, kind = heapq.heappop(queue)
+            heapq.heappush(queue, (at + self._exp_with(rng, plan.fault_every_s * 1_000), next(tie), kind))
+            seconds = 0.0 if kind == "cut" else round(plan.fault_seconds * rng.uniform(0.5, 1.5), 3)
+            delay = plan.delay_ms if kind == "delay" else 0
+            yield NetFault(at, kind, rng.random(), seconds, delay)
 
     # --- pieces --------------------------------------------------------------------------------------------
 
     def _schedule(self, at_ms: int, what: str, who: str = "") -> None:
         heapq.heappush(self._queue, (at_ms, next(self._tie), what, who))
+
+    def _first_fault_ms(self) -> float:
+        plan = self.plan
+        expected_s = plan.duration_s if plan.duration_s is not None else (plan.messages or 0) / plan.rate
+        return min(plan.fault_every_s * 1_000, expected_s * 1_000 / 3)
+
+    @staticmethod
+    def _exp_with(rng: random.Random, mean_ms: float) -> int:
+        return max(1, round(rng.expovariate(1.0 / mean_ms)))
 
     def _exp(self, mean_ms: float) -> int:
         """An exponential wait (a Poisson process) of mean ``mean_ms``, at least 1 ms."""
@@ -207,7 +221,9 @@ class SoakGenerator:
             count = min(count, plan.messages - self._published)
         self._published += count
         key_field = rng.choice(_KEY_FIELDS)
-        batching = "none" if key_field == "none" else rng.choice(_BATCHING)
+        batching = rng.choice(_BATCHING)
+        if key_field == "none" or plan.publish == "sync":
+            batching = "none"
         if batching == "none":
             keys = tuple(self._key() for _ in range(count))
         else:
@@ -235,7 +251,7 @@ class SoakGenerator:
     def _behaviour(self) -> tuple[str, Behaviour, int | None]:
         """(label, behaviour, receiver queue or None for the plan's)."""
         rng = self.rng
-        label = rng.choice(_BEHAVIOURS)
+        label = rng.choice(self._behaviour_labels)
         if label == "ack_after":
             return label, Behaviour("ack_after", delay_ms=rng.randint(5, 300)), None
         if label == "slow":
@@ -260,11 +276,6 @@ class SoakGenerator:
         self.live.remove(handle)
         self.behaviours.pop(handle, None)
         self.paused.discard(handle)
-
-    def _fault_client(self) -> str:
-        if not self.live or self.rng.random() < 0.2:
-            return PRODUCERS_CLIENT
-        return self.rng.choice(self.live)
 
     def _churn(self, at: int) -> list[Step]:
         plan, rng = self.plan, self.rng

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from reference_model.errors import InvalidArgument, did_you_mean
 
 __all__ = [
+    "BEHAVIOUR_LABELS",
     "FAULT_KINDS",
     "NET_FAULTS",
+    "PUBLISH_MODES",
     "SoakPlan",
     "parse_duration",
     "parse_faults",
@@ -26,6 +28,12 @@ __all__ = [
 FAULT_KINDS: tuple[str, ...] = ("restart", "cut", "stall", "delay", "partition")
 #: The faults that need the loopback proxy (real brokers only).
 NET_FAULTS: frozenset[str] = frozenset({"cut", "stall", "delay", "partition"})
+
+#: Consumer behaviours: ack at once, ack after a short delay, slow (a long delay and a small receiver queue),
+#: hold then ack (``ack_held`` a while later), nack then ack the redelivery.
+BEHAVIOUR_LABELS: tuple[str, ...] = ("ack", "ack_after", "slow", "hold", "nack")
+#: How publishes are sent (see :attr:`SoakPlan.publish`).
+PUBLISH_MODES: tuple[str, ...] = ("auto", "mixed", "sync")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -92,6 +100,11 @@ class SoakPlan:
     fault_every_s: float = 8.0  #: mean time between two faults of one kind
     fault_seconds: float = 2.0  #: how long a stall, delay or partition lasts
     delay_ms: int = 50  #: latency the ``delay`` fault adds to each forwarded chunk
+    #: ``mixed``: sync sends and async key-based batches; ``sync``: sync sends only; ``auto``: what the target
+    #: takes (``sync`` where pipelined sends are a known trap, e.g. pulsar-lite), resolved by the driver
+    publish: str = "auto"
+    #: consumer behaviours drawn from (all of :data:`BEHAVIOUR_LABELS` when empty)
+    behaviours: tuple[str, ...] = ()
     receiver_queue: int = 200
     drain_timeout_ms: int = 30_000
     extra: dict[str, str] = field(default_factory=dict, compare=False)
@@ -122,6 +135,16 @@ class SoakPlan:
                 raise InvalidArgument(
                     f"Unknown fault {kind!r}.{did_you_mean(kind, FAULT_KINDS)} Faults: {', '.join(FAULT_KINDS)}."
                 )
+        for label in self.behaviours:
+            if label not in BEHAVIOUR_LABELS:
+                raise InvalidArgument(
+                    f"Unknown behaviour {label!r}.{did_you_mean(label, BEHAVIOUR_LABELS)}"
+                    f" Behaviours: {', '.join(BEHAVIOUR_LABELS)}."
+                )
+        if self.publish not in PUBLISH_MODES:
+            raise InvalidArgument(
+                f"Expected --publish to be one of {', '.join(PUBLISH_MODES)} but got {self.publish!r}."
+            )
         if not (self.fault_every_s > 0 and self.fault_seconds > 0 and self.delay_ms >= 0):
             raise InvalidArgument("Expected fault_every_s > 0, fault_seconds > 0 and delay_ms >= 0.")
 
@@ -146,6 +169,8 @@ class SoakPlan:
             "fault_every_s": self.fault_every_s,
             "fault_seconds": self.fault_seconds,
             "delay_ms": self.delay_ms,
+            "publish": self.publish,
+            "behaviours": list(self.behaviours),
             "receiver_queue": self.receiver_queue,
             "drain_timeout_ms": self.drain_timeout_ms,
         }

@@ -62,6 +62,19 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--faults", default="", metavar="LIST", help="restart,cut,stall,delay,partition (default: none)"
     )
+    parser.add_argument(
+        "--publish",
+        default="auto",
+        choices=("auto", "mixed", "sync"),
+        help="mixed: sync sends and async key-based batches; sync: sync only; auto (default): sync on targets where"
+        " pipelined sends are a known trap (pulsar-lite), else mixed",
+    )
+    parser.add_argument(
+        "--behaviours",
+        default="",
+        metavar="LIST",
+        help="consumer behaviours to draw from: ack,ack_after,slow,hold,nack (default: all)",
+    )
     parser.add_argument("--seed", type=_int_arg, default=0, metavar="N", help="default: 0")
     parser.add_argument("--out", "-d", type=Path, metavar="DIR", help="artifacts directory (default: keyshared-runs/)")
     parser.add_argument("--profile", metavar="NAME", help="contract profile (default: from the target's claims)")
@@ -107,6 +120,8 @@ def plan_from_args(args: argparse.Namespace) -> Any:
         churn_per_min=args.churn,
         faults=parse_faults(args.faults),
         seed=args.seed,
+        publish=args.publish,
+        behaviours=tuple(b.strip() for b in args.behaviours.split(",") if b.strip()),
         drain_timeout_ms=int(parse_duration(args.drain_timeout) * 1000),
     )
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.scenarios import Scenario, Settings, SubscriptionSettings
-from conformance.soak import PRODUCERS_CLIENT, NetFault, SoakGenerator, SoakPlan
+from conformance.soak import SoakGenerator, SoakPlan
 from conformance.trace import Event, Op, TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
 from pytest_keyshared.driver.pipeline import TracePipeline
@@ -251,6 +251,9 @@ def run_soak(
     if not isinstance(plan, SoakPlan):
         raise InvalidArgument(f"Expected a conformance.soak.SoakPlan but got {type(plan).__name__}.")
     check_soak_plan(target, plan)
+    if plan.publish == "auto":
+        sync = bool(getattr(getattr(target, "quirks", None), "sync_publish", False))
+        plan = dataclasses.replace(plan, publish="sync" if sync else "mixed")
     run = _SoakRun(
         target, plan, out_dir=Path(out_dir), profile=profile, live_check=live_check, status=status, stop=stop
     )
@@ -296,6 +299,7 @@ class _SoakRun(_Run):
         self._sample_second = 0
         self._sample_counts = (0, 0)
         self.live_count: LiveCount | None = None
+        self.nemesis: Any = None
 
     # --- hooks into the driver's run loop ---------------------------------------------------------------
 
@@ -330,26 +334,6 @@ class _SoakRun(_Run):
         if not ok and len(self.failed) < _KEEP_FAILED:
             self.failed.append(StepOutcome(0, step.do, ok, time.monotonic() - started, note))
         self.sent.clear()  # the soak never resends: keep no message after its publish step
-
-    def _do_net_fault(self, step: NetFault) -> tuple[bool, str]:
-        session = self.session
-        apply = getattr(session, "apply", None)
-        if apply is None:
-            return False, "no nemesis on this target"
-        if step.client == PRODUCERS_CLIENT:
-            touched: dict[str, Any] = {"producers": session.producer_names()}  # type: ignore[attr-defined]
-        elif step.client in self.workers:
-            touched = {"consumers": [step.client]}
-        else:  # the consumer left meanwhile: heal its proxy quietly, there is nothing to record
-            apply(step)
-            return True, ""
-        name = f"net_{step.kind}" + ("_heal" if step.heal else "")
-        self.recorder.fault(name, client=step.client, delay_ms=step.delay_ms or None, **touched)
-        apply(step)
-        if not step.heal:
-            self.faults[step.kind] = self.faults.get(step.kind, 0) + 1
-        session.poll_faults()
-        return True, ""
 
     def _do_restart_broker(self, step: Any) -> tuple[bool, str]:
         self.faults["restart"] = self.faults.get("restart", 0) + 1
@@ -414,8 +398,11 @@ class _SoakRun(_Run):
             threading.Thread(target=self._status_loop, args=(status_done,), name="ks-soak-status", daemon=True).start()
         drained = quiet = interrupted = False
         failure: BaseException | None = None
+        self.nemesis: Any = None
         try:
+            self._start_nemesis()
             self._load()
+            self._stop_nemesis()
             self.phase = "drain"
             self._report(force=True)
             quiet = self._drain()
@@ -427,6 +414,7 @@ class _SoakRun(_Run):
             self.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
         finally:
             timer = _Timer(self.notes)
+            self._stop_nemesis()
             self._stop_workers()
             timer.lap("stopping the consumer loops")
             self.notes.extend(self.session.stop_watching())
@@ -495,6 +483,29 @@ class _SoakRun(_Run):
         if failure is not None and not interrupted:
             raise failure
         return result
+
+    def _start_nemesis(self) -> None:
+        from pytest_keyshared.soak.nemesis import Nemesis, ProxiedSession
+
+        if not isinstance(self.session, ProxiedSession):
+            return
+        self.nemesis = Nemesis(
+            self.session,
+            self.recorder,
+            self.generator.nemesis(),
+            lambda: list(self.workers),
+            started=time.monotonic() - (self.scheduler.now_ns() - self.started_ns) / 1e9,
+        )
+        self.nemesis.start()
+
+    def _stop_nemesis(self) -> None:
+        nemesis, self.nemesis = self.nemesis, None
+        if nemesis is None:
+            return
+        nemesis.stop()
+        for kind, count in nemesis.counts.items():
+            self.faults[kind] = self.faults.get(kind, 0) + count
+        self.notes.extend(f"nemesis: {e}" for e in nemesis.errors)
 
     def _load(self) -> None:
         """Run the generator's steps, each when due, until the duration, the message count or a stop."""
@@ -589,7 +600,7 @@ class _SoakRun(_Run):
                     consumed=c.received,
                     outstanding=self.recorder.outstanding if isinstance(self.recorder, SoakRecorder) else 0,
                     consumers=len(self.workers),
-                    faults=sum(self.faults.values()),
+                    faults=sum(self.faults.values()) + (sum(self.nemesis.counts.values()) if self.nemesis else 0),
                     violations=self._live_result()[0],
                     events=c.events,
                     phase=self.phase,
