@@ -398,7 +398,6 @@ class _SoakRun(_Run):
             threading.Thread(target=self._status_loop, args=(status_done,), name="ks-soak-status", daemon=True).start()
         drained = quiet = interrupted = False
         failure: BaseException | None = None
-        self.nemesis: Any = None
         try:
             self._start_nemesis()
             self._load()
