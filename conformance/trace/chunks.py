@@ -80,13 +80,15 @@ class ChunkWriter:
         self._started = self._clock()
         if not self._buffer:
             return None
-        events, self._buffer = self._buffer, []
-        self._columns = merge_kinds(self._columns, extension_kinds(events))
+        events = self._buffer  # cleared only once written: an interrupted write is done again by close()
+        columns = merge_kinds(self._columns, extension_kinds(events))
         name = CHUNK_PATTERN.format(self.chunks)
         tmp = self.directory / f".{name}.tmp"
-        write_parquet(tmp, self.header, events, columns=self._columns)
+        write_parquet(tmp, self.header, events, columns=columns)
         final = self.directory / name
         os.replace(tmp, final)
+        self._buffer = []
+        self._columns = columns
         self.chunks += 1
         return final
 

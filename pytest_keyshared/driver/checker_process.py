@@ -153,7 +153,7 @@ def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by 
         for position, line in enumerate(lines, start=2):
             found += len(checker.feed(validator.event(json.loads(line), position)))
             if position % 2048 == 0:
-                if keep is not None and position % 49152 == 0:
+                if keep is not None and position % 10240 == 0:
                     from pytest_keyshared.soak.live import prune
 
                     prune(checker, int(keep))

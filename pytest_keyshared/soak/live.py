@@ -25,9 +25,9 @@ from typing import Any
 __all__ = ["DEFAULT_KEEP", "PRUNE_EVERY", "LiveCount", "prune"]
 
 #: Settled messages (and identity entries) remembered per map.
-DEFAULT_KEEP = 100_000
+DEFAULT_KEEP = 20_000
 #: Events between two prunes.
-PRUNE_EVERY = 50_000
+PRUNE_EVERY = 10_000
 
 
 def _trim(mapping: dict[Any, Any], keep: int) -> list[Any]:

@@ -48,7 +48,7 @@ __all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "run_s
 #: Failed step outcomes kept for the summary (the rest are counted).
 _KEEP_FAILED = 50
 #: Events per chunk.
-CHUNK_ROWS = 50_000
+CHUNK_ROWS = 20_000
 #: Bound on closing the consumers at the end (they close in parallel).
 _CLOSE_BOUND_S = 10.0
 #: A chunk is written at least this often against real brokers (seconds).
@@ -628,8 +628,12 @@ class _SoakRun(_Run):
         except ImportError as exc:
             self.notes.append(f"trace not judged: no checker installed ({exc})")
             return None
-        header, events = read_chunks(trace_dir)
-        return check_trace(events, header=header, profile=profile)
+        try:
+            header, events = read_chunks(trace_dir)
+            return check_trace(events, header=header, profile=profile)
+        except Exception as exc:  # an unreadable trace (a chunk lost to a crash): no verdict, exit code 4
+            self.notes.append(f"the trace chunks could not be checked: {type(exc).__name__}: {exc}")
+            return None
 
     def _artifacts(self, trace_dir: Path, verdict_path: Path | None, broker_log: Path | None) -> dict[str, Path]:
         out = {"trace": trace_dir, "plan": self.out_dir / "soak.json", "summary": self.out_dir / "summary.json"}

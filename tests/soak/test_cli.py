@@ -60,3 +60,37 @@ def test_model_soak_plain_output(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     assert "keyshared soak: reference model" in captured.out and "verdict: VALID" in captured.out
     assert "[done]" in captured.err  # progress lines, plain (not a terminal)
+
+
+def test_ctrl_c_completes_the_trace_and_exits_130(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conformance.trace.chunks import read_chunks
+
+    out = tmp_path / "soak"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_keyshared.cli", "soak", "--target", "model", "--duration", "1h",
+         "--churn", "60", "--out", str(out), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not list((out / "trace").glob("part-*.parquet")) and time.monotonic() < deadline:
+            time.sleep(0.2)  # a first chunk (20,000 events) means the load is well under way
+        proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    summary = json.loads(stdout)
+    # not drained, so undelivered is not judged: unknown, with nothing else found (the model keeps the contract)
+    assert summary["interrupted"] is True and summary["validity"] == "unknown" and not any(summary["counts"].values())
+    events = list(read_chunks(out / "trace")[1])
+    assert events[-1].op.value == "end" and events[-1].extra.get("interrupted") is True
+    assert (out / "verdict.json").exists()
