@@ -60,7 +60,7 @@ def test_classic_dispatcher_held_to_pip379_is_caught_within_60s(tmp_path: Path) 
         if status.violations:
             stop.set()
 
-    plan = SoakPlan(duration_s=60, rate=300, churn_per_min=120, seed=1)
+    plan = SoakPlan(duration_s=60, rate=300, churn_per_min=600, seed=1)
     result = _soak("model:classic", plan, tmp_path, profile="pip379", status=on_status, status_every_s=0.1, stop=stop)
     assert result.exit_code == 1
     kinds = set(result.violation_kinds())
