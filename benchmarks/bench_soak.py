@@ -51,6 +51,9 @@ def rss_mb() -> float:
     return 0.0
 
 
+RECEIVER_QUEUE = [1000]  # the driver's default receiver queue, as the raw loop's client default
+
+
 def soak_round(target: PulsarLiteTarget, out: Path, seed: int, messages: int, keys: int, consumers: int) -> float:
     """Seconds from the first send to the last acknowledgement of a churn-free, fault-free soak (per its trace)."""
     plan = SoakPlan(
@@ -63,6 +66,7 @@ def soak_round(target: PulsarLiteTarget, out: Path, seed: int, messages: int, ke
         behaviours=("ack",),
         publish="sync",
         seed=seed,
+        receiver_queue=RECEIVER_QUEUE[0],
     )
     result = run_soak(target, plan, out_dir=out)
     first_send = last_ack = None
