@@ -26,6 +26,7 @@ __all__ = [
     "Checker",
     "FailoverFactory",
     "ScenarioRunner",
+    "SoakRunner",
     "TraceFactory",
     "missing_capability",
     "open_session_target",
@@ -315,6 +316,37 @@ class ScenarioRunner:
 
             verdict = check_trace(trace_path, profile=profile, engine="spark", spark=self.spark)
             result = _with_verdict(result, verdict)
+        return result
+
+
+class SoakRunner:
+    """``keyshared_soak(duration="30s", *, messages=None, **plan)``: a soak of the session's target.
+
+    ``plan`` takes any :class:`conformance.soak.SoakPlan` field (``churn_per_min``, ``faults``, ``rate``, ...);
+    the seed is the case's.  Faults the target cannot take skip the test, saying why; a bad value fails it in
+    one line.
+    """
+
+    def __init__(self, target: Any, case: CaseState) -> None:
+        self.target = target
+        self.case = case
+
+    def __call__(self, duration: str | float | None = "30s", *, messages: int | None = None, **plan: Any) -> Any:
+        from conformance.soak import SoakPlan, parse_duration
+        from pytest_keyshared.soak import check_soak_plan, run_soak
+        from pytest_keyshared.targets import UnsupportedByTarget
+
+        try:
+            seconds = None if messages is not None else parse_duration(str(duration))
+            soak_plan = SoakPlan(duration_s=seconds, messages=messages, **{"seed": self.case.seed, **plan})
+        except ValueError as exc:
+            pytest.fail(f"keyshared_soak: {exc}", pytrace=False)
+        try:
+            check_soak_plan(self.target, soak_plan)
+        except UnsupportedByTarget as exc:
+            pytest.skip(str(exc))
+        result = run_soak(self.target, soak_plan, out_dir=self.case.next_run_dir(f"soak-{self.case.runs + 1}"))
+        self.case.record.traces.append(str(result.trace_dir))
         return result
 
 

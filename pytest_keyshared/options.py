@@ -144,6 +144,15 @@ def _choice(choices: tuple[str, ...], *, prefix: str = "") -> Callable[[str], st
     return parse
 
 
+def _soak_duration(value: str) -> float:
+    from conformance.soak import parse_duration  # not at module level: this module stays stdlib-only
+
+    try:
+        return parse_duration(_text(value))
+    except ValueError as exc:
+        raise ValueError(str(exc).rstrip(".").replace("Expected", "expected")) from None
+
+
 def _path(value: str) -> Path:
     return Path(_text(value)).expanduser()
 
@@ -232,6 +241,14 @@ SETTINGS: Mapping[str, Setting] = {
             None,
             _path,
             metavar="FILE",
+        ),
+        Setting(
+            "soak",
+            "Add the soak case (soak/churn-and-faults) to the conformance run: a randomized run of this duration "
+            "(e.g. 2m) with consumer churn and every fault the target can take (docs/soak.md). Default: off.",
+            None,
+            _soak_duration,
+            metavar="DURATION",
         ),
         Setting(
             "results",

@@ -33,7 +33,7 @@ import pytest
 from pytest_keyshared.state import CASE_KEY, STATE_KEY, CaseState, SessionState, case_seed
 
 if TYPE_CHECKING:
-    from pytest_keyshared.fixtures import Checker, FailoverFactory, ScenarioRunner, TraceFactory
+    from pytest_keyshared.fixtures import Checker, FailoverFactory, ScenarioRunner, SoakRunner, TraceFactory
     from pytest_keyshared.results import CaseRecord
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "keyshared_run",
     "keyshared_seed",
     "keyshared_settings",
+    "keyshared_soak",
     "keyshared_spark",
     "keyshared_target",
     "keyshared_trace",
@@ -51,6 +52,7 @@ __all__ = [
     "pytest_addoption",
     "pytest_collection_modifyitems",
     "pytest_configure",
+    "pytest_ignore_collect",
     "pytest_report_header",
     "pytest_runtest_makereport",
     "pytest_runtest_setup",
@@ -238,6 +240,15 @@ def _is_case(item: pytest.Item) -> bool:
     if any(item.get_closest_marker(name) for name in ("keyshared_contract", "keyshared_requires", "keyshared_case")):
         return True
     return bool(_STATE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The soak case (``conformance/cases/test_soak.py``) is collected only with ``--keyshared-soak=DURATION``."""
+    if collection_path.name != "test_soak.py" or collection_path.parent.name != "cases":
+        return None
+    if collection_path.parent.parent.name != "conformance":
+        return None
+    return _state(config).value("soak") is None or None
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -563,6 +574,19 @@ def _spark_for(request: pytest.FixtureRequest, case: CaseState) -> Any:
     if case.settings.get("engine") != "spark":
         return None
     return request.getfixturevalue("keyshared_spark")
+
+
+@pytest.fixture
+def keyshared_soak(request: pytest.FixtureRequest, keyshared_target: Any) -> SoakRunner:
+    """Soak the target: ``result = keyshared_soak("2m", churn_per_min=12, faults=("cut", "restart"))``.
+
+    Takes a duration (``"90s"``, ``"10m"``, seconds) or ``messages=N`` and any other ``conformance.soak.SoakPlan``
+    field; runs with this case's seed, saves the chunks, verdict and summary under the case's artifacts, and
+    returns the ``SoakResult`` (pass it to ``keyshared_check``).  Faults the target cannot take skip the test.
+    """
+    from pytest_keyshared.fixtures import SoakRunner
+
+    return SoakRunner(keyshared_target, _case_state(request.node))
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ times faster (``docs/checker.md``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from conformance.trace.events import CORE_FIELDS, Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.reader import PARQUET_HEADER_KEY, PARQUET_JSON_COLUMNS_KEY, open_trace
 
-__all__ = ["CORE_TYPES", "convert_to_parquet", "write_parquet"]
+__all__ = ["CORE_TYPES", "convert_to_parquet", "extension_kinds", "merge_kinds", "write_parquet"]
 
 #: pyarrow type names of the core columns.
 CORE_TYPES: dict[str, str] = {
@@ -64,6 +64,19 @@ def _merge_kind(a: str | None, b: str) -> str:
     return "json"
 
 
+def merge_kinds(a: Mapping[str, str], b: Mapping[str, str]) -> dict[str, str]:
+    """The column kinds that hold the values of both ``a`` and ``b`` (sorted by name)."""
+    merged = dict(a)
+    for name, kind in b.items():
+        merged[name] = _merge_kind(merged.get(name), kind)
+    return dict(sorted(merged.items()))
+
+
+def extension_kinds(events: Iterable[Event]) -> dict[str, str]:
+    """Extension column -> its kind (``int64``, ``float64``, ``bool``, ``string`` or ``json``), over ``events``."""
+    return _extension_kinds(events)
+
+
 def _extension_kinds(events: Iterable[Event]) -> dict[str, str]:
     kinds: dict[str, str] = {}
     for event in events:
@@ -75,9 +88,17 @@ def _extension_kinds(events: Iterable[Event]) -> dict[str, str]:
 
 
 def write_parquet(
-    path: str | Path, header: TraceHeader, events: Iterable[Event] | Callable[[], Iterable[Event]]
+    path: str | Path,
+    header: TraceHeader,
+    events: Iterable[Event] | Callable[[], Iterable[Event]],
+    *,
+    columns: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write ``events`` (an iterable, or a function returning a fresh iterable for two passes) to ``path``."""
+    """Write ``events`` (an iterable, or a function returning a fresh iterable for two passes) to ``path``.
+
+    ``columns`` (extension column -> kind, see :func:`extension_kinds`) adds columns the events may lack, so
+    files written apart (the chunks of :mod:`.chunks`) share one schema; the events' own kinds are merged in.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -88,6 +109,8 @@ def write_parquet(
         materialized = list(events)
         kinds = _extension_kinds(materialized)
         rows = materialized
+    if columns is not None:
+        kinds = merge_kinds(columns, kinds)
     types = {
         "int64": pa.int64(),
         "string": pa.string(),

@@ -42,7 +42,11 @@ class CheckerProcessError(Exception):
 class CheckerProcess:
     """Parent side: start the child, stream trace lines to it, collect the verdict."""
 
-    def __init__(self, header: TraceHeader, profile: Any, *, log_path: Path) -> None:
+    def __init__(
+        self, header: TraceHeader, profile: Any, *, log_path: Path, options: dict[str, Any] | None = None
+    ) -> None:
+        """``options``: ``prune_keep`` (the soak's bounded live check, :mod:`pytest_keyshared.soak.live`) and
+        ``status_path`` (a file the child rewrites with ``"<events> <violations>"`` now and then)."""
         with log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "pytest_keyshared.driver.checker_process"],
@@ -61,6 +65,7 @@ class CheckerProcess:
             "profile_pickle": None
             if profile is None or isinstance(profile, str)
             else base64.b64encode(pickle.dumps(profile)).decode(),
+            **(options or {}),
         }
         self.feed_lines((json.dumps(first) + "\n").encode())
 
@@ -142,8 +147,18 @@ def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by 
             profile = get_profile(profile)
         checker = TraceChecker(TraceHeader.from_dict(first["header"]), profile=profile)
         validator = EventValidator("the live trace")
+        keep = first.get("prune_keep")
+        status = first.get("status_path")
+        found = 0
         for position, line in enumerate(lines, start=2):
-            checker.feed(validator.event(json.loads(line), position))
+            found += len(checker.feed(validator.event(json.loads(line), position)))
+            if position % 2048 == 0:
+                if keep is not None and position % 10240 == 0:
+                    from pytest_keyshared.soak.live import prune
+
+                    prune(checker, int(keep))
+                if status is not None:
+                    Path(status).write_text(f"{position - 1} {found}\n", encoding="utf-8")
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         for _ in lines:  # keep reading, so the parent never blocks on a full pipe

@@ -10,7 +10,8 @@ between a client call and the next: the harness must not slow the clients it obs
 
 Lines are flushed after every batch and at least every ``flush_every_s``, so a run that hangs still leaves
 its trace on disk; :meth:`close` writes and checks everything still queued.  The file is byte for byte what
-``TraceWriter(path, header)`` writes: the same header line, then ``Event.to_json()`` per event.  Runs against
+``TraceWriter(path, header)`` writes: the same header line, then ``Event.to_json()`` per event.  With no
+``path`` nothing is written here: ``event_listeners`` (the soak's Parquet chunk writer) get the events.  Runs against
 the model need none of this (no threads there): the writer keeps its own file and feeds the checker inline.
 """
 
@@ -38,18 +39,24 @@ class TracePipeline:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         header: TraceHeader,
         listeners: list[Callable[[bytes], None]],
         *,
         flush_every_s: float = 0.02,
+        event_listeners: list[Callable[[list[Event]], None]] | None = None,
     ) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] = path.open("w", encoding="utf-8")
-        self._fh.write(header.to_json() + "\n")
-        self._fh.flush()
+        self._fh: IO[str] | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = path.open("w", encoding="utf-8")
+            self._fh.write(header.to_json() + "\n")
+            self._fh.flush()
         self._listeners = listeners
+        #: called with each batch of events, in trace order, on the pipeline's thread (e.g. a chunk writer)
+        self._event_listeners = event_listeners or []
+        self.errors: list[str] = []
         self._flush_every_s = flush_every_s
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="ks-trace-pipeline", daemon=True)
@@ -81,13 +88,21 @@ class TracePipeline:
                 except queue.Empty:
                     break
             if batch:
-                text = "".join([event.to_json() + "\n" for event in batch])
-                fh.write(text)
-                fh.flush()
-                if self._listeners:
-                    data = text.encode()
-                    for listener in self._listeners:
-                        listener(data)
+                if fh is not None or self._listeners:
+                    text = "".join([event.to_json() + "\n" for event in batch])
+                    if fh is not None:
+                        fh.write(text)
+                        fh.flush()
+                    if self._listeners:
+                        data = text.encode()
+                        for listener in self._listeners:
+                            listener(data)
+                for event_listener in self._event_listeners:
+                    try:
+                        event_listener(batch)
+                    except Exception as exc:  # a failing sink must not stop the others (or the run)
+                        if len(self.errors) < 10:
+                            self.errors.append(f"{type(exc).__name__}: {exc}")
             if closing:
                 return
             time.sleep(0)  # let a client thread whose call just returned take the interpreter
@@ -97,8 +112,9 @@ class TracePipeline:
         self._queue.put(_CLOSE)
         self._thread.join(timeout_s)
         finished = not self._thread.is_alive()
-        with contextlib.suppress(OSError):
-            self._fh.flush()
-            if finished:
-                self._fh.close()
+        if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self._fh.flush()
+                if finished:
+                    self._fh.close()
         return finished

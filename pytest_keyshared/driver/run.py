@@ -371,7 +371,7 @@ class _Run:
             receiver_queue=step.receiver_queue or self.settings.receiver_queue,
             nack_delay_ms=self.settings.nack_delay_ms,
         )
-        crashable = step.consumer in self.scenario.crashed_consumers()
+        crashable = self._crashable(step.consumer)
         try:
             handle = self.session.open_consumer(step.consumer, spec, crashable=crashable)
         except (TargetError, KeyboardInterrupt):
@@ -395,6 +395,10 @@ class _Run:
 
         version = self.target.claims.pulsar_version
         return sticky_key(producer_name=producer, sequence_id=seq, version=version).decode("utf-8", "replace")
+
+    def _crashable(self, handle: str) -> bool:
+        """Whether consumer ``handle`` must run where a crash can be injected (some step crashes it)."""
+        return handle in self.scenario.crashed_consumers()
 
     def _messages(self, step: Publish) -> Iterator[OutgoingMessage]:
         keys = step.message_keys(self.rng)

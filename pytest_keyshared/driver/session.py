@@ -224,23 +224,29 @@ class PulsarSession(Session):
 
         self._consumers_opened += 1
         burn_tag = f"{self.nonce}-{self._consumers_opened}"
+        settings = self._settings_for(handle_name)
         if crashable:
             return ProcessConsumer(
                 spec,
-                service_url=self.settings.service_url,
+                service_url=settings.service_url,
                 operation_timeout_s=self.settings.operation_timeout_s,
                 log_path=self.process_consumers_log,
                 burn_ids=self.settings.reserve_consumer_id(),
                 burn_topic=f"non-persistent://public/default/ks-idburn-{self.nonce}",
                 burn_tag=burn_tag,
             )
-        return PulsarConsumer(self.settings, spec, burn_tag)
+        return PulsarConsumer(settings, spec, burn_tag)
+
+    def _settings_for(self, handle_name: str | None) -> Any:
+        """The client settings of consumer ``handle_name`` (None: the producers' client); a subclass may point a
+        client elsewhere (the soak's fault-injecting proxy)."""
+        return self.settings
 
     def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
         from pytest_keyshared.driver.pulsar_client import PulsarProducer
 
         if self._producer_client is None:
-            self._producer_client = self.settings.client()
+            self._producer_client = self._settings_for(None).client()
         return PulsarProducer(
             self._producer_client,
             self.topic,

@@ -1,0 +1,100 @@
+"""The soak's live check: the streaming checker, with its memory kept to what is outstanding.
+
+``conformance.checks.StreamingChecker`` is THE rule set; the soak runs it live, unchanged, on every event.
+What it keeps grows with the run only in three places, all about messages that are done with:
+
+* per subscription, the compact remainder of every *settled* message (acknowledged, held by nobody, its
+  publish receipt seen), kept so that a later receive of it is known as a redelivery after an ack;
+* the set of messages whose publish receipt was seen;
+* the identity checks' maps (uid -> first publish, (producer, seq) -> stored ids, evidence pending a publish).
+
+:func:`prune` forgets the oldest of those beyond ``keep`` entries (insertion order is event order).  The live
+check then still judges ``key_overlap``, ``out_of_order``, ``misassigned`` and ``redelivered_after_ack`` for
+every message still outstanding and for the last ``keep`` settled ones, with memory bounded by what is
+outstanding plus ``keep``; the checks that need the whole history (duplicates, unexpected and undelivered
+messages, redeliveries of long-settled messages) come from the full check of the trace chunks at the end.
+Its verdict is therefore never used: the live check counts violations for the status line, and the run's
+verdict comes from the chunks.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+__all__ = ["DEFAULT_KEEP", "PRUNE_EVERY", "LiveCount", "prune"]
+
+#: Settled messages (and identity entries) remembered per map.
+DEFAULT_KEEP = 20_000
+#: Events between two prunes.
+PRUNE_EVERY = 10_000
+
+
+def _trim(mapping: dict[Any, Any], keep: int) -> list[Any]:
+    """Drop the oldest entries of ``mapping`` beyond ``keep``; returns the dropped keys."""
+    excess = len(mapping) - keep
+    if excess <= 0:
+        return []
+    dropped = list(itertools.islice(mapping, excess))
+    for key in dropped:
+        del mapping[key]
+    return dropped
+
+
+def prune(checker: Any, keep: int = DEFAULT_KEEP) -> int:
+    """Forget the oldest settled messages and identity entries of ``checker`` beyond ``keep``; returns how many."""
+    forgotten = 0
+    published: set[str] = checker._published
+    for sub in checker.subs.values():
+        dropped = _trim(sub.settled, keep)
+        forgotten += len(dropped)
+        published.difference_update(dropped)
+    # receipts of messages no subscription knows any more (published before any subscription existed)
+    if len(published) > keep * 2:
+        known = set()
+        for sub in checker.subs.values():
+            known.update(sub.recs)
+            known.update(sub.settled)
+        stale = published - known
+        forgotten += len(stale)
+        published.difference_update(stale)
+    for mapping in (checker.uid_pub, checker.ids, checker.pending_unexpected, checker.pending_evidence):
+        forgotten += len(_trim(mapping, keep))
+    return forgotten
+
+
+class LiveCount:
+    """Feeds a ``StreamingChecker`` event by event, pruning it now and then; counts what it finds.
+
+    A checker that fails is dropped (its error noted): the verdict comes from the chunks anyway.
+    """
+
+    def __init__(self, header: Any, profile: Any, *, keep: int = DEFAULT_KEEP, every: int = PRUNE_EVERY) -> None:
+        from conformance.checks import StreamingChecker
+
+        self.checker: Any = StreamingChecker(header, profile=profile)
+        self.keep = keep
+        self.every = every
+        self.violations = 0
+        self.kinds: dict[str, int] = {}
+        self.events = 0
+        self.notes: list[str] = []
+
+    def feed(self, event: Any) -> None:
+        checker = self.checker
+        if checker is None:
+            return
+        try:
+            found = checker.feed(event)
+        except Exception as exc:
+            self.notes.append(f"live check stopped at event {event.i}: {type(exc).__name__}: {exc}")
+            self.checker = None
+            return
+        if found:
+            self.violations += len(found)
+            for violation in found:
+                kind = str(getattr(violation.kind, "value", violation.kind))
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        self.events += 1
+        if self.events % self.every == 0:
+            prune(checker, self.keep)

@@ -1,0 +1,679 @@
+"""``run_soak``: a long randomized run (generator + nemesis) on the driver's run loop, traced to Parquet chunks.
+
+The soak is the scenario driver (:mod:`pytest_keyshared.driver.run`) fed an endless step stream instead of a
+scenario's list: :class:`_SoakRun` subclasses its run loop and reuses its steps (publish, open, close, crash,
+behaviours, redeliver, pause, restart), its consumer workers, sessions, recorder and drain.  What differs:
+
+* steps come from :class:`~conformance.soak.SoakGenerator`, each waited for until due on the run's clock (the
+  model's simulated clock against the model, so the same seed gives the same trace byte for byte);
+* ``net_fault`` steps go to the nemesis (:class:`~.nemesis.ProxiedSession`), each recorded first as a ``fault``
+  event naming the consumers (or producers) it touches;
+* the trace goes to ``trace/part-NNNNNN.parquet`` chunks (:mod:`conformance.trace.chunks`), never held whole;
+* the live check keeps its memory to what is outstanding (:mod:`.live`); the verdict is the full Python check of
+  the chunks once the run has ended and drained;
+* the counters the drain needs keep only the uids still outstanding (:class:`SoakRecorder`), and a
+  per-second throughput series is kept for the summary.
+
+Artifacts in ``out_dir``: ``trace/`` (the chunks), ``soak.json`` (the plan), ``verdict.json``, ``summary.json``
+(counters, faults, throughput per second), ``broker.log``, ``pulsar-client.log``, ``consumer-processes.log``,
+``checker.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.scenarios import Scenario, Settings, SubscriptionSettings
+from conformance.soak import SoakGenerator, SoakPlan
+from conformance.trace import Event, Op, TraceHeader, TraceWriter
+from conformance.trace.chunks import ChunkWriter, read_chunks
+from pytest_keyshared.driver.pipeline import TracePipeline
+from pytest_keyshared.driver.recorder import Counters, Recorder
+from pytest_keyshared.driver.run import StepOutcome, _Run
+from pytest_keyshared.driver.session import Session, open_session
+from pytest_keyshared.soak.live import DEFAULT_KEEP, LiveCount
+from pytest_keyshared.targets.base import PulsarTarget, Target, UnsupportedByTarget
+from reference_model.errors import InvalidArgument
+
+__all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "run_soak"]
+
+#: Failed step outcomes kept for the summary (the rest are counted).
+_KEEP_FAILED = 50
+#: Events per chunk.
+CHUNK_ROWS = 20_000
+#: Bound on closing the consumers at the end (they close in parallel).
+_CLOSE_BOUND_S = 10.0
+#: A chunk is written at least this often against real brokers (seconds).
+CHUNK_MAX_AGE_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class SoakStatus:
+    """One status report: what the live status line shows."""
+
+    elapsed_s: float
+    produced_per_s: float
+    consumed_per_s: float
+    produced: int
+    consumed: int
+    outstanding: int
+    consumers: int
+    faults: int
+    violations: int
+    events: int
+    phase: str  #: ``load``, ``drain``, ``check`` or ``done``
+
+    def line(self) -> str:
+        return (
+            f"[{self.phase}] {self.elapsed_s:7.1f}s  produced {self.produced} ({self.produced_per_s:.0f}/s)"
+            f"  consumed {self.consumed} ({self.consumed_per_s:.0f}/s)  outstanding {self.outstanding}"
+            f"  consumers {self.consumers}  faults {self.faults}  violations {self.violations}"
+            f"  events {self.events}"
+        )
+
+
+@dataclass(frozen=True)
+class SoakResult:
+    """Everything a soak produced.  ``verdict`` is the full check of the chunks (None if it could not run)."""
+
+    plan: SoakPlan
+    target: str
+    topic: str
+    verdict: Any
+    trace_dir: Path
+    out_dir: Path
+    duration_s: float
+    drained: bool
+    quiet: bool
+    counters: Counters
+    faults: dict[str, int]
+    live_violations: int
+    live_kinds: dict[str, int]
+    throughput: list[dict[str, float]]
+    steps: dict[str, int]
+    failed_steps: tuple[StepOutcome, ...] = ()
+    notes: tuple[str, ...] = ()
+    interrupted: bool = False
+    events: int = 0
+    artifacts: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """As ``keyshared run``: 0 valid, 1 violations, 4 no verdict (unknown), 130 interrupted."""
+        if self.interrupted:
+            return 130
+        if self.verdict is None or str(getattr(self.verdict, "validity", "")) == "unknown":
+            return 4
+        return 0 if self.verdict.valid else 1
+
+    def violation_kinds(self) -> list[str]:
+        if self.verdict is None:
+            return []
+        return sorted({str(getattr(v.kind, "value", v.kind)) for v in self.verdict.violations})
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON summary (also ``summary.json``)."""
+        c = self.counters
+        verdict = self.verdict
+        return {
+            "plan": self.plan.to_dict(),
+            "target": self.target,
+            "topic": self.topic,
+            "valid": None if verdict is None else bool(verdict.valid),
+            "validity": None if verdict is None else str(verdict.validity),
+            "violation_kinds": self.violation_kinds(),
+            "counts": {} if verdict is None else dict(verdict.counts),
+            "exit_code": self.exit_code,
+            "interrupted": self.interrupted,
+            "drained": self.drained,
+            "quiet": self.quiet,
+            "events": self.events,
+            "published_ok": c.published_ok,
+            "published_info": c.published_info,
+            "published_fail": c.published_fail,
+            "received": c.received,
+            "acknowledged": c.acked_expected,
+            "expected": c.expected_uids,
+            "faults": dict(sorted(self.faults.items())),
+            "live_violations": self.live_violations,
+            "live_kinds": dict(sorted(self.live_kinds.items())),
+            "steps": dict(sorted(self.steps.items())),
+            "failed_steps": [{"do": s.do, "note": s.note} for s in self.failed_steps],
+            "notes": list(self.notes),
+            "throughput": self.throughput,
+            "duration_s": round(self.duration_s, 3),
+            "artifacts": {name: str(path) for name, path in sorted(self.artifacts.items())},
+        }
+
+
+class SoakRecorder(Recorder):
+    """The driver's recorder with counters whose memory is what is outstanding, not what was ever published.
+
+    Each soak message is sent once, under a uid of its own; the counters keep the uids published ``ok`` and
+    not yet acknowledged (and the few acknowledged before their receipt arrived), instead of every uid.
+    """
+
+    def __init__(self, writer: TraceWriter, topic: str, subscription: str) -> None:
+        self._open_uids: set[str] = set()  # published ok, not yet acknowledged
+        self._early_acks: set[str] = set()  # acknowledged before their publish receipt
+        self._ok_count = 0
+        super().__init__(writer, topic, subscription)
+
+    def _observe(self, event: Event) -> None:
+        with self._lock:
+            op = event.op
+            if op is Op.RECEIVE:
+                self._received += 1
+                self._received_by[event.consumer or ""] += 1
+                self._last_receive_ns = event.t
+            elif op is Op.ACK:
+                self._acked += 1
+                uid = event.uid
+                if uid is not None:
+                    if uid in self._open_uids:
+                        self._open_uids.discard(uid)
+                        self._acked_expected += 1
+                    elif len(self._early_acks) < 1_000_000:
+                        self._early_acks.add(uid)
+            elif op is Op.PUBLISH:
+                result = event.result.value if event.result is not None else "ok"
+                self._published[result] += 1
+                uid = event.uid
+                if result == "ok" and uid is not None:
+                    self._ok_count += 1
+                    if uid in self._early_acks:
+                        self._early_acks.discard(uid)
+                        self._acked_expected += 1
+                    else:
+                        self._open_uids.add(uid)
+
+    def counters(self) -> Counters:
+        with self._lock:
+            return Counters(
+                published_ok=self._published["ok"],
+                published_info=self._published["info"],
+                published_fail=self._published["fail"],
+                received=self._received,
+                acked=self._acked,
+                expected_uids=self._ok_count,
+                acked_expected=self._acked_expected,
+                last_receive_ns=self._last_receive_ns,
+                events=self.writer.count,
+            )
+
+    def all_acked(self) -> bool:
+        with self._lock:
+            return not self._open_uids
+
+    @property
+    def outstanding(self) -> int:
+        with self._lock:
+            return len(self._open_uids)
+
+
+def check_soak_plan(target: Target, plan: SoakPlan) -> None:
+    """Raise (exit code 2) when ``target`` cannot do what ``plan`` asks; call before starting the target."""
+    if "restart" in plan.faults and not target.capabilities.broker_restart:
+        reason = target.capabilities.reasons.get("broker_restart", "it cannot restart its broker")
+        raise UnsupportedByTarget(f"Target {target.name!r} cannot take the fault 'restart': {reason}.")
+    if plan.net_faults and not isinstance(target, PulsarTarget):
+        raise UnsupportedByTarget(
+            f"Target {target.name!r} has no network connections to fault; the faults"
+            f" {', '.join(plan.net_faults)} need a broker reached over TCP (pulsar-lite, pulsar://HOST:PORT)."
+        )
+
+
+def run_soak(
+    target: Target,
+    plan: SoakPlan,
+    *,
+    out_dir: str | Path,
+    profile: Any = None,
+    live_check: bool = True,
+    status: Callable[[SoakStatus], None] | None = None,
+    status_every_s: float = 1.0,
+    stop: threading.Event | None = None,
+) -> SoakResult:
+    """Soak ``target`` (already started, see :func:`~pytest_keyshared.targets.open_target`) as ``plan`` says.
+
+    ``status`` is called about every ``status_every_s`` seconds of wall time; setting ``stop`` ends the load
+    early (then drain and verdict, as at the planned end).  ``KeyboardInterrupt`` ends it too: the trace is
+    completed, the chunks are checked, and the result says ``interrupted`` (exit code 130).
+    """
+    if not isinstance(plan, SoakPlan):
+        raise InvalidArgument(f"Expected a conformance.soak.SoakPlan but got {type(plan).__name__}.")
+    check_soak_plan(target, plan)
+    if plan.publish == "auto":
+        sync = bool(getattr(getattr(target, "quirks", None), "sync_publish", False))
+        plan = dataclasses.replace(plan, publish="sync" if sync else "mixed")
+    run = _SoakRun(
+        target, plan, out_dir=Path(out_dir), profile=profile, live_check=live_check, status=status, stop=stop
+    )
+    run.status_every_s = status_every_s
+    return run.execute_soak()
+
+
+class _SoakRun(_Run):
+    def __init__(
+        self,
+        target: Target,
+        plan: SoakPlan,
+        *,
+        out_dir: Path,
+        profile: Any,
+        live_check: bool,
+        status: Callable[[SoakStatus], None] | None,
+        stop: threading.Event | None,
+    ) -> None:
+        settings = Settings(
+            receiver_queue=plan.receiver_queue,
+            drain_timeout_ms=plan.drain_timeout_ms,
+            drain_quiet_ms=5_000,
+            quiet_ms=1_000,
+        )
+        scenario = Scenario(name="soak", steps=(), subscription=SubscriptionSettings(), settings=settings)
+        super().__init__(
+            target, scenario, seed=plan.seed, out_dir=out_dir, profile=profile, live_check=live_check, progress=None
+        )
+        self.plan = plan
+        self.generator = SoakGenerator(
+            plan, can_crash=target.capabilities.crash_consumer, can_restart=target.capabilities.broker_restart
+        )
+        self.status_cb = status
+        self.status_every_s = 1.0
+        self.stop_event = stop or threading.Event()
+        self.step_counts: dict[str, int] = {}
+        self.failed: list[StepOutcome] = []
+        self.faults: dict[str, int] = {}
+        self.series: list[dict[str, float]] = []
+        self.phase = "load"
+        self._status_lock = threading.Lock()
+        self._sample_second = 0
+        self._sample_counts = (0, 0)
+        self.live_count: LiveCount | None = None
+        self.nemesis: Any = None
+
+    # --- hooks into the driver's run loop ---------------------------------------------------------------
+
+    def _stop_workers(self) -> None:
+        """Tell every consumer loop to stop first, then join them (the driver joins one loop at a time)."""
+        for loop in list(getattr(self.scheduler, "_threads", {}).values()):
+            loop.stopping.set()
+            loop.wake.set()
+        super()._stop_workers()
+
+    def _close_handles(self) -> None:
+        """Close every consumer at once, each in a thread, bounded: a stuck broker answers no close."""
+        workers = list(self.workers.values())
+        self.workers.clear()
+        threads = [threading.Thread(target=_close_quietly, args=(w.handle,), daemon=True) for w in workers]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + _CLOSE_BOUND_S
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = sum(thread.is_alive() for thread in threads)
+        if stuck:
+            self.notes.append(f"{stuck} consumer(s) did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
+
+    def _crashable(self, handle: str) -> bool:
+        return handle in self.generator.crashable
+
+    def _step(self, step: Any) -> None:
+        started = time.monotonic()
+        ok, note = getattr(self, f"_do_{step.do}")(step)
+        self.step_counts[step.do] = self.step_counts.get(step.do, 0) + 1
+        if not ok and len(self.failed) < _KEEP_FAILED:
+            self.failed.append(StepOutcome(0, step.do, ok, time.monotonic() - started, note))
+        self.sent.clear()  # the soak never resends: keep no message after its publish step
+
+    def _do_restart_broker(self, step: Any) -> tuple[bool, str]:
+        self.faults["restart"] = self.faults.get("restart", 0) + 1
+        return super()._do_restart_broker(step)
+
+    def _header(self) -> TraceHeader:
+        header = super()._header()
+        extra = {**header.extra, "soak": self.plan.to_dict(), "publish_mode": "mixed"}
+        return dataclasses.replace(header, extra=extra)
+
+    # --- the run ----------------------------------------------------------------------------------------
+
+    def _open_session(self) -> Session:
+        if self.plan.net_faults and isinstance(self.target, PulsarTarget):
+            from pytest_keyshared.soak.nemesis import ProxiedSession
+
+            return ProxiedSession(self.target, self.topic, self.out_dir, self.nonce)
+        return open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
+
+    def execute_soak(self) -> SoakResult:
+        out = self.out_dir
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "soak.json").write_text(json.dumps(self.plan.to_dict(), indent=2, sort_keys=True) + "\n")
+        trace_dir = out / "trace"
+        log_since = self.target.log_position()
+        self.session = self._open_session()
+        header = self._header()
+        deterministic = self.target.deterministic
+        max_age_s = None if deterministic else CHUNK_MAX_AGE_S
+        self.chunks = ChunkWriter(trace_dir, header, rows=CHUNK_ROWS, max_age_s=max_age_s)
+        self.writer = TraceWriter(None, header, clock=self.session.clock, keep=False)
+        self.pipeline: TracePipeline | None = None
+        self._checker_process: Any = None
+        self._status_path = out / ".live-status"
+        resolved = _resolve_profile(self.profile)
+        if deterministic:  # no threads: everything inline, in trace order
+            self.writer.add_listener(self.chunks.append)
+            if self.live_check:
+                self.live_count = LiveCount(header, resolved)
+                self.writer.add_listener(self.live_count.feed)
+        else:
+            listeners: list[Callable[[bytes], None]] = []
+            if self.live_check:
+                from pytest_keyshared.driver.checker_process import CheckerProcess
+
+                self._checker_process = CheckerProcess(
+                    header,
+                    resolved,
+                    log_path=out / "checker.log",
+                    options={"prune_keep": DEFAULT_KEEP, "status_path": str(self._status_path)},
+                )
+                listeners.append(self._checker_process.feed_lines)
+            self.pipeline = TracePipeline(None, header, listeners, event_listeners=[self.chunks.extend])
+            self.writer.add_listener(self.pipeline.append)
+        self.recorder = SoakRecorder(self.writer, self.topic, self.scenario.subscription.name)
+        self.session.watch_faults(self.recorder)
+        self.scheduler = self.session.scheduler
+        self.scheduler.on_tick(self._tick)
+        self.started_ns = self.scheduler.now_ns()
+        status_done = threading.Event()
+        if self.status_cb is not None:
+            threading.Thread(target=self._status_loop, args=(status_done,), name="ks-soak-status", daemon=True).start()
+        drained = quiet = interrupted = False
+        failure: BaseException | None = None
+        try:
+            self._start_nemesis()
+            self._load()
+            self._stop_nemesis()
+            self.phase = "drain"
+            self._report(force=True)
+            quiet = self._drain()
+            drained = True
+        except KeyboardInterrupt as exc:
+            interrupted, failure = True, exc
+        except Exception as exc:
+            failure = exc
+            self.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
+        finally:
+            timer = _Timer(self.notes)
+            self._stop_nemesis()
+            self._stop_workers()
+            timer.lap("stopping the consumer loops")
+            self.notes.extend(self.session.stop_watching())
+            timer.lap("reading the client logs")
+            counters = self.recorder.counters()
+            end_fields: dict[str, Any] = {
+                "quiet": quiet,
+                "received": counters.received,
+                "expected": counters.expected_uids,
+                "acked": counters.acked_expected,
+            }
+            if interrupted:
+                end_fields["interrupted"] = True
+            if failure is not None and not interrupted:
+                end_fields["error"] = f"{type(failure).__name__}: {failure}"
+            self.recorder.end(drained=drained, **end_fields)
+            self._close_handles()
+            timer.lap("closing the consumers")
+            self.writer.close()
+            if self.pipeline is not None:
+                if not self.pipeline.close():
+                    self.notes.append("the trace pipeline did not finish in time; the last events may be missing")
+                self.notes.extend(f"trace chunk writer: {e}" for e in self.pipeline.errors)
+            self.chunks.close()
+            closer = threading.Thread(target=_close_quietly, args=(self.session,), daemon=True)
+            closer.start()
+            closer.join(_CLOSE_BOUND_S)
+            if closer.is_alive():
+                self.notes.append(f"the producers did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
+            timer.lap("closing the session")
+        status_done.set()
+        live_violations, live_kinds = self._live_result()
+        self.phase = "check"
+        self._report(force=True)
+        verdict = self._final_verdict(trace_dir, resolved)
+        verdict_path = self._write_verdict(verdict)
+        broker_log = self.target.copy_log(log_since, out / "broker.log")
+        self._sample(final=True)
+        result = SoakResult(
+            plan=self.plan,
+            target=self.target.name,
+            topic=self.topic,
+            verdict=verdict,
+            trace_dir=trace_dir,
+            out_dir=out,
+            duration_s=time.monotonic() - self.started,
+            drained=drained,
+            quiet=quiet,
+            counters=self.recorder.counters(),
+            faults=dict(self.faults),
+            live_violations=live_violations,
+            live_kinds=live_kinds,
+            throughput=self.series,
+            steps=dict(self.step_counts),
+            failed_steps=tuple(self.failed),
+            notes=tuple(self.notes),
+            interrupted=interrupted,
+            events=self.writer.count,
+            artifacts=self._artifacts(trace_dir, verdict_path, broker_log),
+        )
+        (out / "summary.json").write_text(json.dumps(result.summary(), indent=2, sort_keys=True) + "\n")
+        self.phase = "done"
+        self._report(force=True)
+        with contextlib.suppress(OSError):
+            self._status_path.unlink()
+        if failure is not None and not interrupted:
+            raise failure
+        return result
+
+    def _start_nemesis(self) -> None:
+        from pytest_keyshared.soak.nemesis import Nemesis, ProxiedSession
+
+        if not isinstance(self.session, ProxiedSession):
+            return
+        self.nemesis = Nemesis(
+            self.session,
+            self.recorder,
+            self.generator.nemesis(),
+            lambda: list(self.workers),
+            started=time.monotonic() - (self.scheduler.now_ns() - self.started_ns) / 1e9,
+        )
+        self.nemesis.start()
+
+    def _stop_nemesis(self) -> None:
+        nemesis, self.nemesis = self.nemesis, None
+        if nemesis is None:
+            return
+        nemesis.stop()
+        for kind, count in nemesis.counts.items():
+            self.faults[kind] = self.faults.get(kind, 0) + count
+        self.notes.extend(f"nemesis: {e}" for e in nemesis.errors)
+
+    def _load(self) -> None:
+        """Run the generator's steps, each when due, until the duration, the message count or a stop."""
+        plan = self.plan
+        bound_ns = None if plan.duration_s is None else int(plan.duration_s * 1e9)
+        generator = self.generator
+        for timed in generator:
+            due_ns = timed.at_ms * 1_000_000
+            if bound_ns is not None and due_ns >= bound_ns:
+                self._wait_until_ns(bound_ns)
+                return
+            self._wait_until_ns(due_ns)
+            if self.stop_event.is_set():
+                return
+            if bound_ns is not None and self.scheduler.now_ns() - self.started_ns >= bound_ns:
+                return  # running late (a slow broker, a fault): the duration holds all the same
+            self._step(timed.step)
+            self._tick()
+            if plan.messages is not None and generator.published >= plan.messages:
+                return
+
+    def _wait_until_ns(self, offset_ns: int) -> None:
+        """Let the consumers work until ``offset_ns`` after the start on the run's clock (or a stop)."""
+        remaining_ms = (self.started_ns + offset_ns - self.scheduler.now_ns()) // 1_000_000
+        if remaining_ms <= 0:
+            return
+        if self.target.deterministic:
+            self.scheduler.sleep(int(remaining_ms))
+        else:
+            self.scheduler.wait_until(self.stop_event.is_set, int(remaining_ms))
+
+    # --- status, throughput -----------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        self._sample()
+
+    def _status_loop(self, done: threading.Event) -> None:
+        """The status reporter's thread: a report every ``status_every_s`` of wall time, whatever blocks the run."""
+        while not done.wait(self.status_every_s):
+            self._report(force=True)
+
+    def _sample(self, final: bool = False) -> None:
+        """One row per whole second of the run's clock (messages published ok and received in it); ``final``
+        adds the part-second at the end."""
+        elapsed_ns = self.scheduler.now_ns() - self.started_ns
+        second = elapsed_ns // 1_000_000_000
+        c = self.recorder.counters()
+        if second > self._sample_second:
+            n = second - self._sample_second
+            d_prod = (c.published_ok - self._sample_counts[0]) / n
+            d_cons = (c.received - self._sample_counts[1]) / n
+            for k in range(1, n + 1):
+                self.series.append(
+                    {"t": float(self._sample_second + k), "produced": round(d_prod, 1), "consumed": round(d_cons, 1)}
+                )
+            self._sample_second = second
+            self._sample_counts = (c.published_ok, c.received)
+        elif final:
+            part = elapsed_ns / 1e9 - self._sample_second
+            d_prod = c.published_ok - self._sample_counts[0]
+            d_cons = c.received - self._sample_counts[1]
+            if part > 0.05 and (d_prod or d_cons):
+                self.series.append(
+                    {
+                        "t": round(elapsed_ns / 1e9, 3),
+                        "produced": round(d_prod / part, 1),
+                        "consumed": round(d_cons / part, 1),
+                    }
+                )
+
+    def _report(self, force: bool = False) -> None:
+        """A status report (only forced ones: the driver's own progress calls are not the soak's)."""
+        if self.status_cb is None or not force:
+            return
+        with self._status_lock:
+            self._emit_status()
+
+    def _emit_status(self) -> None:
+        assert self.status_cb is not None
+        now = time.monotonic()
+        c = self.recorder.counters()
+        recent = self.series[-5:]
+        produced_rate = sum(r["produced"] for r in recent) / len(recent) if recent else 0.0
+        consumed_rate = sum(r["consumed"] for r in recent) / len(recent) if recent else 0.0
+        with contextlib.suppress(Exception):
+            self.status_cb(
+                SoakStatus(
+                    elapsed_s=now - self.started,
+                    produced_per_s=produced_rate,
+                    consumed_per_s=consumed_rate,
+                    produced=c.published_ok,
+                    consumed=c.received,
+                    outstanding=self.recorder.outstanding if isinstance(self.recorder, SoakRecorder) else 0,
+                    consumers=len(self.workers),
+                    faults=sum(self.faults.values()) + (sum(self.nemesis.counts.values()) if self.nemesis else 0),
+                    violations=self._live_result()[0],
+                    events=c.events,
+                    phase=self.phase,
+                )
+            )
+
+    def _live_result(self) -> tuple[int, dict[str, int]]:
+        if self.live_count is not None:
+            return self.live_count.violations, dict(self.live_count.kinds)
+        try:
+            text = self._status_path.read_text(encoding="utf-8").split()
+            return int(text[1]), {}
+        except (OSError, IndexError, ValueError):
+            return 0, {}
+
+    # --- the end ----------------------------------------------------------------------------------------
+
+    def _final_verdict(self, trace_dir: Path, profile: Any) -> Any:
+        if self._checker_process is not None:  # the live check's work is done: only its count mattered
+            with contextlib.suppress(Exception):
+                self._checker_process.finish(30.0)
+        if self.live_count is not None:
+            self.notes.extend(self.live_count.notes)
+        try:
+            from conformance.checks import check_trace
+        except ImportError as exc:
+            self.notes.append(f"trace not judged: no checker installed ({exc})")
+            return None
+        try:
+            header, events = read_chunks(trace_dir)
+            return check_trace(events, header=header, profile=profile)
+        except Exception as exc:  # an unreadable trace (a chunk lost to a crash): no verdict, exit code 4
+            self.notes.append(f"the trace chunks could not be checked: {type(exc).__name__}: {exc}")
+            return None
+
+    def _artifacts(self, trace_dir: Path, verdict_path: Path | None, broker_log: Path | None) -> dict[str, Path]:
+        out = {"trace": trace_dir, "plan": self.out_dir / "soak.json", "summary": self.out_dir / "summary.json"}
+        if verdict_path is not None:
+            out["verdict"] = verdict_path
+        if broker_log is not None:
+            out["broker_log"] = broker_log
+        for name, file in (
+            ("client_log", "pulsar-client.log"),
+            ("consumer_process_log", "consumer-processes.log"),
+            ("checker_log", "checker.log"),
+        ):
+            path = self.out_dir / file
+            if path.exists() and path.stat().st_size:
+                out[name] = path
+        return out
+
+
+def _close_quietly(handle: Any) -> None:
+    with contextlib.suppress(Exception):
+        handle.close()
+
+
+class _Timer:
+    """Notes the teardown phases that took long (a stuck broker shows here)."""
+
+    def __init__(self, notes: list[str]) -> None:
+        self.notes = notes
+        self.last = time.monotonic()
+
+    def lap(self, what: str) -> None:
+        now = time.monotonic()
+        if now - self.last > 2.0:
+            self.notes.append(f"teardown: {what} took {now - self.last:.1f}s")
+        self.last = now
+
+
+def _resolve_profile(profile: Any) -> Any:
+    if profile is None or not isinstance(profile, str):
+        return profile
+    from conformance.checks import get_profile
+
+    return get_profile(profile)

@@ -1,0 +1,72 @@
+"""The loopback proxy: lookup responses point at the proxy; bytes pass unchanged; faults act on connections."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+
+from pytest_keyshared.soak.proxy import ProxyLink, _delimited, _encode_varint, rewrite_lookup_response
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    return _encode_varint(number << 3) + _encode_varint(value)
+
+
+def _lookup_response(url: str) -> bytes:
+    inner = _delimited(1, url.encode()) + _varint_field(3, 1) + _varint_field(4, 77) + _varint_field(5, 1)
+    return _varint_field(1, 24) + _delimited(24, inner)
+
+
+def test_lookup_response_gets_the_proxy_url_and_keeps_the_rest() -> None:
+    rewritten = rewrite_lookup_response(_lookup_response("pulsar://10.0.0.9:6650"), "pulsar://127.0.0.1:5555")
+    assert rewritten == _lookup_response("pulsar://127.0.0.1:5555")
+
+
+def test_other_commands_pass_unchanged() -> None:
+    ping = _varint_field(1, 18) + _delimited(18, b"")
+    assert rewrite_lookup_response(ping, "pulsar://x:1") is None
+    assert rewrite_lookup_response(b"\xff\xff", "pulsar://x:1") is None  # malformed: forwarded as it is
+
+
+def _frame(command: bytes) -> bytes:
+    return struct.pack(">II", len(command) + 4, len(command)) + command
+
+
+def test_proxy_forwards_frames_rewrites_lookups_and_cuts() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    received: list[bytes] = []
+    accepted: list[socket.socket] = []
+
+    def broker() -> None:
+        conn, _ = server.accept()
+        accepted.append(conn)
+        received.append(conn.recv(100))
+        conn.sendall(_frame(_lookup_response("pulsar://elsewhere:6650")) + _frame(b"\x08\x12\x92\x01\x00"))
+
+    thread = threading.Thread(target=broker, daemon=True)
+    thread.start()
+    link = ProxyLink(("127.0.0.1", port), "c1")
+    try:
+        client = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+        client.sendall(b"hello")
+        want = _frame(_lookup_response(link.url)) + _frame(b"\x08\x12\x92\x01\x00")
+        got = b""
+        while len(got) < len(want):
+            got += client.recv(1000)
+        assert got == want and link.rewritten == 1
+        thread.join(5)
+        assert received == [b"hello"]
+        assert link.open_connections == 1
+        assert link.cut() == 1
+        client.settimeout(5)
+        assert client.recv(10) == b""  # the client sees its connection closed
+        link.partition(True)
+        again = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+        again.settimeout(5)
+        assert again.recv(10) == b""  # refused while partitioned
+        assert link.connections == 1
+    finally:
+        link.close()
+        server.close()
