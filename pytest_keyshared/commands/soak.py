@@ -13,11 +13,10 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from reference_model.errors import InvalidArgument, KeySharedError
+from reference_model.errors import InvalidArgument
 
 __all__ = ["add_parser", "plan_from_args", "soak"]
 
@@ -127,7 +126,10 @@ def plan_from_args(args: argparse.Namespace) -> Any:
 
 
 def soak(args: argparse.Namespace) -> int:
-    from pytest_keyshared.commands.run import _sigterm_as_interrupt, parse_option
+    """The command, under the CLI's error policy (:mod:`pytest_keyshared.commands._errors`): bad input is checked
+    before anything starts; Ctrl-C or SIGTERM ends the soak with a complete trace (130)."""
+    from pytest_keyshared.commands._errors import look_at
+    from pytest_keyshared.commands._workload import claim_out_dir, parse_option
     from pytest_keyshared.soak import check_soak_plan
     from pytest_keyshared.targets import make_target
 
@@ -137,37 +139,26 @@ def soak(args: argparse.Namespace) -> int:
         from conformance.checks import get_profile
 
         get_profile(args.profile)  # an unknown profile is bad input: say so before starting anything
-    out_dir: Path = args.out or Path("keyshared-runs") / f"soak-seed{plan.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if (out_dir / "trace").exists() and any((out_dir / "trace").glob("part-*.parquet")):
-        raise InvalidArgument(f"{out_dir} already holds a soak trace; pass another --out.")
+    if args.out is not None and any((args.out / "trace").glob("part-*.parquet")):
+        raise InvalidArgument(f"{args.out} already holds a soak trace; pass another --out.")
+    out_dir = claim_out_dir(args.out, f"soak-seed{plan.seed}").absolute()
     target = make_target(args.target, artifacts_dir=out_dir / "target", options=options)
     check_soak_plan(target, plan)
+    look_at(out_dir)
     printer = _StatusPrinter(enabled=not (args.quiet or args.json))
     try:
-        with _sigterm_as_interrupt():
-            try:
-                target.start()
-                if not args.json:
-                    bound = f"{plan.messages} messages" if plan.messages else f"{plan.duration_s:g}s"
-                    print(
-                        f"keyshared soak: {target.describe()}, {bound} at <= {plan.rate:g} msg/s, seed {plan.seed},"
-                        f" faults {','.join(plan.faults) or 'none'}, churn {plan.churn_per_min:g}/min",
-                        flush=True,
-                    )
-                result = _run(target, plan, args, out_dir, printer)
-            finally:
-                target.stop()
-    except KeyboardInterrupt:
+        target.start()
+        if not args.json:
+            bound = f"{plan.messages} messages" if plan.messages else f"{plan.duration_s:g}s"
+            print(
+                f"keyshared soak: {target.describe()}, {bound} at <= {plan.rate:g} msg/s, seed {plan.seed},"
+                f" faults {','.join(plan.faults) or 'none'}, churn {plan.churn_per_min:g}/min",
+                flush=True,
+            )
+        result = _run(target, plan, args, out_dir, printer)
+    finally:
         printer.end()
-        print(f"keyshared soak: interrupted; what was recorded is in {out_dir}", file=sys.stderr)
-        return 130
-    except KeySharedError:
-        raise
-    except Exception as exc:
-        printer.end()
-        print(f"keyshared soak: target failure: {type(exc).__name__}: {exc} (artifacts: {out_dir})", file=sys.stderr)
-        return 3
-    printer.end()
+        target.stop()
     if args.json:
         print(json.dumps(result.summary(), sort_keys=True))
     else:

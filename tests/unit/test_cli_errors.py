@@ -217,6 +217,12 @@ BAD_INPUT = [
     ["ranges", "--selector", "sticky", "c1=0-99", "c2=50-150"],
     ["select", "--consumers", "c1"],
     ["select", "--consumers", "c1", "--points", "x", "k"],
+    ["soak", "--target", "model", "--faults", "restart,flood"],
+    ["soak", "--target", "model", "--rate", "0"],
+    ["soak", "--target", "model", "--duration", "ten minutes"],
+    ["soak", "--target", "model", "--faults", "cut"],  # the model has no connections to cut
+    ["soak", "--target", "model", "--key-distribution", "zipf:x"],
+    ["soak", "--target", "modle"],
     ["report"],
     ["report", "{missing}.jsonl"],
     ["report", "{empty.jsonl}"],
