@@ -50,6 +50,20 @@ OPTION_VALUES = {
     "--consumers": "c1,c2",
     "-o": "implementation=pip379",
 }
+#: Values a subcommand's placeholders take instead (``keyshared soak --consumers`` counts consumers).
+COMMAND_OPTION_VALUES = {
+    "soak": {
+        "--duration": "5s",
+        "--messages": "200",
+        "--rate": "200",
+        "--producers": "2",
+        "--consumers": "2",
+        "--keys": "20",
+        "--churn": "30",
+        "--faults": "restart",  # the model owns its broker: it restarts; it has no connections to cut
+        "--drain-timeout": "10s",
+    },
+}
 #: Values for positional placeholders.
 POSITIONAL_VALUES = {
     "TRACE": ["trace.jsonl"],
@@ -182,12 +196,14 @@ def fill_synopsis(text: str) -> str:
             content = ""  # prose such as "[same options]"
         text = text[: inner.start()] + content + text[inner.end() :]
     words: list[str] = []
+    head = text.split()
+    values = {**OPTION_VALUES, **COMMAND_OPTION_VALUES.get(head[1] if len(head) > 1 else "", {})}
     for token in text.split():
         if token == "...":
             continue
         previous = words[-1] if words else ""
-        if previous in OPTION_VALUES and (_is_placeholder(token) or "|" in token):
-            words.append(OPTION_VALUES[previous])
+        if previous in values and (_is_placeholder(token) or "|" in token):
+            words.append(values[previous])
         elif token in POSITIONAL_VALUES:
             words.extend(POSITIONAL_VALUES[token])
         elif "|" in token:
