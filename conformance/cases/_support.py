@@ -9,24 +9,37 @@ A case scenario's ``tags`` carry its metadata: ``contract:<name>`` marks the con
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.scenarios import Scenario, loads_scenario
+from conformance.scenarios import Scenario, loads_scenario, parse_scenario
+from conformance.scenarios.model import InvalidScenario
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 __all__ = [
     "CONTRACT_TAG",
+    "NO_OWNER",
     "REQUIRES_TAG",
+    "PinnedCase",
     "accepted_conflicting_opens",
     "area_scenarios",
     "case_params",
     "contracts_of",
+    "pinned_cases",
+    "pinned_mismatches",
     "requires_of",
     "run_case",
+    "stalled_waits",
 ]
 
 CONTRACT_TAG = "contract:"
@@ -41,6 +54,94 @@ def area_scenarios(area: str) -> list[Scenario]:
         if entry.name.endswith(".toml"):
             text = entry.read_text(encoding="utf-8")
             out.append(loads_scenario(text, "toml", source=f"conformance/cases/scenarios/{area}/{entry.name}"))
+    return out
+
+
+#: The owner a pinned table gives a key that no consumer may receive (a STICKY gap).
+NO_OWNER = "none"
+
+
+@dataclass(frozen=True)
+class PinnedCase:
+    """A scenario with its own expected key placement: ``owners`` maps a key to a consumer handle or ``none``."""
+
+    scenario: Scenario
+    owners: Mapping[str, str]
+    source: str  #: where the table comes from (a Pulsar unit test, or the rule it was computed with)
+
+
+def pinned_cases(area: str) -> list[PinnedCase]:
+    """Every scenario file of ``scenarios/<area>/`` with its ``[pinned]`` table (``source``, ``owners``)."""
+    folder = resources.files("conformance.cases.scenarios").joinpath(area)
+    out = []
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        where = f"conformance/cases/scenarios/{area}/{entry.name}"
+        data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        pinned = data.pop("pinned", None)
+        if not isinstance(pinned, dict) or not isinstance(pinned.get("owners"), dict) or not pinned["owners"]:
+            raise InvalidScenario(f"{where}: needs a [pinned.owners] table (key = consumer handle or 'none').")
+        scenario = parse_scenario(data, source=where)
+        handles = set(scenario.consumers())
+        owners = {str(k): str(v) for k, v in pinned["owners"].items()}
+        for key, owner in owners.items():
+            if owner != NO_OWNER and owner not in handles:
+                raise InvalidScenario(f"{where}: [pinned.owners] gives {key!r} to {owner!r}, which no step opens.")
+        out.append(PinnedCase(scenario, owners, str(pinned.get("source", ""))))
+    return out
+
+
+def pinned_mismatches(trace_path: str | Path, owners: Mapping[str, str], source: str = "") -> list[str]:
+    """One explanation per receive of a pinned key by another consumer than its pinned owner, and per pinned
+    key its owner never received.
+
+    Every receive counts, redeliveries included: the cases keep the membership fixed while keys flow, so a key
+    has one owner for the whole run.  A key pinned to ``none`` must not be received at all; any other pinned
+    key must reach its owner (the cases publish every pinned key).
+    """
+    problems: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    published: set[str] = set()
+    with Path(trace_path).open(encoding="utf-8") as lines:
+        next(lines, None)  # the header
+        for line in lines:
+            event = json.loads(line)
+            if event.get("op") == "publish" and event.get("result") == "ok":
+                published.add(str(event.get("key")))
+            if event.get("op") != "receive":
+                continue
+            key, consumer = event.get("key"), event.get("consumer")
+            if isinstance(key, str) and consumer == owners.get(key):
+                seen.add((key, consumer))
+            want = owners.get(key) if isinstance(key, str) else None
+            if want is None or consumer == want or (key, consumer) in seen:
+                continue
+            seen.add((key, consumer))
+            expected = "no consumer (its hash is in no consumer's range)" if want == NO_OWNER else f"consumer {want}"
+            problems.append(
+                f"pinned_owner: key {key!r} was received by consumer {consumer} (E{event.get('i')},"
+                f" {event.get('msg_id')}), but belongs to {expected}" + (f" ({source})" if source else "")
+            )
+    for key, owner in owners.items():
+        if owner != NO_OWNER and key in published and (key, owner) not in seen:
+            problems.append(
+                f"pinned_owner: key {key!r} was published but never received by its owner, consumer {owner}"
+                + (f" ({source})" if source else "")
+            )
+    return problems
+
+
+def stalled_waits(result: Any) -> list[str]:
+    """The ``wait_received`` steps of a run that timed out: the broker stopped delivering to that consumer.
+
+    A case waits for a count the broker can deliver, so a wait that expires is a broken promise of progress
+    (a healthy consumer owning other keys must keep receiving while another consumer is stuck).
+    """
+    out = []
+    for step in getattr(result, "steps", ()):
+        if step.do == "wait_received" and not step.ok:
+            out.append(f"stalled: step {step.index} (wait_received): {step.note}")
     return out
 
 
@@ -120,6 +221,8 @@ def accepted_conflicting_opens(trace_path: str | Path) -> list[str]:
 def run_case(scenario: Scenario, run: Any, check: Any) -> Any:
     """Run ``scenario`` and judge it: the trace checker, plus, for STICKY scenarios, refused-open checks."""
     result = run(scenario)
+    for problem in stalled_waits(result):
+        check.violation("delivery", problem, kind="stalled", defer=True)
     if scenario.subscription.mode == "STICKY" or any(getattr(s, "mode", None) == "STICKY" for s in scenario.steps):
         for problem in accepted_conflicting_opens(result.trace_path):
             check.violation("assignment", problem, kind="accepted_conflicting_open", defer=True)

@@ -25,6 +25,7 @@ from conformance.scenarios.model import (
     KEY_FIELDS,
     KEY_ORDERS,
     KEY_SHARED_MODES,
+    SELECTORS,
     AckHeld,
     Behaviour,
     Close,
@@ -232,10 +233,15 @@ def _settings(raw: Any, where: str) -> Settings:
             continue
         if f.type in ("bool", bool):
             values[f.name] = _bool(table[f.name], f"{where} {f.name}")
+        elif f.name == "selector":
+            values[f.name] = _choice(table[f.name], SELECTORS, f"{where} selector")
         else:
             minimum = 0 if f.name == "payload_bytes" else 1
             values[f.name] = _int(table[f.name], f"{where} {f.name}", minimum=minimum)
-    return Settings(**values)
+    settings = Settings(**values)
+    if settings.points and settings.selector == "auto-split":
+        raise InvalidScenario(f'{where}: points applies only to selector = "consistent-hashing", not "auto-split".')
+    return settings
 
 
 def _step(raw: Any, where: str) -> Step:
