@@ -39,14 +39,11 @@ FAST: tuple[tuple[str, str], ...] = (
     ("replay-forgets-hashes", "small-queue-takeover"),
     ("stuck-consumer-blocks-all", "stuck-consumer-progress"),
     ("rewind-redelivers-acked", "all-leave-with-ack-holes"),
-    ("draining-kept-after-return", "hash-returns-to-owner"),
-    ("impacted-last-range-forgotten", "many-keys-churn"),
-    ("hash-off-by-one", "pinned"),
-    ("ring-ignores-name-index", "pinned"),
-    ("sticky-gaps-delivered", "pinned"),
-    ("auto-split-wrong-range", "pinned"),
-    ("dedup-ignored", "dedup"),
-    ("snapshot-last-answer-only", "replication"),
+    ("hash-off-by-one", "ring-three-points"),
+    ("ring-ignores-name-index", "ring-same-names"),
+    ("sticky-gaps-delivered", "sticky-gaps"),
+    ("auto-split-wrong-range", "auto-split-four-consumers"),
+    ("snapshot-last-answer-only", "two_producers"),
     ("classic-no-recently-joined", "join-while-pending"),
 )
 
@@ -63,8 +60,11 @@ class Fate:
         return bool(self.killed_by)
 
 
-def _run(target: str, mutant: str | None, keyword: str | None, timeout_s: float) -> tuple[set[str], str, float]:
-    """Failing case ids of one suite run (and an error note if the run itself broke)."""
+def _run(
+    target: str, mutant: str | None, keyword: str | None, timeout_s: float, *, first: bool = False
+) -> tuple[set[str], str, float]:
+    """Failing case ids of one suite run (and an error note if the run itself broke); ``first``: stop at the
+    first failing case (``-x``), enough to know a mutant is killed when the baseline fails nothing."""
     with tempfile.TemporaryDirectory(prefix="keyshared-mutation-") as tmp:
         report = Path(tmp) / "junit.xml"
         cmd = [
@@ -87,6 +87,8 @@ def _run(target: str, mutant: str | None, keyword: str | None, timeout_s: float)
         ]
         if keyword:
             cmd += ["-k", keyword]
+        if first:
+            cmd.append("-x")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         env.pop("KEYSHARED_MUTANT", None)
@@ -119,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--fast", action="store_true", help="the CI subset, each against the cases that see it")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression: run only these cases")
-    parser.add_argument("--timeout", type=float, default=600.0, help="bound on one suite run, seconds")
+    parser.add_argument("--timeout", type=float, default=300.0, help="bound on one suite run, seconds")
+    parser.add_argument(
+        "--all-killers",
+        dest="first",
+        action="store_false",
+        help="run every case on each mutant (default: stop at the first failure)",
+    )
     parser.add_argument("--min-rate", type=float, default=0.95, help="exit 1 below this kill rate")
     parser.add_argument("--json", type=Path, help="write the fates here")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
@@ -143,19 +151,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     started = time.monotonic()
-    baselines: dict[tuple[str, str | None], set[str]] = {}
+    # one baseline per target, over the union of the cases the plan runs (every case when any mutant runs all)
+    keywords: dict[str, set[str | None]] = {}
+    for m, keyword in plan:
+        keywords.setdefault(m.target, set()).add(keyword)
+    baselines: dict[str, set[str]] = {}
+    for target, wanted in keywords.items():
+        union = None if None in wanted else " or ".join(f"({k})" for k in sorted(w for w in wanted if w))
+        failed, note, secs = _run(target, None, union, args.timeout)
+        if note and failed & {"<timeout>", "<crash>"}:
+            print(f"baseline {target} broke: {note}", file=sys.stderr)
+            return 2
+        baselines[target] = failed
+        where = f" -k {union!r}" if union else ""
+        print(f"baseline {target}{where}: {len(failed)} failing case(s) {sorted(failed)} ({secs:.1f} s)", flush=True)
     fates: list[Fate] = []
     for m, keyword in plan:
-        key = (m.target, keyword)
-        if key not in baselines:
-            failed, note, secs = _run(m.target, None, keyword, args.timeout)
-            if note and failed & {"<timeout>", "<crash>"}:
-                print(f"baseline {m.target} broke: {note}", file=sys.stderr)
-                return 2
-            baselines[key] = failed
-            where = f" -k {keyword!r}" if keyword else ""
-            print(f"baseline {m.target}{where}: {len(failed)} failing case(s) {sorted(failed)} ({secs:.1f} s)")
-        failed, note, secs = _run(m.target, m.name, keyword, args.timeout)
+        key = m.target
+        failed, note, secs = _run(m.target, m.name, keyword, args.timeout, first=args.first and not baselines[key])
         fate = Fate(m, sorted(failed - baselines[key]), secs, note)
         fates.append(fate)
         if fate.killed:

@@ -161,6 +161,7 @@ class Failover:
             sites.subscribe(name).close()
         self.consumer: SiteConsumer | None = sites.subscribe(clusters[0])
         self.producer = sites.producer(clusters[0])
+        self._producers: dict[str, SiteProducer] = {}  #: producers in the other clusters, made on first use
         self.held: list[tuple[str, Any]] = []
         self._received: set[str] = set()
 
@@ -186,11 +187,15 @@ class Failover:
         )
         return cls(sites)
 
-    def publish(self, count: int, *, keys: int = 5) -> None:
+    def publish(self, count: int, *, keys: int = 5, cluster: str | None = None) -> None:
+        """Publish ``count`` messages in ``cluster`` (default: the first, where the consumer starts)."""
+        producer = self.producer
+        if cluster is not None and cluster != self.outcome.clusters[0]:
+            producer = self._producers.get(cluster) or self._producers.setdefault(cluster, self.sites.producer(cluster))
         for _ in range(count):
             number = len(self.outcome.sent)
             payload = f"m{number}"
-            self.producer.send(payload, f"k{number % keys}")
+            producer.send(payload, f"k{number % keys}")
             self.outcome.sent.append(payload)
 
     def consume(self, ack: Callable[[int], bool]) -> None:

@@ -1,0 +1,110 @@
+"""``[settings] selector`` / ``points``: a scenario chooses the AUTO_SPLIT selector; and the progress contract.
+
+The model builds each run's broker with the asked selector and its trace header claims it (so the checker's
+``misassigned`` oracle follows); a target that cannot switch (a running broker) refuses with a reason before
+anything runs.  A ``wait_received`` step that times out is reported as ``stalled`` by the cases.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conformance.cases._support import stalled_waits
+from conformance.scenarios import loads_scenario
+from conformance.scenarios.model import InvalidScenario
+from pytest_keyshared.driver import run_scenario
+from pytest_keyshared.driver.run import StepOutcome
+from pytest_keyshared.targets import UnsupportedByTarget, open_target
+from pytest_keyshared.targets.base import Claims
+
+SCENARIO = """
+name = "selector-choice"
+[settings]
+{settings}
+[[steps]]
+do = "open"
+consumer = "c1"
+[[steps]]
+do = "open"
+consumer = "c2"
+[[steps]]
+do = "publish"
+count = 20
+keys = 10
+"""
+
+
+def _scenario(settings: str):  # type: ignore[no-untyped-def]
+    return loads_scenario(SCENARIO.format(settings=settings), "toml")
+
+
+def test_the_setting_is_read_and_round_trips() -> None:
+    from conformance.scenarios import dumps_scenario
+
+    scenario = _scenario('selector = "consistent-hashing"\npoints = 3')
+    assert (scenario.settings.selector, scenario.settings.points) == ("consistent-hashing", 3)
+    assert loads_scenario(dumps_scenario(scenario), "toml") == scenario
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ('selector = "consistent-hash"', "not one of consistent-hashing, auto-split"),
+        ('selector = "auto-split"\npoints = 3', "points applies only to"),
+        ("points = 0", "expected an integer >= 1"),
+        ("selector = 3", "expected a string"),
+    ],
+)
+def test_bad_settings_name_the_problem(settings: str, message: str) -> None:
+    with pytest.raises(InvalidScenario, match=message):
+        _scenario(settings)
+
+
+@pytest.mark.parametrize(
+    ("settings", "kind", "points"),
+    [
+        ('selector = "auto-split"', "auto-split", 100),
+        ("points = 3", "consistent-hashing", 3),
+        ("", "consistent-hashing", 100),
+    ],
+)
+def test_the_model_runs_with_the_asked_selector_and_claims_it(
+    tmp_path: Path, settings: str, kind: str, points: int
+) -> None:
+    with open_target("model", artifacts_dir=tmp_path / "target") as target:
+        result = run_scenario(target, _scenario(settings), seed=1, out_dir=tmp_path / "run")
+        assert target.claims.selector == "consistent-hashing"  # the shared target is left as it was
+    header = json.loads(result.trace_path.read_text().splitlines()[0])
+    assert header["selector"]["kind"] == kind and header["selector"]["points"] == points
+    assert result.valid
+
+
+def test_a_target_that_cannot_switch_refuses_with_the_reason(tmp_path: Path) -> None:
+    with open_target("model", artifacts_dir=tmp_path / "target") as target:
+        base_switch = type(target).__mro__[1].with_selector
+        assert base_switch(target, "", 100) is target  # asks for what it claims: fine
+        assert base_switch(target, "consistent-hashing", 0) is target
+        with pytest.raises(UnsupportedByTarget, match="cannot switch its selector to auto-split"):
+            base_switch(target, "auto-split", 0)
+        target_claims = target.claims
+        assert isinstance(target_claims, Claims)
+
+
+def _outcome(do: str, ok: bool, note: str = "") -> StepOutcome:
+    return StepOutcome(index=4, do=do, ok=ok, duration_s=0.0, note=note)
+
+
+def test_a_wait_received_that_timed_out_is_a_stall() -> None:
+    result = SimpleNamespace(
+        steps=(
+            _outcome("wait_received", False, "consumer 'c2' received 9 of 40 within 5000 ms"),
+            _outcome("wait_quiet", False, "still receiving"),
+            _outcome("wait_received", True),
+        )
+    )
+    assert stalled_waits(result) == ["stalled: step 4 (wait_received): consumer 'c2' received 9 of 40 within 5000 ms"]
+    assert stalled_waits(SimpleNamespace(steps=(_outcome("wait_received", True),))) == []
