@@ -68,6 +68,24 @@ class PinnedCase:
     scenario: Scenario
     owners: Mapping[str, str]
     source: str  #: where the table comes from (a Pulsar unit test, or the rule it was computed with)
+    implementation: str = ""  #: the dispatcher the table is for (``pip379``: the classic one reduces hashes apart)
+    applies_from: tuple[str, ...] = ()  #: first release of each line the table holds for (``Fix`` semantics)
+
+    def not_applicable(self, claimed_version: str, claimed_implementation: str) -> str | None:
+        """Why the table does not describe a broker claiming this version and implementation (``None``: it does)."""
+        from reference_model.versions import Fix, parse_version
+
+        if self.implementation and claimed_implementation != self.implementation:
+            return (
+                f"the pinned table is the {self.implementation} dispatcher's placement; the target claims"
+                f" {claimed_implementation}"
+            )
+        if self.applies_from and not Fix("pinned", "", self.applies_from).present_in(parse_version(claimed_version)):
+            return (
+                f"the pinned table holds from Pulsar {', '.join(self.applies_from)}; the target claims"
+                f" {claimed_version}"
+            )
+        return None
 
 
 def pinned_cases(area: str) -> list[PinnedCase]:
@@ -88,7 +106,18 @@ def pinned_cases(area: str) -> list[PinnedCase]:
         for key, owner in owners.items():
             if owner != NO_OWNER and owner not in handles:
                 raise InvalidScenario(f"{where}: [pinned.owners] gives {key!r} to {owner!r}, which no step opens.")
-        out.append(PinnedCase(scenario, owners, str(pinned.get("source", ""))))
+        applies = pinned.get("applies_from", [])
+        if not isinstance(applies, list) or not all(isinstance(v, str) for v in applies):
+            raise InvalidScenario(f'{where}: [pinned] applies_from must be a list of versions, e.g. ["4.0.7"].')
+        out.append(
+            PinnedCase(
+                scenario,
+                owners,
+                str(pinned.get("source", "")),
+                str(pinned.get("implementation", "")),
+                tuple(applies),
+            )
+        )
     return out
 
 

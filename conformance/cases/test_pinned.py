@@ -6,7 +6,8 @@ the model's selector moves the expected answer with it.  These cases carry their
 key no consumer may receive (a STICKY gap).  The tables come from Apache Pulsar's selector unit tests (the
 golden vectors) or were computed from Murmur3 (``mmh3``) and the documented rule, independently of
 ``reference_model``; ``tests/unit/test_pinned_tables.py`` recomputes every table that way.  The scenario
-files are in ``scenarios/pinned/``.
+files are in ``scenarios/pinned/``.  A table holds for the versions and dispatcher its ``[pinned]`` section names
+(``applies_from``, ``implementation``); a target claiming another skips the case with the reason.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ _CASES = {case.scenario.name: case for case in pinned_cases("pinned")}
 
 
 @pytest.mark.parametrize("scenario", case_params(case.scenario for case in _CASES.values()))
-def test_case(scenario: Any, keyshared_run: Any, keyshared_check: Any) -> None:
+def test_case(scenario: Any, keyshared_target: Any, keyshared_run: Any, keyshared_check: Any) -> None:
     case: PinnedCase = _CASES[scenario.name]
+    claims = keyshared_target.claims
+    why = case.not_applicable(claims.pulsar_version, claims.implementation)
+    if why is not None:
+        pytest.skip(why)
 
     def run(loaded: Any) -> Any:
         result = keyshared_run(loaded)
