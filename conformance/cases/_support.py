@@ -37,9 +37,9 @@ __all__ = [
     "contracts_of",
     "pinned_cases",
     "pinned_mismatches",
+    "progress_problems",
     "requires_of",
     "run_case",
-    "stalled_waits",
 ]
 
 CONTRACT_TAG = "contract:"
@@ -161,16 +161,30 @@ def pinned_mismatches(trace_path: str | Path, owners: Mapping[str, str], source:
     return problems
 
 
-def stalled_waits(result: Any) -> list[str]:
-    """The ``wait_received`` steps of a run that timed out: the broker stopped delivering to that consumer.
+def progress_problems(result: Any, scenario: Scenario | None = None) -> list[tuple[str, str, str]]:
+    """``(contract, kind, explanation)`` for each bounded wait of a run that the broker made expire.
 
-    A case waits for a count the broker can deliver, so a wait that expires is a broken promise of progress
-    (a healthy consumer owning other keys must keep receiving while another consumer is stuck).
+    * ``stalled`` (``delivery``): a ``wait_received`` step timed out.  A case waits for a count the broker
+      owes that consumer, so an expired wait is a broken promise of progress (a healthy consumer owning other
+      keys must keep receiving while another consumer is stuck).
+    * ``not_quiet`` (``redelivery``): a ``wait_quiet`` step *with its own* ``timeout_ms`` timed out: the case
+      promises the subscription settles within that bound (a consumer that nacks a message a fixed number of
+      times and then acknowledges it); a broker that keeps redelivering breaks it.  A ``wait_quiet`` without
+      ``timeout_ms`` is only a pause, and its expiry is no finding.
     """
+    steps = scenario.steps if scenario is not None else ()
     out = []
     for step in getattr(result, "steps", ()):
-        if step.do == "wait_received" and not step.ok:
-            out.append(f"stalled: step {step.index} (wait_received): {step.note}")
+        if step.ok:
+            continue
+        if step.do == "wait_received":
+            out.append(("delivery", "stalled", f"stalled: step {step.index} (wait_received): {step.note}"))
+        elif (
+            step.do == "wait_quiet"
+            and 0 < step.index <= len(steps)
+            and getattr(steps[step.index - 1], "timeout_ms", None) is not None
+        ):
+            out.append(("redelivery", "not_quiet", f"not_quiet: step {step.index} (wait_quiet): {step.note}"))
     return out
 
 
@@ -250,8 +264,8 @@ def accepted_conflicting_opens(trace_path: str | Path) -> list[str]:
 def run_case(scenario: Scenario, run: Any, check: Any) -> Any:
     """Run ``scenario`` and judge it: the trace checker, plus, for STICKY scenarios, refused-open checks."""
     result = run(scenario)
-    for problem in stalled_waits(result):
-        check.violation("delivery", problem, kind="stalled", defer=True)
+    for contract, kind, problem in progress_problems(result, scenario):
+        check.violation(contract, problem, kind=kind, defer=True)
     if scenario.subscription.mode == "STICKY" or any(getattr(s, "mode", None) == "STICKY" for s in scenario.steps):
         for problem in accepted_conflicting_opens(result.trace_path):
             check.violation("assignment", problem, kind="accepted_conflicting_open", defer=True)

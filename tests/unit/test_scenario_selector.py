@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.cases._support import stalled_waits
+from conformance.cases._support import progress_problems
 from conformance.scenarios import loads_scenario
 from conformance.scenarios.model import InvalidScenario
 from pytest_keyshared.driver import run_scenario
@@ -94,17 +94,38 @@ def test_a_target_that_cannot_switch_refuses_with_the_reason(tmp_path: Path) -> 
         assert isinstance(target_claims, Claims)
 
 
-def _outcome(do: str, ok: bool, note: str = "") -> StepOutcome:
-    return StepOutcome(index=4, do=do, ok=ok, duration_s=0.0, note=note)
+def _outcome(index: int, do: str, ok: bool, note: str = "") -> StepOutcome:
+    return StepOutcome(index=index, do=do, ok=ok, duration_s=0.0, note=note)
 
 
-def test_a_wait_received_that_timed_out_is_a_stall() -> None:
+def test_an_expired_bounded_wait_breaks_progress() -> None:
+    scenario = loads_scenario(
+        """
+name = "waits"
+[[steps]]
+do = "open"
+consumer = "c1"
+[[steps]]
+do = "wait_quiet"
+[[steps]]
+do = "wait_quiet"
+timeout_ms = 3000
+[[steps]]
+do = "wait_received"
+count = 40
+""",
+        "toml",
+    )
     result = SimpleNamespace(
         steps=(
-            _outcome("wait_received", False, "consumer 'c2' received 9 of 40 within 5000 ms"),
-            _outcome("wait_quiet", False, "still receiving"),
-            _outcome("wait_received", True),
+            _outcome(2, "wait_quiet", False, "still receiving after 10000 ms"),
+            _outcome(3, "wait_quiet", False, "still receiving after 3000 ms"),
+            _outcome(4, "wait_received", False, "all consumers received 9 of 40 within 10000 ms"),
         )
     )
-    assert stalled_waits(result) == ["stalled: step 4 (wait_received): consumer 'c2' received 9 of 40 within 5000 ms"]
-    assert stalled_waits(SimpleNamespace(steps=(_outcome("wait_received", True),))) == []
+    assert progress_problems(result, scenario) == [
+        ("redelivery", "not_quiet", "not_quiet: step 3 (wait_quiet): still receiving after 3000 ms"),
+        ("delivery", "stalled", "stalled: step 4 (wait_received): all consumers received 9 of 40 within 10000 ms"),
+    ]
+    ok = SimpleNamespace(steps=(_outcome(3, "wait_quiet", True), _outcome(4, "wait_received", True)))
+    assert progress_problems(ok, scenario) == []
