@@ -79,7 +79,9 @@ STEP_TYPES: dict[str, type] = {
     )
 }
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_TOP_LEVEL = ("name", "description", "tags", "subscription", "settings", "steps")
+#: ``pinned`` is the conformance cases' expected key placement (``conformance/cases/scenarios/pinned/``); a run
+#: ignores it, so those files run as they are (``keyshared run --scenario <file>``).
+_TOP_LEVEL = ("name", "description", "tags", "subscription", "settings", "steps", "pinned")
 _BEHAVIOUR_FIELDS = ("behaviour", "delay_ms", "nack_times")
 _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "open": (

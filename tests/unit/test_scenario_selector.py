@@ -129,3 +129,12 @@ count = 40
     ]
     ok = SimpleNamespace(steps=(_outcome(3, "wait_quiet", True), _outcome(4, "wait_received", True)))
     assert progress_problems(ok, scenario) == []
+
+
+def test_a_pinned_case_file_runs_as_a_scenario() -> None:
+    """The loader accepts (and a run ignores) the ``[pinned]`` table, so ``keyshared run`` takes those files."""
+    from conformance.scenarios import load_scenario
+
+    path = Path(__file__).resolve().parents[2] / "conformance/cases/scenarios/pinned/ring-three-points.toml"
+    scenario = load_scenario(path)
+    assert (scenario.settings.selector, scenario.settings.points) == ("consistent-hashing", 3)
