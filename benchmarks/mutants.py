@@ -437,6 +437,17 @@ def _stale_replay() -> None:
     _wrap(KeySharedDispatcher, "add_consumer", make_add)
 
 
+@mutant(
+    "crash-never-detected",
+    "dispatch",
+    "a consumer whose connection is cut is never removed: its unacknowledged messages are never redelivered",
+)
+def _crash_never_detected() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    ModelBroker._consumer_crashed = _noop  # type: ignore[method-assign]
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 
@@ -716,6 +727,46 @@ def _auto_split_upper() -> None:
         return add
 
     _wrap(AutoSplitSelector, "_add", make)
+
+
+@mutant(
+    "sticky-conflict-accepted",
+    "selectors",
+    "STICKY accepts a consumer whose ranges overlap a connected consumer's (no 'Range conflict')",
+)
+def _sticky_conflict() -> None:
+    from reference_model.selectors.exclusive import StickyRangesSelector
+
+    StickyRangesSelector._conflict = lambda self, new: None  # type: ignore[method-assign]
+
+
+@mutant(
+    "auto-split-leave-wrong-heir",
+    "selectors",
+    "auto-split: when a consumer leaves, its lower neighbour absorbs its range instead of the higher one",
+)
+def _auto_split_heir() -> None:
+    from bisect import bisect_left
+
+    from reference_model.selectors.auto_split import AutoSplitSelector
+
+    def make(orig: Any) -> Any:
+        def remove(self: Any, consumer: Any) -> None:
+            bound = self._bound_of.get(consumer.consumer_id)
+            i = bisect_left(self._bounds, bound) if bound is not None else -1
+            if bound is None or bound == self._range_size or i == 0:
+                orig(self, consumer)
+                return
+            lower = self._bounds[i - 1]  # the lower neighbour moves up to the leaver's bound
+            heir = self._owner.pop(lower)
+            del self._bounds[i - 1]
+            del self._bound_of[consumer.consumer_id]
+            self._owner[bound] = heir
+            self._bound_of[heir.consumer_id] = bound
+
+        return remove
+
+    _wrap(AutoSplitSelector, "_remove", make)
 
 
 # --- deduplication ---------------------------------------------------------------------------------------

@@ -7,8 +7,10 @@ Recomputed here from Murmur3 (``mmh3``) and the rules as pulsar-semantics.md §1
   for the name; position and key slot ``(murmur3 & 0x7fffffff) % 65535 + 1``; first point wins a collision;
   a slot belongs to the first point at or after it, wrapping to the first point;
 * auto-split: the first consumer owns ``[0, 65536]``; a joiner splits the first of the largest ranges
-  ``(p, k]`` at ``k - ((k - p) >> 1)`` and takes the lower part; key slot ``murmur3 % 65536`` (0 -> 1);
-* sticky: the consumer whose declared range holds the slot (same slot as auto-split), nobody in a gap.
+  ``(p, k]`` at ``k - ((k - p) >> 1)`` and takes the lower part; a leaver's range goes to the next higher
+  one (the top one's to the next lower); key slot ``murmur3 % 65536`` (0 -> 1);
+* sticky: a consumer whose ranges overlap an accepted one's is refused; a slot (as for auto-split) belongs
+  to the accepted consumer whose range holds it, to nobody in a gap.
 
 The ring rule is also checked against the golden ranges of ``ConsistentHashingStickyKeyConsumerSelectorTest``.
 """
@@ -22,7 +24,7 @@ import mmh3
 import pytest
 
 from conformance.cases._support import NO_OWNER, pinned_cases, pinned_mismatches
-from conformance.scenarios.model import Open, Publish
+from conformance.scenarios.model import Close, Open, Publish
 
 CASES = {case.scenario.name: case for case in pinned_cases("pinned")}
 
@@ -59,9 +61,19 @@ def _ring_owner(ring: tuple[list[int], dict[int, str]], slot: int) -> str:
     return owner[positions[i if i < len(positions) else 0]]
 
 
-def _auto_split(handles: list[str]) -> list[tuple[int, str]]:
-    bounds: list[tuple[int, str]] = []  # (upper bound, owner), ascending
-    for handle in handles:
+def _auto_split(changes: list[tuple[str, str]]) -> list[tuple[int, str]]:
+    """``changes``: ``("open" | "close", handle)`` in order; returns ``(upper bound, owner)`` ascending."""
+    bounds: list[tuple[int, str]] = []
+    for op, handle in changes:
+        if op == "close":
+            i = next(j for j, (_b, h) in enumerate(bounds) if h == handle)
+            bound = bounds[i][0]
+            if bound == 65536 and len(bounds) > 1:  # the lower neighbour moves up to the top
+                bounds[i] = (bound, bounds[i - 1][1])
+                del bounds[i - 1]
+            else:  # the next higher range absorbs it
+                del bounds[i]
+            continue
         if not bounds:
             bounds.append((65536, handle))
             continue
@@ -72,6 +84,20 @@ def _auto_split(handles: list[str]) -> list[tuple[int, str]]:
             lower = bound
         bisect.insort(bounds, (best - ((best - best_lower) >> 1), handle))
     return bounds
+
+
+def _sticky(opens: list[Open]) -> dict[str, tuple[tuple[int, int], ...]]:
+    """The consumers a broker accepts: an open whose ranges overlap an accepted consumer's is refused."""
+    accepted: dict[str, tuple[tuple[int, int], ...]] = {}
+    for o in opens:
+        taken = [r for rs in accepted.values() for r in rs]
+        if not any(a <= d and c <= b for a, b in o.ranges for c, d in taken):
+            accepted[o.consumer] = o.ranges
+    return accepted
+
+
+def _changes(name: str) -> list[tuple[str, str]]:
+    return [(s.do, s.consumer) for s in CASES[name].scenario.steps if isinstance(s, (Open, Close))]
 
 
 def _opens(name: str) -> list[Open]:
@@ -97,7 +123,11 @@ def test_the_ring_rule_gives_pulsars_golden_ranges() -> None:
 
 def test_the_auto_split_rule_gives_pulsars_golden_ranges() -> None:
     """HashRangeAutoSplitStickyKeyConsumerSelectorTest (range 64): c3 [0,16] c2 [17,32] c4 [33,48] c1 [49,64]."""
-    assert _auto_split(["c1", "c2", "c3", "c4"]) == [(16384, "c3"), (32768, "c2"), (49152, "c4"), (65536, "c1")]
+    joins = [("open", c) for c in ("c1", "c2", "c3", "c4")]
+    assert _auto_split(joins) == [(16384, "c3"), (32768, "c2"), (49152, "c4"), (65536, "c1")]
+    # removing consumer1 gives consumer4 [33,64]; removing consumer3 gives consumer2 [0,32]
+    assert _auto_split([*joins, ("close", "c1")]) == [(16384, "c3"), (32768, "c2"), (65536, "c4")]
+    assert _auto_split([*joins, ("close", "c3")]) == [(32768, "c2"), (49152, "c4"), (65536, "c1")]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -111,14 +141,14 @@ def test_pinned_owners_follow_the_documented_rule(name: str) -> None:
     settings = case.scenario.settings
     opens = _opens(name)
     if case.scenario.subscription.mode == "STICKY":
-        ranges = {o.consumer: o.ranges for o in opens}
+        ranges = _sticky(opens)
 
         def owner(key: str) -> str:
             slot = _range_slot(key)
             return next((h for h, rs in ranges.items() if any(a <= slot <= b for a, b in rs)), NO_OWNER)
 
     elif settings.selector == "auto-split":
-        bounds = _auto_split([o.consumer for o in opens])
+        bounds = _auto_split(_changes(name))
 
         def owner(key: str) -> str:
             slot = _range_slot(key)
