@@ -7,9 +7,9 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
-``accepted_conflicting_open``, ``skipped_after_failover``, ``lost_write``; and two that conformance cases
-judge beside the trace checker, ``outside_sticky_ranges`` and ``stalled``.  Every anomaly the suite reports is
-one of them: there are no free-string kinds (a test greps for them).
+``accepted_conflicting_open``, ``skipped_after_failover``, ``lost_write``; and four that conformance cases
+judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``, ``not_quiet`` and ``pinned_owner``.
+Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ class Kind(str, Enum):
     OUTSIDE_STICKY_RANGES = "outside_sticky_ranges"
     #: a case waited for deliveries the broker owed and they did not come in time (a case-level judgement)
     STALLED = "stalled"
+    #: a case's bounded wait for the subscription to settle expired: the broker kept redelivering (case-level)
+    NOT_QUIET = "not_quiet"
+    #: a key went to another consumer than the case's own pinned table names (a case-level judgement)
+    PINNED_OWNER = "pinned_owner"
     LOST_WRITE = "lost_write"  #: a duplicate receipt (-1:-1) for a (producer, seq) never stored
 
     def __str__(self) -> str:

@@ -60,6 +60,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "skipped_after_failover": "replication",
     "outside_sticky_ranges": "assignment",
     "stalled": "delivery",
+    "not_quiet": "redelivery",
+    "pinned_owner": "assignment",
 }
 
 

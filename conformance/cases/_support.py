@@ -10,29 +10,41 @@ even on a classic broker).  Each becomes a ``pytest.param`` with the matching
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.scenarios import Open, Scenario, loads_scenario
+from conformance.scenarios import Open, Scenario, loads_scenario, parse_scenario
+from conformance.scenarios.model import InvalidScenario, WaitQuiet
 from conformance.violations import Kind
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 __all__ = [
     "CONTRACT_TAG",
     "JUDGE_TAG",
+    "NO_OWNER",
     "REQUIRES_TAG",
+    "PinnedCase",
     "area_scenarios",
     "case_params",
     "case_problems",
     "contracts_of",
     "deliveries_outside_sticky_ranges",
+    "pinned_cases",
+    "pinned_mismatches",
     "profile_of",
+    "progress_problems",
     "requires_of",
     "run_case",
-    "stalled_waits",
 ]
 
 CONTRACT_TAG = "contract:"
@@ -48,6 +60,136 @@ def area_scenarios(area: str) -> list[Scenario]:
         if entry.name.endswith(".toml"):
             text = entry.read_text(encoding="utf-8")
             out.append(loads_scenario(text, "toml", source=f"conformance/cases/scenarios/{area}/{entry.name}"))
+    return out
+
+
+#: The owner a pinned table gives a key that no consumer may receive (a STICKY gap).
+NO_OWNER = "none"
+
+
+@dataclass(frozen=True)
+class PinnedCase:
+    """A scenario with its own expected key placement: ``owners`` maps a key to a consumer handle or ``none``."""
+
+    scenario: Scenario
+    owners: Mapping[str, str]
+    source: str  #: where the table comes from (a Pulsar unit test, or the rule it was computed with)
+    implementation: str = ""  #: the dispatcher the table is for (``pip379``: the classic one reduces hashes apart)
+    applies_from: tuple[str, ...] = ()  #: first release of each line the table holds for (``Fix`` semantics)
+
+    def not_applicable(self, claimed_version: str, claimed_implementation: str) -> str | None:
+        """Why the table does not describe a broker claiming this version and implementation (``None``: it does)."""
+        from reference_model.versions import Fix, parse_version
+
+        if self.implementation and claimed_implementation != self.implementation:
+            return (
+                f"the pinned table is the {self.implementation} dispatcher's placement; the target claims"
+                f" {claimed_implementation}"
+            )
+        if self.applies_from and not Fix("pinned", "", self.applies_from).present_in(parse_version(claimed_version)):
+            return (
+                f"the pinned table holds from Pulsar {', '.join(self.applies_from)}; the target claims"
+                f" {claimed_version}"
+            )
+        return None
+
+
+def pinned_cases(area: str) -> list[PinnedCase]:
+    """Every scenario file of ``scenarios/<area>/`` with its ``[pinned]`` table (``source``, ``owners``)."""
+    folder = resources.files("conformance.cases.scenarios").joinpath(area)
+    out = []
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        where = f"conformance/cases/scenarios/{area}/{entry.name}"
+        data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        pinned = data.pop("pinned", None)
+        if not isinstance(pinned, dict) or not isinstance(pinned.get("owners"), dict) or not pinned["owners"]:
+            raise InvalidScenario(f"{where}: needs a [pinned.owners] table (key = consumer handle or 'none').")
+        scenario = parse_scenario(data, source=where)
+        handles = set(scenario.consumers())
+        owners = {str(k): str(v) for k, v in pinned["owners"].items()}
+        for key, owner in owners.items():
+            if owner != NO_OWNER and owner not in handles:
+                raise InvalidScenario(f"{where}: [pinned.owners] gives {key!r} to {owner!r}, which no step opens.")
+        applies = pinned.get("applies_from", [])
+        if not isinstance(applies, list) or not all(isinstance(v, str) for v in applies):
+            raise InvalidScenario(f'{where}: [pinned] applies_from must be a list of versions, e.g. ["4.0.7"].')
+        out.append(
+            PinnedCase(
+                scenario,
+                owners,
+                str(pinned.get("source", "")),
+                str(pinned.get("implementation", "")),
+                tuple(applies),
+            )
+        )
+    return out
+
+
+def pinned_mismatches(trace_path: str | Path, owners: Mapping[str, str], source: str = "") -> list[str]:
+    """One explanation per receive of a pinned key by another consumer than its pinned owner, and per pinned
+    key its owner never received.
+
+    Every receive counts, redeliveries included: the cases keep the membership fixed while keys flow, so a key
+    has one owner for the whole run.  A key pinned to ``none`` must not be received at all; any other pinned
+    key must reach its owner (the cases publish every pinned key).
+    """
+    from conformance.trace.reader import open_trace
+
+    problems: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    published: set[str] = set()
+    for event in open_trace(trace_path).events():  # any trace form: JSON Lines, gzip, Parquet
+        op = event.op.value
+        if op == "publish" and event.result is not None and event.result.value == "ok":
+            published.add(str(event.key))
+        if op != "receive":
+            continue
+        key, consumer = event.key, event.consumer
+        if key is None or consumer is None:
+            continue
+        if consumer == owners.get(key):
+            seen.add((key, consumer))
+        want = owners.get(key)
+        if want is None or consumer == want or (key, consumer) in seen:
+            continue
+        seen.add((key, consumer))
+        expected = "no consumer (its hash is in no consumer's range)" if want == NO_OWNER else f"consumer {want}"
+        problems.append(
+            f"pinned_owner: key {key!r} was received by consumer {consumer} (E{event.i},"
+            f" {event.msg_id}), but belongs to {expected}" + (f" ({source})" if source else "")
+        )
+    for key, owner in owners.items():
+        if owner != NO_OWNER and key in published and (key, owner) not in seen:
+            problems.append(
+                f"pinned_owner: key {key!r} was published but never received by its owner, consumer {owner}"
+                + (f" ({source})" if source else "")
+            )
+    return problems
+
+
+def progress_problems(result: Any, scenario: Scenario | None = None) -> list[tuple[str, Kind, str]]:
+    """``(contract, kind, explanation)`` for each bounded wait of a run that the broker made expire.
+
+    * ``stalled`` (``delivery``): a ``wait_received`` step timed out.  A case waits for a count the broker
+      owes that consumer, so an expired wait is a broken promise of progress (a healthy consumer owning other
+      keys must keep receiving while another consumer is stuck).
+    * ``not_quiet`` (``redelivery``): a ``wait_quiet`` step *with its own* ``timeout_ms`` timed out: the case
+      promises the subscription settles within that bound (a consumer that nacks a message a fixed number of
+      times and then acknowledges it); a broker that keeps redelivering breaks it.  A ``wait_quiet`` without
+      ``timeout_ms`` is only a pause, and its expiry is no finding.
+    """
+    steps = scenario.steps if scenario is not None else ()
+    out: list[tuple[str, Kind, str]] = []
+    for step in result.steps:
+        if step.ok:
+            continue
+        planned = steps[step.index - 1] if 0 < step.index <= len(steps) else None
+        if step.do == "wait_received":
+            out.append(("delivery", Kind.STALLED, f"stalled: step {step.index} (wait_received): {step.note}"))
+        elif step.do == "wait_quiet" and isinstance(planned, WaitQuiet) and planned.timeout_ms is not None:
+            out.append(("redelivery", Kind.NOT_QUIET, f"not_quiet: step {step.index} (wait_quiet): {step.note}"))
     return out
 
 
@@ -117,26 +259,12 @@ def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
     return problems
 
 
-def stalled_waits(result: Any) -> list[str]:
-    """Explanations of every ``wait_received`` step of the run that timed out: progress the broker owed.
-
-    A case that waits for deliveries while some consumer holds its messages asks for progress: a healthy
-    consumer must keep receiving while another is slow.  The final drain acknowledges everything held, so a
-    stall that lasts only until then is seen here and nowhere else.
-    """
-    return [
-        f"stalled: step {o.index + 1} (wait_received) timed out: {o.note}"
-        for o in result.steps
-        if o.do == "wait_received" and not o.ok
-    ]
-
-
-def case_problems(scenario: Scenario, result: Any, *, progress: bool = False) -> list[tuple[str, Kind, str]]:
+def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> list[tuple[str, Kind, str]]:
     """What the case judges beyond the trace checker, as ``(contract, kind, explanation)``.
 
     STICKY scenarios: deliveries outside the declared ranges (an accepted conflicting open is the trace checker's
     ``accepted_conflicting_open``).  With ``progress``: ``wait_received`` steps that timed out
-    (:func:`stalled_waits`).
+    (:func:`progress_problems`).
     """
     problems: list[tuple[str, Kind, str]] = []
     if scenario.subscription.mode == "STICKY" or any(
@@ -147,11 +275,11 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = False) ->
             more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
             problems.append(("assignment", Kind.OUTSIDE_STICKY_RANGES, outside[0] + more))
     if progress:
-        problems.extend(("delivery", Kind.STALLED, text) for text in stalled_waits(result))
+        problems.extend(progress_problems(result, scenario))
     return problems
 
 
-def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = False) -> Any:
+def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = True) -> Any:
     """Run ``scenario`` and judge it: the trace checker, plus :func:`case_problems`.
 
     Every trace rule lives in ``conformance/checks/``: an accepted STICKY open that Pulsar refuses is the checker's

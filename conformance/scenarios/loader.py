@@ -25,6 +25,7 @@ from conformance.scenarios.model import (
     KEY_FIELDS,
     KEY_ORDERS,
     KEY_SHARED_MODES,
+    SELECTORS,
     AckHeld,
     Behaviour,
     Close,
@@ -78,7 +79,9 @@ STEP_TYPES: dict[str, type] = {
     )
 }
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_TOP_LEVEL = ("name", "description", "tags", "subscription", "settings", "steps")
+#: ``pinned`` is the conformance cases' expected key placement (``conformance/cases/scenarios/pinned/``); a run
+#: ignores it, so those files run as they are (``keyshared run --scenario <file>``).
+_TOP_LEVEL = ("name", "description", "tags", "subscription", "settings", "steps", "pinned")
 _BEHAVIOUR_FIELDS = ("behaviour", "delay_ms", "nack_times")
 _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "open": (
@@ -232,10 +235,15 @@ def _settings(raw: Any, where: str) -> Settings:
             continue
         if f.type in ("bool", bool):
             values[f.name] = _bool(table[f.name], f"{where} {f.name}")
+        elif f.name == "selector":
+            values[f.name] = _choice(table[f.name], SELECTORS, f"{where} selector")
         else:
             minimum = 0 if f.name == "payload_bytes" else 1
             values[f.name] = _int(table[f.name], f"{where} {f.name}", minimum=minimum)
-    return Settings(**values)
+    settings = Settings(**values)
+    if settings.points and settings.selector == "auto-split":
+        raise InvalidScenario(f'{where}: points applies only to selector = "consistent-hashing", not "auto-split".')
+    return settings
 
 
 def _step(raw: Any, where: str) -> Step:

@@ -24,6 +24,7 @@ __all__ = [
     "KEY_FIELDS",
     "KEY_ORDERS",
     "KEY_SHARED_MODES",
+    "SELECTORS",
     "AckHeld",
     "Behaviour",
     "Close",
@@ -62,6 +63,8 @@ KEY_FIELDS: tuple[str, ...] = ("partition_key", "ordering_key", "both", "none")
 BATCHING_MODES: tuple[str, ...] = ("none", "key_based", "default")
 #: ``cycle``: message i carries key i mod |keys|; ``shuffle``: the same multiset, shuffled with the run's seed.
 KEY_ORDERS: tuple[str, ...] = ("cycle", "shuffle")
+#: ``[settings] selector``: the AUTO_SPLIT selector a scenario asks for (``""``: whatever the target has).
+SELECTORS: tuple[str, ...] = ("consistent-hashing", "auto-split")
 
 
 class InvalidScenario(InvalidArgument):
@@ -91,6 +94,10 @@ class Settings:
     step_timeout_ms: int = 10_000  #: bound on each step that waits (open, close, publish, wait_received)
     send_timeout_ms: int = 5_000  #: a send not confirmed within this is recorded as ``info``
     payload_bytes: int = 16  #: size of each message body (a uid property identifies the message)
+    #: the AUTO_SPLIT selector the broker must use for this run: ``""`` (the target's own), ``consistent-hashing``
+    #: or ``auto-split``; a target that cannot switch its selector skips the scenario, saying why
+    selector: str = ""
+    points: int = 0  #: consistent-hashing ring points per consumer for this run (0: the target's own)
 
 
 @dataclass(frozen=True, slots=True)

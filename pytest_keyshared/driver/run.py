@@ -174,6 +174,8 @@ def run_scenario(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"Expected seed to be an integer >= 0 but got seed={seed!r}.")
     target.capabilities.require(scenario.required_capabilities(), target.name)
+    if scenario.settings.selector or scenario.settings.points:
+        target = target.with_selector(scenario.settings.selector, scenario.settings.points)
     run = _Run(
         target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, live_check=live_check, progress=progress
     )

@@ -171,6 +171,24 @@ class Target(ABC):
     def open_session(self, topic: str, run_dir: Path, nonce: str, *, seed: int) -> Any:
         """The session one run drives on this target (``pytest_keyshared.driver.session.Session``)."""
 
+    def with_selector(self, selector: str, points: int) -> Target:
+        """This target with the AUTO_SPLIT selector a scenario asks for (``[settings] selector``, ``points``).
+
+        ``""`` and ``0`` mean "the target's own".  A target that already claims what is asked returns itself;
+        one that cannot switch (a running broker's configuration is fixed) raises :class:`UnsupportedByTarget`,
+        which skips the scenario with the reason.  The model overrides this: it builds each run's broker anew.
+        """
+        claims = self.claims
+        if (not selector or selector == claims.selector) and (not points or points == claims.points):
+            return self
+        asked = selector or claims.selector
+        if points:
+            asked += f" with {points} points"
+        raise UnsupportedByTarget(
+            f"Target {self.name!r} cannot switch its selector to {asked} for one scenario (it claims"
+            f" {claims.selector} with {claims.points} points); the reference model can (--keyshared-target=model)."
+        )
+
     def restart_broker(self, *, kill: bool = False) -> None:
         """Stop the broker and start it on the same storage (only with ``capabilities.broker_restart``)."""
         raise UnsupportedByTarget(f"Target {self.name!r} cannot restart its broker.")

@@ -11,6 +11,7 @@ default (60 s, a keep-alive timeout) describes a silent network loss instead; pa
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -93,6 +94,23 @@ class ModelTarget(Target):
     @property
     def deterministic(self) -> bool:
         return True
+
+    def with_selector(self, selector: str, points: int) -> ModelTarget:
+        """A copy whose brokers use ``selector`` (``consistent-hashing`` or ``auto-split``) with ``points``."""
+        key_shared = self.config.key_shared
+        use_ring = key_shared.use_consistent_hashing if not selector else selector == "consistent-hashing"
+        ring_points = points or key_shared.consistent_hashing_points
+        if use_ring == key_shared.use_consistent_hashing and ring_points == key_shared.consistent_hashing_points:
+            return self
+        clone = copy.copy(self)
+        clone.config = replace(
+            self.config,
+            key_shared=replace(key_shared, use_consistent_hashing=use_ring, consistent_hashing_points=ring_points),
+        )
+        clone.claims = replace(
+            self.claims, selector="consistent-hashing" if use_ring else "auto-split", points=ring_points
+        )
+        return clone
 
     def new_broker(self, seed: int) -> Any:
         from reference_model.broker import ModelBroker

@@ -1,0 +1,922 @@
+"""Semantic mutants of the reference model: each one a plausible broker bug, planted by a monkeypatch.
+
+A mutant is applied in-process, before the suite runs, by :mod:`mutation_plugin` (``KEYSHARED_MUTANT=<name>``);
+the model target then *is* a broker with that bug, and the conformance suite must fail on it.  Nothing here
+touches the product packages' files: every patch replaces a function or attribute at run time, in the one
+pytest process that runs the mutant.  The line after each ``@mutant`` says which broker bug it stands for.
+
+Selector mutants also move the checker's ``misassigned`` oracle (it asks the same model which consumer owns a
+key): only cases that carry their own expected answer (``conformance/cases/scenarios/pinned/``) can see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MUTANTS", "Mutant", "apply", "by_name"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    area: str  #: pip379, classic, dispatch (both), selectors, dedup, replication
+    bug: str  #: one line: the broker bug it stands for
+    apply: Callable[[], None]
+    target: str = "model"  #: the model target spec the mutant is run against
+
+
+MUTANTS: list[Mutant] = []
+
+
+def mutant(
+    name: str, area: str, bug: str, *, target: str = "model"
+) -> Callable[[Callable[[], None]], Callable[[], None]]:
+    def register(fn: Callable[[], None]) -> Callable[[], None]:
+        MUTANTS.append(Mutant(name, area, bug, fn, target))
+        return fn
+
+    return register
+
+
+def by_name(name: str) -> Mutant:
+    for m in MUTANTS:
+        if m.name == name:
+            return m
+    known = ", ".join(m.name for m in MUTANTS)
+    raise SystemExit(f"unknown mutant {name!r}; known: {known}")
+
+
+def apply(name: str) -> Mutant:
+    m = by_name(name)
+    m.apply()
+    return m
+
+
+def _wrap(cls: Any, attr: str, make: Callable[[Any], Any]) -> None:
+    """Replace ``cls.attr`` by ``make(original)``."""
+    setattr(cls, attr, make(getattr(cls, attr)))
+
+
+def _noop(*_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
+# --- PIP-379 dispatcher (Pulsar 4.0) ---------------------------------------------------------------------
+
+
+@mutant(
+    "draining-released-at-first-ack",
+    "pip379",
+    "a draining hash is released at the old owner's first ack of it, not its last",
+)
+def _draining_first_ack() -> None:
+    from reference_model.keyshared.draining import DrainingHashesTracker
+
+    def make(orig: Any) -> Any:
+        def reduce_ref_count(self: Any, consumer: Any, slot: int, *, closing: bool) -> bool:
+            entry = self._entries.get(slot)
+            if entry is not None and entry.consumer is consumer:
+                entry.ref_count = 1
+            return bool(orig(self, consumer, slot, closing=closing))
+
+        return reduce_ref_count
+
+    _wrap(DrainingHashesTracker, "reduce_ref_count", make)
+
+
+@mutant(
+    "draining-never-registered",
+    "pip379",
+    "a join moves hashes at once: pending entries of lost hashes are not registered as draining",
+)
+def _draining_never_registered() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    Pip379Dispatcher._register_draining = _noop  # type: ignore[method-assign]
+
+
+@mutant(
+    "draining-ignored",
+    "pip379",
+    "draining hashes are tracked but never block a dispatch (neither at read nor at send time)",
+)
+def _draining_ignored() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+    from reference_model.keyshared.draining import DrainingHashesTracker
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    DrainingHashesTracker.should_block = lambda self, consumer, slot: False  # type: ignore[method-assign]
+    Pip379Dispatcher._add_pending_if_allowed = KeySharedDispatcher._add_pending_if_allowed  # type: ignore[method-assign]
+
+
+@mutant(
+    "draining-kept-after-return",
+    "pip379",
+    "a hash that moves back to the consumer draining it stays draining (apache/pulsar#24736)",
+)
+def _draining_kept_after_return() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    Pip379Dispatcher._release_returned = _noop  # type: ignore[method-assign]
+
+    from reference_model.keyshared.draining import DrainingHashesTracker
+
+    def should_block(self: Any, consumer: Any, slot: int) -> bool:
+        entry = self._entries.get(slot) if slot else None
+        if entry is None or entry.consumer is consumer:
+            return False  # the lazy removal is gone too: the entry stays
+        entry.blocked_count += 1
+        return True
+
+    DrainingHashesTracker.should_block = should_block  # type: ignore[method-assign]
+
+
+@mutant(
+    "draining-unblock-lost",
+    "pip379",
+    "the end of a drain schedules no read: blocked messages wait for the next publish",
+)
+def _draining_unblock_lost() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    Pip379Dispatcher._hash_unblocked = _noop  # type: ignore[method-assign]
+    KeySharedDispatcher.after_acknowledgements = _noop  # type: ignore[method-assign]
+
+
+@mutant(
+    "replay-forgets-hashes",
+    "pip379",
+    "the replay queue forgets the hashes of its messages: new messages of those keys overtake them",
+)
+def _replay_forgets_hashes() -> None:
+    from reference_model.keyshared.replay_queue import ReplayQueue
+
+    def make(orig: Any) -> Any:
+        def init(self: Any, *, track_hashes: bool) -> None:
+            orig(self, track_hashes=False)
+
+        return init
+
+    _wrap(ReplayQueue, "__init__", make)
+
+
+@mutant(
+    "leave-replays-without-hash",
+    "pip379",
+    "a leaving consumer's pending messages are replayed without their hashes (ordering lost)",
+)
+def _leave_without_hash() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    def release(self: Any, consumer: Any) -> None:
+        tracker = self.tracker
+        for position, _batch, slot in consumer.pending.drain(close=True):
+            if self._add_to_replay(position, None):
+                self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+            if tracker is not None:
+                tracker.reduce_ref_count(consumer, slot, closing=True)
+
+    Pip379Dispatcher._release_pending = release  # type: ignore[method-assign]
+
+
+@mutant(
+    "leave-drops-pending", "pip379", "a leaving consumer's unacknowledged messages are dropped instead of redelivered"
+)
+def _leave_drops_pending() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    def release(self: Any, consumer: Any) -> None:
+        consumer.pending.drain(close=True)
+        if self.tracker is not None:
+            self.tracker.clear()
+
+    Pip379Dispatcher._release_pending = release  # type: ignore[method-assign]
+
+
+@mutant(
+    "stuck-consumer-blocks-all",
+    "pip379",
+    "one consumer without permits stops normal reads for everyone (head-of-line blocking)",
+)
+def _stuck_blocks_all() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    def make(orig: Any) -> Any:
+        def allowed(self: Any) -> bool:
+            return bool(orig(self)) and all(self.available_permits(c) > 0 for c in self.consumers.values())
+
+        return allowed
+
+    _wrap(Pip379Dispatcher, "_normal_read_allowed", make)
+
+
+@mutant(
+    "impacted-last-range-forgotten",
+    "pip379",
+    "the last of the hash ranges a membership change takes away is not drained",
+)
+def _impacted_last_range() -> None:
+    import reference_model.selectors.base as base
+    from reference_model.selectors.impacted import ImpactedRanges, diff_ranges, merge_ranges
+
+    def resolve(before: Any, after: Any) -> Any:
+        changes = [c for c in diff_ranges(before, after) if c[1] is not None]
+        lost: dict[Any, list[Any]] = {}
+        for hash_range, was, _now in changes[:-1]:
+            lost.setdefault(was, []).append(hash_range)
+        return ImpactedRanges({c: merge_ranges(r) for c, r in lost.items()})
+
+    base.resolve_impacted = resolve  # type: ignore[assignment]
+
+
+@mutant(
+    "replay-newest-first",
+    "dispatch",
+    "the replay queue is read newest first: redelivered messages of a key arrive out of order",
+)
+def _replay_newest_first() -> None:
+    from reference_model.keyshared.replay_queue import ReplayQueue
+
+    def make(orig: Any) -> Any:
+        def select(self: Any, max_positions: int, accept: Any = None) -> list[Any]:
+            out = list(orig(self, max_positions, accept))
+            out.reverse()
+            return out
+
+        return select
+
+    _wrap(ReplayQueue, "select", make)
+
+
+@mutant("round-dispatched-backwards", "pip379", "the entries of a multi-entry read round are dispatched newest first")
+def _round_backwards() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    def make(orig: Any) -> Any:
+        def send_entries(self: Any, read_type: Any, entries: list[Any]) -> int:
+            if len(entries) > 1:
+                entries = list(reversed(entries))
+                return int(orig(self, read_type, entries))
+            return int(orig(self, read_type, entries))
+
+        return send_entries
+
+    _wrap(Pip379Dispatcher, "_send_entries", make)
+
+
+@mutant(
+    "ack-leaves-pending",
+    "dispatch",
+    "an acknowledgement is persisted but the consumer's pending entry is kept (drains never end)",
+)
+def _ack_leaves_pending() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def acknowledge(self: Any, consumer: Any, position: Any) -> bool:
+        if self.redelivery_counts:
+            self.redelivery_counts.pop(position, None)
+        return True
+
+    KeySharedDispatcher.acknowledge = acknowledge  # type: ignore[method-assign]
+
+
+@mutant(
+    "ack-not-persisted",
+    "dispatch",
+    "individual acknowledgements are not stored in the cursor: acked messages come back",
+)
+def _ack_not_persisted() -> None:
+    from reference_model.storage.cursor import ManagedCursor
+
+    ManagedCursor.delete = lambda self, position: False  # type: ignore[method-assign]
+
+
+@mutant(
+    "rewind-redelivers-acked",
+    "dispatch",
+    "a rewind (every consumer left, one returns) re-reads individually acknowledged messages",
+)
+def _rewind_redelivers_acked() -> None:
+    from reference_model.storage.cursor import ManagedCursor
+
+    def make(orig: Any) -> Any:
+        def read_entries(self: Any, max_entries: int) -> list[Any]:
+            saved, self._deleted = self._deleted, set()
+            try:
+                return list(orig(self, max_entries))
+            finally:
+                self._deleted = saved
+
+        return read_entries
+
+    _wrap(ManagedCursor, "read_entries", make)
+
+
+@mutant(
+    "no-rewind-after-all-left",
+    "dispatch",
+    "when every consumer left, the first to return is not rewound: unacked messages are never redelivered",
+)
+def _no_rewind() -> None:
+    from reference_model.storage.cursor import ManagedCursor
+
+    ManagedCursor.rewind = _noop  # type: ignore[method-assign]
+
+
+@mutant("closed-consumer-keeps-hashes", "dispatch", "a closed consumer stays in the selector: its keys go nowhere")
+def _closed_keeps_hashes() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def remove_consumer(self: Any, consumer: Any) -> None:
+            remove = self.selector.remove
+            self.selector.remove = lambda ref: None
+            try:
+                orig(self, consumer)
+            finally:
+                self.selector.remove = remove
+
+        return remove_consumer
+
+    _wrap(KeySharedDispatcher, "remove_consumer", make)
+
+
+@mutant(
+    "redeliver-drops-messages",
+    "dispatch",
+    "a negative ack or redeliver request removes the pending messages but never resends them",
+)
+def _redeliver_drops() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def redeliver(self: Any, consumer: Any, positions: Any) -> int:
+        if self.consumers.get(consumer.consumer_id) is not consumer:
+            return 0
+        wanted = [p for p, _b, _s in consumer.pending] if positions is None else sorted(set(positions))
+        for position in wanted:
+            record = consumer.pending.remove(position)
+            if record is not None:
+                self.total_unacked -= record[0]
+                self._pending_removed(consumer, record[1], closing=False)
+        return 0
+
+    KeySharedDispatcher.redeliver = redeliver  # type: ignore[method-assign]
+
+
+@mutant(
+    "flow-does-not-read",
+    "dispatch",
+    "permits from a consumer's flow trigger no read: a drained receiver queue waits for the next publish",
+)
+def _flow_no_read() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def flow(self: Any, consumer: Any, permits: int) -> None:
+        if self.consumers.get(consumer.consumer_id) is consumer:
+            consumer.add_permits(permits)
+
+    KeySharedDispatcher.consumer_flow = flow  # type: ignore[method-assign]
+
+
+@mutant(
+    "redelivery-count-not-kept",
+    "dispatch",
+    "redelivered messages carry redelivery count 0 (the count is never incremented)",
+)
+def _redelivery_count() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def send(self: Any, consumer: Any, entry: Any, slot: int) -> bool:
+            self.redelivery_counts.clear()
+            return bool(orig(self, consumer, entry, slot))
+
+        return send
+
+    _wrap(KeySharedDispatcher, "_send", make)
+
+
+@mutant(
+    "first-consumer-skips-replay-clear",
+    "dispatch",
+    "a consumer joining an empty subscription keeps a stale replay queue and is sent messages twice",
+)
+def _stale_replay() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def remove_consumer(self: Any, consumer: Any) -> None:
+            if len(self.consumers) == 1 and self.consumers.get(consumer.consumer_id) is consumer:
+                held = [p for p, _b, _s in consumer.pending]
+                orig(self, consumer)
+                for position in held:  # the last one's pending messages stay queued across the rewind
+                    self.replay.add(position, None)
+                return
+            orig(self, consumer)
+
+        return remove_consumer
+
+    _wrap(KeySharedDispatcher, "remove_consumer", make)
+
+    def make_add(orig: Any) -> Any:
+        def add_consumer(self: Any, consumer: Any) -> None:
+            if not self.consumers:
+                saved = list(self.replay.positions)
+                orig(self, consumer)
+                for position in saved:
+                    self.replay.add(position, None)
+                self.read_more_entries()
+                return
+            orig(self, consumer)
+
+        return add_consumer
+
+    _wrap(KeySharedDispatcher, "add_consumer", make_add)
+
+
+@mutant(
+    "crash-never-detected",
+    "dispatch",
+    "a consumer whose connection is cut is never removed: its unacknowledged messages are never redelivered",
+)
+def _crash_never_detected() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    ModelBroker._consumer_crashed = _noop  # type: ignore[method-assign]
+
+
+# --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
+
+
+@mutant(
+    "classic-no-recently-joined",
+    "classic",
+    "classic: joining consumers are not held back to their join read position",
+    target="model:classic",
+)
+def _classic_no_joined() -> None:
+    from reference_model.keyshared.classic import ClassicDispatcher
+
+    def make(orig: Any) -> Any:
+        def after_add(self: Any, consumer: Any, impacted: Any) -> None:
+            consumer.read_position_when_joining = self.cursor.read_position
+
+        return after_add
+
+    _wrap(ClassicDispatcher, "_after_add", make)
+
+
+@mutant(
+    "classic-join-limit-inclusive",
+    "classic",
+    "classic: a joiner may take the entry at its join read position (off by one)",
+    target="model:classic",
+)
+def _classic_limit() -> None:
+    from reference_model.keyshared.classic import ClassicDispatcher
+
+    def make(orig: Any) -> Any:
+        def restricted(self: Any, consumer: Any, positions: Any, permits: int, read_type: Any, slots: Any) -> int:
+            joined = self.recently_joined
+            limit = None if joined is None else joined.get(consumer)
+            if limit is not None:
+                joined[consumer] = self.log.next_valid_position(limit)
+                try:
+                    return int(orig(self, consumer, positions, permits, read_type, slots))
+                finally:
+                    if consumer in joined:
+                        joined[consumer] = limit
+            return int(orig(self, consumer, positions, permits, read_type, slots))
+
+        return restricted
+
+    _wrap(ClassicDispatcher, "_restricted_max_entries", make)
+
+
+@mutant(
+    "classic-joiners-never-released",
+    "classic",
+    "classic: recently joined consumers are never released as the mark-delete moves",
+    target="model:classic",
+)
+def _classic_never_released() -> None:
+    from reference_model.keyshared.classic import ClassicDispatcher
+
+    ClassicDispatcher._remove_from_recently_joined = lambda self: False  # type: ignore[method-assign]
+
+
+@mutant(
+    "classic-normal-read-ignores-replay",
+    "classic",
+    "classic: a normal read sends new messages of keys that wait in the replay queue",
+    target="model:classic",
+)
+def _classic_r1() -> None:
+    from reference_model.keyshared.classic import ClassicDispatcher
+    from reference_model.keyshared.dispatcher import ReadType
+
+    def make(orig: Any) -> Any:
+        def restricted(self: Any, consumer: Any, positions: Any, permits: int, read_type: Any, slots: Any) -> int:
+            return int(
+                orig(
+                    self,
+                    consumer,
+                    positions,
+                    permits,
+                    ReadType.REPLAY if read_type is ReadType.NORMAL else read_type,
+                    None,
+                )
+            )
+
+        return restricted
+
+    _wrap(ClassicDispatcher, "_restricted_max_entries", make)
+
+
+@mutant(
+    "classic-leave-drops-pending",
+    "classic",
+    "classic: a leaving consumer's unacknowledged messages are dropped",
+    target="model:classic",
+)
+def _classic_leave_drops() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    KeySharedDispatcher._release_pending = lambda self, consumer: consumer.pending.drain(close=True) and None  # type: ignore[method-assign]
+
+
+@mutant(
+    "classic-acks-do-not-dispatch",
+    "classic",
+    "classic: acknowledgements never trigger a read (a released joiner waits for the next publish)",
+    target="model:classic",
+)
+def _classic_ack_no_read() -> None:
+    from reference_model.keyshared.classic import ClassicDispatcher
+
+    ClassicDispatcher.after_acknowledgements = _noop  # type: ignore[method-assign]
+
+
+@mutant(
+    "classic-replay-forgets-hashes",
+    "classic",
+    "classic: the replay queue forgets message hashes",
+    target="model:classic",
+)
+def _classic_replay_hashes() -> None:
+    _replay_forgets_hashes()
+
+
+# --- selectors -------------------------------------------------------------------------------------------
+
+
+@mutant("hash-off-by-one", "selectors", "a key's hash is reduced into the range off by one (h % 65535 + 2)")
+def _hash_off_by_one() -> None:
+    from reference_model.selectors.base import Selector
+
+    def make(orig: Any) -> Any:
+        def slot_of_hash(self: Any, hash_value: int) -> int:
+            slot = int(orig(self, hash_value))
+            if self._reduce_range is None:
+                return slot
+            start, end = self._reduce_range
+            return start + 1 if slot >= end else slot + 1
+
+        return slot_of_hash
+
+    _wrap(Selector, "slot_of_hash", make)
+
+
+@mutant(
+    "ring-point-to-next-consumer",
+    "selectors",
+    "a key hashing exactly onto a ring point goes to the next point's consumer",
+)
+def _ring_next() -> None:
+    from reference_model.selectors.consistent_hashing import ConsistentHashingSelector
+
+    def make(orig: Any) -> Any:
+        def build(self: Any) -> list[Any]:
+            table = list(orig(self))
+            ring = self._ring
+            for i, position in enumerate(ring):
+                if position < len(table):
+                    table[position] = self._entries[ring[(i + 1) % len(ring)]][0]
+            return table
+
+        return build
+
+    _wrap(ConsistentHashingSelector, "_build_table", make)
+
+
+@mutant(
+    "ring-ignores-name-index",
+    "selectors",
+    "ring points ignore the consumer-name index: same-name consumers collide (apache/pulsar#23327)",
+)
+def _ring_no_index() -> None:
+    from reference_model.hashing import make_hash, reduce_hash
+    from reference_model.selectors.consistent_hashing import ConsistentHashingSelector, ring_key
+
+    def position(self: Any, consumer: Any, name_index: int, point: int) -> int:
+        return int(reduce_hash(make_hash(ring_key(consumer.name, point, 0)), self._key_range))
+
+    ConsistentHashingSelector._position = position  # type: ignore[method-assign]
+
+
+@mutant(
+    "ring-points-ignored",
+    "selectors",
+    "the ring uses 50 points per consumer whatever subscriptionKeySharedConsistentHashingReplicaPoints says",
+)
+def _ring_points() -> None:
+    from reference_model.selectors.consistent_hashing import ConsistentHashingSelector
+
+    def make(orig: Any) -> Any:
+        def init(self: Any, version: Any, points: int, key_range: Any, track_impacted: bool) -> None:
+            orig(self, version, 50, key_range, track_impacted)
+
+        return init
+
+    _wrap(ConsistentHashingSelector, "__init__", make)
+
+
+@mutant(
+    "sticky-gaps-delivered",
+    "selectors",
+    "STICKY delivers hashes in the gaps between one consumer's ranges (apache/pulsar#24730)",
+)
+def _sticky_gaps() -> None:
+    from reference_model.selectors.exclusive import StickyRangesSelector
+
+    def make(orig: Any) -> Any:
+        def init(self: Any, version: Any, range_size: int) -> None:
+            orig(self, version, range_size)
+            self._gap_fixed = False
+
+        return init
+
+    _wrap(StickyRangesSelector, "__init__", make)
+
+
+@mutant(
+    "sticky-range-end-exclusive",
+    "selectors",
+    "STICKY treats a range's end as exclusive: the last hash of each range is delivered to nobody",
+)
+def _sticky_end() -> None:
+    from reference_model.selectors.exclusive import StickyRangesSelector
+
+    def make(orig: Any) -> Any:
+        def build(self: Any) -> list[Any]:
+            table = list(orig(self))
+            for key in self._keys:
+                start, end, _owner = self._at[key]
+                if 0 <= end < len(table) and end > start:
+                    table[end] = None
+            return table
+
+        return build
+
+    _wrap(StickyRangesSelector, "_build_table", make)
+
+
+@mutant("auto-split-wrong-range", "selectors", "auto-split splits the last of the largest ranges instead of the first")
+def _auto_split_wrong() -> None:
+    from reference_model.selectors.auto_split import AutoSplitSelector
+
+    def biggest(self: Any) -> tuple[int, int]:
+        measure, best, best_lower = 0, self._range_size, 0
+        lower = 0
+        for bound in self._bounds:
+            if bound - lower >= measure:
+                measure, best, best_lower = bound - lower, bound, lower
+            lower = bound
+        return best, best_lower
+
+    AutoSplitSelector._biggest_range = biggest  # type: ignore[method-assign]
+
+
+@mutant(
+    "auto-split-new-consumer-takes-upper-half",
+    "selectors",
+    "auto-split gives a joining consumer the upper half of the split range, not the lower",
+)
+def _auto_split_upper() -> None:
+    from bisect import insort
+
+    from reference_model.selectors.auto_split import AutoSplitSelector
+
+    def make(orig: Any) -> Any:
+        def add(self: Any, consumer: Any, ranges: Any) -> None:
+            if not self._bounds:
+                orig(self, consumer, ranges)
+                return
+            biggest, lower = self._biggest_range()
+            bound = biggest - ((biggest - lower) >> 1)
+            old = self._owner[biggest]
+            insort(self._bounds, bound)
+            self._owner[bound] = old
+            self._bound_of[old.consumer_id] = bound
+            self._owner[biggest] = consumer
+            self._bound_of[consumer.consumer_id] = biggest
+
+        return add
+
+    _wrap(AutoSplitSelector, "_add", make)
+
+
+@mutant(
+    "sticky-conflict-accepted",
+    "selectors",
+    "STICKY accepts a consumer whose ranges overlap a connected consumer's (no 'Range conflict')",
+)
+def _sticky_conflict() -> None:
+    from reference_model.selectors.exclusive import StickyRangesSelector
+
+    StickyRangesSelector._conflict = lambda self, new: None  # type: ignore[method-assign]
+
+
+@mutant(
+    "auto-split-leave-wrong-heir",
+    "selectors",
+    "auto-split: when a consumer leaves, its lower neighbour absorbs its range instead of the higher one",
+)
+def _auto_split_heir() -> None:
+    from bisect import bisect_left
+
+    from reference_model.selectors.auto_split import AutoSplitSelector
+
+    def make(orig: Any) -> Any:
+        def remove(self: Any, consumer: Any) -> None:
+            bound = self._bound_of.get(consumer.consumer_id)
+            i = bisect_left(self._bounds, bound) if bound is not None else -1
+            if bound is None or bound == self._range_size or i == 0:
+                orig(self, consumer)
+                return
+            lower = self._bounds[i - 1]  # the lower neighbour moves up to the leaver's bound
+            heir = self._owner.pop(lower)
+            del self._bounds[i - 1]
+            del self._bound_of[consumer.consumer_id]
+            self._owner[bound] = heir
+            self._bound_of[heir.consumer_id] = bound
+
+        return remove
+
+    _wrap(AutoSplitSelector, "_remove", make)
+
+
+# --- deduplication ---------------------------------------------------------------------------------------
+
+
+@mutant(
+    "dedup-first-message-lost",
+    "dedup",
+    "a producer's first message is not stored and is answered with the duplicate receipt -1:-1",
+)
+def _dedup_first() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            first = self.enabled and name not in self._pushed and not kw.get("marker")
+            decision = orig(self, name, sequence_id, highest_sequence_id, **kw)
+            if first and decision is DedupDecision.NOT_DUP:
+                self._persisted[name] = self._pushed[name]
+                return DedupDecision.DUP
+            return decision
+
+        return is_duplicate
+
+    _wrap(MessageDeduplication, "is_duplicate", make)
+
+
+@mutant("dedup-ignored", "dedup", "deduplication is switched on but every resend is stored again")
+def _dedup_ignored() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    MessageDeduplication.is_duplicate = lambda self, *a, **k: DedupDecision.NOT_DUP  # type: ignore[method-assign]
+
+
+@mutant(
+    "dedup-last-id-off-by-one", "dedup", "a resend of the last stored sequence id is stored again (< instead of <=)"
+)
+def _dedup_boundary() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            if self.enabled and self._pushed.get(name) == sequence_id and not kw.get("marker"):
+                return DedupDecision.NOT_DUP
+            return orig(self, name, sequence_id, highest_sequence_id, **kw)
+
+        return is_duplicate
+
+    _wrap(MessageDeduplication, "is_duplicate", make)
+
+
+@mutant(
+    "dedup-forgotten-on-restart",
+    "dedup",
+    "after a broker restart deduplication starts from empty maps (snapshot and replay ignored)",
+)
+def _dedup_restart() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def recover(self: Any, snapshot: Any, entries: Any) -> None:
+            orig(self, None, [])
+
+        return recover
+
+    _wrap(MessageDeduplication, "recover", make)
+
+
+@mutant(
+    "dedup-forgotten-on-reconnect",
+    "dedup",
+    "a producer that reconnects under the same name starts with no deduplication state: its resends are stored again",
+)
+def _dedup_reconnect() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def connected(self: Any, name: str) -> int:
+            result = int(orig(self, name))
+            self._pushed.pop(name, None)
+            self._persisted.pop(name, None)
+            return result
+
+        return connected
+
+    _wrap(MessageDeduplication, "producer_connected", make)
+
+
+# --- replicated subscriptions ----------------------------------------------------------------------------
+
+
+@mutant(
+    "snapshot-one-round",
+    "replication",
+    "with three or more clusters a snapshot completes after one round instead of two",
+)
+def _snapshot_one_round() -> None:
+    from reference_model.replication.snapshot_builder import SnapshotBuilder
+
+    def make(orig: Any) -> Any:
+        def init(self: Any, *a: Any, **k: Any) -> None:
+            orig(self, *a, **k)
+            self.needs_two_rounds = False
+
+        return init
+
+    _wrap(SnapshotBuilder, "__init__", make)
+
+
+@mutant(
+    "snapshot-last-answer-only",
+    "replication",
+    "a snapshot completes from the last cluster's answer only (earlier answers overwritten)",
+)
+def _snapshot_last_only() -> None:
+    from reference_model.replication.snapshot_builder import SnapshotBuilder
+
+    def make(orig: Any) -> Any:
+        def received(self: Any, local_position: Any, cluster: str, cluster_position: Any) -> Any:
+            self.missing = {c for c in self.missing if c == cluster}
+            self.needs_two_rounds = False
+            return orig(self, local_position, cluster, cluster_position)
+
+        return received
+
+    _wrap(SnapshotBuilder, "received_response", make)
+
+
+@mutant(
+    "snapshot-cache-overshoots",
+    "replication",
+    "the mark-delete position picks the first snapshot *after* it, not the last one at or before it",
+)
+def _snapshot_overshoot() -> None:
+    from reference_model.replication import snapshot_cache
+
+    for cls_name in ("NewestSnapshotCache", "DistanceSnapshotCache"):
+        cls = getattr(snapshot_cache, cls_name, None)
+        if cls is None:
+            continue
+
+        def make(orig: Any) -> Any:
+            def advanced(self: Any, position: Any) -> Any:
+                later = [s for s in self.snapshots() if s.local_position > position]
+                found = orig(self, position)
+                return later[0] if later else found
+
+            return advanced
+
+        _wrap(cls, "advanced_mark_delete_position", make)

@@ -1,0 +1,1 @@
+"""Scenario files of the ``dispatch`` conformance cases (a package so they are installed)."""

@@ -1,0 +1,1 @@
+"""Scenario files of the ``pinned`` conformance cases: key placement with its own expected answer."""
