@@ -25,6 +25,7 @@ import pytest
 
 from conformance.cases._support import NO_OWNER, pinned_cases, pinned_mismatches
 from conformance.scenarios.model import Close, Open, Publish
+from conformance.trace.builder import TraceBuilder
 
 CASES = {case.scenario.name: case for case in pinned_cases("pinned")}
 
@@ -163,30 +164,32 @@ def test_pinned_owners_follow_the_documented_rule(name: str) -> None:
     assert {key: owner(key) for key in case.owners} == dict(case.owners)
 
 
-def _trace(tmp_path: Path, events: list[str]) -> Path:
+def _trace(tmp_path: Path, published: list[str], received: list[tuple[str, str]]) -> Path:
+    """A well-formed trace: c1 and c2 open, ``published`` keys are stored, then each (key, consumer) receive."""
+    b = TraceBuilder()
+    b.open("c1")
+    b.open("c2")
+    ids = {key: f"1:{n}" for n, key in enumerate(published)}
+    for key in published:
+        b.publish(key, ids[key])
+    for key, consumer in received:
+        b.receive(consumer, key, ids[key])
+    b.end()
     path = tmp_path / "trace.jsonl"
-    path.write_text("\n".join(['{"format": 1}', *events]) + "\n")
+    b.write(path)
     return path
 
 
-def _pub(i: int, key: str) -> str:
-    return f'{{"i": {i}, "op": "publish", "key": "{key}", "result": "ok", "msg_id": "0:{i}:-1:-1"}}'
-
-
-def _recv(i: int, key: str, consumer: str) -> str:
-    return f'{{"i": {i}, "op": "receive", "key": "{key}", "consumer": "{consumer}", "msg_id": "0:{i}:-1:-1"}}'
-
-
 def test_a_key_received_by_its_pinned_owner_passes(tmp_path: Path) -> None:
-    trace = _trace(tmp_path, [_pub(0, "a"), _pub(1, "b"), _recv(2, "a", "c1"), _recv(3, "a", "c1")])
+    trace = _trace(tmp_path, ["a", "b"], [("a", "c1"), ("a", "c1")])
     assert pinned_mismatches(trace, {"a": "c1", "b": NO_OWNER}) == []
 
 
 def test_a_key_received_elsewhere_or_in_a_gap_or_never_fails(tmp_path: Path) -> None:
-    trace = _trace(tmp_path, [_pub(0, "a"), _pub(1, "b"), _pub(2, "c"), _recv(3, "a", "c2"), _recv(4, "b", "c1")])
+    trace = _trace(tmp_path, ["a", "b", "c"], [("a", "c2"), ("b", "c1")])
     problems = pinned_mismatches(trace, {"a": "c1", "b": NO_OWNER, "c": "c3"}, "a test")
     assert len(problems) == 4
-    assert "key 'a' was received by consumer c2 (E3" in problems[0] and "belongs to consumer c1" in problems[0]
+    assert "key 'a' was received by consumer c2 (E5" in problems[0] and "belongs to consumer c1" in problems[0]
     assert "key 'b' was received by consumer c1" in problems[1] and "belongs to no consumer" in problems[1]
     assert "key 'a' was published but never received by its owner, consumer c1" in problems[2]
     assert "key 'c' was published but never received by its owner, consumer c3 (a test)" in problems[3]
