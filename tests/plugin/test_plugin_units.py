@@ -139,8 +139,9 @@ def test_shipped_pulsar_lite_expectations_name_real_cases() -> None:
     path = bundled_expectations("pulsar-lite")
     assert path is not None
     known = {f"builtin/{n}" for n in builtin_scenarios()} | {f"generated/{n}" for n in stored_programs()}
-    for area in ("catalogue", "known_bugs", "dedup", "assignment"):
+    for area in ("catalogue", "known_bugs", "dedup", "assignment", "dispatch"):
         known |= {f"{area.replace('_', '-')}/{s.name}" for s in _support.area_scenarios(area)}
+    known |= {f"pinned/{case.scenario.name}" for case in _support.pinned_cases("pinned")}
     replication = Path(_support.__file__).with_name("test_replication.py").read_text()
     known |= {f"replication/{line.split('(')[0][len('def test_'):].replace('_', '-')}"
               for line in replication.splitlines() if line.startswith("def test_")}  # fmt: skip
