@@ -701,11 +701,16 @@ class StreamingChecker:
                 for ref, key in ordered[1:]:
                     found.append(make_duplicate(producer, seq, key, first_ref, ref))
         if self.key_mismatches:
-            self.notes.append(
-                f"{self.key_mismatches} receive(s) carried a key other than their message's first one;"
-                " each message is checked under its first key"
-            )
+            self.notes.append(key_mismatch_note(self.key_mismatches))
         return build_verdict(found, self.profile, events=self.events, notes=self.notes, unjudged=unjudged)
+
+
+def key_mismatch_note(count: int) -> str:
+    """The note for ``count`` receives whose key was not their message's first (the Spark engine sums them)."""
+    return (
+        f"{count} receive(s) carried a key other than their message's first one;"
+        " each message is checked under its first key"
+    )
 
 
 #: what a settled message reads as in the lazy heaps: neither free nor exempt
