@@ -14,12 +14,12 @@
   (counts it);
 * ``uid``, ``producer`` and ``seq`` are blanked: the identity checks are the identity pass's.
 
-*Identity pass* (``pass`` 1): the publishes and the receives carrying a uid.  An event with a uid goes to the
-part of the producer of that uid's publishes (a window over the uid); a publish without a uid to its own
-producer's; a uid nobody published to a part of its own.
+*Identity pass* (``pass`` 1): the publishes and the receives carrying a uid, split by the (producer, seq) they
+are evidence for: an event with a uid goes to the part of its uid's publishes' (producer, seq) (a window over
+the uid); a publish without a uid to its own (producer, seq)'s; a uid nobody published to a part of its own.
 
 ``mixed`` marks what would make a split inexact: a message whose publish and receive events carry different
-keys, or a uid published by different producers.  Traces where a part saw one are checked again in one part.
+keys, or a uid published with different (producer, seq).  Traces where a part saw one are checked again in one part.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ MESSAGE_OPS = ("publish", "receive", "ack", "nack")
 #: Ops copied into every part of the scope pass (what is not about one message).
 CROSS_OPS = ("open", "close", "crash", "redeliver", "fault", "end")
 _IDENTITY_FIELDS = ("uid", "producer", "seq")
+#: The event columns the checker reads (``redelivery_count`` and ``receiver_queue`` it does not).
+_CHECKED = tuple(c for c in EVENT_COLUMNS if c not in ("redelivery_count", "receiver_queue"))
 #: Stands for a null producer in the routing values (no producer name is this string).
 _NO_PRODUCER = "\x00"
 
@@ -53,7 +55,7 @@ def routed(df: Any, parts: int) -> Any:
     def out(frame: Any, pass_: int, part: Any, own: Any, mixed: Any, blank: bool) -> Any:
         columns = [
             F.lit(None).cast(frame.schema[c].dataType).alias(c) if blank and c in _IDENTITY_FIELDS else col(c)
-            for c in EVENT_COLUMNS
+            for c in _CHECKED
         ]
         return frame.select(
             "tid",
@@ -90,15 +92,16 @@ def routed(df: Any, parts: int) -> Any:
     # --- identity pass --------------------------------------------------------------------------------------
     identity = df.where((op == "publish") | ((op == "receive") & col("uid").isNotNull()))
     by_uid = Window.partitionBy("tid", "uid")
-    producer = F.when(op == "publish", F.coalesce(col("producer"), lit(_NO_PRODUCER)))
+    own_ps = F.concat(
+        F.coalesce(col("producer"), lit(_NO_PRODUCER)), lit("\x1f"), F.coalesce(col("seq").cast("string"), lit(""))
+    )
+    published = F.when(op == "publish", own_ps)
     identity = identity.select(
         "*",
-        F.when(col("uid").isNotNull(), F.min(producer).over(by_uid)).alias("_pmin"),
-        F.when(col("uid").isNotNull(), F.max(producer).over(by_uid)).alias("_pmax"),
+        F.when(col("uid").isNotNull(), F.min(published).over(by_uid)).alias("_pmin"),
+        F.when(col("uid").isNotNull(), F.max(published).over(by_uid)).alias("_pmax"),
     )
-    route = F.when(col("uid").isNull(), F.coalesce(col("producer"), lit(_NO_PRODUCER))).otherwise(
-        F.coalesce(col("_pmin"), F.concat(lit("\x01"), col("uid")))
-    )
+    route = F.when(col("uid").isNull(), own_ps).otherwise(F.coalesce(col("_pmin"), F.concat(lit("\x01"), col("uid"))))
     mixed = F.coalesce(col("_pmin") != col("_pmax"), lit(False))
     ident = out(identity, 1, part_of(col("tid"), route), lit(False), mixed, False)
 

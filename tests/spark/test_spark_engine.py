@@ -184,7 +184,7 @@ def test_both_engines_agree_on_240_generated_traces(spark: Any) -> None:
     traces = generated(240, seed=20251125)
     whole: list[int] = []
     verdicts = check_many(spark, traces, parts=3, whole=whole)
-    assert len(whole) < 70  # only fuzzed traces (a uid two producers published) are checked whole
+    assert len(whole) < 70  # only fuzzed traces (a uid published with two (producer, seq)) are checked whole
     assert all(n % 4 == 3 for n in whole)
     found: set[Kind] = set()
     invalid = 0
