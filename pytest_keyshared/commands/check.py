@@ -1,9 +1,12 @@
-"""``keyshared check TRACE``: judge a stored trace (JSON Lines, gzip or Parquet) and print the verdict.
+"""``keyshared check TRACE``: judge a stored trace (JSON Lines, gzip, Parquet, or a directory of Parquet chunks)
+and print the verdict.
 
 Exit codes: 0 valid, 1 invalid, 2 unreadable or malformed trace, unknown profile or engine (one line on
 stderr naming the file, the line and the problem).  ``--json`` prints the verdict as one JSON object;
 without it a readable summary with the explanations.  ``--engine spark`` starts a Spark session
-(``--spark-master``, default ``local[*]``) for this run and stops it afterwards.
+(``--spark-master``, default ``local[*]``: any master URL pyspark accepts, e.g. ``spark://host:7077``) for this
+run and stops it afterwards; with it, TRACE may also be a URI only Spark reads (``hdfs://``, ``s3a://`` with the
+user's connectors), which Spark's executors read directly (not validated by the Python reader first).
 """
 
 from __future__ import annotations
@@ -26,7 +29,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="check a stored trace and print the verdict",
         description="Check a delivery trace against the Key_Shared, delivery and deduplication contracts.",
     )
-    parser.add_argument("trace", metavar="TRACE", help="trace file: .jsonl, .jsonl.gz or .parquet")
+    parser.add_argument(
+        "trace",
+        metavar="TRACE",
+        help="trace: .jsonl, .jsonl.gz, .parquet, a directory of .parquet chunks,"
+        " or (--engine spark) a URI Spark can read",
+    )
     parser.add_argument("--engine", choices=("python", "spark"), default="python", help="checker engine")
     parser.add_argument("--profile", metavar="NAME", default=None, help=PROFILE_HELP)
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
@@ -45,10 +53,12 @@ def run(args: argparse.Namespace) -> int:
     from conformance.trace.reader import open_trace
 
     profile = None if args.profile is None else get_profile(args.profile)
-    source = open_trace(args.trace)
-    if args.engine == "spark":
-        verdict = _check_on_spark(source, profile, args.spark_master)
+    if args.engine == "spark" and _remote(args.trace):
+        verdict = _check_on_spark(args.trace, profile, args.spark_master)
+    elif args.engine == "spark":
+        verdict = _check_on_spark(open_trace(_local(args.trace)), profile, args.spark_master)
     else:
+        source = open_trace(_local(args.trace))
         verdict = check_trace(source, profile=profile, engine="python")
     if args.json:
         print(verdict.to_json_text())
@@ -57,12 +67,23 @@ def run(args: argparse.Namespace) -> int:
     return 0 if verdict.valid else 1
 
 
+def _remote(trace: str) -> bool:
+    """A URI with a scheme other than ``file://``: only Spark reads it."""
+    scheme, sep, _rest = trace.partition("://")
+    return bool(sep) and scheme.isidentifier() and scheme != "file"
+
+
+def _local(trace: str) -> str:
+    return trace[len("file://") :] if trace.startswith("file://") else trace
+
+
 def _check_on_spark(source: Any, profile: Any, master: str) -> Any:
     from conformance.spark import build_session, check_with_spark
     from reference_model.errors import InvalidArgument
 
-    for _ in source.batches():  # a malformed trace fails here, before the JVM starts
-        pass
+    if not isinstance(source, str):
+        for _ in source.batches():  # a malformed trace fails here, before the JVM starts
+            pass
     try:
         spark = build_session(master)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
