@@ -280,12 +280,23 @@ def _castable(have: Any, want: Any) -> bool:
 
 
 def _decode_json_column(column: Any, want: Any) -> Any:
+    """A JSON-text column decoded to ``want``; only its non-null values are parsed (``policy`` is set on opens
+    only, so nearly every row of a large trace is null)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    values = [None if v is None else json.loads(v) for v in column.to_pylist()]
+    n = len(column)
+    if column.null_count == n:
+        return pa.nulls(n, want)
     try:
-        return pa.array(values, type=want)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        if column.null_count == 0:
+            return pa.array([json.loads(v) for v in column.to_pylist()], type=want)
+        present = pc.is_valid(column)
+        decoded = pa.array([json.loads(v) for v in column.filter(present).to_pylist()], type=want)
+        # scatter back: the k-th present row takes the k-th decoded value
+        positions = pc.subtract(pc.cumulative_sum(present.cast(pa.int64())), 1)
+        return pc.if_else(present, pc.take(decoded, pc.max_element_wise(positions, 0)), pa.nulls(n, want))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise _FastPathFailed(str(exc)) from None
 
 
