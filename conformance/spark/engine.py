@@ -19,6 +19,7 @@ from typing import Any
 
 from conformance.checks.partition import PartResult, check_part, merge_parts
 from conformance.profiles import Profile
+from conformance.spark.route import IDENTITY, SCOPE, WHOLE
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.reader import TraceSource
@@ -130,15 +131,20 @@ def check_frames(
         raise InvalidArgument(f"parts must be at least 1, not {n_parts}")
     results = _run(df, headers, profile, n_parts)
     inexact = sorted({(tid, pass_) for tid, pass_, _n, exact, _r in results if not exact})
-    if inexact and n_parts > 1:  # those passes of those traces again, each in one part
-        again = [r for r in _run(df.where(F.col("tid").isin(sorted({t for t, _p in inexact}))), headers, profile, 1)
-                 if (r[0], r[1]) in set(inexact)]  # fmt: skip
-        results = [r for r in results if (r[0], r[1]) not in set(inexact)] + again
+    if inexact:  # those passes of those traces again, whole (the whole result stands in for the pass)
+        tids = sorted({tid for tid, _p in inexact})
+        again = {r[0]: r for r in _run(df.where(F.col("tid").isin(tids)), headers, profile, 1)}
+        results = [r for r in results if (r[0], r[1]) not in set(inexact)]
+        results += [(tid, pass_, 0, True, again[tid][4]) for tid, pass_ in inexact if tid in again]
     if whole is not None:
         whole.extend(sorted({tid for tid, _p in inexact}))
     by_trace: dict[int, tuple[list[PartResult], list[PartResult]]] = {tid: ([], []) for tid in headers}
     for tid, pass_, _n, _exact, result in sorted(results, key=lambda r: (r[0], r[1], r[2])):
-        by_trace.setdefault(tid, ([], []))[pass_].append(result)
+        scope, identity = by_trace.setdefault(tid, ([], []))
+        if pass_ in (SCOPE, WHOLE):
+            scope.append(result)
+        if pass_ in (IDENTITY, WHOLE):
+            identity.append(result)
     return {
         tid: merge_parts(headers.get(tid), profile, scope, identity, engine="spark")
         for tid, (scope, identity) in by_trace.items()

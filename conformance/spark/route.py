@@ -18,6 +18,9 @@
 are evidence for: an event with a uid goes to the part of its uid's publishes' (producer, seq) (a window over
 the uid); a publish without a uid to its own (producer, seq)'s; a uid nobody published to a part of its own.
 
+With one part there is nothing to split: every event goes to ``pass`` 2 (*whole*), unblanked — one streaming
+checker over the whole trace, which judges every kind (and needs no window, so no shuffle before the grouping).
+
 ``mixed`` marks what would make a split inexact: a message whose publish and receive events carry different
 keys, or a uid published with different (producer, seq).  Traces where a part saw one are checked again in one part.
 """
@@ -28,7 +31,9 @@ from typing import Any
 
 from conformance.spark.load import EVENT_COLUMNS
 
-__all__ = ["CROSS_OPS", "MESSAGE_OPS", "routed"]
+__all__ = ["CROSS_OPS", "IDENTITY", "MESSAGE_OPS", "SCOPE", "WHOLE", "routed"]
+
+SCOPE, IDENTITY, WHOLE = 0, 1, 2  #: the passes
 
 MESSAGE_OPS = ("publish", "receive", "ack", "nack")
 #: Ops copied into every part of the scope pass (what is not about one message).
@@ -65,6 +70,9 @@ def routed(df: Any, parts: int) -> Any:
             mixed.alias("mixed"),
             *columns,
         )
+
+    if parts == 1:
+        return out(df, WHOLE, lit(0).cast("int"), lit(True), lit(False), False)
 
     # --- scope pass -----------------------------------------------------------------------------------------
     ids = F.split(col("msg_id"), ":")

@@ -42,6 +42,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--spark-master", metavar="URL", default="local[*]", help="Spark master for --engine spark (default local[*])"
     )
     parser.add_argument(
+        "--spark-parts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="parts a trace is split into on Spark (default: 1 below 200k events, else spark.sql.shuffle.partitions)",
+    )
+    parser.add_argument(
         "--max-examples", type=int, default=5, metavar="N", help="explanations shown per kind (default 5)"
     )
     parser.set_defaults(handler=run)
@@ -51,12 +58,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from conformance.checks import check_trace, get_profile
     from conformance.trace.reader import open_trace
+    from reference_model.errors import InvalidArgument
 
     profile = None if args.profile is None else get_profile(args.profile)
+    if args.spark_parts is not None and args.spark_parts < 1:
+        raise InvalidArgument(f"--spark-parts must be at least 1, not {args.spark_parts}")
     if args.engine == "spark" and _remote(args.trace):
-        verdict = _check_on_spark(args.trace, profile, args.spark_master)
+        verdict = _check_on_spark(args.trace, profile, args.spark_master, args.spark_parts)
     elif args.engine == "spark":
-        verdict = _check_on_spark(open_trace(_local(args.trace)), profile, args.spark_master)
+        verdict = _check_on_spark(open_trace(_local(args.trace)), profile, args.spark_master, args.spark_parts)
     else:
         source = open_trace(_local(args.trace))
         verdict = check_trace(source, profile=profile, engine="python")
@@ -77,19 +87,36 @@ def _local(trace: str) -> str:
     return trace[len("file://") :] if trace.startswith("file://") else trace
 
 
-def _check_on_spark(source: Any, profile: Any, master: str) -> Any:
+#: Below this many events a trace is checked in one part on Spark (splitting costs more than it saves).
+SMALL_TRACE = 200_000
+
+
+def _events_in(source: Any) -> int | None:
+    """How many events a local trace holds, from Parquet metadata (None when it would take a read)."""
+    if isinstance(source, str) or source.format != "parquet":
+        return None
+    import pyarrow.parquet as pq
+
+    return int(sum(pq.ParquetFile(f).metadata.num_rows for f in source.files))
+
+
+def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -> Any:
     from conformance.spark import build_session, check_with_spark
     from reference_model.errors import InvalidArgument
 
     if not isinstance(source, str):
         for _ in source.batches():  # a malformed trace fails here, before the JVM starts
             pass
+    events = _events_in(source)
+    small = events is not None and events < SMALL_TRACE
+    if parts is None and small:
+        parts = 1
     try:
-        spark = build_session(master)
+        spark = build_session(master, small=small)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
-        return check_with_spark(source, profile, spark=spark, validate=False)
+        return check_with_spark(source, profile, spark=spark, validate=False, parts=parts)
     finally:
         spark.stop()
         sys.stdout.flush()

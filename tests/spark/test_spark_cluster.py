@@ -33,7 +33,7 @@ def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) 
         assert cluster.alive_workers() == 2
         done = subprocess.run(
             [sys.executable, "-m", "pytest_keyshared.cli", "check", "--engine", "spark", "--spark-master",
-             cluster.url, "--json", f"file://{chunks}"],
+             cluster.url, "--spark-parts", "3", "--json", f"file://{chunks}"],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
     assert done.returncode == 1, done.stderr[-3000:]
