@@ -4,7 +4,8 @@
 :class:`~conformance.verdict.Verdict`; :class:`StreamingChecker` checks live (``writer.add_listener(checker.feed)``).
 One module per property (``exclusivity``, ``ordering``, ``loss``, ``redelivery``, ``duplicates``,
 ``unexpected``, ``assignment``) holds its rule, its witness and its explanation; ``streaming`` composes them
-into one pass; the PySpark twins live in :mod:`conformance.spark`.  Rules: ``docs/checker.md``.
+into one pass; :mod:`~conformance.checks.partition` runs that pass over parts of a trace and merges them (the
+PySpark engine, :mod:`conformance.spark`, does that in Spark's workers).  Rules: ``docs/checker.md``.
 The streaming engine may run compiled (mypyc, ``setup.py``): :mod:`conformance.checks._build` picks the build
 before anything else here is imported.
 """
