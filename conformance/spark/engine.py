@@ -61,18 +61,19 @@ def check_with_spark(
     """Check one trace (a :class:`TraceSource`, a path or URI Spark reads, a TraceWriter-like object or
     events) on Spark.
 
-    A local trace is validated by the Python reader first (``validate``), so a malformed trace fails with the
-    same one-line error on both engines.
+    A local trace is validated by the Python reader (``validate``) while Spark checks it: a malformed trace
+    cancels the job and fails with the same one-line error as on the Python engine.
     """
     from conformance.spark.load import events_frame, path_frame, source_frame
 
     session = active_session(spark)
     if isinstance(trace, TraceSource):
-        if validate:
-            for _ in trace.batches():
-                pass
-        df = source_frame(session, trace)
-        return check_frames(session, df, {0: trace.header}, profile, parts=parts)[0]
+        source: TraceSource = trace
+        df = source_frame(session, source)
+        if not validate:
+            return check_frames(session, df, {0: source.header}, profile, parts=parts)[0]
+        return _while_validating(session, source, lambda: check_frames(session, df, {0: source.header}, profile,
+                                                                      parts=parts)[0])  # fmt: skip
     if isinstance(trace, str):  # a URI only Spark reads (hdfs://, s3a://, ...): Spark parses it, unvalidated
         df, head = path_frame(session, trace, header)
         return check_frames(session, df, {0: head}, profile, parts=parts)[0]
@@ -99,6 +100,41 @@ def check_many(
     df = events_frame(session, items)
     verdicts = check_frames(session, df, {n: h for n, (h, _e) in enumerate(traces)}, profile, parts=parts, whole=whole)
     return [verdicts[n] for n in range(len(traces))]
+
+
+def _while_validating(session: Any, source: TraceSource, job: Any) -> Verdict:
+    """Run ``job`` while a thread validates ``source`` (the Python reader's fast path, one core); a problem
+    cancels the job and raises the reader's error."""
+    import threading
+    import uuid
+
+    group = f"keyshared-{uuid.uuid4().hex}"
+    failure: list[BaseException] = []
+
+    def validate() -> None:
+        try:
+            for _ in source.batches():
+                pass
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+            session.sparkContext.cancelJobGroup(group)
+
+    thread = threading.Thread(target=validate, name="keyshared-validate", daemon=True)
+    session.sparkContext.setJobGroup(group, "keyshared check", interruptOnCancel=True)
+    thread.start()
+    try:
+        verdict: Verdict = job()
+    except Exception:
+        thread.join()
+        if failure:
+            raise failure[0] from None
+        raise
+    finally:
+        session.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    thread.join()
+    if failure:
+        raise failure[0]
+    return verdict
 
 
 def _validated(events: list[Event]) -> list[Event]:
@@ -174,6 +210,8 @@ def _part_checker(headers: dict[int, TraceHeader], profile: str | Profile | None
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from conformance.trace.reader import decode_json_column, fast_schema
+
         table = table.sort_by("i")
         tid = table.column("tid")[0].as_py()
         pass_ = table.column("pass")[0].as_py()
@@ -181,6 +219,12 @@ def _part_checker(headers: dict[int, TraceHeader], profile: str | Profile | None
         copies = table.num_rows - pc.sum(table.column("own").cast(pa.int64())).as_py()
         exact = not pc.any(table.column("mixed")).as_py()
         events = table.drop_columns(["tid", "pass", "part", "own", "mixed"])
+        policy = events.schema.get_field_index("policy")
+        events = events.set_column(
+            policy,
+            "policy",
+            decode_json_column(events.column(policy).combine_chunks(), fast_schema().field("policy").type),
+        )
         result = check_part(headers.get(tid), profile, events.to_batches(max_chunksize=65536), copies)
         return pa.table(
             {

@@ -61,7 +61,11 @@ def routed(df: Any, parts: int) -> Any:
         columns = [
             F.lit(None).cast(frame.schema[c].dataType).alias(c) if blank and c in _IDENTITY_FIELDS else col(c)
             for c in _CHECKED
+            if c != "policy"
         ]
+        # as JSON text: a nested struct column makes Spark's Arrow transfer to Python several times slower, and
+        # only opens carry a policy (the worker decodes those few)
+        columns.append(F.to_json(col("policy")).alias("policy"))
         return frame.select(
             "tid",
             lit(pass_).cast("int").alias("pass"),

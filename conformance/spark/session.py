@@ -42,6 +42,7 @@ def session_config(
     }
     if for_tests or small:
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        conf["spark.executor.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # on a cluster
         conf["spark.sql.codegen.wholeStage"] = "false"
     return conf
 

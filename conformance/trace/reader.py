@@ -32,6 +32,7 @@ __all__ = [
     "PARQUET_JSON_COLUMNS_KEY",
     "FastPathUnavailable",
     "TraceSource",
+    "decode_json_column",
     "fast_schema",
     "open_trace",
     "read_trace",
@@ -262,7 +263,7 @@ def _parquet_file_batches(path: Path) -> Iterator[Any]:
             if f.name not in batch.schema.names:
                 arrays.append(pa.nulls(batch.num_rows, f.type))
             elif f.name in json_columns:
-                arrays.append(_decode_json_column(batch.column(f.name), f.type))
+                arrays.append(decode_json_column(batch.column(f.name), f.type))
             else:
                 column = batch.column(f.name)
                 arrays.append(column if column.type == f.type else column.cast(f.type))
@@ -279,7 +280,7 @@ def _castable(have: Any, want: Any) -> bool:
     return False
 
 
-def _decode_json_column(column: Any, want: Any) -> Any:
+def decode_json_column(column: Any, want: Any) -> Any:
     """A JSON-text column decoded to ``want``; only its non-null values are parsed (``policy`` is set on opens
     only, so nearly every row of a large trace is null)."""
     import pyarrow as pa
@@ -296,7 +297,7 @@ def _decode_json_column(column: Any, want: Any) -> Any:
         # scatter back: the k-th present row takes the k-th decoded value
         positions = pc.subtract(pc.cumulative_sum(present.cast(pa.int64())), 1)
         return pc.if_else(present, pc.take(decoded, pc.max_element_wise(positions, 0)), pa.nulls(n, want))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, json.JSONDecodeError) as exc:
         raise _FastPathFailed(str(exc)) from None
 
 

@@ -104,11 +104,11 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
     from conformance.spark import build_session, check_with_spark
     from reference_model.errors import InvalidArgument
 
-    if not isinstance(source, str):
-        for _ in source.batches():  # a malformed trace fails here, before the JVM starts
-            pass
     events = _events_in(source)
     small = events is not None and events < SMALL_TRACE
+    if not isinstance(source, str) and (small or events is None):
+        for _ in source.batches():  # a malformed trace fails here, before the JVM starts
+            pass
     if parts is None and small:
         parts = 1
     try:
@@ -116,7 +116,8 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
-        return check_with_spark(source, profile, spark=spark, validate=False, parts=parts)
+        # a large Parquet trace is validated while Spark checks it (a problem cancels the job)
+        return check_with_spark(source, profile, spark=spark, validate=not small and events is not None, parts=parts)
     finally:
         spark.stop()
         sys.stdout.flush()

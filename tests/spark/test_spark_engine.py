@@ -250,3 +250,17 @@ def test_a_uid_published_by_two_producers_is_checked_whole(spark: Any) -> None:
     assert whole == [0]
     same_verdicts(verdict, check_trace(b.events, header=b.header))
     assert verdict.counts["duplicate_publish"] >= 1
+
+
+def test_a_malformed_trace_fails_with_the_readers_error_while_spark_checks(spark: Any, tmp_path: Path) -> None:
+    """Validation runs beside the Spark job; its error (file, row, problem) is what the caller sees."""
+    from conformance.checks import TraceFormatError
+    from conformance.spark import check_with_spark
+
+    run = synthesize(3, SynthConfig(messages=30))
+    events = list(run.events)
+    events[10], events[11] = events[11], events[10]  # 'i' goes down at row 11
+    path = write_parquet(tmp_path / "bad.parquet", run.header, events)
+    with pytest.raises(TraceFormatError, match=r"bad\.parquet:row 11: .*'i' must increase"):
+        check_with_spark(open_trace(path), spark=spark, parts=2)
+    assert check_many(spark, [(run.header, list(run.events))], parts=2)[0].events == len(events)  # still usable
