@@ -181,6 +181,9 @@ def check_frames(
             scope.append(result)
         if pass_ in (IDENTITY, WHOLE):
             identity.append(result)
+    for tid, (scope, _identity) in by_trace.items():
+        if not scope:  # no events: what the checker says of an empty trace (its notes, its unjudged kinds)
+            scope.append(check_part(headers.get(tid), profile, []))
     return {
         tid: merge_parts(headers.get(tid), profile, scope, identity, engine="spark")
         for tid, (scope, identity) in by_trace.items()

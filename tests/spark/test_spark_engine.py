@@ -132,6 +132,15 @@ def test_hand_written_traces_and_stored_files(spark: Any, tmp_path: Path) -> Non
         same_verdicts(verdicts[len(cases) + k], python[origin[k]])
 
 
+def test_an_empty_trace_beside_others(spark: Any) -> None:
+    b = TraceBuilder()
+    b.open("c1"), b.publish("k", "1:0"), b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.end()
+    empty = TraceBuilder()
+    verdicts = check_many(spark, [(empty.header, []), (b.header, b.events)], parts=2)
+    same_verdicts(verdicts[0], check_trace([], header=empty.header))
+    same_verdicts(verdicts[1], check_trace(b.events, header=b.header))
+
+
 def test_a_job_where_no_trace_names_a_selector(spark: Any) -> None:
     """misassigned judged nowhere: the job still runs (it once failed resolving the suspects' columns)."""
     b = TraceBuilder()
