@@ -96,10 +96,10 @@ def routed(df: Any, parts: int) -> Any:
         messages, 0, part_of(col("tid"), key), lit(True), F.coalesce(col("_kmin") != col("_kmax"), lit(False)), True
     )
     cross = df.where(~is_message).select("*", F.explode(F.sequence(lit(0), lit(parts - 1))).alias("_part"))
-    shared = out(cross, 0, col("_part"), (col("_part") == 0) | ~op.isin(*CROSS_OPS), lit(False), True)
-    # (an event about one message without its msg_id — a failed publish — is not copied: it lands in part 0
-    # only, below; the checker reads nothing of it in the scope pass)
-    shared = shared.where(op.isin(*CROSS_OPS) | (col("part") == 0))
+    shared = out(cross, 0, col("_part"), col("_part") == 0, lit(False), True)
+    # Every op not about one message is copied (an op added to the format later too); an event about one message
+    # without its msg_id — a failed publish — is not: it lands in part 0 only (the scope pass reads nothing of it)
+    shared = shared.where(~op.isin(*MESSAGE_OPS) | (col("part") == 0))
 
     # --- identity pass --------------------------------------------------------------------------------------
     identity = df.where((op == "publish") | ((op == "receive") & col("uid").isNotNull()))
