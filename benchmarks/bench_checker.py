@@ -189,14 +189,24 @@ def _warmup_source() -> object:
     return open_trace(warm)
 
 
-def cluster_runs(path: Path, directory: Path) -> dict[str, dict[str, object]]:
-    """The Spark engine on a standalone cluster of 1, then 2 workers of one core each."""
+def cluster_runs(path: Path, directory: Path, *, pin: bool = True) -> dict[str, dict[str, object]]:
+    """The Spark engine on a standalone cluster of 1, then 2 workers of one core each.
+
+    With ``pin``, the one-worker cluster and its driver are confined to one core (as ``local[1]`` is): unconfined,
+    the master, the worker, the driver and the JVMs' own threads would use the second core too.
+    """
     from conformance.spark.standalone import StandaloneCluster
 
     out = {}
+    allowed = os.sched_getaffinity(0)
     for workers in (1, 2):
-        with StandaloneCluster(directory / f"cluster{workers}", workers=workers, cores=1, memory="3g") as cluster:
-            out[f"spark standalone {workers} worker(s)"] = child("spark", str(path), cluster.url)
+        if pin:
+            os.sched_setaffinity(0, sorted(allowed)[:workers])  # inherited by the cluster and the driver
+        try:
+            with StandaloneCluster(directory / f"cluster{workers}", workers=workers, cores=1, memory="3g") as cl:
+                out[f"spark standalone {workers} worker(s)"] = child("spark", str(path), cl.url)
+        finally:
+            os.sched_setaffinity(0, allowed)
     return out
 
 
@@ -276,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {memory}  (load {r['load']})"
             )
         if args.cluster and not args.no_spark:
-            for label, r in cluster_runs(parquet, args.dir).items():
+            for label, r in cluster_runs(parquet, args.dir, pin=not args.no_pin).items():
                 results[label] = r
                 print(f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  (load {r['load']})")
         print(f"found: {results['python-parquet']['counts']}")
