@@ -36,8 +36,8 @@ def session_config(
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        # the engine caches each trace once (conformance.spark.prepare.shared_events) and reads it a few times:
-        # compressing the columns costs more CPU than reading them back saves
+        # a caller that caches a trace (the engine itself does not): compressing the columns costs more CPU than
+        # reading them back saves
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
     }
     if for_tests or small:
