@@ -2,6 +2,7 @@
 
     python benchmarks/bench_checker.py                       # 1M and 10M events (generates into /tmp)
     python benchmarks/bench_checker.py --sizes 1000000 --no-spark
+    python benchmarks/bench_checker.py --sizes 3000000 --cluster   # + a standalone cluster, 1 then 2 workers
 
 For each size it generates a trace (``benchmarks/gen_trace.py``: a clean run with a few violations of every
 kind planted; the header names a selector, so all seven checks run) as Parquet (and JSON Lines for sizes up to
@@ -13,7 +14,12 @@ kind planted; the header names a selector, so all seven checks run) as Parquet (
   ``KEYSHARED_COMPILE=1`` (the README's test command), and it is timed from source too (``KEYSHARED_PURE=1``);
 * the Spark engine from Parquet on ``local[1]`` and ``local[2]`` (session start and a warm-up job excluded),
   each confined to as many cores as it has task slots (``--no-pin`` to let both use every core), with peak
-  RSS of the Python driver and the JVM, and the speed-up from 1 to 2 cores.
+  RSS of the Python driver and the JVM, and the speed-up from 1 to 2 cores;
+* end to end, as a user runs it (``keyshared check``, a fresh process: Spark's session start and the Python
+  reader's validation included): the Python engine and ``--engine spark --spark-master local[2]``, side by
+  side with their ratio, and a 20-event trace on Spark;
+* with ``--cluster``, the Spark engine on a standalone cluster on loopback (``conformance.spark.standalone``)
+  of one worker, then two workers, of one core each (session start excluded, as for ``local[N]``).
 
 It prints the machine's load average next to every figure: on a shared machine, read them with that in mind.
 """
@@ -127,6 +133,22 @@ def run_child(mode: str, path: str, master: str | None) -> None:
         start = time.perf_counter()
         verdict = check_trace(path)
         elapsed = time.perf_counter() - start
+    elif mode in ("cli-python", "cli-spark"):  # end to end, as a user runs it: a fresh `keyshared check`
+        command = [sys.executable, "-m", "pytest_keyshared.cli", "check", "--json", path]
+        if mode == "cli-spark":
+            command += ["--engine", "spark", "--spark-master", master or "local[2]"]
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - start
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"{mode} failed ({done.returncode}): {done.stderr[-2000:]}")
+        out = json.loads(done.stdout)
+        result.update(seconds=round(elapsed, 2), events=out["events"], load=load(), python_peak_mb=float("nan"))
+        result.update(
+            events_per_second=round(out["events"] / elapsed), counts={k: v for k, v in out["counts"].items() if v}
+        )
+        print(json.dumps(result))
+        return
     else:  # spark
         from conformance.spark import build_session, check_with_spark
         from conformance.trace.reader import open_trace
@@ -167,6 +189,27 @@ def _warmup_source() -> object:
     return open_trace(warm)
 
 
+def cluster_runs(path: Path, directory: Path, *, pin: bool = True) -> dict[str, dict[str, object]]:
+    """The Spark engine on a standalone cluster of 1, then 2 workers of one core each.
+
+    With ``pin``, the one-worker cluster and its driver are confined to one core (as ``local[1]`` is): unconfined,
+    the master, the worker, the driver and the JVMs' own threads would use the second core too.
+    """
+    from conformance.spark.standalone import StandaloneCluster
+
+    out = {}
+    allowed = os.sched_getaffinity(0)
+    for workers in (1, 2):
+        if pin:
+            os.sched_setaffinity(0, sorted(allowed)[:workers])  # inherited by the cluster and the driver
+        try:
+            with StandaloneCluster(directory / f"cluster{workers}", workers=workers, cores=1, memory="3g") as cl:
+                out[f"spark standalone {workers} worker(s)"] = child("spark", str(path), cl.url)
+        finally:
+            os.sched_setaffinity(0, allowed)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000])
@@ -180,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not confine local[N] to N cores (then local[1] uses every core for its JVM and Python workers)",
     )
+    parser.add_argument("--cluster", action="store_true", help="also a standalone cluster, 1 then 2 workers")
+    parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end `keyshared check` runs")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--path", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
@@ -192,6 +237,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args.dir.mkdir(parents=True, exist_ok=True)
     print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
+    print(f"machine's own speed-up 1 -> 2 cores now (pure CPU, 2 processes): {machine_ceiling():.2f}x")
+    if not args.no_spark and not args.no_e2e:
+        tiny = args.dir / "trace-20.parquet"
+        if not tiny.exists():
+            generate(20, tiny, plant=0)
+        r = child("cli-spark", str(tiny), "local[2]")
+        print(f"20-event trace, keyshared check --engine spark end to end (session start included): {r['seconds']}s")
     for size in args.sizes:
         parquet = args.dir / f"trace-{size}.parquet"
         jsonl = args.dir / f"trace-{size}.jsonl" if size <= args.jsonl_max else None
@@ -210,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(("python-jsonl", "python-jsonl", jsonl, None, None))
         if not args.no_spark and size <= args.spark_max:
             runs += [("spark", f"spark {m}", parquet, m, None) for m in ("local[1]", "local[2]")]
+        if not args.no_e2e:
+            runs.append(("cli-python", "e2e keyshared check (python)", parquet, None, None))
+            if not args.no_spark and size <= args.spark_max:
+                runs.append(("cli-spark", "e2e keyshared check (spark)", parquet, "local[2]", None))
         results = {}
         for mode, label, path, master, env in runs:
             if mode == "python-engine":  # a few seconds each: on a shared machine the median says more
@@ -219,17 +275,30 @@ def main(argv: list[str] | None = None) -> int:
                     f"{int(str(x['events_per_second'])):,}" for x in tries
                 )
             else:
-                r = child(mode, str(path), master, pin=not args.no_pin, env=env)
+                r = child(mode, str(path), master, pin=not args.no_pin and mode == "spark", env=env)
             if "build" in r and label == "python-engine":
                 label += " (compiled)" if r["build"] == "compiled with mypyc" else " (source)"
             results[label] = r
-            memory = f"python peak {r['python_peak_mb']} MB"
+            memory = f"python peak {r['python_peak_mb']} MB" if r["python_peak_mb"] == r["python_peak_mb"] else ""
             if "jvm_peak_mb" in r:
                 memory += f", JVM peak {r['jvm_peak_mb']} MB"
             print(
                 f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {memory}  (load {r['load']})"
             )
+        if args.cluster and not args.no_spark:
+            for label, r in cluster_runs(parquet, args.dir, pin=not args.no_pin).items():
+                results[label] = r
+                print(f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  (load {r['load']})")
         print(f"found: {results['python-parquet']['counts']}")
+        e2e = ("e2e keyshared check (python)", "e2e keyshared check (spark)")
+        if all(label in results for label in e2e):
+            py, sp = (float(results[label]["seconds"]) for label in e2e)
+            assert results[e2e[0]]["counts"] == results[e2e[1]]["counts"], "engines disagree"
+            print(f"end to end: python {py:.1f}s, spark local[2] {sp:.1f}s: spark at {py / sp:.2f}x the python engine")
+        solo, duo = "spark standalone 1 worker(s)", "spark standalone 2 worker(s)"
+        if solo in results and duo in results:
+            up = float(results[solo]["seconds"]) / float(results[duo]["seconds"])
+            print(f"spark speed-up standalone 1 -> 2 workers (one core each): {up:.2f}x")
         if "spark local[1]" in results and "spark local[2]" in results:
             one, two = results["spark local[1]"], results["spark local[2]"]
             assert one["counts"] == two["counts"] == results["python-parquet"]["counts"], "engines disagree"

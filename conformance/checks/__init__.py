@@ -5,8 +5,9 @@
 One module per property (``exclusivity``, ``ordering``, ``loss``, ``redelivery``, ``duplicates``,
 ``unexpected``, ``assignment``, ``replication``) holds its rule, its witness and its explanation; ``streaming``
 composes the delivery checks into one pass and :class:`TraceChecker` runs it and the replication check, each
-guarded (a check that raises makes the verdict ``unknown``); the PySpark twins live in :mod:`conformance.spark`.
-Rules: ``docs/checker.md``.
+guarded (a check that raises makes the verdict ``unknown``); :mod:`~conformance.checks.partition` runs the
+streaming pass over parts of a trace and merges them (the PySpark engine, :mod:`conformance.spark`, does that
+in Spark's workers).  Rules: ``docs/checker.md``.
 The streaming engine may run compiled (mypyc, ``setup.py``): :mod:`conformance.checks._build` picks the build
 before anything else here is imported.
 """

@@ -45,7 +45,7 @@ Rules:
   are dropped (the broker accepted it, so a crashed consumer in the way was already gone).
 
 Not judged after a broker ``fault`` (the consumers reconnect in an order the trace does not show).
-The PySpark engine builds the same :class:`Timeline` on the driver and joins its states with the receives.
+The Spark engine runs this same code in every part of a trace (membership events are copied into each).
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ class Timeline:
         self.frontier: list[Node] = [empty]
         self.head = empty
         #: the head after each membership event: the states of a broker that removes a crashed consumer at once
-        #: (each derived from the one before by one change: what the PySpark engine joins first)
+        #: (each derived from the one before by one change)
         self.heads: list[Node] = [empty]
         self.broken_at: int | None = None
         self.broken_reason: str | None = None

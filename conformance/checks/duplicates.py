@@ -13,7 +13,7 @@ Whether it invalidates the verdict follows the header: with ``deduplication: fal
 
 Memory: one entry per published (producer, seq) and per published uid — the one check (with
 ``unexpected_message``) whose state grows with the trace rather than with what is outstanding.
-The PySpark twin is :mod:`conformance.spark.duplicates`.
+The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
 
 from __future__ import annotations

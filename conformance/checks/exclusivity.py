@@ -11,7 +11,7 @@ Rule (one report per overlap *episode*): at a receive r by C that takes C's coun
 Witness: the receive of the earliest-received message of the key still held by C', and r.
 
 Cost: O(1) per event on the way (a dict per key of holders); the report scans C''s holdings of the key.
-The PySpark twin is :mod:`conformance.spark.exclusivity`.
+The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
 
 from __future__ import annotations

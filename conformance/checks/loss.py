@@ -13,7 +13,7 @@ expected once received; a message held (received, never acknowledged) at the end
 Witness: the event that made it free (its publish, or its last release).
 
 Cost: nothing beyond the shared state; the report walks the records still open at the end.
-The PySpark twin is :mod:`conformance.spark.loss`.
+The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
 
 from __future__ import annotations

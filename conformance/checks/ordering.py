@@ -18,7 +18,7 @@ freed it, or its receive by the consumer holding it) — and r.
 
 Cost: O(log n) per receive with lazy heaps of free and exempt messages per key; holdings of other consumers
 are scanned only when some other consumer holds the key (which is itself a ``key_overlap``).
-The PySpark twin is :mod:`conformance.spark.ordering`.
+The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
 
 from __future__ import annotations

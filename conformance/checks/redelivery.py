@@ -14,7 +14,7 @@ reason to forget the ack:
 
 A later ack that does not arm (the acker did not hold the message) disarms an earlier one.
 Witness: the ack and the receive.  Memory: the armed acks since the last fault (one small entry each).
-The PySpark twin is :mod:`conformance.spark.redelivery`.
+The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
 
 from __future__ import annotations

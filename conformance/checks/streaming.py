@@ -781,11 +781,16 @@ class StreamingChecker:
             if ps not in self.ids and ps not in self.maybe_stored:
                 found.append(make_lost_write(ps[0], ps[1], key, ref))
         if self.key_mismatches:
-            self.notes.append(
-                f"{self.key_mismatches} receive(s) carried a key other than their message's first one;"
-                " each message is checked under its first key"
-            )
+            self.notes.append(key_mismatch_note(self.key_mismatches))
         return build_verdict(found, self.profile, events=self.events, notes=self.notes, unjudged=unjudged)
+
+
+def key_mismatch_note(count: int) -> str:
+    """The note for ``count`` receives whose key was not their message's first (the Spark engine sums them)."""
+    return (
+        f"{count} receive(s) carried a key other than their message's first one;"
+        " each message is checked under its first key"
+    )
 
 
 #: what a settled message reads as in the lazy heaps: neither free nor exempt

@@ -7,7 +7,7 @@ receive whose uid was never registered by the end of the trace is reported once 
 ``uid`` are not judged.
 
 Memory: one entry per published uid (shared with ``duplicate_publish``).
-The PySpark twin is :mod:`conformance.spark.unexpected`.
+The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""The PySpark engine: the same checks as :mod:`conformance.checks`, as DataFrame transforms.
+"""The PySpark engine: the streaming checker (:mod:`conformance.checks`) run by Spark over parts of a trace.
 
-Module for module the twin of the streaming engine (``exclusivity``, ``ordering``, ``loss``, ``redelivery``,
-``duplicates``, ``unexpected``, ``assignment``), over the shared frames of :mod:`conformance.spark.prepare`,
-composed by :mod:`conformance.spark.engine`.  Both engines return identical ``(kind, subscription, key,
-events)`` for every trace (``tests/quality/test_differential.py``).
+No rule is written here.  :mod:`conformance.spark.route` splits the events into parts the checker can judge
+one by one (by key, membership copied into every part; the identity checks by producer and sequence),
+:mod:`conformance.spark.engine` runs :func:`conformance.checks.partition.check_part` on each in Spark's Python
+workers and merges the results with :func:`conformance.checks.partition.merge_parts`, so both engines return
+the same verdict by construction.  :mod:`conformance.spark.load` reads traces (Parquet files or directories,
+JSON Lines, any URI Spark reads); :mod:`conformance.spark.standalone` starts a throwaway standalone cluster.
 
 ``pyspark`` is imported only inside these modules' functions.  The engine never starts a session: pass one, or
 start it with :func:`build_session` (``keyshared check --engine spark`` does).

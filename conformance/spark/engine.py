@@ -1,49 +1,34 @@
-"""The PySpark engine: every check as DataFrame transforms, two jobs for the violations, one verdict per trace.
+"""The PySpark engine: the streaming checker over parts of the trace, in Spark's Python workers; one verdict.
 
-:func:`check_frames` is the composition (twin of :class:`conformance.checks.StreamingChecker`):
+The rules are not written here: every part runs :func:`conformance.checks.partition.check_part` (the
+streaming checker itself) and the driver merges the parts with :func:`conformance.checks.partition.merge_parts`,
+so both engines judge with the same code.  This module only splits the trace (:mod:`conformance.spark.route`)
+and runs the parts: one ``groupBy(tid, pass, part).applyInArrow`` — a single Spark job for any number of
+traces (column ``tid``), which is how the tests keep Spark's fixed costs low.
 
-1. the events are read once, shuffled by message, normalized and cached
-   (:func:`conformance.spark.prepare.shared_events`); every later step reads that cache;
-2. a small job (which fills the cache) collects what is not about one message (membership, redeliver requests,
-   faults, ends; event counts; distinct keys) and the driver digests it (:mod:`conformance.spark.membership`);
-3. the main job runs each message's state machine with window functions (:mod:`conformance.spark.messages`;
-   the cache is already partitioned by message, so no shuffle) and writes, from that one pass, the rows every
-   check needs: holds, free and exempt periods (to the scope checks), and the violations
-   decided per message (``undelivered``, ``redelivered_after_ack``) or suspected (``misassigned``);
-4. those rows are shuffled once by scope (subscription, topic partition, key): window functions flag the
-   scopes that may hold a ``key_overlap`` or ``out_of_order`` and a Python sweep judges only those
-   (:mod:`conformance.spark.ordering`); the violations decided per message ride through that sweep, so the
-   message pass has one consumer and runs once;
-5. the identity checks (a job of their own) aggregate by uid and by (producer, seq)
-   (:mod:`conformance.spark.duplicates`, :mod:`conformance.spark.unexpected`).
-
-The identity checks need nothing from the small job: they run as a job of their own, started from a second
-driver thread as soon as the cache is filled, so the cores have work while the driver digests the small job's
-rows and plans the main job (a few seconds of serial work).  The two collects return the violation rows; the
-driver turns them into :class:`~conformance.violations.Violation`
-values with the streaming engine's own functions, so both engines explain alike.  Many traces can share one
-job (column ``tid``), which is how the tests keep Spark's fixed costs low.  The session is the caller's.
+A split is exact when each message's publish and receive events carry one key, and each uid's publishes one
+producer (what every broker and client writes).  A part that saw otherwise says so, and the engine checks
+that pass of that trace again in one part (a second job, for those traces only).  The session is the caller's.
 """
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from conformance.checks.assignment import make_refused_open
-from conformance.profiles import Profile, resolve_profile
-from conformance.spark.membership import TraceInfo, collect_small, digest
+from conformance.checks.partition import PartResult, check_part, merge_parts
+from conformance.profiles import Profile
+from conformance.spark.route import IDENTITY, SCOPE, WHOLE
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.reader import TraceSource
-from conformance.verdict import Verdict, build_verdict
-from conformance.violations import Kind, Violation
+from conformance.verdict import Verdict
 from reference_model.errors import InvalidArgument
 
 __all__ = ["active_session", "check_frames", "check_many", "check_with_spark"]
 
-_SUSPECT = "misassigned_suspect"
+_OUT_SCHEMA = "tid long, pass int, part int, split_exact boolean, result binary"
 
 
 def active_session(spark: Any) -> Any:
@@ -71,39 +56,85 @@ def check_with_spark(
     spark: Any = None,
     header: TraceHeader | None = None,
     validate: bool = True,
+    parts: int | None = None,
 ) -> Verdict:
-    """Check one trace (a :class:`TraceSource`, a TraceWriter-like object or events) on Spark.
+    """Check one trace (a :class:`TraceSource`, a path or URI Spark reads, a TraceWriter-like object or
+    events) on Spark.
 
-    A stored trace is validated by the Python reader first (``validate``), so a malformed trace fails with the
-    same one-line error on both engines.
+    A local trace is validated by the Python reader (``validate``) while Spark checks it: a malformed trace
+    cancels the job and fails with the same one-line error as on the Python engine.
     """
-    from conformance.spark.load import events_frame, source_frame
+    from conformance.spark.load import events_frame, path_frame, source_frame
 
     session = active_session(spark)
     if isinstance(trace, TraceSource):
-        if validate:
-            for _ in trace.batches():
-                pass
-        df = source_frame(session, trace)
-        return check_frames(session, df, {0: trace.header}, profile)[0]
+        source: TraceSource = trace
+        df = source_frame(session, source)
+        if not validate:
+            return check_frames(session, df, {0: source.header}, profile, parts=parts)[0]
+        return _while_validating(session, source, lambda: check_frames(session, df, {0: source.header}, profile,
+                                                                      parts=parts)[0])  # fmt: skip
+    if isinstance(trace, str):  # a URI only Spark reads (hdfs://, s3a://, ...): Spark parses it, unvalidated
+        df, head = path_frame(session, trace, header)
+        return check_frames(session, df, {0: head}, profile, parts=parts)[0]
     if header is None and hasattr(trace, "header") and hasattr(trace, "events"):
         header, trace = trace.header, trace.events or ()
     events = _validated(list(trace))
     head = header if header is not None else TraceHeader.unknown()
-    return check_frames(session, events_frame(session, [(0, events)]), {0: head}, profile)[0]
+    return check_frames(session, events_frame(session, [(0, events)]), {0: head}, profile, parts=parts)[0]
 
 
 def check_many(
-    spark: Any, traces: Sequence[tuple[TraceHeader, Sequence[Event]]], profile: str | Profile | None = None
+    spark: Any,
+    traces: Sequence[tuple[TraceHeader, Sequence[Event]]],
+    profile: str | Profile | None = None,
+    *,
+    parts: int | None = None,
+    whole: list[int] | None = None,
 ) -> list[Verdict]:
-    """Check several traces in one Spark job; verdicts in the same order."""
+    """Check several traces in one Spark job; verdicts in the same order (``whole``: see check_frames)."""
     from conformance.spark.load import events_frame
 
     session = active_session(spark)
     items = [(n, _validated(list(events))) for n, (_h, events) in enumerate(traces)]
     df = events_frame(session, items)
-    verdicts = check_frames(session, df, {n: h for n, (h, _e) in enumerate(traces)}, profile)
+    verdicts = check_frames(session, df, {n: h for n, (h, _e) in enumerate(traces)}, profile, parts=parts, whole=whole)
     return [verdicts[n] for n in range(len(traces))]
+
+
+def _while_validating(session: Any, source: TraceSource, job: Any) -> Verdict:
+    """Run ``job`` while a thread validates ``source`` (the Python reader's fast path, one core); a problem
+    cancels the job and raises the reader's error."""
+    import threading
+    import uuid
+
+    group = f"keyshared-{uuid.uuid4().hex}"
+    failure: list[BaseException] = []
+
+    def validate() -> None:
+        try:
+            for _ in source.batches():
+                pass
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+            session.sparkContext.cancelJobGroup(group)
+
+    thread = threading.Thread(target=validate, name="keyshared-validate", daemon=True)
+    session.sparkContext.setJobGroup(group, "keyshared check", interruptOnCancel=True)
+    thread.start()
+    try:
+        verdict: Verdict = job()
+    except Exception:
+        thread.join()
+        if failure:
+            raise failure[0] from None
+        raise
+    finally:
+        session.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    thread.join()
+    if failure:
+        raise failure[0]
+    return verdict
 
 
 def _validated(events: list[Event]) -> list[Event]:
@@ -115,167 +146,97 @@ def _validated(events: list[Event]) -> list[Event]:
     return events
 
 
-def violation_rows(spark: Any, df: Any, infos: dict[int, TraceInfo]) -> Any:
-    """The main job's plan: one DataFrame of the rows (``VIOLATION_SCHEMA``) of the message and scope checks,
-    and misassigned suspects.
+def check_frames(
+    spark: Any,
+    df: Any,
+    headers: dict[int, TraceHeader],
+    profile: str | Profile | None = None,
+    *,
+    parts: int | None = None,
+    whole: list[int] | None = None,
+) -> dict[int, Verdict]:
+    """Check every trace of ``df`` (column ``tid``; ``headers`` gives each trace's contract).
 
-    ``df`` is :func:`conformance.spark.prepare.shared_events` of the events.
+    ``parts``: how many parts each pass splits a trace into (default: ``spark.sql.shuffle.partitions``).
+    ``whole``: if given, receives the ids of the traces that had to be checked again in one part.
     """
     from pyspark.sql import functions as F
 
-    from conformance.spark.assignment import suspects
-    from conformance.spark.loss import undelivered
-    from conformance.spark.messages import message_states
-    from conformance.spark.ordering import SCOPE, flagged_scopes, sweep_batches
-    from conformance.spark.prepare import message_rows
-    from conformance.spark.redelivery import redelivered
-    from conformance.spark.rows import REF_TYPE, VIOLATION_SCHEMA, ref
+    n_parts = parts if parts is not None else int(spark.conf.get("spark.sql.shuffle.partitions"))
+    if n_parts < 1:
+        raise InvalidArgument(f"parts must be at least 1, not {n_parts}")
+    results = _run(df, headers, profile, n_parts)
+    inexact = sorted({(tid, pass_) for tid, pass_, _n, exact, _r in results if not exact})
+    if inexact:  # those passes of those traces again, whole (the whole result stands in for the pass)
+        tids = sorted({tid for tid, _p in inexact})
+        again = {r[0]: r for r in _run(df.where(F.col("tid").isin(tids)), headers, profile, 1)}
+        results = [r for r in results if (r[0], r[1]) not in set(inexact)]
+        results += [(tid, pass_, 0, True, again[tid][4]) for tid, pass_ in inexact if tid in again]
+    if whole is not None:
+        whole.extend(sorted({tid for tid, _p in inexact}))
+    by_trace: dict[int, tuple[list[PartResult], list[PartResult]]] = {tid: ([], []) for tid in headers}
+    for tid, pass_, _n, _exact, result in sorted(results, key=lambda r: (r[0], r[1], r[2])):
+        scope, identity = by_trace.setdefault(tid, ([], []))
+        if pass_ in (SCOPE, WHOLE):
+            scope.append(result)
+        if pass_ in (IDENTITY, WHOLE):
+            identity.append(result)
+    for tid, (scope, _identity) in by_trace.items():
+        if not scope:  # no events: what the checker says of an empty trace (its notes, its unjudged kinds)
+            scope.append(check_part(headers.get(tid), profile, []))
+    return {
+        tid: merge_parts(headers.get(tid), profile, scope, identity, engine="spark")
+        for tid, (scope, identity) in by_trace.items()
+    }
 
-    col, lit, when = F.col, F.lit, F.when
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    m = message_states(message_rows(spark, df, infos))
-    m, suspect = suspects(m, infos, spark)
-    end_of = {tid: info.end_i for tid, info in infos.items() if info.drained and info.end_i is not None}
-    u_cond, u_refs, u_aux = undelivered(m, end_of)
-    d_cond, d_refs, d_aux = redelivered()
-    nul_l, nul_s, nul_b = lit(None).cast("long"), lit(None).cast("string"), lit(None).cast("boolean")
-    no_refs = lit(None).cast(f"array<{REF_TYPE}>")
-    since = col("since")
-    lower_ref = ref(since["i"], since["op"], since["consumer"], col("msg"))
-    receive_ref = ref(col("i"), "receive", col("consumer"), col("msg"))
 
-    def out(kind: str, *, end: Any = nul_l, flag: Any = nul_b, by_receive: Any = nul_b, m_op: Any = nul_s,
-            m_consumer: Any = nul_s, vkind: Any = nul_s, refs: Any = no_refs, aux: Any = nul_s,
-            acked: Any = nul_b) -> Any:  # fmt: skip
-        return F.struct(
-            lit(kind).alias("kind"), col("i").alias("i"), end.alias("end"), col("inc").alias("inc"),
-            col("consumer").alias("consumer"), col("ledger").alias("ledger"), col("entry").alias("entry"),
-            col("batch").alias("batch"), col("msg").alias("msg"), flag.alias("flag"), by_receive.alias("by_receive"),
-            m_op.alias("m_op"), m_consumer.alias("m_consumer"), vkind.alias("vkind"), refs.alias("refs"),
-            aux.alias("aux"), acked.alias("acked"),
-        )  # fmt: skip
+def _run(
+    df: Any, headers: dict[int, TraceHeader], profile: str | Profile | None, n_parts: int
+) -> list[tuple[int, int, int, bool, PartResult]]:
+    """One Spark job: route, then the streaming checker over every (trace, pass, part)."""
+    from conformance.spark.route import routed
 
-    hold = (col("kind") == "R") & ~col("absorbed")
-    suspect_aux = F.to_json(
-        F.struct(
-            col("i").alias("i"), col("inc").alias("inc"), col("consumer").alias("consumer"),
-            when(col("lower_kind").isNotNull(), F.array(col("lower_kind"), col("lower").cast("string"))).alias("lower"),
+    check = _part_checker(headers, profile)
+    rows = routed(df, n_parts).groupBy("tid", "pass", "part").applyInArrow(check, _OUT_SCHEMA).toArrow()
+    return [
+        (tid, pass_, part, exact, pickle.loads(blob))
+        for tid, pass_, part, exact, blob in zip(
+            *(rows.column(name).to_pylist() for name in ("tid", "pass", "part", "split_exact", "result")), strict=True
         )
-    )  # fmt: skip
-    outputs = [
-        when(
-            hold,
-            out("H", end=col("end"), flag=col("free_prev") & (since["op"] == "publish"), acked=col("held_acked")),
-        ),
-        when(
-            col("free_start"),
-            out(
-                "F",
-                end=col("next_rend"),
-                flag=col("free_mark.op") == "publish",
-                by_receive=F.coalesce(col("next_r") == col("next_rend"), lit(False)),
-                m_op=col("free_mark.op"),
-                m_consumer=col("free_mark.consumer"),
-            ),
-        ),
-        when(col("exempt_start"), out("E", end=col("next_aeff"))),
-        when(u_cond, out("V", vkind=lit("undelivered"), refs=u_refs, aux=u_aux)),
-        when(d_cond, out("V", vkind=lit("redelivered_after_ack"), refs=d_refs, aux=d_aux)),
-        when(
-            suspect,
-            out(
-                "V",
-                vkind=lit(_SUSPECT),
-                aux=suspect_aux,
-                refs=when(col("lower_kind").isNotNull(), F.array(lower_ref, receive_ref)).otherwise(
-                    F.array(receive_ref)
-                ),
-            ),
-        ),
     ]
-    produced = F.explode(F.filter(F.array(*outputs), lambda x: x.isNotNull())).alias("o")
-    rows = m.select("tid", "sub", "stream", col("mkey_key").alias("key"), produced).select(*SCOPE, "o.*")
-    return flagged_scopes(rows.repartition(partitions, *SCOPE)).mapInArrow(sweep_batches, VIOLATION_SCHEMA)
 
 
-def identity_rows(df: Any) -> Any:
-    """The identity checks' plan (``duplicate_publish``, ``unexpected_message``, ``lost_write``): it needs
-    nothing the driver learns from the small job, so it runs as a job of its own while the driver plans the main
-    one."""
-    from pyspark.sql import functions as F
+def _part_checker(headers: dict[int, TraceHeader], profile: str | Profile | None) -> Any:
+    """The function Spark's Python workers run on each part (a pyarrow Table of routed events)."""
 
-    from conformance.spark.duplicates import duplicate_violations, lost_write_violations
-    from conformance.spark.unexpected import receives_by_uid, unexpected_violations
+    def check(table: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-    col = F.col
-    ident = df.where((col("op") == "publish") | ((col("op") == "receive") & col("uid").isNotNull()))
-    receives = receives_by_uid(ident)
-    return (
-        duplicate_violations(ident, receives)
-        .unionByName(unexpected_violations(receives))
-        .unionByName(lost_write_violations(ident, receives))
-    )
+        from conformance.trace.reader import decode_json_column, fast_schema
 
-
-def check_frames(
-    spark: Any, df: Any, headers: dict[int, TraceHeader], profile: str | Profile | None = None
-) -> dict[int, Verdict]:
-    """The composition over a DataFrame of events (column ``tid`` tells traces apart)."""
-    from conformance.spark.assignment import decide_suspects
-    from conformance.spark.prepare import shared_events
-    from conformance.spark.rows import to_violations
-
-    with_keys = {tid for tid, h in headers.items() if h.selector is not None}
-    events = shared_events(df, int(spark.conf.get("spark.sql.shuffle.partitions"))).cache()
-    try:  # the small job fills the cache; the other jobs read it instead of the source
-        infos = digest(collect_small(events, with_keys), headers)
-        with ThreadPoolExecutor(1) as pool:  # the identity job keeps the cores busy while the driver plans
-            identity = pool.submit(lambda: identity_rows(events).collect())
-            rows = violation_rows(spark, events, infos).collect() + identity.result()
-    finally:
-        events.unpersist()
-    found = to_violations(r for r in rows if r["kind"] != _SUSPECT)
-    for tid, violations in decide_suspects([r for r in rows if r["kind"] == _SUSPECT], infos).items():
-        found.setdefault(tid, []).extend(violations)
-    verdicts = {}
-    for tid, info in infos.items():
-        refused: list[Violation] = [
-            make_refused_open(sub, consumer, r.change.index, r.change.ranges, r.reason)
-            for sub, consumer, r in info.refusals
-            if info.first_fault is None or r.change.index < info.first_fault  # as the streaming engine decides
-        ]
-        notes, unjudged = _notes(info)
-        verdicts[tid] = build_verdict(
-            [*found.get(tid, []), *refused],
-            resolve_profile(profile, info.header),
-            events=info.events,
-            notes=notes,
-            unjudged=unjudged,
-            engine="spark",
+        table = table.sort_by("i")
+        tid = table.column("tid")[0].as_py()
+        pass_ = table.column("pass")[0].as_py()
+        part = table.column("part")[0].as_py()
+        copies = table.num_rows - pc.sum(table.column("own").cast(pa.int64())).as_py()
+        exact = not pc.any(table.column("mixed")).as_py()
+        events = table.drop_columns(["tid", "pass", "part", "own", "mixed"])
+        policy = events.schema.get_field_index("policy")
+        events = events.set_column(
+            policy,
+            "policy",
+            decode_json_column(events.column(policy).combine_chunks(), fast_schema().field("policy").type),
         )
-    return verdicts
+        result = check_part(headers.get(tid), profile, events.to_batches(max_chunksize=65536), copies)
+        return pa.table(
+            {
+                "tid": pa.array([tid], pa.int64()),
+                "pass": pa.array([pass_], pa.int32()),
+                "part": pa.array([part], pa.int32()),
+                "split_exact": pa.array([exact], pa.bool_()),
+                "result": pa.array([pickle.dumps(result)], pa.binary()),
+            }
+        )
 
-
-def _notes(info: TraceInfo) -> tuple[list[str], list[Kind]]:
-    """What could not be judged, worded as the streaming engine words it."""
-    notes: list[str] = []
-    unjudged: list[Kind] = []
-    if info.header.selector is None:
-        notes.append("misassigned not judged: the trace header names no selector")
-    elif info.selector_unusable:
-        unjudged.append(Kind.MISASSIGNED)
-        notes.append(info.selector_note or "misassigned not judged")
-    else:
-        for sub, tl in info.timelines.items():
-            if tl.broken_at is not None:
-                if tl.unjudgeable and Kind.MISASSIGNED not in unjudged:
-                    unjudged.append(Kind.MISASSIGNED)
-                notes.append(
-                    f"misassigned not judged in subscription {sub!r} from E{tl.broken_at} on: {tl.broken_reason}"
-                )
-        if info.faults:
-            notes.append(f"misassigned not judged after the fault at E{info.faults[0]}")
-    if not (info.drained and info.end_i is not None):
-        unjudged.append(Kind.UNDELIVERED)
-        notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
-    return notes, unjudged
+    return check

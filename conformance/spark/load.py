@@ -8,13 +8,15 @@ fails with the same one-line error on both engines.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from conformance.trace.events import Event
-from conformance.trace.reader import TraceSource
+from conformance.trace.header import TraceHeader
+from conformance.trace.reader import PARQUET_JSON_COLUMNS_KEY, TraceSource
 
-__all__ = ["EVENT_COLUMNS", "events_frame", "events_table", "source_frame", "spark_schema"]
+__all__ = ["EVENT_COLUMNS", "events_frame", "events_table", "path_frame", "source_frame", "spark_schema"]
 
 EVENT_COLUMNS: tuple[str, ...] = (
     "i", "t", "op", "topic", "subscription", "consumer", "producer", "key", "msg_id", "seq", "uid", "result",
@@ -72,15 +74,66 @@ def events_frame(spark: Any, traces: Iterable[tuple[int, Sequence[Event]]]) -> A
 
 
 def source_frame(spark: Any, source: TraceSource, tid: int = 0) -> Any:
-    """A DataFrame of a stored trace, read by Spark (Parquet directly; JSON Lines with a declared schema)."""
+    """A DataFrame of a stored trace, read by Spark (Parquet — a file or a directory of chunks — directly;
+    JSON Lines, plain or gzip, with a declared schema)."""
+    return _frame(spark, str(source.path), source.format, _json_columns(source), tid)
+
+
+def path_frame(spark: Any, uri: str, header: TraceHeader | None = None, tid: int = 0) -> tuple[Any, TraceHeader]:
+    """A DataFrame of a trace only Spark can reach (``hdfs://``, ``s3a://``, ... with the user's connectors),
+    and its header.
+
+    Parquet (a file or a directory of chunks, told by a ``.parquet`` name or a directory) carries its header in
+    its metadata, which Spark's Hadoop file system reads; JSON Lines (``.jsonl``, ``.json``, ``.gz``) has its
+    header line skipped and ``header`` (default: unknown) stands for it.
+    """
+    from conformance.trace.reader import PARQUET_HEADER_KEY
+
+    lowered = uri.rstrip("/").lower()
+    if lowered.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz", ".gz")):
+        return _frame(spark, uri, "jsonl", frozenset(), tid), header or TraceHeader.unknown()
+    metadata = _hadoop_parquet_metadata(spark, uri)
+    head = header
+    if head is None:
+        head = TraceHeader.unknown()
+        if PARQUET_HEADER_KEY.decode() in metadata:
+            head = TraceHeader.from_dict(json.loads(metadata[PARQUET_HEADER_KEY.decode()]))
+    json_columns = frozenset(json.loads(metadata.get(PARQUET_JSON_COLUMNS_KEY.decode(), "[]")))
+    return _frame(spark, uri, "parquet", json_columns, tid), head
+
+
+def _hadoop_parquet_metadata(spark: Any, uri: str) -> dict[str, str]:
+    """The key-value metadata of the first Parquet file at ``uri``, read through Spark's JVM (any file system
+    Spark reaches)."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    fs = path.getFileSystem(conf)
+    status = fs.getFileStatus(path)
+    if status.isDirectory():
+        names = sorted(
+            str(s.getPath().toString()) for s in fs.listStatus(path) if str(s.getPath().getName()).endswith(".parquet")
+             and not str(s.getPath().getName()).startswith(("_", "."))
+        )  # fmt: skip
+        if not names:
+            return {}
+        path = jvm.org.apache.hadoop.fs.Path(names[0])
+    input_file = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, conf)
+    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(input_file)
+    try:
+        meta = reader.getFooter().getFileMetaData().getKeyValueMetaData()
+        return {str(k): str(meta.get(k)) for k in meta.keySet().toArray()}
+    finally:
+        reader.close()
+
+
+def _frame(spark: Any, path: str, fmt: str, json_columns: frozenset[str], tid: int) -> Any:
     from pyspark.sql import functions as F
 
     schema = spark_schema()
-    path = str(source.path)
-    if source.format == "parquet":
+    if fmt == "parquet":
         raw = spark.read.parquet(path)
         present = set(raw.columns)
-        json_columns = _json_columns(source)
         cols = []
         for field in schema.fields:
             if field.name not in present:
@@ -98,13 +151,11 @@ def source_frame(spark: Any, source: TraceSource, tid: int = 0) -> Any:
 
 
 def _json_columns(source: TraceSource) -> frozenset[str]:
-    import json
-
     import pyarrow.parquet as pq
 
-    from conformance.trace.reader import PARQUET_JSON_COLUMNS_KEY
-
-    metadata = pq.ParquetFile(source.path).schema_arrow.metadata or {}
+    if source.format != "parquet":
+        return frozenset()
+    metadata = pq.ParquetFile(source.files[0]).schema_arrow.metadata or {}
     try:
         return frozenset(json.loads(metadata.get(PARQUET_JSON_COLUMNS_KEY, b"[]")))
     except (ValueError, TypeError):

@@ -16,9 +16,14 @@ from typing import Any
 __all__ = ["build_session", "session_config"]
 
 
-def session_config(master: str, *, for_tests: bool = False, driver_memory: str | None = None) -> dict[str, str]:
-    """The builder settings :func:`build_session` applies (pure data, for inspection and tests)."""
-    parallelism = "2" if for_tests else "8"
+def session_config(
+    master: str, *, for_tests: bool = False, driver_memory: str | None = None, small: bool = False
+) -> dict[str, str]:
+    """The builder settings :func:`build_session` applies (pure data, for inspection and tests).
+
+    ``small``: a small trace — the quick-start JIT settings of ``for_tests`` (start-up dominates such a run).
+    """
+    parallelism = "2" if for_tests or small else "8"
     conf = {
         "spark.master": master,
         "spark.app.name": "keyshared-check",
@@ -31,17 +36,20 @@ def session_config(master: str, *, for_tests: bool = False, driver_memory: str |
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        # the engine caches each trace once (conformance.spark.prepare.shared_events) and reads it a few times:
-        # compressing the columns costs more CPU than reading them back saves
+        # a caller that caches a trace (the engine itself does not): compressing the columns costs more CPU than
+        # reading them back saves
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
     }
-    if for_tests:
+    if for_tests or small:
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        conf["spark.executor.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # on a cluster
         conf["spark.sql.codegen.wholeStage"] = "false"
     return conf
 
 
-def build_session(master: str = "local[*]", *, for_tests: bool = False, driver_memory: str | None = None) -> Any:
+def build_session(
+    master: str = "local[*]", *, for_tests: bool = False, driver_memory: str | None = None, small: bool = False
+) -> Any:
     """Start (or join) a SparkSession with this project's settings; the caller stops it."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -49,7 +57,7 @@ def build_session(master: str = "local[*]", *, for_tests: bool = False, driver_m
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    for key, value in session_config(master, for_tests=for_tests, driver_memory=driver_memory).items():
+    for key, value in session_config(master, for_tests=for_tests, driver_memory=driver_memory, small=small).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

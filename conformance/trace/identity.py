@@ -4,8 +4,8 @@ A message is identified by its topic and its message id; two message ids compare
 within one topic partition.  Pulsar clients name the same topic in several ways (``orders``,
 ``persistent://public/default/orders``, and ``...orders-partition-3`` for one partition of a partitioned
 topic), and a receipt may carry the partition in the message id or only in the topic name.  Both checker
-engines first rewrite every topic and message id to one canonical form, with the rules below; the PySpark
-engine repeats them with column expressions (``conformance.spark.prepare``), and a test holds the two equal.
+engines first rewrite every topic and message id to one canonical form, with the rules below (the Spark
+engine runs the streaming checker, so these functions, in its workers).
 
 Rules (Pulsar's ``TopicName``):
 

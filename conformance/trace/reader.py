@@ -32,6 +32,7 @@ __all__ = [
     "PARQUET_JSON_COLUMNS_KEY",
     "FastPathUnavailable",
     "TraceSource",
+    "decode_json_column",
     "fast_schema",
     "open_trace",
     "read_trace",
@@ -113,6 +114,13 @@ class TraceSource:
     format: str  #: "jsonl" or "parquet"
     compressed: bool = False
     has_header_line: bool = False
+    #: a directory of Parquet chunks: its chunk files in trace order (by name); empty for one file
+    chunks: tuple[Path, ...] = ()
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The files holding the events, in trace order (one, or a directory's chunks)."""
+        return self.chunks or (self.path,)
 
     @property
     def source(self) -> str:
@@ -148,20 +156,24 @@ class TraceSource:
 
     def _parquet_events(self) -> Iterator[Event]:
         validator = EventValidator(self.source, unit="row")
-        pf = _open_parquet(self.path)
-        json_columns = _json_columns(pf.schema_arrow.metadata)
-        row = 0
-        for batch in pf.iter_batches(batch_size=65536):
-            for obj in batch.to_pylist():
-                clean = {k: v for k, v in obj.items() if v is not None}
-                for name in json_columns:
-                    if name in clean and isinstance(clean[name], str):
-                        try:
-                            clean[name] = json.loads(clean[name])
-                        except json.JSONDecodeError:
-                            raise validator.fail(row, f"column {name!r} holds invalid JSON: {clean[name]!r}") from None
-                yield validator.event(clean, row)
-                row += 1
+        for path in self.files:
+            validator.source = str(path)  # a chunk's problem names the chunk and its row; order spans chunks
+            pf = _open_parquet(path)
+            json_columns = _json_columns(pf.schema_arrow.metadata)
+            row = 0
+            for batch in pf.iter_batches(batch_size=65536):
+                for obj in batch.to_pylist():
+                    clean = {k: v for k, v in obj.items() if v is not None}
+                    for name in json_columns:
+                        if name in clean and isinstance(clean[name], str):
+                            try:
+                                clean[name] = json.loads(clean[name])
+                            except json.JSONDecodeError:
+                                raise validator.fail(
+                                    row, f"column {name!r} holds invalid JSON: {clean[name]!r}"
+                                ) from None
+                    yield validator.event(clean, row)
+                    row += 1
 
     # -- fast path -------------------------------------------------------------------------------------
     def batches(self, *, use_threads: bool = False, block_size: int = 8 << 20) -> Iterator[Any]:
@@ -209,29 +221,8 @@ class TraceSource:
                 raise _FastPathFailed(str(exc)) from None
 
     def _parquet_batches(self) -> Iterator[Any]:
-        import pyarrow as pa
-
-        schema = _SCHEMA.get()
-        pf = _open_parquet(self.path)
-        file_schema = pf.schema_arrow
-        json_columns = _json_columns(file_schema.metadata)
-        present = [f.name for f in schema if f.name in file_schema.names]
-        for f in schema:
-            if f.name in file_schema.names and f.name not in json_columns:
-                have = file_schema.field(f.name).type
-                if have != f.type and not _castable(have, f.type):
-                    raise _FastPathFailed(f"column {f.name!r} has type {have}, not {f.type}")
-        for batch in pf.iter_batches(batch_size=65536, columns=present):
-            arrays = []
-            for f in schema:
-                if f.name not in batch.schema.names:
-                    arrays.append(pa.nulls(batch.num_rows, f.type))
-                elif f.name in json_columns:
-                    arrays.append(_decode_json_column(batch.column(f.name), f.type))
-                else:
-                    column = batch.column(f.name)
-                    arrays.append(column if column.type == f.type else column.cast(f.type))
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        for path in self.files:
+            yield from _parquet_file_batches(path)
 
     def _locate(self, problem: str) -> None:
         """The fast path saw a problem: find and word it with the exact path (which raises).
@@ -254,6 +245,33 @@ class _FastPathFailed(Exception):
         self.problem = problem
 
 
+def _parquet_file_batches(path: Path) -> Iterator[Any]:
+    """The batches of one Parquet file as :data:`FAST_SCHEMA` (missing columns null, JSON columns decoded)."""
+    import pyarrow as pa
+
+    schema = _SCHEMA.get()
+    pf = _open_parquet(path)
+    file_schema = pf.schema_arrow
+    json_columns = _json_columns(file_schema.metadata)
+    present = [f.name for f in schema if f.name in file_schema.names]
+    for f in schema:
+        if f.name in file_schema.names and f.name not in json_columns:
+            have = file_schema.field(f.name).type
+            if have != f.type and not _castable(have, f.type):
+                raise _FastPathFailed(f"column {f.name!r} has type {have}, not {f.type}")
+    for batch in pf.iter_batches(batch_size=65536, columns=present):
+        arrays = []
+        for f in schema:
+            if f.name not in batch.schema.names:
+                arrays.append(pa.nulls(batch.num_rows, f.type))
+            elif f.name in json_columns:
+                arrays.append(decode_json_column(batch.column(f.name), f.type))
+            else:
+                column = batch.column(f.name)
+                arrays.append(column if column.type == f.type else column.cast(f.type))
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def _castable(have: Any, want: Any) -> bool:
     import pyarrow.types as pt
 
@@ -264,13 +282,24 @@ def _castable(have: Any, want: Any) -> bool:
     return False
 
 
-def _decode_json_column(column: Any, want: Any) -> Any:
+def decode_json_column(column: Any, want: Any) -> Any:
+    """A JSON-text column decoded to ``want``; only its non-null values are parsed (``policy`` is set on opens
+    only, so nearly every row of a large trace is null)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    values = [None if v is None else json.loads(v) for v in column.to_pylist()]
+    n = len(column)
+    if column.null_count == n:
+        return pa.nulls(n, want)
     try:
-        return pa.array(values, type=want)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        if column.null_count == 0:
+            return pa.array([json.loads(v) for v in column.to_pylist()], type=want)
+        present = pc.is_valid(column)
+        decoded = pa.array([json.loads(v) for v in column.filter(present).to_pylist()], type=want)
+        # scatter back: the k-th present row takes the k-th decoded value
+        positions = pc.subtract(pc.cumulative_sum(present.cast(pa.int64())), 1)
+        return pc.if_else(present, pc.take(decoded, pc.max_element_wise(positions, 0)), pa.nulls(n, want))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, json.JSONDecodeError) as exc:
         raise _FastPathFailed(str(exc)) from None
 
 
@@ -303,7 +332,8 @@ def _decoded_lines(fh: IO[str], source: str) -> Iterator[str]:
 
 
 def open_trace(path: str | Path) -> TraceSource:
-    """Open a trace file, read its header, and tell its format from its first bytes."""
+    """Open a trace file (or a directory of Parquet chunks), read its header, and tell its format from its
+    first bytes."""
     p = Path(path)
     try:
         with open(p, "rb") as fh:
@@ -311,7 +341,7 @@ def open_trace(path: str | Path) -> TraceSource:
     except FileNotFoundError:
         raise TraceFormatError(str(p), None, "no such file") from None
     except IsADirectoryError:
-        raise TraceFormatError(str(p), None, "is a directory, not a trace file") from None
+        return _open_chunks(p)
     except OSError as exc:
         raise TraceFormatError(str(p), None, f"cannot be read ({exc.strerror})") from None
     if magic == _PARQUET_MAGIC:
@@ -337,6 +367,24 @@ def open_trace(path: str | Path) -> TraceSource:
         if isinstance(obj, dict) and "trace_format" in obj:
             header, has_header = _header_from_obj(obj, str(p), "1"), True
     return TraceSource(p, header, "jsonl", compressed=compressed, has_header_line=has_header)
+
+
+def _open_chunks(directory: Path) -> TraceSource:
+    """A directory of Parquet chunks (as long runs write them): its ``*.parquet`` files in name order, one
+    trace.  Files whose names start with ``_`` or ``.`` are skipped (``_SUCCESS``, Spark's checksums)."""
+    chunks = tuple(sorted(f for f in directory.glob("*.parquet") if f.is_file() and not f.name.startswith(("_", "."))))
+    if not chunks:
+        raise TraceFormatError(str(directory), None, "is a directory without Parquet chunks (*.parquet)")
+    header = TraceHeader.unknown()
+    for chunk in chunks:  # the header: the first chunk carrying one; every chunk carrying one must agree
+        metadata = _open_parquet(chunk).schema_arrow.metadata or {}
+        if PARQUET_HEADER_KEY in metadata:
+            found = _header_from_text(metadata[PARQUET_HEADER_KEY].decode("utf-8", "replace"), str(chunk), None)
+            if header == TraceHeader.unknown():
+                header = found
+            elif found != header:
+                raise TraceFormatError(str(chunk), None, f"header differs from the one in {chunks[0].name}")
+    return TraceSource(directory, header, "parquet", chunks=chunks)
 
 
 def _header_from_text(text: str, source: str, where: str | None) -> TraceHeader:

@@ -1,12 +1,14 @@
-"""``keyshared check TRACE``: judge a stored trace (JSON Lines, gzip or Parquet) and print the verdict.
+"""``keyshared check TRACE``: judge a stored trace (JSON Lines, gzip, Parquet, or a directory of Parquet chunks)
+and print the verdict.
 
 Exit codes (:mod:`pytest_keyshared.commands._errors`): 0 valid, 1 invalid, 2 an unreadable, empty or
 malformed trace, an unknown profile or engine (one line on stderr naming the file, the line and the problem),
 4 verdict unknown (a header without events: nothing to judge; a contract that could not be judged; or a check
-crashed: the check and the exception are in the notes).
-``--json`` prints the verdict as one JSON object; without it a readable summary with the explanations.
-``--engine spark`` starts a Spark session (``--spark-master``, default ``local[*]``) for this run and stops it
-afterwards.
+crashed: the check and the exception are in the notes).  ``--json`` prints the verdict as one JSON object;
+without it a readable summary with the explanations.  ``--engine spark`` starts a Spark session
+(``--spark-master``, default ``local[*]``: any master URL pyspark accepts, e.g. ``spark://host:7077``) for this
+run and stops it afterwards; with it, TRACE may also be a URI only Spark reads (``hdfs://``, ``s3a://`` with the
+user's connectors), which Spark's executors read directly (not validated by the Python reader first).
 """
 
 from __future__ import annotations
@@ -33,12 +35,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="check a stored trace and print the verdict",
         description="Check a delivery trace against the Key_Shared, delivery and deduplication contracts.",
     )
-    parser.add_argument("trace", metavar="TRACE", help="trace file: .jsonl, .jsonl.gz or .parquet")
+    parser.add_argument(
+        "trace",
+        metavar="TRACE",
+        help="trace: .jsonl, .jsonl.gz, .parquet, a directory of .parquet chunks,"
+        " or (--engine spark) a URI Spark can read",
+    )
     parser.add_argument("--engine", choices=("python", "spark"), default="python", help="checker engine")
     parser.add_argument("--profile", metavar="NAME", default=None, help=PROFILE_HELP)
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument(
         "--spark-master", metavar="URL", default="local[*]", help="Spark master for --engine spark (default local[*])"
+    )
+    parser.add_argument(
+        "--spark-parts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="parts a trace is split into on Spark (default: 1 below 200k events, else spark.sql.shuffle.partitions)",
     )
     parser.add_argument(
         "--max-examples", type=int, default=5, metavar="N", help="explanations shown per kind (default 5)"
@@ -48,8 +62,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from reference_model.errors import InvalidArgument
+
+    if args.spark_parts is not None and args.spark_parts < 1:
+        raise InvalidArgument(f"--spark-parts must be at least 1, not {args.spark_parts}")
     look_at(args.trace)
-    verdict = check_file(args.trace, profile=args.profile, engine=args.engine, spark_master=args.spark_master)
+    verdict = check_file(
+        args.trace, profile=args.profile, engine=args.engine, spark_master=args.spark_master, parts=args.spark_parts
+    )
     if args.json:
         print(verdict.to_json_text())
     else:
@@ -58,22 +78,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check_file(
-    trace: Any, *, profile: str | None = None, engine: str = "python", spark_master: str = "local[*]"
+    trace: Any,
+    *,
+    profile: str | None = None,
+    engine: str = "python",
+    spark_master: str = "local[*]",
+    parts: int | None = None,
 ) -> Any:
     """The verdict on a stored trace, as every command that judges a file gives it.
 
     A file with no header and no events is refused (:class:`TraceFormatError`, exit 2); a header without events
-    is ``unknown``; anything else is judged by ``engine``.
+    is ``unknown``; anything else is judged by ``engine``.  With Spark, a URI only Spark reads goes straight to it.
     """
     from conformance.checks import check_trace, get_profile
     from conformance.trace.reader import open_trace
 
     chosen = None if profile is None else get_profile(profile)
-    source = open_trace(trace)
+    if engine == "spark" and _remote(str(trace)):
+        return _check_on_spark(str(trace), chosen, spark_master, parts)
+    source = open_trace(_local(str(trace)))
     if not _holds_events(source):
         return _nothing_to_judge(check_trace(source, profile=chosen, engine="python"))
     if engine == "spark":
-        return _check_on_spark(source, chosen, spark_master)
+        return _check_on_spark(source, chosen, spark_master, parts)
     return check_trace(source, profile=chosen, engine="python")
 
 
@@ -91,7 +118,7 @@ def _holds_events(source: Any) -> bool:
 
         from conformance.trace.header import TraceHeader
 
-        rows = int(pq.ParquetFile(source.path).metadata.num_rows)
+        rows = sum(int(pq.ParquetFile(f).metadata.num_rows) for f in source.files)
         if rows == 0 and source.header == TraceHeader.unknown():
             raise TraceFormatError(str(source.path), None, "holds no header and no events (an empty Parquet file)")
         return rows > 0
@@ -123,28 +150,61 @@ def _nothing_to_judge(verdict: Any) -> Any:
     return dataclasses.replace(verdict, validity=Validity.UNKNOWN, notes=(note, *verdict.notes))
 
 
-def _check_on_spark(source: Any, profile: Any, master: str) -> Any:
+def _remote(trace: str) -> bool:
+    """A URI with a scheme other than ``file://``: only Spark reads it."""
+    scheme, sep, _rest = trace.partition("://")
+    return bool(sep) and scheme.isidentifier() and scheme != "file"
+
+
+def _local(trace: str) -> str:
+    return trace[len("file://") :] if trace.startswith("file://") else trace
+
+
+#: Below this many events a trace is checked in one part on Spark (splitting costs more than it saves).
+SMALL_TRACE = 200_000
+
+
+def _events_in(source: Any) -> int | None:
+    """How many events a local trace holds, from Parquet metadata (None when it would take a read)."""
+    if isinstance(source, str) or source.format != "parquet":
+        return None
+    import pyarrow.parquet as pq
+
+    return int(sum(pq.ParquetFile(f).metadata.num_rows for f in source.files))
+
+
+def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -> Any:
     from conformance.spark import build_session, check_with_spark
     from conformance.trace.reader import FastPathUnavailable
     from reference_model.errors import InvalidArgument
 
+    events = _events_in(source)
+    small = events is not None and events < SMALL_TRACE
     columnar = True
+    if not isinstance(source, str) and (small or events is None):
+        try:
+            for _ in source.batches():  # a malformed trace fails here, before the JVM starts
+                pass
+        except FastPathUnavailable:  # valid, but not on the columnar path: read it event by event
+            columnar = False
+            for _ in source.events():
+                pass
+    if parts is None and small:
+        parts = 1
     try:
-        for _ in source.batches():  # a malformed trace fails here, before the JVM starts
-            pass
-    except FastPathUnavailable:  # valid, but not on the columnar path: read it event by event
-        columnar = False
-        for _ in source.events():
-            pass
-    try:
-        spark = build_session(master)
+        spark = build_session(master, small=small)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
         if columnar:
-            verdict = check_with_spark(source, profile, spark=spark, validate=False)
+            # a large Parquet trace is validated while Spark checks it (a problem cancels the job)
+            verdict = check_with_spark(
+                source, profile, spark=spark, validate=not small and events is not None, parts=parts
+            )
         else:
-            verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header)
+            verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header, parts=parts)
+        if isinstance(source, str):
+            return verdict
         from conformance.checks.api import with_event_checks
 
         return with_event_checks(verdict, source)

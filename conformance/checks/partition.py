@@ -1,0 +1,102 @@
+"""Checking a trace in parts: the streaming checker over each part of a partitioned trace, and the merge.
+
+A partitioned engine (``conformance.spark``) splits a trace into parts and runs :func:`check_part` — the
+:class:`~conformance.checks.streaming.StreamingChecker` itself, unchanged — over each, in trace order.  What
+makes that exact is the split, which the engine owns and the tests prove (``docs/checker.md``, "Spark"):
+
+* the *scope pass*: every event about one message goes to the part of the message's key (all messages of a
+  key, in every topic partition, land together), and the events that act across keys (``open``, ``close``,
+  ``crash``, ``redeliver``, ``fault``, ``end``) are copied into every part.  Each part then holds the whole
+  state the rules read for its keys: holds, free and exempt messages, incarnations, membership.  The identity
+  fields (``uid``, ``producer``, ``seq``) are blanked, so no part judges the identity checks;
+* the *identity pass*: the publishes and the receives carrying a uid, split by producer (a receive goes with
+  its uid's publishes).  No part opens a consumer, so only the identity checks (:data:`IDENTITY_KINDS`) find
+  anything there.
+
+:func:`merge_parts` turns the parts' results into the verdict the streaming engine gives for the whole trace:
+violations of the scope pass (a violation every part found — one decided on copied events only, such as a
+refused ``open`` — counts once) and the identity kinds of the identity pass; notes and unjudged kinds in
+order, without repeats; the key-mismatch counts summed; the events counted once (copies are not counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from conformance.checks.streaming import StreamingChecker, key_mismatch_note
+from conformance.profiles import Profile, resolve_profile
+from conformance.trace.header import TraceHeader
+from conformance.verdict import Verdict, build_verdict
+from conformance.violations import Kind, Violation
+
+__all__ = ["IDENTITY_KINDS", "PartResult", "check_part", "merge_parts"]
+
+#: The kinds the identity pass decides (the scope pass never sees the fields they read).
+IDENTITY_KINDS: frozenset[Kind] = frozenset({Kind.DUPLICATE_PUBLISH, Kind.UNEXPECTED_MESSAGE, Kind.LOST_WRITE})
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """What one part of a trace revealed, in a form :func:`merge_parts` can combine."""
+
+    found: tuple[Violation, ...]
+    notes: tuple[str, ...]
+    unjudged: tuple[Kind, ...]
+    events: int  #: events of this part that are not copies
+    key_mismatches: int
+
+
+def check_part(
+    header: TraceHeader | None, profile: str | Profile | None, batches: Iterable[object], copies: int = 0
+) -> PartResult:
+    """Run the streaming checker over one part (record batches in trace order); ``copies``: how many of its
+    events are copies of events other parts hold too (they are not counted)."""
+    checker = StreamingChecker(header, profile)
+    for batch in batches:
+        checker.feed_batch(batch)
+    mismatches = checker.key_mismatches
+    checker.key_mismatches = 0  # summed over the parts by merge_parts, which words the note
+    verdict = checker.finish()
+    return PartResult(
+        (*verdict.violations, *verdict.allowed), verdict.notes, verdict.unjudged, verdict.events - copies, mismatches
+    )
+
+
+def merge_parts(
+    header: TraceHeader | None,
+    profile: str | Profile | None,
+    scope_parts: Sequence[PartResult],
+    identity_parts: Sequence[PartResult],
+    *,
+    engine: str = "python",
+) -> Verdict:
+    """The verdict of the whole trace from the results of its parts (see the module docstring)."""
+    found: list[Violation] = []
+    kept: dict[Violation, int] = {}  # violation -> the part it was first kept from
+    for n, part in enumerate(scope_parts):
+        for violation in part.found:
+            if violation.kind in IDENTITY_KINDS:
+                continue
+            first = kept.setdefault(violation, n)
+            if first == n:
+                found.append(violation)
+    for part in identity_parts:
+        found.extend(v for v in part.found if v.kind in IDENTITY_KINDS)
+    notes: dict[str, None] = {}
+    unjudged: dict[Kind, None] = {}
+    for part in scope_parts:
+        notes.update(dict.fromkeys(part.notes))
+        unjudged.update(dict.fromkeys(part.unjudged))
+    mismatches = sum(part.key_mismatches for part in scope_parts)
+    if mismatches:
+        notes[key_mismatch_note(mismatches)] = None
+    head = header if header is not None else TraceHeader.unknown()
+    return build_verdict(
+        found,
+        resolve_profile(profile, head),
+        events=sum(part.events for part in scope_parts),
+        notes=notes,
+        unjudged=unjudged,
+        engine=engine,
+    )

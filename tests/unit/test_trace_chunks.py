@@ -1,0 +1,52 @@
+"""A trace stored as a directory of Parquet chunks (as long runs write them) reads as the one trace it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from trace_synth import SynthConfig, synthesize
+
+from conformance.checks import TraceFormatError, check_trace
+from conformance.trace.parquet import write_parquet
+from conformance.trace.reader import open_trace
+from conformance.violations import Kind
+
+
+def _chunked(directory: Path, header: object, events: list[object], n: int) -> Path:
+    size = -(-len(events) // n)
+    for k in range(n):
+        write_parquet(directory / f"part-{k:05d}.parquet", header, events[k * size : (k + 1) * size])  # type: ignore[arg-type]
+    return directory
+
+
+def test_a_directory_of_chunks_gives_the_verdict_of_the_whole_file(tmp_path: Path) -> None:
+    run = synthesize(5, SynthConfig(messages=60, partitions=2), plant={Kind.KEY_OVERLAP})
+    events = list(run.events)
+    whole = check_trace(write_parquet(tmp_path / "whole.parquet", run.header, events))
+    chunks = _chunked(tmp_path / "chunks", run.header, events, 4)
+    (chunks / "_SUCCESS").write_text("")  # what Spark leaves next to its chunks: ignored
+    source = open_trace(chunks)
+    assert source.header == run.header and len(source.files) == 4
+    chunked = check_trace(chunks)
+    assert chunked.identities() == whole.identities() and chunked.events == whole.events == len(events)
+    assert chunked.notes == whole.notes and not chunked.valid
+    assert len(list(source.events())) == len(events)  # the exact path reads every chunk too
+
+
+def test_a_chunk_out_of_order_is_named(tmp_path: Path) -> None:
+    run = synthesize(6, SynthConfig(messages=20))
+    events = list(run.events)
+    half = len(events) // 2
+    write_parquet(tmp_path / "a.parquet", run.header, events[half:])  # later events in the first chunk by name
+    write_parquet(tmp_path / "b.parquet", run.header, events[:half])
+    with pytest.raises(TraceFormatError, match=r"b\.parquet.*row 0.*'i' must increase"):
+        check_trace(tmp_path)
+
+
+def test_an_empty_directory_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(TraceFormatError, match="directory without Parquet chunks"):
+        open_trace(tmp_path)
