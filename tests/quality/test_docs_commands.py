@@ -243,6 +243,9 @@ def plan(command: Command) -> list[Step]:
         part = re.sub(r"^(KEYSHARED_\w+=\S+ )*\.venv/bin/", "", part)
         if re.fullmatch(r"python -m pytest( -q)?", part):
             steps.append(Step(command, None, "runs the project's whole test suite: that is the CI job itself"))
+        elif bench := re.match(r"python (benchmarks/\w+\.py)", part):
+            reason = "a benchmark prints figures for minutes from a checkout: its script is run with --help"
+            steps.append(Step(command, f"python {ROOT / bench.group(1)} --help", reason, False))
         elif "--keyshared-baseline=" in part:
             reason = "compares with the results file of a full run against another broker (the command before)"
             steps.append(Step(command, None, reason))
