@@ -162,30 +162,35 @@ def _summary(result: Any) -> str:
         + f"; received {c.received}; acknowledged {c.acked_expected} of {c.expected_uids}; {drain}"
     )
     lines.extend(f"  note: {n}" for n in result.notes)
-    verdict = result.verdict
-    if verdict is None:
-        lines.append("  verdict: unknown (no checker available to judge the trace)")
-    else:
-        kinds = result.violation_kinds()
-        counts: dict[str, int] = {}
-        for v in verdict.violations:
-            kind = str(getattr(v.kind, "value", v.kind))
-            counts[kind] = counts.get(kind, 0) + 1
-        code = verdict_exit(verdict)
-        if code == EXIT_UNKNOWN:  # the run did not let every contract be judged: never shown as VALID
-            lines.append("  verdict: UNKNOWN (no violation found, but not every contract could be judged)")
-        elif code == EXIT_VALID:
-            lines.append("  verdict: VALID" + (f" (allowed: {', '.join(kinds)})" if kinds else ""))
-        else:
-            lines.append(f"  verdict: INVALID: {', '.join(f'{k} x{n}' for k, n in sorted(counts.items()))}")
-        rendered = verdict.render().rstrip().splitlines() if hasattr(verdict, "render") else []
-        shown = rendered[:_VERDICT_LINES]
-        lines.extend(f"    {line}" for line in shown)
-        if len(rendered) > len(shown):
-            lines.append(f"    ... {len(rendered) - len(shown)} more lines in {result.verdict_path}")
+    lines.extend(verdict_lines(result.verdict, result.violation_kinds(), result.verdict_path))
     lines.append(f"  artifacts: {result.artifacts_dir} ({', '.join(p.name for p in result.artifacts.values())})")
     lines.append(f"  took {result.duration_s:.1f}s")
     return "\n".join(lines)
+
+
+def verdict_lines(verdict: Any, allowed: list[str], verdict_path: Any, *, limit: int = _VERDICT_LINES) -> list[str]:
+    """The verdict part of a run's summary (``keyshared run`` and ``keyshared soak``): the word the exit code
+    gives (VALID, INVALID or UNKNOWN: never VALID for a trace not fully judged), then the rendered verdict, cut."""
+    if verdict is None:
+        return ["  verdict: unknown (no checker available to judge the trace)"]
+    lines = []
+    counts: dict[str, int] = {}
+    for v in verdict.violations:
+        kind = str(getattr(v.kind, "value", v.kind))
+        counts[kind] = counts.get(kind, 0) + 1
+    code = verdict_exit(verdict)
+    if code == EXIT_UNKNOWN:  # the run did not let every contract be judged: never shown as VALID
+        lines.append("  verdict: UNKNOWN (no violation found, but not every contract could be judged)")
+    elif code == EXIT_VALID:
+        lines.append("  verdict: VALID" + (f" (allowed: {', '.join(allowed)})" if allowed else ""))
+    else:
+        lines.append(f"  verdict: INVALID: {', '.join(f'{k} x{n}' for k, n in sorted(counts.items()))}")
+    rendered = verdict.render().rstrip().splitlines() if hasattr(verdict, "render") else []
+    shown = rendered[:limit]
+    lines.extend(f"    {line}" for line in shown)
+    if len(rendered) > len(shown):
+        lines.append(f"    ... {len(rendered) - len(shown)} more lines in {verdict_path}")
+    return lines
 
 
 def _result_json(result: Any) -> dict[str, Any]:

@@ -223,21 +223,11 @@ def _render(result: Any) -> str:
         lines.append(f"  produced per second: mean {sum(rates) / len(rates):.0f}, max {max(rates):.0f}")
     lines.extend(f"  step failed ({s.do}): {s.note}" for s in result.failed_steps[:10])
     lines.extend(f"  note: {n}" for n in result.notes)
-    verdict = result.verdict
-    if verdict is None:
-        lines.append("  verdict: none (no checker could judge the trace)")
-    else:
-        counts = {k: n for k, n in verdict.counts.items() if n}
-        if verdict.valid:
-            allowed = result.violation_kinds()
-            lines.append("  verdict: VALID" + (f" (allowed: {', '.join(allowed)})" if allowed else ""))
-        else:
-            lines.append(f"  verdict: INVALID: {', '.join(f'{k} x{n}' for k, n in sorted(counts.items()))}")
-        rendered = verdict.render().rstrip().splitlines() if hasattr(verdict, "render") else []
-        shown = rendered[:_VERDICT_LINES]
-        lines.extend(f"    {line}" for line in shown)
-        if len(rendered) > len(shown):
-            lines.append(f"    ... {len(rendered) - len(shown)} more lines in {result.out_dir / 'verdict.json'}")
+    from pytest_keyshared.commands.run import verdict_lines
+
+    lines.extend(
+        verdict_lines(result.verdict, result.violation_kinds(), result.out_dir / "verdict.json", limit=_VERDICT_LINES)
+    )
     lines.append(f"  artifacts: {result.out_dir} ({', '.join(sorted(p.name for p in result.artifacts.values()))})")
     lines.append(f"  took {result.duration_s:.1f}s")
     return "\n".join(lines)
