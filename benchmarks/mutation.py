@@ -42,7 +42,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("ring-ignores-name-index", "ring-same-names"),
     ("sticky-gaps-delivered", "sticky-gaps"),
     ("auto-split-wrong-range", "auto-split-four-consumers"),
-    ("snapshot-cache-overshoots", "across_two_regions"),
+    ("snapshot-last-answer-only", "two_producers"),
     ("classic-no-recently-joined", "join-while-pending"),
 )
 

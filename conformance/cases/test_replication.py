@@ -112,3 +112,24 @@ def test_slow_replication_link(keyshared_failover: Any, keyshared_check: Any) ->
         run.advance(5 * SNAPSHOT_MS)
         run.fail_over("r2")
     keyshared_check(run)
+
+
+def test_three_clusters_two_producers(keyshared_failover: Any, keyshared_check: Any) -> None:
+    """Producers in r1 and r3, the consumer in r1 acknowledging everything; r3's link to r1 is slow (1500 ms) and
+    r1's snapshot requests reach r2 late (900 ms).  r2's answer then covers r3 messages r1 has not seen yet, so
+    a snapshot is sound only after the second round (ReplicatedSubscriptionsSnapshotBuilder: two rounds with
+    more than one remote cluster) and only with every cluster's answer.  A snapshot completed after one round,
+    or from the last cluster's answer only, moves r2's cursor past r3 messages the consumer never got: the
+    failover to r2 skips them."""
+    delays = {("r1", "r2"): 900, ("r3", "r1"): 1500}
+    with keyshared_failover("three-clusters-two-producers", clusters=("r1", "r2", "r3"), delays_ms=delays) as run:
+        for _ in range(8):
+            run.publish(4, cluster="r1")
+            run.publish(4, cluster="r3")
+            run.advance(250)
+            run.consume(lambda i: True)
+            run.advance(250)
+        run.advance(600)
+        run.consume(lambda i: True)
+        run.fail_over("r2")
+    keyshared_check(run)

@@ -13,13 +13,14 @@ check judges it, from ordinary trace events:
   ``subscription``, ``cluster`` (A) and ``to`` (B);
 * the consumer's re-attachment on B is an ordinary ``open`` whose later receives name ``<topic>@<B>``.
 
-Rule: for a ``failover`` F of subscription S from A, every message published (``ok``, with a ``uid``) on A's
-copy of the topic that no consumer of S acknowledged on A before F must be received by a consumer of S on
-another cluster after F — judged when the run was drained (``end`` with ``drained: true``; else the kind is
-unjudged and the verdict unknown).  Witness: the message's publish, F, and the ``end``.  Messages are matched
-across clusters by ``uid`` (the replicator copies properties).  What was never published yet received is the
-identity check's ``unexpected_message``; what A's copy still holds after F is this check's, not ``undelivered``
-(the streaming engine leaves the logs a subscription failed over from to this check).
+Rule: for a ``failover`` F of subscription S from A, every message published (``ok``, with a ``uid``) on any
+cluster's copy of the topic (a message published in a third cluster reaches S through replication too) that no
+consumer of S acknowledged on A before F must be received by a consumer of S on another cluster than A after
+F — judged when the run was drained (``end`` with ``drained: true``; else the kind is unjudged and the verdict
+unknown).  Witness: the message's publish, F, and the ``end``.  Messages are matched across clusters by ``uid``
+(the replicator copies properties).  What was never published yet received is the identity check's
+``unexpected_message``; what a copy other than the one S ends on still holds is this check's, not
+``undelivered`` (the streaming engine leaves those copies to this check).
 
 A pure function of the events, in one pass: O(events) time, O(messages) memory.  Both engines call it
 (:func:`conformance.checks.api.compose_checks`), so it has one implementation.
@@ -169,7 +170,7 @@ class ReplicationCheck:
         found: list[Violation] = []
         notes = list(self.notes)
         for failover in self.failovers:
-            sent = [p for p in self.published.get(failover.left, ()) if p[0] < self.end_i]
+            sent = sorted(p for published in self.published.values() for p in published if p[0] < self.end_i)
             skipped = [p for p in sent if p[1] not in failover.acked and p[1] not in failover.after]
             again = len(failover.acked & failover.after)
             if again:
@@ -216,8 +217,8 @@ def explain(facts: Mapping[str, Any]) -> str:
         f"skipped_after_failover: {facts['uid']} (subscription {facts['subscription']!r}) never arrived on {to}",
         facts["refs"],
         [
-            f"{facts['uid']} was published on {facts['from']} at E{facts['refs'][0][0]} and not acknowledged there"
-            f" before the application failed over at E{facts['refs'][1][0]}.",
+            f"{facts['uid']} was published at E{facts['refs'][0][0]} and not acknowledged on {facts['from']}"
+            f" before the application failed over from it at E{facts['refs'][1][0]}.",
             "A replicated subscription resumes no later than the replicated mark-delete position, which never"
             " passes an unacknowledged message (PIP-33): it must be delivered again after the failover.",
             f"However, the run drained {to} (E{facts['refs'][2][0]}) and no consumer of the subscription received"

@@ -100,6 +100,12 @@ class StreamingChecker:
         #: topics a replicated subscription failed over from: what they still hold is judged by the
         #: replication check (skipped_after_failover), not as undelivered
         self._left_topics: set[str] = set()
+        #: a failover run (the header lists its clusters): each subscription's copy of the topic it last opened on;
+        #: what the other copies still hold is the replication check's too (messages published in any cluster
+        #: reach the subscription through replication), not undelivered
+        clusters = self.header.extra.get("clusters")
+        self._replicated = isinstance(clusters, list) and len(clusters) >= 2
+        self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
         self._extras: Callable[[int], dict[str, Any]] = lambda n: {}
@@ -397,6 +403,8 @@ class StreamingChecker:
         inc = Incarnation(i, consumer, consumer if name is None else name, sub, policy, t)
         sub.incarnations.append(inc)
         base = None if topic is None else normalize_topic(topic)[0]
+        if self._replicated and base is not None:
+            self._attached[sub.name] = base
         if base not in sub.created:
             sub.created[base] = t
             sub.expect_cache.clear()
@@ -406,6 +414,14 @@ class StreamingChecker:
         if isinstance(policy, dict) and policy.get("sticky_ranges"):
             ranges = tuple((int(a), int(b)) for a, b in policy["sticky_ranges"])
         self._membership(sub, Change(i, t, "open", inc.id, inc.name, ranges), inc)
+
+    def _owed_here(self, sub: SubState, mkey: str) -> bool:
+        """Whether ``undelivered`` judges ``mkey`` here: not on a copy of a failover run's topic that the
+        subscription left or never consumed at the end (the replication check judges those)."""
+        topic = _topic(mkey)
+        if self._left_topics and topic in self._left_topics:
+            return False
+        return not (self._replicated and topic != self._attached.get(sub.name, topic))
 
     def _leave(self, row: tuple[Any, ...], op: str) -> None:
         i, t, consumer = row[0], row[1], row[3]
@@ -763,7 +779,7 @@ class StreamingChecker:
         if self.drained and self.end_i is not None:
             for sub in self.subs.values():
                 for mkey, rec in sub.recs.items():
-                    if rec[R_FREE] is not None and not (self._left_topics and _topic(mkey) in self._left_topics):
+                    if rec[R_FREE] is not None and self._owed_here(sub, mkey):
                         ref = event_ref(free_mark(rec[R_FREE]), _msg(mkey))
                         found.append(make_undelivered(sub.name, rec[R_KEY], _msg(mkey), ref, self.end_i))
         else:

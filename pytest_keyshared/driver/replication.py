@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.target import Delivery, ReplicationSites, SiteConsumer, TargetError, UnsupportedByTarget
+from conformance.target import Delivery, ReplicationSites, SiteConsumer, SiteProducer, TargetError, UnsupportedByTarget
 from conformance.trace import SubscriptionSpec, TraceHeader, TraceWriter
 from pytest_keyshared.targets.admin import AdminClient
+from reference_model.errors import InvalidArgument
 
 __all__ = [
     "PRODUCER",
@@ -103,6 +104,7 @@ class Failover:
         self.consumer: SiteConsumer | None = sites.subscribe(self.home)
         self._record("open", self.home, consumer=CONSUMER, result="ok", subscription=sites.subscription)
         self.producer = sites.producer(self.home)
+        self._producers: dict[str, SiteProducer] = {}  #: producers in the other clusters, made on first use
 
     def _topic(self, cluster: str) -> str:
         return f"{self.sites.topic}@{cluster}"
@@ -111,16 +113,30 @@ class Failover:
         """Record ``op`` on cluster ``on``'s copy of the topic."""
         self.writer.record(op, topic=self._topic(on), **fields)
 
-    def publish(self, count: int, *, keys: int = 5) -> None:
+    def publish(self, count: int, *, keys: int = 5, cluster: str | None = None) -> None:
+        """Publish ``count`` messages in ``cluster`` (default: the first, where the consumer starts).
+
+        A message published in another cluster reaches the subscription through replication; its publish is
+        recorded on that cluster's copy of the topic, by a producer named after the cluster.
+        """
+        on = self.home if cluster is None else cluster
+        if on not in self.clusters:
+            raise InvalidArgument(f"publish(cluster={cluster!r}): the clusters are {', '.join(self.clusters)}")
+        producer = self.producer if on == self.home else self._producer_in(on)
+        name = PRODUCER if on == self.home else f"{PRODUCER}-{on}"
         for _ in range(count):
             number = self.sent
             payload, key = f"m{number}", f"k{number % keys}"
             t0 = self.sites.now_ns()
-            msg_id = self.producer.send(payload, key)
+            msg_id = producer.send(payload, key)
             self.sent += 1
-            self._record(
-                "publish", self.home, producer=PRODUCER, key=key, msg_id=msg_id, uid=payload, result="ok", t0=t0
-            )
+            self._record("publish", on, producer=name, key=key, msg_id=msg_id, uid=payload, result="ok", t0=t0)
+
+    def _producer_in(self, cluster: str) -> SiteProducer:
+        made = self._producers.get(cluster)
+        if made is None:
+            made = self._producers[cluster] = self.sites.producer(cluster)
+        return made
 
     def _receive(self, consumer: SiteConsumer, cluster: str, timeout_ms: int) -> Delivery | None:
         got = consumer.receive(timeout_ms)
