@@ -182,6 +182,22 @@ def run_scenario(
     return run.execute()
 
 
+def end_fields(counters: Any, quiet: bool, interrupted: bool, failure: BaseException | None) -> dict[str, Any]:
+    """The fields of a run's ``end`` event (every run loop writes the same): what was received, expected and
+    acknowledged, whether the drain went quiet, and why the run stopped early, if it did."""
+    fields: dict[str, Any] = {
+        "quiet": quiet,
+        "received": counters.received,
+        "expected": counters.expected_uids,
+        "acked": counters.acked_expected,
+    }
+    if interrupted:
+        fields["interrupted"] = True
+    if failure is not None and not interrupted:
+        fields["error"] = f"{type(failure).__name__}: {failure}"
+    return fields
+
+
 class _Run:
     def __init__(
         self,
@@ -259,17 +275,7 @@ class _Run:
             self._stop_workers()
             self.notes.extend(self.session.stop_watching())
             counters = self.recorder.counters()
-            end_fields: dict[str, Any] = {
-                "quiet": quiet,
-                "received": counters.received,
-                "expected": counters.expected_uids,
-                "acked": counters.acked_expected,
-            }
-            if interrupted:
-                end_fields["interrupted"] = True
-            if failure is not None and not interrupted:
-                end_fields["error"] = f"{type(failure).__name__}: {failure}"
-            self.recorder.end(drained=drained, **end_fields)
+            self.recorder.end(drained=drained, **end_fields(counters, quiet, interrupted, failure))
             self._close_handles()
             self.writer.close()
             if self.pipeline is not None and not self.pipeline.close():

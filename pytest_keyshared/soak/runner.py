@@ -37,7 +37,7 @@ from conformance.trace import Event, Op, TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
 from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.recorder import Counters, Recorder
-from pytest_keyshared.driver.run import StepOutcome, _Run
+from pytest_keyshared.driver.run import StepOutcome, _Run, end_fields
 from pytest_keyshared.driver.session import Session, open_session
 from pytest_keyshared.soak.live import DEFAULT_KEEP, LiveCount
 from pytest_keyshared.targets.base import PulsarTarget, Target, UnsupportedByTarget
@@ -419,17 +419,7 @@ class _SoakRun(_Run):
             self.notes.extend(self.session.stop_watching())
             timer.lap("reading the client logs")
             counters = self.recorder.counters()
-            end_fields: dict[str, Any] = {
-                "quiet": quiet,
-                "received": counters.received,
-                "expected": counters.expected_uids,
-                "acked": counters.acked_expected,
-            }
-            if interrupted:
-                end_fields["interrupted"] = True
-            if failure is not None and not interrupted:
-                end_fields["error"] = f"{type(failure).__name__}: {failure}"
-            self.recorder.end(drained=drained, **end_fields)
+            self.recorder.end(drained=drained, **end_fields(counters, quiet, interrupted, failure))
             self._close_handles()
             timer.lap("closing the consumers")
             self.writer.close()
