@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from small_traces import key_overlap
 
-from conformance.trace.builder import TraceBuilder
 from conformance.trace.parquet import convert_to_parquet
 from pytest_keyshared.cli import main
 
@@ -34,17 +34,7 @@ class _Borrowed:
 
 
 def _overlap(path: Path) -> Path:
-    b = TraceBuilder()
-    b.open("c1")
-    b.open("c2")
-    b.publish("k", "1:0")
-    b.publish("k", "1:1")
-    b.receive("c1", "k", "1:0")
-    b.receive("c2", "k", "1:1")
-    b.ack("c1", "1:0")
-    b.ack("c2", "1:1")
-    b.end()
-    return b.write(path)
+    return key_overlap().write(path)
 
 
 def _identities(verdict: dict[str, Any]) -> set[tuple[Any, ...]]:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from small_traces import key_overlap
 
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.parquet import convert_to_parquet
@@ -23,17 +24,7 @@ def clean() -> TraceBuilder:
 
 
 def broken() -> TraceBuilder:
-    b = TraceBuilder()
-    b.open("c1")
-    b.open("c2")
-    b.publish("k", "1:0")
-    b.publish("k", "1:1")
-    b.receive("c1", "k", "1:0")
-    b.receive("c2", "k", "1:1")
-    b.ack("c1", "1:0")
-    b.ack("c2", "1:1")
-    b.end()
-    return b
+    return key_overlap()
 
 
 def test_valid_trace_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

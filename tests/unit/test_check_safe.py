@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from small_traces import key_overlap
 
 import conformance.checks.replication as replication
 import conformance.checks.unexpected as unexpected
@@ -50,15 +51,7 @@ def test_a_crashing_check_makes_the_verdict_unknown_and_names_it(monkeypatch: py
 
 def test_findings_of_other_checks_still_make_it_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
     """invalid > unknown > valid: a key overlap found before the crash is not lost."""
-    b = TraceBuilder()
-    b.open("c1")
-    b.open("c2")
-    b.publish("k", "1:0")
-    b.publish("k", "1:1")
-    b.receive("c1", "k", "1:0")
-    b.receive("c2", "k", "1:1")
-    b.ack("c1", "1:0")
-    b.ack("c2", "1:1")
+    b = key_overlap(end=False)
     b.receive("c1", "k", "9:9")  # never published: the crashing check's input
     b.end()
     monkeypatch.setattr(unexpected, "explain", _boom)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from small_traces import key_overlap
 
 from conformance.checks import KINDS, PROFILES, Kind, Validity, check_trace, get_profile, profile_for_header
 from conformance.trace import SubscriptionSpec, TraceHeader
@@ -57,17 +58,7 @@ def test_an_unknown_profile_lists_the_choices_and_suggests() -> None:
 
 
 def overlap_trace() -> TraceBuilder:
-    b = TraceBuilder()
-    b.open("c1")
-    b.open("c2")
-    b.publish("k", "1:0")
-    b.publish("k", "1:1")
-    b.receive("c1", "k", "1:0")
-    b.receive("c2", "k", "1:1")
-    b.ack("c1", "1:0")
-    b.ack("c2", "1:1")
-    b.end()
-    return b
+    return key_overlap()
 
 
 def test_permitted_kinds_are_reported_as_allowed() -> None:
