@@ -86,11 +86,15 @@ class Recorder:
                 published_fail=self._published["fail"],
                 received=self._received,
                 acked=self._acked,
-                expected_uids=len(self._ok_uids),
+                expected_uids=self._expected_uids(),
                 acked_expected=self._acked_expected,
                 last_receive_ns=self._last_receive_ns,
                 events=self.writer.count,
             )
+
+    def _expected_uids(self) -> int:
+        """Logical messages stored (``ok``), counted once each; called under the lock."""
+        return len(self._ok_uids)
 
     def received_by(self, consumer: str | None) -> int:
         with self._lock:
