@@ -229,8 +229,12 @@ def plan(command: Command) -> list[Step]:
     text = command.text
     if command.synopsis:
         return [Step(command, fill_synopsis(text), "synopsis: placeholders filled in")]
-    if text.startswith("for "):
-        return [Step(command, None, "runs the whole conformance suite once per seed (a nightly job's loop)")]
+    if text.startswith("for ") and "--pyargs conformance" in text:
+        # The loop runs as written, each pass collecting the suite: that proves the loop's shell, the plugin
+        # and every option it passes, without running the whole suite once per seed.
+        cheap = text.replace("--pyargs conformance", "--pyargs conformance --collect-only -p no:cacheprovider")
+        reason = "runs the whole conformance suite once per seed: each pass collects it instead"
+        return [Step(command, cheap, reason, False)]
     if "testcontainers" in text:
         return [Step(command, None, "needs a Docker engine (Apache Pulsar in a container)")]
     steps: list[Step] = []
