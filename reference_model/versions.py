@@ -25,6 +25,7 @@ __all__ = [
     "CONSISTENT_HASHING_NUL_SEPARATOR",
     "DEDUP_CHUNKS_JUDGED_AT_LAST",
     "DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED",
+    "DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS",
     "DEDUP_REPLICATED_BY_SOURCE_POSITION",
     "DEDUP_SNAPSHOT_AFTER_REPLAY",
     "DEDUP_SYSTEM_TOPICS_EXCLUDED",
@@ -223,6 +224,14 @@ DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED = Fix(
     "inactive producers recorded only when deduplication is on", "apache/pulsar#21193", ("3.0.3", "3.1.1")
 )
 
+#: A purge of inactive producers removes the marks of the producers it forgets only, and snapshots after forgetting
+#: any (before: it removed every mark, expired or not, so a producer not yet expired at the first purge after its
+#: disconnect was never forgotten, and it took no snapshot). apache/pulsar#15206; release notes ``pulsar-2.7.5.md``,
+#: ``pulsar-2.9.3.md`` and ``pulsar-2.10.1.md`` list it, the PR carries the release/2.8.4 label;
+#: ``MessageDuplicationTest.testInactiveProducerRemove`` expects the 3 marks after the first purge since then.
+DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS = Fix(
+    "purge keeps unexpired inactivity marks", "apache/pulsar#15206", ("2.7.5", "2.8.4", "2.9.3", "2.10.1")
+)
 #: Deduplication judges a chunked message once, at its last chunk (the earlier chunks are NOT_DUP and record
 #: nothing); before, every chunk was judged as a message of its own under the message's sequence id, so the second
 #: chunk came back as a duplicate and the message could never be completed (apache/pulsar#20948). Release notes
@@ -271,6 +280,7 @@ GATES: tuple[Fix, ...] = (
     DRAINING_REASSIGNMENT_FIX,
     REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT,
     DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
+    DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS,
     DEDUP_CHUNKS_JUDGED_AT_LAST,
     DEDUP_SNAPSHOT_AFTER_REPLAY,
     DEDUP_SYSTEM_TOPICS_EXCLUDED,

@@ -30,6 +30,7 @@ from reference_model.errors import InvalidArgument
 from reference_model.versions import (
     DEDUP_CHUNKS_JUDGED_AT_LAST,
     DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
+    DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
     DEDUP_SNAPSHOT_AFTER_REPLAY,
     DEFAULT_VERSION,
@@ -94,6 +95,8 @@ class MessageDeduplication:
         #: before apache/pulsar#21193 (3.0.3 / 3.1.1) disconnects were recorded whatever the status, a recovery
         #: marked every producer it recovered inactive, and a purge while off dropped only the expired marks
         self._track_inactive_always = not release.has(DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED)
+        #: apache/pulsar#15206 (2.10.1): a purge keeps the marks that did not expire, and snapshots after forgetting
+        self._purge_keeps_unexpired = release.has(DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS)
         #: apache/pulsar#20948: only the last chunk of a chunked message is judged and recorded
         self._chunks_at_last = release.has(DEDUP_CHUNKS_JUDGED_AT_LAST)
         #: apache/pulsar#22479: a recovery counts what it replayed towards the next snapshot
@@ -194,27 +197,25 @@ class MessageDeduplication:
 
         Forgotten producers leave both maps (a reconnect gets -1 and old ids are accepted again); if any was
         forgotten, a snapshot is taken at the cursor's current position, so the restart state forgets them too.
-        While not enabled, the purge clears every inactivity mark (from apache/pulsar#21193; before, it dropped only
-        the expired ones, and took no snapshot).
+        While not enabled, the purge clears every inactivity mark (from apache/pulsar#21193; before, it ran as when
+        enabled, without the snapshot). Before apache/pulsar#15206 (2.10.1) a purge dropped *every* mark, expired
+        or not, so a producer whose mark was not yet expired at the first purge was never forgotten, and no
+        snapshot was taken.
         """
         check_int("now_ns", now_ns)
-        oldest_active_ns = now_ns - self.config.producer_inactivity_timeout_ms * _NS_PER_MS
-        if not self.enabled:
-            if not self._track_inactive_always:
-                self._inactive_since_ns.clear()
-                return
-            # before apache/pulsar#21193 the purge ran as when enabled, without the snapshot
-            for name in [name for name, since in self._inactive_since_ns.items() if since < oldest_active_ns]:
-                del self._inactive_since_ns[name]
-                self._pushed.pop(name, None)
-                self._persisted.pop(name, None)
+        if not self.enabled and not self._track_inactive_always:
+            self._inactive_since_ns.clear()
             return
+        oldest_active_ns = now_ns - self.config.producer_inactivity_timeout_ms * _NS_PER_MS
         purged = [name for name, since in self._inactive_since_ns.items() if since < oldest_active_ns]
         for name in purged:
             del self._inactive_since_ns[name]
             self._pushed.pop(name, None)
             self._persisted.pop(name, None)
-        if purged and self._cursor_position is not None:
+        if not self._purge_keeps_unexpired:
+            self._inactive_since_ns.clear()
+            return
+        if purged and self.enabled and self._cursor_position is not None:
             self._take_snapshot(self._cursor_position, now_ns=now_ns)
 
     def inactive_producers(self) -> dict[str, int]:

@@ -198,3 +198,28 @@ def test_without_a_source_position_replicated_messages_are_judged_by_their_produ
     msgs = (SingleMessage(b"v", 7),)
     assert broker.append_replicated("t", md, msgs, replicated_from="r1") == Position(0, 0)
     assert broker.append_replicated("t", md, msgs, replicated_from="r1") == Position(-1, -1)
+
+
+# -- apache/pulsar#15206: what a purge does with the marks it does not expire ----------------------------------------
+
+
+@pytest.mark.parametrize(("version", "fixed"), [("2.10.0", False), ("2.10.1", True), ("2.10.6", True), ("4.0", True)])
+def test_a_purge_keeps_the_marks_it_does_not_expire_from_15206(version: str, fixed: bool) -> None:
+    """``MessageDuplicationTest.testInactiveProducerRemove`` (timeout 1 minute): three producers pushed 2, all
+    three disconnect; the first purge expires nobody and must keep the 3 marks (from #15206); 70 s later the purge
+    forgets test2 and test3 and snapshots. On 2.10.0 the first purge dropped all three marks, so test2 and test3
+    were never forgotten (``last_sequence_id`` stays 2 forever) and no snapshot was taken."""
+    config = DedupConfig(entries_interval=10, max_producers=10, producer_inactivity_timeout_ms=60_000)
+    dedup = MessageDeduplication(config, version)
+    dedup.set_enabled(True, now_ns=0)
+    for name in ("test1", "test2", "test3"):
+        assert dedup.is_duplicate(name, 1, 2) is DedupDecision.NOT_DUP
+    dedup.producer_disconnected("test1", now_ns=60_000 * MS)
+    dedup.producer_disconnected("test2", now_ns=0)
+    dedup.producer_disconnected("test3", now_ns=0)
+    dedup.purge_inactive(now_ns=10_000 * MS)
+    assert len(dedup.inactive_producers()) == (3 if fixed else 0)
+    dedup.purge_inactive(now_ns=70_000 * MS)
+    assert ("test2" in dedup.pushed(), "test3" in dedup.pushed()) == ((False, False) if fixed else (True, True))
+    assert dedup.pushed()["test1"] == 2
+    assert dedup.stats()["snapshotsTaken"] == (1 if fixed else 0)
