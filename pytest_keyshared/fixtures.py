@@ -523,11 +523,13 @@ def case_slug_short(case: str) -> str:
 
 
 class FailoverFactory:
-    """``keyshared_failover(name, *, clusters=("r1", "r2"), delays_ms=None)``: a recorded failover on the target's
-    clusters (:class:`pytest_keyshared.driver.replication.Failover`), writing ``<case artifacts>/<name>.jsonl``.
+    """``keyshared_failover(name, *, clusters=("r1", "r2"), delays_ms=None, deduplication=False)``: a recorded
+    failover on the target's clusters (:class:`pytest_keyshared.driver.replication.Failover`), writing
+    ``<case artifacts>/<name>.jsonl``.
 
-    The target must have the ``replication`` capability and offer the clusters (and replication delays) asked
-    for (``replication_sites``); otherwise the case skips with the target's reason.  Check the run with
+    The target must have the ``replication`` capability and offer the clusters (and replication delays, and
+    producer deduplication on every cluster) asked for (``replication_sites``); otherwise the case skips with the
+    target's reason.  Check the run with
     ``keyshared_check(run)`` after it is closed (leave its ``with`` block); it is closed when the test ends.
     """
 
@@ -543,7 +545,10 @@ class FailoverFactory:
         *,
         clusters: tuple[str, ...] = ("r1", "r2"),
         delays_ms: Mapping[tuple[str, str], int] | None = None,
+        deduplication: bool = False,
     ) -> Any:
+        import inspect
+
         from conformance.target import UnsupportedByTarget
         from pytest_keyshared.driver.replication import Failover, failover_header
 
@@ -553,14 +558,21 @@ class FailoverFactory:
                 f"{why} (the replication cases run on clusters of the reference model, --keyshared-target=model,"
                 " or on two Apache Pulsar clusters, --keyshared-target=testcontainers-geo)"
             )
+        extra: dict[str, Any] = {}
+        if deduplication:
+            if "deduplication" not in inspect.signature(self.target.replication_sites).parameters:
+                pytest.skip(f"Target {self.target.name!r} cannot turn deduplication on in its clusters.")
+            extra["deduplication"] = True
         try:
             sites = self.target.replication_sites(
-                case=name, seed=self.case.seed, clusters=clusters, delays_ms=delays_ms
+                case=name, seed=self.case.seed, clusters=clusters, delays_ms=delays_ms, **extra
             )
         except UnsupportedByTarget as exc:
             pytest.skip(str(exc))
         selector = self.target.claims.selector_for("AUTO_SPLIT")
-        header = failover_header(self.target, sites, seed=self.case.seed, selector=selector)
+        header = failover_header(
+            self.target, sites, seed=self.case.seed, selector=selector, deduplication=deduplication
+        )
         path = self.case.artifacts / f"{name}.jsonl"
         run = Failover(sites, header, path)
         self.runs.append(run)

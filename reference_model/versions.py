@@ -23,7 +23,12 @@ __all__ = [
     "CLASSIC_RECENTLY_JOINED_SORTED",
     "CONSISTENT_HASHING_NAME_INDEX",
     "CONSISTENT_HASHING_NUL_SEPARATOR",
+    "DEDUP_CHUNKS_JUDGED_AT_LAST",
     "DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED",
+    "DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS",
+    "DEDUP_REPLICATED_BY_SOURCE_POSITION",
+    "DEDUP_SNAPSHOT_AFTER_REPLAY",
+    "DEDUP_SYSTEM_TOPICS_EXCLUDED",
     "DEFAULT_VERSION",
     "DRAINING_REASSIGNMENT_FIX",
     "GATES",
@@ -209,9 +214,57 @@ REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT = Fix(
 
 #: A disconnecting producer is marked inactive (for the purge) only while deduplication is enabled; before, every
 #: disconnect was recorded, and short-lived producers filled the map while deduplication was off (apache/pulsar#21192).
-#: The PR carries the release/3.0.3 and release/3.1.1 labels.
+#: The same check in ``producerRemoved`` makes the recovery's calls no-ops (the status is ``Recovering``): before,
+#: a recovery marked every producer it recovered inactive at the recovery time (apache/pulsar#12493), so one that
+#: never came back after a restart was purged; from #21193 it stays until it reconnects and leaves again. And a purge
+#: while deduplication is off clears every mark (before: only the expired ones), as the disabled part of
+#: ``MessageDuplicationTest.testInactiveProducerRemove`` expects. The PR carries the release/3.0.3 and release/3.1.1
+#: labels; issue apache/pulsar#21763 (the map growing on 3.0.2) was answered with it.
 DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED = Fix(
     "inactive producers recorded only when deduplication is on", "apache/pulsar#21193", ("3.0.3", "3.1.1")
+)
+
+#: A purge of inactive producers removes the marks of the producers it forgets only, and snapshots after forgetting
+#: any (before: it removed every mark, expired or not, so a producer not yet expired at the first purge after its
+#: disconnect was never forgotten, and it took no snapshot). apache/pulsar#15206; release notes ``pulsar-2.7.5.md``,
+#: ``pulsar-2.9.3.md`` and ``pulsar-2.10.1.md`` list it, the PR carries the release/2.8.4 label;
+#: ``MessageDuplicationTest.testInactiveProducerRemove`` expects the 3 marks after the first purge since then.
+DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS = Fix(
+    "purge keeps unexpired inactivity marks", "apache/pulsar#15206", ("2.7.5", "2.8.4", "2.9.3", "2.10.1")
+)
+#: Deduplication judges a chunked message once, at its last chunk (the earlier chunks are NOT_DUP and record
+#: nothing); before, every chunk was judged as a message of its own under the message's sequence id, so the second
+#: chunk came back as a duplicate and the message could never be completed (apache/pulsar#20948). Release notes
+#: (apache/pulsar-site ``pulsar-2.11.3.md``, ``pulsar-3.0.2.md``, ``pulsar-3.1.1.md``) list it; the PR carries the
+#: release/2.10.6 label.
+DEDUP_CHUNKS_JUDGED_AT_LAST = Fix(
+    "chunked messages judged at their last chunk", "apache/pulsar#20948", ("2.10.6", "2.11.3", "3.0.2", "3.1.1")
+)
+#: The snapshot monitor (``checkDeduplicationSnapshot`` every ``brokerDeduplicationSnapshotFrequencyInSeconds``)
+#: runs whatever ``brokerDeduplicationEnabled`` says (before: only when it was true, so a topic with deduplication
+#: on by namespace or topic policy never took time-based snapshots), and a recovery counts the entries it replayed
+#: and snapshots when they reach ``brokerDeduplicationEntriesInterval`` (before: the counter restarted at 0 and no
+#: snapshot was taken). apache/pulsar#22479; release notes ``pulsar-3.0.5.md`` and ``pulsar-3.2.3.md`` (2024-05-17)
+#: list it, 3.3.0 branched after the merge; the release/2.10.7 and release/2.11.5 labels name releases past the
+#: lines' last (2.10.6, 2.11.4).
+DEDUP_SNAPSHOT_AFTER_REPLAY = Fix(
+    "snapshot monitor always on, snapshot after replay", "apache/pulsar#22479", ("3.0.5", "3.2.3", "3.3.0")
+)
+#: System topics (``__change_events`` and the transaction topics) never deduplicate, whatever the broker, namespace
+#: or topic policy says (``SystemTopic.isDeduplicationEnabled`` returns false); before, they followed the policies
+#: like any topic. apache/pulsar#22582 (``testMessageDeduplicationShouldNotWorkForSystemTopic`` came with it);
+#: release notes ``pulsar-3.0.5.md`` and ``pulsar-3.2.3.md`` list it, 3.3.0 branched after the merge.
+DEDUP_SYSTEM_TOPICS_EXCLUDED = Fix(
+    "system topics never deduplicated", "apache/pulsar#22582", ("3.0.5", "3.2.3", "3.3.0")
+)
+#: Messages a replicator writes are deduplicated by their position in the source cluster (ledger and entry id,
+#: kept per replicator as ``<replicator>_LID`` / ``_EID``) when both brokers support it; before, by the original
+#: producer's name and sequence id, so a message of a producer in another cluster that shares a name and ids with
+#: a local producer was dropped as a duplicate (geo-replication lost it). apache/pulsar#23697; release notes
+#: ``pulsar-3.0.11.md`` (2025-04-09), ``pulsar-3.3.5.md`` and ``pulsar-4.0.3.md`` (both 2025-02-27) list it; 4.1
+#: branched after the merge.
+DEDUP_REPLICATED_BY_SOURCE_POSITION = Fix(
+    "replicated messages deduplicated by source position", "apache/pulsar#23697", ("3.0.11", "3.3.5", "4.0.3")
 )
 
 #: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
@@ -227,4 +280,9 @@ GATES: tuple[Fix, ...] = (
     DRAINING_REASSIGNMENT_FIX,
     REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT,
     DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
+    DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS,
+    DEDUP_CHUNKS_JUDGED_AT_LAST,
+    DEDUP_SNAPSHOT_AFTER_REPLAY,
+    DEDUP_SYSTEM_TOPICS_EXCLUDED,
+    DEDUP_REPLICATED_BY_SOURCE_POSITION,
 )

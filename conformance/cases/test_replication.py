@@ -133,3 +133,24 @@ def test_three_clusters_two_producers(keyshared_failover: Any, keyshared_check: 
         run.consume(lambda i: True)
         run.fail_over("r2")
     keyshared_check(run)
+
+
+def test_same_producer_name_in_two_clusters(keyshared_failover: Any, keyshared_check: Any) -> None:
+    """Deduplication on in every cluster, and producers of the same name (the driver's ``ks-p``) publishing in r1
+    and in r3; the consumer in r1 takes everything, then fails over to r2.  A replicated message must be judged
+    by where it came from (apache/pulsar#23697, 3.0.11 / 3.3.5 / 4.0.3: its position in the source cluster, per
+    replicator), not by its original producer name and sequence id: those collide with the other cluster's
+    producer of the same name, so messages of one cluster are dropped in another as duplicates, or a producer's
+    later sends are answered -1:-1 without being stored (undelivered, lost_write)."""
+    clusters = ("r1", "r2", "r3")
+    with keyshared_failover("same-producer-name-in-two-clusters", clusters=clusters, deduplication=True) as run:
+        for _ in range(4):
+            run.publish(5, cluster="r1")
+            run.publish(5, cluster="r3")
+            run.advance(250)
+            run.consume(lambda i: True)
+            run.advance(250)
+        run.advance(2 * SNAPSHOT_MS)
+        run.consume(lambda i: True)
+        run.fail_over("r2")
+    keyshared_check(run)

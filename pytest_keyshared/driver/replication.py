@@ -54,15 +54,22 @@ CONSUMER = "c1"  #: the application's consumer handle, on one cluster and then o
 
 
 def failover_header(
-    target: Any, sites: ReplicationSites, *, seed: int, pulsar_version: str | None = None, selector: Any = None
+    target: Any,
+    sites: ReplicationSites,
+    *,
+    seed: int,
+    pulsar_version: str | None = None,
+    selector: Any = None,
+    deduplication: bool = False,
 ) -> TraceHeader:
-    """The header of a failover trace: the usual contract, plus the ``clusters`` that make it a failover run."""
+    """The header of a failover trace: the usual contract, plus the ``clusters`` that make it a failover run
+    (``deduplication``: the clusters deduplicate producers' messages)."""
     claims = getattr(target, "claims", None)
     return TraceHeader(
         target=str(getattr(target, "name", target)),
         subscription=SubscriptionSpec(name=sites.subscription),
         pulsar_version=pulsar_version or getattr(claims, "pulsar_version", None),
-        deduplication=False,
+        deduplication=deduplication,
         selector=selector,
         seed=seed,
         extra={

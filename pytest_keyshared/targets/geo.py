@@ -513,8 +513,11 @@ class GeoTarget(PulsarTarget):
         seed: int,
         clusters: Sequence[str] = CLUSTERS,
         delays_ms: Mapping[tuple[str, str], int] | None = None,
+        deduplication: bool = False,
     ) -> Any:
-        """The clusters as the failover driver uses them, on a topic of the replicated namespace of its own."""
+        """The clusters as the failover driver uses them, on a topic of the replicated namespace of its own.
+
+        ``deduplication`` needs the pair started with ``deduplication=true`` (``brokerDeduplicationEnabled``)."""
         from pytest_keyshared.driver.replication import BrokerSites, SiteEndpoint
 
         if not set(clusters) <= set(self.cluster_names):
@@ -524,6 +527,10 @@ class GeoTarget(PulsarTarget):
             )
         if delays_ms:
             raise UnsupportedByTarget(f"Target {self.name!r} cannot delay its replication link (the model can).")
+        if deduplication and not self._deduplication:
+            raise UnsupportedByTarget(
+                f"Target {self.name!r} runs without deduplication; start it with deduplication=true for this case."
+            )
 
         endpoints = [SiteEndpoint(c, self.endpoint(c).service_url, self.admin(c)) for c in clusters]
         slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in case)[:40] or "case"

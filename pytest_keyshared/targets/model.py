@@ -135,15 +135,20 @@ class ModelTarget(Target):
         seed: int,
         clusters: Sequence[str] = ("r1", "r2"),
         delays_ms: Mapping[tuple[str, str], int] | None = None,
+        deduplication: bool = False,
     ) -> Any:
-        """Fresh model clusters (``reference_model.replication``) with this target's version and settings."""
+        """Fresh model clusters (``reference_model.replication``) with this target's version and settings;
+        ``deduplication`` turns ``brokerDeduplicationEnabled`` on in every cluster."""
         from pytest_keyshared.driver.model_sites import ModelSites
 
+        config = self.config
+        if deduplication:
+            config = replace(config, dedup=replace(config.dedup, broker_enabled=True))
         return ModelSites(
             clusters=clusters,
             pulsar_version=self.version,
             implementation=self.implementation,
-            config=self.config,
+            config=config,
             seed=seed,
             delays_ms=delays_ms,
         )

@@ -38,7 +38,7 @@ from reference_model.selectors import ConsumerRef
 from reference_model.storage.entry import Entry, MessageMetadata, SingleMessage
 from reference_model.storage.position import Position
 from reference_model.storage.topic_log import TopicLog
-from reference_model.versions import PulsarVersion, check_released
+from reference_model.versions import DEDUP_SNAPSHOT_AFTER_REPLAY, PulsarVersion, check_released
 
 __all__ = ["DEFAULT_NAMESPACE", "ModelBroker", "normalise_topic"]
 
@@ -114,7 +114,9 @@ class ModelBroker:
             self.clock,
             lambda: list(self._topics.values()),
             purge_check_interval_ms=self.config.dedup.purge_check_interval_ms,
-            snapshot_frequency_ms=self.config.dedup.snapshot_frequency_ms,
+            snapshot_frequency_ms=self.config.dedup.snapshot_frequency_ms
+            if self.version.has(DEDUP_SNAPSHOT_AFTER_REPLAY) or self.config.dedup.broker_enabled
+            else 0,  # before apache/pulsar#22479 the snapshot monitor ran only with brokerDeduplicationEnabled
         )
         self.housekeeping.start()
 
@@ -403,14 +405,18 @@ class ModelBroker:
         messages: tuple[SingleMessage, ...] | list[SingleMessage],
         replicated_from: str,
         marker_payload: Mapping[str, object] | None = None,
+        source_position: tuple[int, int] | None = None,
     ) -> Position:
         """Append an entry a replicator read in cluster ``replicated_from``; returns its local position.
 
         The entry keeps its metadata, with ``replicated_from`` set (``GeoPersistentReplicator`` sends the message
         as read, ``setReplicatedFrom(localCluster)``). Deduplication (when on) judges a message by the original
-        producer name and sequence id in ``metadata`` (``isDuplicateReplV1``); a duplicate is not written and
-        ``Position(-1, -1)`` is returned. A marker (``metadata.marker_type`` set) is appended as it is, never
-        deduplicated, with ``marker_payload`` (pass the source entry's; ``None`` writes an empty one).
+        producer name and sequence id in ``metadata`` (``isDuplicateReplV1``); from apache/pulsar#23697 (3.0.11,
+        3.3.5, 4.0.3), when ``source_position`` (the entry's position in ``replicated_from``) is given, by that
+        position per replicator (``isDuplicateReplV2``; the replicator's producer is
+        ``pulsar.repl.<replicated_from>--><this cluster>``). A duplicate is not written and ``Position(-1, -1)``
+        is returned. A marker (``metadata.marker_type`` set) is appended as it is, never deduplicated, with
+        ``marker_payload`` (pass the source entry's; ``None`` writes an empty one).
         """
         if not isinstance(replicated_from, str) or not replicated_from:
             raise InvalidArgument(f"Expected a cluster name for replicated_from but got {replicated_from!r}.")
@@ -422,7 +428,10 @@ class ModelBroker:
         local = replace(metadata, replicated_from=replicated_from)
         if local.marker_type is not None:
             return server.append_marker(local, marker_payload or {}).position
-        entry = server.publish(local, tuple(messages))
+        replicated = None
+        if source_position is not None:
+            replicated = (f"pulsar.repl.{replicated_from}-->{self.cluster}", source_position)
+        entry = server.publish(local, tuple(messages), replicated=replicated)
         return Position(-1, -1) if entry is None else entry.position
 
     def add_listener(self, listener: object) -> None:

@@ -63,6 +63,7 @@ class ServerTopic:
             namespace_policy=self.broker.namespace_dedup_policy(self.namespace),
             broker_enabled=self.broker.config.dedup.broker_enabled,
             topic=self.name,
+            version=self.broker.version,
         )
 
     def apply_dedup_policy(self) -> None:
@@ -109,9 +110,12 @@ class ServerTopic:
         messages: tuple[SingleMessage, ...],
         *,
         dedup_name: str | None = None,
+        replicated: tuple[str, tuple[int, int]] | None = None,
     ) -> Entry | None:
         """Write one entry unless deduplication drops it; ``None`` means "duplicate" (receipt ``-1:-1``).
 
+        ``replicated`` is ``(replicator producer name, source position)`` for a message a replicator sends: from
+        apache/pulsar#23697 deduplication judges it by that position, before by the original producer name and id.
         Raises :class:`BrokerPersistenceError` when deduplication cannot decide yet (``Unknown``).
         """
         if not self._dedup_on:
@@ -126,7 +130,11 @@ class ServerTopic:
             return entry
         dedup = self.dedup
         name = metadata.producer_name if dedup_name is None else dedup_name
-        decision = dedup.is_duplicate(name, metadata.sequence_id, metadata.highest_sequence_id)
+        source = replicated if replicated is not None and dedup.replicated_by_source_position else None
+        if source is not None:
+            decision = dedup.is_duplicate_replicated(source[0], source[1])
+        else:
+            decision = dedup.is_duplicate(name, metadata.sequence_id, metadata.highest_sequence_id)
         if decision is DedupDecision.DUP:
             return None
         if decision is DedupDecision.UNKNOWN:
@@ -135,6 +143,10 @@ class ServerTopic:
                 f" (sequence id {metadata.sequence_id})."
             )
         entry = self._append(metadata, messages, None)
+        if source is not None:
+            dedup.on_persisted_replicated(source[0], source[1], entry.position, now_ns=self.broker.clock.now_ns())
+            self._entry_added(entry)
+            return entry
         dedup.on_persisted(
             name,
             metadata.sequence_id,
@@ -215,6 +227,7 @@ class ServerTopic:
                     for e in after
                     if not e.is_marker
                 ],
+                now_ns=self.broker.clock.now_ns(),
             )
         else:
             self.dedup.set_enabled(False, now_ns=self.broker.clock.now_ns())

@@ -28,7 +28,11 @@ from reference_model.dedup.config import DEDUP_CURSOR_NAME, DedupConfig
 from reference_model.dedup.decision import DedupDecision, DedupSnapshot, DedupStatus, Position
 from reference_model.errors import InvalidArgument
 from reference_model.versions import (
+    DEDUP_CHUNKS_JUDGED_AT_LAST,
     DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
+    DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS,
+    DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    DEDUP_SNAPSHOT_AFTER_REPLAY,
     DEFAULT_VERSION,
     PulsarVersion,
     parse_version,
@@ -87,8 +91,18 @@ class MessageDeduplication:
                 f"Expected a DedupConfig for config but got config={config!r} (type={type(config).__name__})."
             )
         self.config = config
-        #: before apache/pulsar#21193 (3.0.3 / 3.1.1) disconnects were recorded whatever the status
-        self._track_inactive_always = not parse_version(version).has(DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED)
+        release = parse_version(version)
+        #: before apache/pulsar#21193 (3.0.3 / 3.1.1) disconnects were recorded whatever the status, a recovery
+        #: marked every producer it recovered inactive, and a purge while off dropped only the expired marks
+        self._track_inactive_always = not release.has(DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED)
+        #: apache/pulsar#15206 (2.10.1): a purge keeps the marks that did not expire, and snapshots after forgetting
+        self._purge_keeps_unexpired = release.has(DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS)
+        #: apache/pulsar#20948: only the last chunk of a chunked message is judged and recorded
+        self._chunks_at_last = release.has(DEDUP_CHUNKS_JUDGED_AT_LAST)
+        #: apache/pulsar#22479: a recovery counts what it replayed towards the next snapshot
+        self._snapshot_after_replay = release.has(DEDUP_SNAPSHOT_AFTER_REPLAY)
+        #: apache/pulsar#23697: replicated messages are judged by their source position (``isDuplicateReplV2``)
+        self.replicated_by_source_position = release.has(DEDUP_REPLICATED_BY_SOURCE_POSITION)
         self._status = DedupStatus.INITIALIZED
         self._pushed: dict[str, int] = {}
         self._persisted: dict[str, int] = {}
@@ -183,10 +197,13 @@ class MessageDeduplication:
 
         Forgotten producers leave both maps (a reconnect gets -1 and old ids are accepted again); if any was
         forgotten, a snapshot is taken at the cursor's current position, so the restart state forgets them too.
-        While not enabled, the purge only clears the inactivity marks.
+        While not enabled, the purge clears every inactivity mark (from apache/pulsar#21193; before, it ran as when
+        enabled, without the snapshot). Before apache/pulsar#15206 (2.10.1) a purge dropped *every* mark, expired
+        or not, so a producer whose mark was not yet expired at the first purge was never forgotten, and no
+        snapshot was taken.
         """
         check_int("now_ns", now_ns)
-        if not self.enabled:
+        if not self.enabled and not self._track_inactive_always:
             self._inactive_since_ns.clear()
             return
         oldest_active_ns = now_ns - self.config.producer_inactivity_timeout_ms * _NS_PER_MS
@@ -195,7 +212,10 @@ class MessageDeduplication:
             del self._inactive_since_ns[name]
             self._pushed.pop(name, None)
             self._persisted.pop(name, None)
-        if purged and self._cursor_position is not None:
+        if not self._purge_keeps_unexpired:
+            self._inactive_since_ns.clear()
+            return
+        if purged and self.enabled and self._cursor_position is not None:
             self._take_snapshot(self._cursor_position, now_ns=now_ns)
 
     def inactive_producers(self) -> dict[str, int]:
@@ -218,14 +238,16 @@ class MessageDeduplication:
         ``name`` is the producer name, or for a message arriving through geo-replication the *original*
         producer name from the message metadata (``isDuplicateReplV1``). ``highest_sequence_id`` is -1 when the
         send did not carry one; a value below ``sequence_id`` is treated as absent, as ``ServerCnx.handleSend``
-        does. Markers and every chunk but the last are NOT_DUP and change nothing.
+        does. Markers and every chunk but the last are NOT_DUP and change nothing (apache/pulsar#20948; before it,
+        each chunk was judged as a message of its own, so the second chunk of a message, carrying the same
+        sequence id, was a duplicate).
 
         A NOT_DUP decision records ``max(sequence_id, highest_sequence_id)`` as pushed, so the caller must
         follow with :meth:`on_persisted` or :meth:`on_write_failed`.
         """
         check_int("sequence_id", sequence_id)
         check_int("highest_sequence_id", highest_sequence_id)
-        if not self.enabled or marker or not last_chunk:
+        if not self.enabled or marker or (not last_chunk and self._chunks_at_last):
             return DedupDecision.NOT_DUP
         pushed = self._pushed.get(name)
         if pushed is not None and sequence_id <= pushed:
@@ -258,12 +280,62 @@ class MessageDeduplication:
         position = _check_position("position", position)
         if not self.enabled or marker:
             return
-        if last_chunk:
+        if last_chunk or not self._chunks_at_last:
             self._persisted[name] = max(highest_sequence_id, sequence_id)
+        self._count_entry(position, now_ns)
+
+    def _count_entry(self, position: Position, now_ns: int | None) -> None:
         self._snapshot_counter += 1
         if self._snapshot_counter >= self.config.entries_interval:
             self._snapshot_counter = 0
             self._take_snapshot(position, now_ns=now_ns)
+
+    # ------------------------------------------------------------------ replicated messages (apache/pulsar#23697)
+
+    @staticmethod
+    def _source_keys(replicator: str) -> tuple[str, str]:
+        return f"{replicator}_LID", f"{replicator}_EID"
+
+    def _source_position(self, table: dict[str, int], replicator: str) -> Position | None:
+        lid, eid = (table.get(key) for key in self._source_keys(replicator))
+        return None if lid is None or eid is None else (lid, eid)
+
+    def is_duplicate_replicated(self, replicator: str, source_position: Position) -> DedupDecision:
+        """Judge a message a replicator sends by its position in the source cluster (``isDuplicateReplV2``).
+
+        From apache/pulsar#23697 (3.0.11, 3.3.5, 4.0.3; see :attr:`replicated_by_source_position`) a replicated
+        message is a duplicate when its source position is at or below the last one pushed by the same
+        replicator; the positions are kept in the same maps as producers' ids, under ``<replicator>_LID`` and
+        ``<replicator>_EID``, so they show in the snapshot. Before, replicated messages were judged by the original
+        producer name and sequence id (:meth:`is_duplicate` with the original name, ``isDuplicateReplV1``).
+        A NOT_DUP decision records the position as pushed; follow with :meth:`on_persisted_replicated`.
+        """
+        if not isinstance(replicator, str) or not replicator:
+            raise InvalidArgument(f"Expected a replicator producer name but got replicator={replicator!r}.")
+        source_position = _check_position("source_position", source_position)
+        if not self.enabled:
+            return DedupDecision.NOT_DUP
+        pushed = self._source_position(self._pushed, replicator)
+        if pushed is not None and source_position <= pushed:
+            persisted = self._source_position(self._persisted, replicator)
+            if persisted is not None and source_position <= persisted:
+                return DedupDecision.DUP
+            return DedupDecision.UNKNOWN
+        lid_key, eid_key = self._source_keys(replicator)
+        self._pushed[lid_key], self._pushed[eid_key] = source_position
+        return DedupDecision.NOT_DUP
+
+    def on_persisted_replicated(
+        self, replicator: str, source_position: Position, position: Position, *, now_ns: int | None = None
+    ) -> None:
+        """A replicated message judged NOT_DUP was written at ``position`` (``recordMessagePersistedRepl``)."""
+        source_position = _check_position("source_position", source_position)
+        position = _check_position("position", position)
+        if not self.enabled:
+            return
+        lid_key, eid_key = self._source_keys(replicator)
+        self._persisted[lid_key], self._persisted[eid_key] = source_position
+        self._count_entry(position, now_ns)
 
     def on_write_failed(self) -> None:
         """A ledger write failed; once the in-flight writes drained, ``pushed := persisted``.
@@ -317,6 +389,8 @@ class MessageDeduplication:
         self,
         snapshot: DedupSnapshot | None,
         entries: Iterable[tuple[Position, str, int, int]],
+        *,
+        now_ns: int = 0,
     ) -> None:
         """Load a topic with deduplication on: restore ``snapshot`` and replay the entries after it.
 
@@ -324,8 +398,14 @@ class MessageDeduplication:
         message metadata, in log order, every entry after ``snapshot.position`` (``replayCursor``). Each one
         sets ``pushed[p] = persisted[p] = max(highest, sequence_id)`` — the *last* entry of a producer wins,
         not the largest. Pulsar replays markers too (they appear under ``pulsar.marker`` with id 0); pass them
-        or not, nothing observable depends on it. If at least ``entries_interval`` entries were replayed, a
-        snapshot is taken at the last one. Afterwards the status is ``Enabled``.
+        or not, nothing observable depends on it. The replayed entries count towards the next snapshot, and if at
+        least ``entries_interval`` were replayed a snapshot is taken at the last one (apache/pulsar#22479, 3.0.5 /
+        3.2.3 / 3.3.0; before, the count started again at 0 and no snapshot was taken). Afterwards the status is
+        ``Enabled``.
+
+        Before apache/pulsar#21193 (3.0.3 / 3.1.1) every producer recovered (from the snapshot or the entries) is
+        marked inactive at ``now_ns``, so one that does not reconnect is purged after the inactivity timeout; from
+        it the recovery marks nobody (``producerRemoved`` sees the status ``Recovering``).
 
         ``snapshot`` ``None`` (or one whose cursor does not exist) means a new cursor: maps start empty.
         """
@@ -334,14 +414,18 @@ class MessageDeduplication:
                 f"Expected a DedupSnapshot or None for snapshot but got snapshot={snapshot!r}"
                 f" (type={type(snapshot).__name__})."
             )
+        check_int("now_ns", now_ns)
         self._status = DedupStatus.RECOVERING
         self._reset_state()
+        mark_inactive = self._track_inactive_always
         if snapshot is not None and snapshot.exists:
             self._cursor_position = snapshot.position
             self._cursor_properties = dict(snapshot.sequence_ids)
             for name, seq in snapshot.sequence_ids.items():
                 self._pushed[name] = seq
                 self._persisted[name] = seq
+                if mark_inactive:
+                    self._inactive_since_ns[name] = now_ns
         else:
             self._cursor_position = (-1, -1)
             self._cursor_properties = {}
@@ -360,8 +444,10 @@ class MessageDeduplication:
             value = max(highest, seq)
             self._pushed[name] = value
             self._persisted[name] = value
+            if mark_inactive:
+                self._inactive_since_ns[name] = now_ns
             replayed += 1
-        if last is not None:
+        if last is not None and self._snapshot_after_replay:
             self._snapshot_counter = replayed
             if replayed >= self.config.entries_interval:
                 self._snapshot_counter = 0

@@ -3,12 +3,14 @@
 Follows ``PersistentTopic.isDeduplicationEnabled`` (hierarchy topic policies: topic -> namespace -> broker
 ``brokerDeduplicationEnabled``) and ``SystemTopicNames.isSystemTopic``: deduplication never runs on system
 topics (``MessageDuplicationTest.testMessageDeduplicationShouldNotWorkForSystemTopic``) nor on non-persistent
-topics (they have no ``MessageDeduplication``; a producer there always gets ``last_sequence_id`` -1).
+topics (they have no ``MessageDeduplication``; a producer there always gets ``last_sequence_id`` -1). System
+topics are excluded from apache/pulsar#22582 on (``DEDUP_SYSTEM_TOPICS_EXCLUDED``); before, they followed the policies.
 """
 
 from __future__ import annotations
 
 from reference_model.errors import InvalidArgument
+from reference_model.versions import DEDUP_SYSTEM_TOPICS_EXCLUDED, DEFAULT_VERSION, PulsarVersion, parse_version
 
 __all__ = ["effective_deduplication", "is_system_topic"]
 
@@ -54,18 +56,23 @@ def effective_deduplication(
     namespace_policy: bool | None = None,
     broker_enabled: bool = False,
     topic: str | None = None,
+    version: str | PulsarVersion = DEFAULT_VERSION,
 ) -> bool:
     """The effective ``deduplicationEnabled`` of a topic.
 
     The first policy that is set wins: ``topic_policy``, then ``namespace_policy``, then the broker's
     ``brokerDeduplicationEnabled`` (default false). ``None`` means "not set" (what ``removeDeduplicationStatus``
-    restores). When ``topic`` is given, system topics and ``non-persistent://`` topics are never deduplicated.
+    restores). When ``topic`` is given, ``non-persistent://`` topics are never deduplicated, and neither are system
+    topics from apache/pulsar#22582 (3.0.5, 3.2.3, 3.3.0; ``version``): before it they followed the policies.
     """
     topic_flag = _check_flag("topic_policy", topic_policy)
     namespace_flag = _check_flag("namespace_policy", namespace_policy)
     broker_flag = _check_flag("broker_enabled", broker_enabled)
-    if topic is not None and (is_system_topic(topic) or topic.startswith("non-persistent://")):
-        return False
+    if topic is not None:
+        if topic.startswith("non-persistent://"):
+            return False
+        if is_system_topic(topic) and parse_version(version).has(DEDUP_SYSTEM_TOPICS_EXCLUDED):
+            return False
     if topic_flag is not None:
         return topic_flag
     if namespace_flag is not None:

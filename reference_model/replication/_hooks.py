@@ -40,6 +40,7 @@ class ClusterBroker(Protocol):
         messages: Any,
         replicated_from: str,
         marker_payload: Mapping[str, object] | None = None,
+        source_position: tuple[int, int] | None = None,
     ) -> Position: ...
 
     def add_listener(self, listener: object) -> None: ...
@@ -58,7 +59,8 @@ def append_replicated(broker: ClusterBroker, topic: str, entry: Entry, replicate
     if entry.is_marker:
         payload = dict(entry.marker_payload) if entry.marker_payload is not None else None
         return broker.append_replicated(topic, entry.metadata, entry.messages, replicated_from, marker_payload=payload)
-    return broker.append_replicated(topic, entry.metadata, entry.messages, replicated_from)
+    position = (entry.position[0], entry.position[1])  # deduplicated by it from apache/pulsar#23697
+    return broker.append_replicated(topic, entry.metadata, entry.messages, replicated_from, source_position=position)
 
 
 def subscription_names(broker: ClusterBroker, topic: str) -> list[str]:

@@ -246,9 +246,10 @@ class NameIndexRingSelector(_RingSelector):
     leaves the tracker (its later removal then changes nothing).  Stats (``keyHashRanges``) print one range per
     ring point, starting at 0, unmerged, and append the wrap-around range ``[lastPoint + 1, 2**31 - 2]`` to the
     first point's consumer (so slot ``2**31 - 1`` appears in no printed range although ``select`` gives it to
-    that consumer).  ``testGetConsumerKeyHashRanges`` of every release of the era (3.0.7 - 3.0.14, 3.3.2 - 3.3.9)
-    expects that start; a ``lastPoint + 2`` variant of the code exists in Pulsar's history but in no release
-    whose test was read (see ``tests/unit/pulsar_vectors.py``).
+    that consumer).  ``testGetConsumerKeyHashRanges`` of every release of the era read (3.0.7 - 3.0.14, 3.3.2 -
+    3.3.9) expects that start, and 3.0.15 - 3.0.17 changed neither the selector nor its test (release notes); a
+    ``lastPoint + 2`` variant of the code exists in Pulsar's history but in no release whose test was read (see
+    ``tests/unit/pulsar_vectors.py``).
     """
 
     def __init__(self, version: PulsarVersion, points: int) -> None:

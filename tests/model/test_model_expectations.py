@@ -2,10 +2,11 @@
 dispatcher, each with its shipped expectations file (``conformance/expectations/model-*.toml``).
 
 Every file must say exactly what Apache Pulsar's fix history says that release still breaks
-(``conformance/known_bugs.py``, asked through the model's own gates), and a run of the suite must agree: the
-cases listed fail as expected (a strict ``fails`` that passes fails the run), every other case passes.  Each run
-is a subprocess (a fresh pytest session per target, as a user runs it); about 4 s of CPU per target.  The root
-seed is fixed (1) so that ``generated/model-programs`` draws the same programs on every CI run.
+(``conformance/known_bugs.py`` and ``conformance/gated_cases.py``, asked through the model's own gates), and a
+run of the suite must agree: the cases listed fail as expected (a strict ``fails`` that passes fails the run),
+every other case passes.  Each run is a subprocess (a fresh pytest session per target, as a user runs it);
+about 4 s of CPU per target.  The root seed is fixed (1) so that ``generated/model-programs`` draws the same
+programs on every CI run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import conformance.expectations
+from conformance.gated_cases import GATED_CASES
 from conformance.known_bugs import KNOWN_BUGS
 from pytest_keyshared.expectations import bundled_expectations, load_expectations
 from reference_model.versions import RELEASES
@@ -36,7 +38,8 @@ TARGETS = [
 
 def _expected_failures(major: int, minor: int, implementation: str) -> set[str]:
     release = f"{major}.{minor}.{RELEASES[(major, minor)]}"
-    return {f"known-bugs/{b.case}" for b in KNOWN_BUGS if b.shown is None and b.affects(release, implementation)}
+    bugs = {f"known-bugs/{b.case}" for b in KNOWN_BUGS if b.shown is None and b.affects(release, implementation)}
+    return bugs | {c.case for c in GATED_CASES if c.affects(release)}
 
 
 @pytest.mark.parametrize("path", sorted(FOLDER.glob("model-*.toml")), ids=lambda p: p.name)

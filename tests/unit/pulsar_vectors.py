@@ -7,7 +7,8 @@ here is computed by the model: a vector that the model fails is a model bug at t
 
 Sources: the test files in apache/pulsar at the release tags (``ConsistentHashingStickyKeyConsumerSelectorTest``,
 ``ReplicatedSubscriptionSnapshotCacheTest``), the research note ``pulsar-semantics.md`` §2.2 for the 4.0 and
-3.0.3 vectors, and issue 12 for the name-index era's wrap-around start.
+3.0.3 vectors, issue 12 for the name-index era's wrap-around start, and ``MessageDuplicationTest`` at master (its
+vectors say which change each expectation came with).
 """
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ from dataclasses import dataclass
 
 __all__ = [
     "CH_KEY_HASH_RANGES",
+    "DEDUP_FLAGS",
+    "IS_DUPLICATE",
+    "NEWEST_PATCHES",
     "SNAPSHOT_CACHE",
     "STICKY_GAPS",
     "ConsistentHashingVector",
+    "DedupFlagVector",
+    "DedupStep",
+    "IsDuplicateVector",
     "SnapshotCacheVector",
     "StickyGapVector",
     "releases",
@@ -73,6 +80,26 @@ CH_KEY_HASH_RANGES: tuple[ConsistentHashingVector, ...] = (
     ConsistentHashingVector(
         CH_TEST,
         releases("3.0", 7, 14) + releases("3.3", 2, 9),
+        3,
+        ("consumer1", "consumer2", "consumer3"),
+        {
+            "consumer1": [(95615213, 440020355), (440020356, 455987436), (1189794593, 1264144431)],
+            "consumer2": [(939655188, 1189794592), (1314727625, 1977451233), (1977451234, 2016237253)],
+            "consumer3": [
+                (0, 95615212),
+                (455987437, 939655187),
+                (1264144432, 1314727624),
+                (2016237254, 2147483646),
+            ],
+        },
+    ),
+    # The same expectation on 3.0.15 - 3.0.17, carried from 3.0.14 (not read at those tags, which could not be
+    # fetched): their release notes (apache/pulsar-site pulsar-3.0.15.md, -3.0.16.md, -3.0.17.md) list no change to
+    # ConsistentHashingStickyKeyConsumerSelector or its test, so consumer3's wrap-around range still starts at
+    # lastPoint + 1 = 2016237254 (the 2016237255 of issue 12 was the model's old lastPoint + 2).
+    ConsistentHashingVector(
+        CH_TEST,
+        releases("3.0", 15, 17),
         3,
         ("consumer1", "consumer2", "consumer3"),
         {
@@ -159,3 +186,91 @@ STICKY_GAPS: tuple[StickyGapVector, ...] = (
          50000: False, 65535: False},
     ),
 )  # fmt: skip
+
+
+# -- MessageDuplicationTest (deduplication) --------------------------------------------------------------------------
+#
+# Read at apache/pulsar master as stored in the lhotari/pulsar fork (commit 1acaf107c3fc, 2026): the release tags
+# could not be fetched, so each vector names the change that brought its expectation and is run at the releases
+# that change's gate (reference_model.versions) says carry it, newest patch of every line; the releases before it
+# are pinned to the old behaviour in tests/unit/test_dedup_versions.py.
+
+DEDUP_TEST = "MessageDuplicationTest"
+DEDUP_SOURCE = "apache/pulsar master, lhotari/pulsar@1acaf107c3fc"
+#: The newest patch of every release line the model reproduces.
+NEWEST_PATCHES = ("2.10.6", "2.11.4", "3.0.17", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.1")
+
+
+@dataclass(frozen=True)
+class DedupStep:
+    """One call of ``testIsDuplicate``: ``isDuplicate(producer, seq, highest)`` -> ``decision``, then
+    ``highestSequencedPushed[producer] == pushed``. ``persist`` first sets ``highestSequencedPersisted[producer]``
+    (the test writes the map; the model gets there through a completed write), ``reset_pushed`` first sets
+    ``highestSequencedPushed[producer]`` to the persisted id (the model: a failed write, ``pushed := persisted``)."""
+
+    producer: str
+    seq: int
+    highest: int
+    decision: str
+    pushed: int
+    persist: int | None = None
+    reset_pushed: bool = False
+
+
+@dataclass(frozen=True)
+class IsDuplicateVector:
+    test: str
+    source: str
+    releases: tuple[str, ...]
+    steps: tuple[DedupStep, ...]
+
+
+# The rule has been the same since the highest sequence id was added (2.x): no gate, every line.
+IS_DUPLICATE = IsDuplicateVector(
+    f"{DEDUP_TEST}.testIsDuplicate",
+    DEDUP_SOURCE,
+    NEWEST_PATCHES,
+    (
+        DedupStep("producer1", 0, -1, "NotDup", 0),
+        DedupStep("producer2", 1, -1, "NotDup", 1),
+        DedupStep("producer1", 1, -1, "NotDup", 1),
+        DedupStep("producer1", 5, -1, "NotDup", 5),
+        DedupStep(
+            "producer1", 0, -1, "Unknown", 5
+        ),  # "should expect unknown because highestSequencePersisted is empty"
+        DedupStep("producer1", 0, -1, "Dup", 5, persist=0),
+        DedupStep("producer1", 1, 5, "NotDup", 5, reset_pushed=True),
+        DedupStep("producer1", 4, 8, "Unknown", 5),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class DedupFlagVector:
+    """A yes/no expectation of one test method, at the releases that carry the change it came with."""
+
+    test: str
+    source: str
+    change: str
+    releases: tuple[str, ...]
+    expected: bool
+
+
+DEDUP_FLAGS: tuple[DedupFlagVector, ...] = (
+    # producer closed -> inactive; deduplication disabled by topic policy; purge -> no inactive producer left.
+    DedupFlagVector(
+        f"{DEDUP_TEST}.testMessageDeduplication",
+        DEDUP_SOURCE,
+        "apache/pulsar#21193",
+        ("3.0.3", "3.0.17", "3.1.1", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.1"),
+        True,
+    ),
+    # __change_events is never deduplicated, with the broker, the namespace and the topic policy all on.
+    DedupFlagVector(
+        f"{DEDUP_TEST}.testMessageDeduplicationShouldNotWorkForSystemTopic",
+        DEDUP_SOURCE,
+        "apache/pulsar#22582",
+        ("3.0.5", "3.0.17", "3.2.3", "3.2.4", "3.3.0", "3.3.9", "4.0.14", "4.1.3", "4.2.1"),
+        False,
+    ),
+)

@@ -421,3 +421,11 @@ def test_sites_need_two_clusters_and_a_way_to_cut_one_off() -> None:
     down: Callable[[str, bool], None] = lambda cluster, flag: calls.append((cluster, flag))  # noqa: E731
     BrokerSites(two, topic="persistent://a/b/c", set_down=down).set_down("r2", True)
     assert calls == [("r2", True)]
+
+
+def test_a_deduplicating_failover_needs_the_pair_started_with_deduplication(tmp_path: Path) -> None:
+    """``keyshared_failover(..., deduplication=True)``: without ``deduplication=true`` the pair cannot honour it, and
+    the case skips with this line instead of running on clusters that do not deduplicate."""
+    target = make_target("testcontainers-geo", artifacts_dir=tmp_path)
+    with pytest.raises(UnsupportedByTarget, match="start it with deduplication=true"):
+        target.replication_sites(case="c", seed=1, deduplication=True)

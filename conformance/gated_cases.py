@@ -1,0 +1,43 @@
+"""Conformance cases outside ``known-bugs/`` that a release before a model gate fails, as data.
+
+A case here passes on every release that carries its gate (:mod:`reference_model.versions`) and fails on the
+releases before it: the model's expectations files (``conformance/expectations/model-*.toml``) list it for every
+release line whose newest patch lacks the gate, and ``tests/model/test_model_expectations.py`` keeps the files
+equal to this table and to :mod:`conformance.known_bugs`.
+
+Pure data: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference_model.versions import DEDUP_REPLICATED_BY_SOURCE_POSITION, Fix, PulsarVersion, parse_version
+
+__all__ = ["GATED_CASES", "GatedCase"]
+
+
+@dataclass(frozen=True, slots=True)
+class GatedCase:
+    """A case (``area/name``), the gate it needs, the contracts it breaks without it, and why."""
+
+    case: str
+    gate: Fix
+    contracts: tuple[str, ...]
+    reason: str
+
+    def affects(self, version: str | PulsarVersion) -> bool:
+        """Whether a broker of ``version`` fails the case (it lacks the gate)."""
+        return not self.gate.present_in(parse_version(version))
+
+
+GATED_CASES: tuple[GatedCase, ...] = (
+    GatedCase(
+        "replication/same-producer-name-in-two-clusters",
+        DEDUP_REPLICATED_BY_SOURCE_POSITION,
+        ("replication",),
+        "a replicated message is deduplicated by its original producer name and sequence id, which collide with"
+        " the other cluster's producer of the same name: it is dropped and the failover skips it"
+        " (apache/pulsar#23697; fixed in 3.0.11, 3.3.5, 4.0.3)",
+    ),
+)
