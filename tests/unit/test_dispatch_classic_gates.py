@@ -1,0 +1,119 @@
+"""The classic dispatcher's recently-joined gates, per release: #23795 (sort), #23802 (no joiner while a rewind
+is pending), #24634 (the sort check compares the last two), and the replay read a removal leaves in flight.
+
+Pulsar's own expectations come from ``pulsar_vectors.RECENTLY_JOINED_SORT``; the rest is what the release source
+does, read at the releases named in each test (``reference_model/versions.py`` has the sources).
+"""
+
+from __future__ import annotations
+
+import pytest
+from pulsar_vectors import RECENTLY_JOINED_SORT, RecentlyJoinedSortVector
+
+from reference_model.broker import ModelBroker
+from reference_model.keyshared.classic import REMOVAL_REPLAY_READ_MS, record_joiner
+from reference_model.storage import Position
+from reference_model.versions import parse_version
+
+TOPIC, SUB = "persistent://public/default/classic-gates", "sub"
+
+
+def _joins(version: str, joins: tuple[tuple[str, tuple[int, int]], ...]) -> tuple[list[tuple[str, Position]], int]:
+    joined: dict[str, Position] = {}
+    sorts = sum(record_joiner(joined, name, Position(*at), parse_version(version)) for name, at in joins)
+    return list(joined.items()), sorts
+
+
+@pytest.mark.parametrize(
+    ("vector", "version"),
+    [(v, release) for v in RECENTLY_JOINED_SORT for release in v.read_at],
+    ids=lambda x: x if isinstance(x, str) else x.test.split(".")[-1],
+)
+def test_pulsars_recently_joined_sort_expectations(vector: RecentlyJoinedSortVector, version: str) -> None:
+    joined, sorts = _joins(version, vector.joins)
+    assert joined == [(name, Position(*at)) for name, at in vector.expected]
+    if vector.sorts is not None:
+        assert sorts == vector.sorts
+
+
+# apache/pulsar#24634's description: with joiners at 1, 2, 3 the check as shipped in 3.0.9-3.0.13, 3.3.4-3.3.8 and
+# 4.0.2-4.0.6 (and 4.1.0) compares the third with the second the wrong way round and sorts an ordered map.
+@pytest.mark.parametrize(
+    ("version", "sorts"),
+    [("3.0.8", 0), ("3.0.9", 1), ("3.0.13", 1), ("3.0.14", 0), ("3.3.8", 1), ("3.3.9", 0), ("4.0.6", 1), ("4.0.7", 0),
+     ("4.1.0", 1), ("4.1.1", 0)],
+)  # fmt: skip
+def test_the_first_sort_check_sorted_three_ordered_joiners(version: str, sorts: int) -> None:
+    joined, done = _joins(version, (("a", (1, 1)), ("b", (1, 2)), ("c", (1, 3))))
+    assert done == sorts
+    assert [name for name, _ in joined] == ["a", "b", "c"]
+
+
+# Same loop: with two joiners it never compares, with three it misses a third joiner below the second.
+@pytest.mark.parametrize(
+    ("version", "two", "three"),
+    [("3.0.8", ["hi", "lo"], ["a", "hi", "lo"]), ("3.0.9", ["hi", "lo"], ["a", "hi", "lo"]),
+     ("4.0.6", ["hi", "lo"], ["a", "hi", "lo"]), ("3.0.14", ["lo", "hi"], ["a", "lo", "hi"]),
+     ("4.0.7", ["lo", "hi"], ["a", "lo", "hi"]), ("4.2.1", ["lo", "hi"], ["a", "lo", "hi"])],
+)  # fmt: skip
+def test_a_joiner_below_the_previous_one_is_sorted_only_by_the_fixed_check(
+    version: str, two: list[str], three: list[str]
+) -> None:
+    assert [n for n, _ in _joins(version, (("hi", (1, 9)), ("lo", (1, 2))))[0]] == two
+    assert [n for n, _ in _joins(version, (("a", (1, 1)), ("hi", (1, 9)), ("lo", (1, 2))))[0]] == three
+
+
+def _everyone_leaves_while_a_replay_read_is_in_flight(version: str) -> tuple[ModelBroker, dict[str, str]]:
+    """Three consumers hold their messages and close in one instant: c1's close issues a replay read that is still
+    in flight when c3, the last, leaves; c4 then joins with the rewind pending, and c5 after it."""
+    broker = ModelBroker(pulsar_version=version, implementation="classic")
+    producer = broker.create_producer(TOPIC)
+    holders = [broker.subscribe(TOPIC, SUB, consumer_name=f"c{i}", consumer_type="Key_Shared") for i in (1, 2, 3)]
+    for i in range(30):
+        producer.send(str(i).encode(), partition_key=f"key-{i % 6}")
+    for consumer in holders:
+        while consumer.receive(0) is not None:
+            pass
+    for consumer in holders:
+        consumer.close()
+    dispatcher = broker._dispatcher(TOPIC, SUB)
+    assert dispatcher.has_pending_read  # c1's replay read
+    broker.subscribe(TOPIC, SUB, consumer_name="c4", consumer_type="Key_Shared", receiver_queue_size=5)
+    assert dispatcher.should_rewind  # the rewind waits for the read (every release)
+    broker.subscribe(TOPIC, SUB, consumer_name="c5", consumer_type="Key_Shared", receiver_queue_size=5)
+    joined = broker.topic_stats(TOPIC)["subscriptions"][SUB]["consumersAfterMarkDeletePosition"]
+    return broker, joined
+
+
+@pytest.mark.parametrize(
+    ("version", "recorded"),
+    [("2.10.6", True), ("3.0.8", True), ("3.0.9", False), ("3.3.3", True), ("3.3.4", False), ("4.0.1", True),
+     ("4.0.2", False), ("4.2.1", False)],
+)  # fmt: skip
+def test_a_joiner_is_recorded_while_a_rewind_is_pending_only_before_23802(version: str, recorded: bool) -> None:
+    _broker, joined = _everyone_leaves_while_a_replay_read_is_in_flight(version)
+    assert joined == ({"c5": "0:30"} if recorded else {})
+
+
+def test_the_replay_read_a_removal_issues_completes_when_the_clock_moves() -> None:
+    broker = ModelBroker(pulsar_version="3.0", implementation="classic")
+    producer = broker.create_producer(TOPIC)
+    c1 = broker.subscribe(TOPIC, SUB, consumer_name="c1", consumer_type="Key_Shared")
+    c2 = broker.subscribe(TOPIC, SUB, consumer_name="c2", consumer_type="Key_Shared")
+    for i in range(20):
+        producer.send(str(i).encode(), partition_key=f"key-{i % 5}")
+    held = 0
+    while c1.receive(0) is not None:
+        held += 1
+    assert held > 0
+    while (msg := c2.receive(0)) is not None:
+        c2.acknowledge(msg)
+    c1.close()
+    dispatcher = broker._dispatcher(TOPIC, SUB)
+    assert dispatcher.has_pending_read and c2.receive(0) is None  # in flight: nothing yet
+    broker.advance(REMOVAL_REPLAY_READ_MS)
+    assert not dispatcher.has_pending_read
+    got = 0
+    while c2.receive(0) is not None:
+        got += 1
+    assert got == held  # c1's messages, replayed to c2
