@@ -21,6 +21,7 @@ from reference_model.errors import UnknownVersion
 
 __all__ = [
     "CLASSIC_RECENTLY_JOINED_SORTED",
+    "CLASSIC_REPLAY_FILTER",
     "CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING",
     "CLASSIC_SORT_CHECKS_LAST_TWO",
     "CONSISTENT_HASHING_NAME_INDEX",
@@ -235,6 +236,17 @@ CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING = Fix(
 CLASSIC_SORT_CHECKS_LAST_TWO = Fix(
     "recently joined sort checks the last two", "apache/pulsar#24634", ("3.0.14", "3.3.9", "4.0.7", "4.1.1")
 )
+#: Classic dispatcher: the replay positions are filtered before they are read (``filterOutEntriesWillBeDiscarded``:
+#: per consumer, what its permits and the recently-joined rule let it take now), and a normal read is issued only
+#: if some consumer needs one (``hasConsumersNeededNormalRead``: a consumer not blocked, not recently joined, with
+#: permits); before, every replay position was read and what could not be sent went back, and a normal read
+#: followed whenever the replay queue gave nothing. Releases: ``pulsar-3.0.5.md`` (2024-05-17) lists #22245; it was
+#: merged to master in March 2024, so 3.3.0 has it. The PR carries the release/2.10.7 and release/2.11.5 labels,
+#: but neither release was made (2.10 ends at 2.10.6, 2.11 at 2.11.4), and no 3.1 or 3.2 label: those lines never
+#: shipped it.
+CLASSIC_REPLAY_FILTER = Fix(
+    "replay filtered before reading, normal read only when needed", "apache/pulsar#22245", ("3.0.5", "3.3.0")
+)
 
 #: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
 GATES: tuple[Fix, ...] = (
@@ -251,4 +263,5 @@ GATES: tuple[Fix, ...] = (
     DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED,
     CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING,
     CLASSIC_SORT_CHECKS_LAST_TWO,
+    CLASSIC_REPLAY_FILTER,
 )

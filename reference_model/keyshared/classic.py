@@ -24,7 +24,9 @@ Follows ``PersistentStickyKeyDispatcherMultipleConsumersClassic`` (= the 3.x dis
   replay queue, *none* of them are sent to it (PIP-379 blocks per slot).
 * Permits are compared with the number of *entries* for a consumer, capped by ``maxUnacked - unacked``.
 * The replay filter (``filterOutEntriesWillBeDiscarded``) takes the first positions of the replay queue and keeps,
-  per consumer, what its permits and the recently-joined rule allow.
+  per consumer, what its permits and the recently-joined rule allow; a normal read needs a consumer that is not
+  blocked, not recently joined and has permits (``hasConsumersNeededNormalRead``). Both came with
+  apache/pulsar#22245 (3.0.5, 3.3.0); before, every replay position was read and a normal read always allowed.
 * Look-ahead: when a round sent nothing and nobody joined recently, the next replay is skipped once
   (``isDispatcherStuckOnReplays``); there is no look-ahead limit, so the replay queue can grow without bound.
 """
@@ -40,6 +42,7 @@ from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position, format_position
 from reference_model.versions import (
     CLASSIC_RECENTLY_JOINED_SORTED,
+    CLASSIC_REPLAY_FILTER,
     CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING,
     CLASSIC_SORT_CHECKS_LAST_TWO,
     PulsarVersion,
@@ -98,6 +101,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         super().__init__(**kwargs)
         self.recently_joined: dict[DispatchConsumer, Position] | None = None if self.allow_out_of_order else {}
         self.skip_joiners_while_rewinding = self.version.has(CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING)
+        self.replay_filter = self.version.has(CLASSIC_REPLAY_FILTER)
         #: how many times joining re-sorted the recently joined map (Pulsar logs an error each time)
         self.recently_joined_sorts = 0
         #: positions of the replay read a removal issued, while it is in flight
@@ -244,7 +248,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         if not self.replay:
             return []
         head = self.replay.select(max_positions)
-        if self.allow_out_of_order:
+        if self.allow_out_of_order or not self.replay_filter:
             return head
         return self._filter_replay(head)
 
@@ -271,11 +275,13 @@ class ClassicDispatcher(KeySharedDispatcher):
         return kept
 
     def _normal_read_allowed(self) -> bool:
-        """A normal read needs a consumer that is not a recent joiner and has permits
-        (``hasConsumersNeededNormalRead``, apache/pulsar#7105), unless nothing waits for replay."""
-        if not self.replay.positions or self.recently_joined is None:
-            return True
+        """``hasConsumersNeededNormalRead`` (#22245): a consumer that is not blocked on unacked messages, not
+        recently joined and has permits. Recent joiners cannot take anything a normal read brings (it all lies at
+        or above their join position), so without such a consumer the read would only be discarded. Before
+        #22245 a normal read is always allowed."""
         joined = self.recently_joined
+        if joined is None or not self.replay_filter:
+            return True
         return any(not c.blocked_on_unacked and c not in joined and c.permits > 0 for c in self.consumers.values())
 
     # -- dispatch ------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The classic dispatcher's recently-joined gates, per release: #23795 (sort), #23802 (no joiner while a rewind
-is pending), #24634 (the sort check compares the last two), and the replay read a removal leaves in flight.
+"""The classic dispatcher's gates, per release: #23795 (sort), #23802 (no joiner while a rewind is pending), #24634
+(the sort check compares the last two), #22245 (replay filter, normal-read condition), and the replay read a
+removal leaves in flight.
 
 Pulsar's own expectations come from ``pulsar_vectors.RECENTLY_JOINED_SORT``; the rest is what the release source
 does, read at the releases named in each test (``reference_model/versions.py`` has the sources).
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from pulsar_vectors import RECENTLY_JOINED_SORT, RecentlyJoinedSortVector
+from test_dispatch_classic import Harness, future_keys
 
 from reference_model.broker import ModelBroker
 from reference_model.keyshared.classic import REMOVAL_REPLAY_READ_MS, record_joiner
@@ -117,3 +119,65 @@ def test_the_replay_read_a_removal_issues_completes_when_the_clock_moves() -> No
     while c2.receive(0) is not None:
         got += 1
     assert got == held  # c1's messages, replayed to c2
+
+
+# apache/pulsar#22245 (3.0.5, 3.3.0; never in 2.10, 2.11, 3.1, 3.2): the replay filter and the normal-read condition.
+REPLAY_FILTER = [("2.10.6", False), ("2.11.4", False), ("3.0.4", False), ("3.0.5", True), ("3.2.4", False),
+                 ("3.3.0", True), ("4.0.14", True)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("version", "filtered"), REPLAY_FILTER)
+def test_replay_positions_a_joiner_cannot_take_are_read_again_only_before_22245(version: str, filtered: bool) -> None:
+    h = Harness(version)
+    c1 = h.consumer("c1")
+    [k] = future_keys(h, "c2", 1)
+    h.publish(b"x0", b"x1")  # held at c1: c2 will be a recent joiner
+    h.consumer("c2")
+    [p] = h.publish(k)  # at or above c2's join position: it waits in the replay queue
+    assert p in h.dispatcher.replay and h.sent["c2"] == []
+    before = h.dispatcher.entries_replayed
+    h.dispatcher.read_more_entries()
+    assert h.dispatcher.entries_replayed - before == (0 if filtered else 1)  # read and discarded again
+    assert h.sent["c2"] == [] and c1.permits > 0
+
+
+@pytest.mark.parametrize(("version", "filtered"), REPLAY_FILTER)
+def test_a_normal_read_needs_a_consumer_that_is_not_a_recent_joiner_from_22245(version: str, filtered: bool) -> None:
+    h = Harness(version)
+    c1 = h.consumer("c1", permits=2)
+    h.publish(b"x0", b"x1")  # c1 holds both and has no permits left
+    c2 = h.consumer("c2")
+    assert c2 in (h.dispatcher.recently_joined or {}) and c1.permits == 0
+    read_from = h.cursor.read_position
+    h.publish(b"y")
+    assert (h.cursor.read_position == read_from) is filtered
+
+
+@pytest.mark.parametrize(("version", "bounded"), [(v, f) for v, f in REPLAY_FILTER if v != "2.11.4"])
+def test_pulsars_no_repeated_read_and_discard_holds_only_from_22245(version: str, bounded: bool) -> None:
+    """``KeySharedSubscriptionTest.testNoRepeatedReadAndDiscard`` came with #22245: c1 (queue 10) gets 100 messages
+    over 10 keys, c2 (queue 10) joins, 100 more; everything is delivered and the replay reads stay within twice
+    the messages. Before #22245 the classic dispatcher reads the joiner's replay entries again and again."""
+    broker = ModelBroker(pulsar_version=version, implementation="classic")
+    c1 = broker.subscribe(TOPIC, SUB, consumer_name="c1", receiver_queue_size=10)
+    producer = broker.create_producer(TOPIC)
+    for i in range(100):
+        producer.send(str(i).encode(), partition_key=f"key-{i % 10}")
+    c2 = broker.subscribe(TOPIC, SUB, consumer_name="c2", receiver_queue_size=10)
+    for i in range(100, 200):
+        producer.send(str(i).encode(), partition_key=f"key-{i % 10}")
+    got: set[int] = set()
+    for _ in range(10_000):
+        progress = False
+        for consumer in (c1, c2):
+            while (msg := consumer.receive(0)) is not None:
+                got.add(int(msg.data()))
+                consumer.acknowledge(msg)
+                progress = True
+        if not progress:
+            if broker.clock.next_due_ns() is None:
+                break
+            broker.advance(10)
+    dispatcher = broker._dispatcher(TOPIC, SUB)
+    assert got == set(range(200))
+    assert (dispatcher.entries_replayed <= 2 * 200) is bounded
