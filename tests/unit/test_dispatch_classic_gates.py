@@ -12,7 +12,7 @@ import pytest
 from pulsar_vectors import RECENTLY_JOINED_SORT, RecentlyJoinedSortVector
 from test_dispatch_classic import Harness, future_keys
 
-from reference_model.broker import ModelBroker
+from reference_model.broker import ModelBroker, ModelConsumer
 from reference_model.keyshared.classic import REMOVAL_REPLAY_READ_MS, record_joiner
 from reference_model.storage import Position
 from reference_model.versions import parse_version
@@ -181,3 +181,54 @@ def test_pulsars_no_repeated_read_and_discard_holds_only_from_22245(version: str
     dispatcher = broker._dispatcher(TOPIC, SUB)
     assert got == set(range(200))
     assert (dispatcher.entries_replayed <= 2 * 200) is bounded
+
+
+@pytest.mark.parametrize("version", ["3.0.9", "3.0.17", "3.3.4", "3.3.9", "4.0.2", "4.0.14", "4.2.1"])
+def test_pulsars_recent_join_queue_is_in_order_after_rewind(version: str) -> None:
+    """``NonEntryCacheKeySharedSubscriptionV30Test.testRecentJoinQueueIsInOrderAfterRewind`` (came with #23802; read
+    in the 4.x copy, classic implementation): 300 messages with distinct keys, c1 and c2 acknowledge, c3 holds; c3
+    closes (its replay read is held), c1 and c2 close, 40 consumers join while messages keep coming (300 more at
+    the 11th, whose messages the first joiner keeps acknowledging); the held read is released once a joiner is
+    recorded behind a read position past the first unacknowledged entry. Pulsar expects the recently joined map
+    in order at the end. With #23802 nobody is recorded while the rewind waits, so the read is never released."""
+    broker = ModelBroker(pulsar_version=version, implementation="classic")
+    producer = broker.create_producer(TOPIC)
+    sent = 0
+
+    def publish(count: int = 1) -> None:
+        nonlocal sent
+        for _ in range(count):
+            producer.send(str(sent).encode(), partition_key=str(sent))
+            sent += 1
+
+    def ack_all(consumer: ModelConsumer) -> None:
+        while (msg := consumer.receive(0)) is not None:
+            consumer.acknowledge(msg)
+
+    first = [
+        broker.subscribe(TOPIC, SUB, consumer_name=f"c{i}", receiver_queue_size=100, initial_position="Earliest")
+        for i in (1, 2, 3)
+    ]
+    publish(300)
+    ack_all(first[0])
+    ack_all(first[1])
+    dispatcher = broker._dispatcher(TOPIC, SUB)
+    first_waiting = dispatcher.log.next_valid_position(dispatcher.cursor.mark_delete_position)
+    first[2].close()
+    assert dispatcher.has_pending_read
+    first[0].close()
+    first[1].close()
+    joiners: list[ModelConsumer] = []
+    released = False
+    for i in range(40):
+        joiners.append(broker.subscribe(TOPIC, SUB))
+        publish()
+        if i == 10:
+            publish(300)
+        if i >= 10:
+            ack_all(joiners[0])
+        if not released and dispatcher.recently_joined and dispatcher.cursor.read_position > first_waiting:
+            released = broker.complete_pending_read(TOPIC, SUB)
+    positions = list(dispatcher.recently_joined.values())
+    assert positions == sorted(positions)
+    assert not released and dispatcher.recently_joined_sorts == 0
