@@ -114,13 +114,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
              implementation="classic", gate=PIP_379),
     KnownBug("23327-same-name-keys-move", "apache/pulsar#23327", "apache/pulsar#23327",
              _history(CONSISTENT_HASHING_NAME_INDEX, never=("2.10",)), gate=CONSISTENT_HASHING_NAME_INDEX),
-    KnownBug("23795-recently-joined-order", "apache/pulsar#23795", "apache/pulsar#23795",
-             _history(CLASSIC_RECENTLY_JOINED_SORTED), implementation="classic", gate=CLASSIC_RECENTLY_JOINED_SORTED,
-             shown="a race: the map goes out of order only when every consumer leaves while a normal read is in"
-             " flight, so the cursor rewind waits for the read and a joiner records the old read position; the"
-             " model reads synchronously and forces that interleaving only through hold_reads, which a client"
-             " cannot drive (tests/model/test_known_bugs.py shows the stall on 3.0.8 and 4.0.1 and its absence on"
-             " 3.0.9 and 4.0.2); the case needs a broker whose read is in flight at that moment"),
+    KnownBug("23795-recently-joined-order", "apache/pulsar#23795", "apache/pulsar#23795 and #23802",
+             _history(CLASSIC_RECENTLY_JOINED_SORTED), implementation="classic", gate=CLASSIC_RECENTLY_JOINED_SORTED),
     KnownBug("24730-sticky-gaps", "apache/pulsar#24730", "apache/pulsar#24730", _history(STICKY_GAP_FIX),
              gate=STICKY_GAP_FIX),
 )  # fmt: skip

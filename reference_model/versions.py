@@ -21,6 +21,9 @@ from reference_model.errors import UnknownVersion
 
 __all__ = [
     "CLASSIC_RECENTLY_JOINED_SORTED",
+    "CLASSIC_REPLAY_FILTER",
+    "CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING",
+    "CLASSIC_SORT_CHECKS_LAST_TWO",
     "CONSISTENT_HASHING_NAME_INDEX",
     "CONSISTENT_HASHING_NUL_SEPARATOR",
     "DEDUP_CHUNKS_JUDGED_AT_LAST",
@@ -178,7 +181,10 @@ NO_KEY_FALLBACK = Fix("no-key fallback producerName-sequenceId", "apache/pulsar#
 MIN_SELECTOR_VERSION = PulsarVersion(2, 10, 0)
 #: Oldest release the model (``ModelBroker``, the ``model:VERSION`` target) reproduces.
 MIN_MODEL_VERSION = MIN_SELECTOR_VERSION
-#: Classic dispatcher re-sorts recently joined consumers by position (a stuck subscription otherwise).
+#: Classic dispatcher re-sorts recently joined consumers by position after each join, when the last two are out of
+#: order (``sortRecentlyJoinedConsumersIfNeeded``); before it an out-of-order map could stall the subscription for
+#: good. As first shipped the check compared the wrong pair (see :data:`CLASSIC_SORT_CHECKS_LAST_TWO`).
+#: The PR carries the release/3.0.9, release/3.3.4 and release/4.0.2 labels.
 CLASSIC_RECENTLY_JOINED_SORTED = Fix(
     "recently joined consumers sorted", "apache/pulsar#23795", ("3.0.9", "3.3.4", "4.0.2")
 )
@@ -266,6 +272,33 @@ DEDUP_SYSTEM_TOPICS_EXCLUDED = Fix(
 DEDUP_REPLICATED_BY_SOURCE_POSITION = Fix(
     "replicated messages deduplicated by source position", "apache/pulsar#23697", ("3.0.11", "3.3.5", "4.0.3")
 )
+#: Classic dispatcher: a consumer joining while a cursor rewind waits for an in-flight read (every consumer left
+#: while a read was in flight) is not recorded as recently joined; before, it recorded the read position from before
+#: the rewind, and a later joiner a lower one, so the map went out of order (the cause of #23795's stall).
+#: The PR carries the release/3.0.9, release/3.3.4 and release/4.0.2 labels (same releases as #23795).
+CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING = Fix(
+    "no recently joined entry while a rewind is pending", "apache/pulsar#23802", ("3.0.9", "3.3.4", "4.0.2")
+)
+#: ``sortRecentlyJoinedConsumersIfNeeded`` compares the last two entries. As shipped with #23795 its loop lost the
+#: previous entry on the second step: with two entries it never sorted, with three it compared the third with the
+#: second the wrong way round (sorting an ordered map, not sorting a disordered one), from four on it was right.
+#: Releases: the release notes of 4.0.7 and 4.1.1 (apache/pulsar-site ``pulsar-4.0.7.md``, ``pulsar-4.1.1.md``, both
+#: 2025-09-27) list #24634; the PR carries the release/3.0.14, release/3.3.9 and release/4.0.7 labels, but the
+#: 3.0.14 and 3.3.9 notes do not list it, so those two rest on the labels alone. 4.1.0 does not have it.
+CLASSIC_SORT_CHECKS_LAST_TWO = Fix(
+    "recently joined sort checks the last two", "apache/pulsar#24634", ("3.0.14", "3.3.9", "4.0.7", "4.1.1")
+)
+#: Classic dispatcher: the replay positions are filtered before they are read (``filterOutEntriesWillBeDiscarded``:
+#: per consumer, what its permits and the recently-joined rule let it take now), and a normal read is issued only
+#: if some consumer needs one (``hasConsumersNeededNormalRead``: a consumer not blocked, not recently joined, with
+#: permits); before, every replay position was read and what could not be sent went back, and a normal read
+#: followed whenever the replay queue gave nothing. Releases: ``pulsar-3.0.5.md`` (2024-05-17) lists #22245; it was
+#: merged to master in March 2024, so 3.3.0 has it. The PR carries the release/2.10.7 and release/2.11.5 labels,
+#: but neither release was made (2.10 ends at 2.10.6, 2.11 at 2.11.4), and no 3.1 or 3.2 label: those lines never
+#: shipped it.
+CLASSIC_REPLAY_FILTER = Fix(
+    "replay filtered before reading, normal read only when needed", "apache/pulsar#22245", ("3.0.5", "3.3.0")
+)
 
 #: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
 GATES: tuple[Fix, ...] = (
@@ -285,4 +318,7 @@ GATES: tuple[Fix, ...] = (
     DEDUP_SNAPSHOT_AFTER_REPLAY,
     DEDUP_SYSTEM_TOPICS_EXCLUDED,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING,
+    CLASSIC_SORT_CHECKS_LAST_TWO,
+    CLASSIC_REPLAY_FILTER,
 )

@@ -9,30 +9,87 @@ Follows ``PersistentStickyKeyDispatcherMultipleConsumersClassic`` (= the 3.x dis
   position ``P`` (``readPositionWhenJoining`` in its stats) and may only receive entries *below* ``P`` until the
   mark-delete position reaches ``P``. For replay reads ``P`` is lowered to the oldest recorded position (#8292).
   Entries are dropped from the map in order while ``P <= nextValid(markDelete)``, stopping at the first that is
-  not; before apache/pulsar#23795 (3.0.9 / 3.3.4 / 4.0.2, with apache/pulsar#23802 in the same releases) the map
-  was neither kept sorted nor protected from a rewind pending at join time, and an out-of-order map could stall
-  the subscription for good.
+  not, so an out-of-order map stalls the subscription for good. Three gates (:func:`record_joiner`): before
+  apache/pulsar#23802 (3.0.9 / 3.3.4 / 4.0.2) a consumer joining while a cursor rewind waits for an in-flight read
+  records the read position from before the rewind, and a consumer joining after the rewind a lower one; before
+  apache/pulsar#23795 (same releases) the map is never re-sorted; from #23795 until apache/pulsar#24634
+  (3.0.14 / 3.3.9 / 4.0.7 / 4.1.1) the re-sort check compares the wrong pair of entries.
+* **The read a removal triggers is in flight.** When a consumer leaves and others remain, its pending entries go
+  to the replay queue and Pulsar issues an asynchronous replay read for them; consumers closed at the same moment
+  find it in flight, and if they are the last, the next consumer's cursor rewind waits for it
+  (``shouldRewindBeforeReadingOrReplaying``). The model completes that read after
+  :data:`REMOVAL_REPLAY_READ_MS` of simulated time (synchronously without a clock), so clients closing every
+  consumer in one instant get the interleaving of #23802 the way Pulsar's clients do.
 * **Coarse blocking**: in a normal read, if *any* slot of the entries grouped for a consumer has something in the
   replay queue, *none* of them are sent to it (PIP-379 blocks per slot).
 * Permits are compared with the number of *entries* for a consumer, capped by ``maxUnacked - unacked``.
 * The replay filter (``filterOutEntriesWillBeDiscarded``) takes the first positions of the replay queue and keeps,
-  per consumer, what its permits and the recently-joined rule allow.
+  per consumer, what its permits and the recently-joined rule allow; a normal read needs a consumer that is not
+  blocked, not recently joined and has permits (``hasConsumersNeededNormalRead``). Both came with
+  apache/pulsar#22245 (3.0.5, 3.3.0); before, every replay position was read and a normal read always allowed.
 * Look-ahead: when a round sent nothing and nobody joined recently, the next replay is skipped once
   (``isDispatcherStuckOnReplays``); there is no look-ahead limit, so the replay queue can grow without bound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Hashable, Sequence
+from typing import Any, TypeVar
 
 from reference_model.keyshared.consumer import DispatchConsumer
 from reference_model.keyshared.dispatcher import KeySharedDispatcher, ReadType
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position, format_position
-from reference_model.versions import CLASSIC_RECENTLY_JOINED_SORTED
+from reference_model.versions import (
+    CLASSIC_RECENTLY_JOINED_SORTED,
+    CLASSIC_REPLAY_FILTER,
+    CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING,
+    CLASSIC_SORT_CHECKS_LAST_TWO,
+    PulsarVersion,
+)
 
-__all__ = ["ClassicDispatcher"]
+__all__ = ["REMOVAL_REPLAY_READ_MS", "ClassicDispatcher", "record_joiner"]
+
+#: Simulated time a replay read issued by a consumer removal stays in flight.
+REMOVAL_REPLAY_READ_MS = 1
+
+K = TypeVar("K", bound=Hashable)
+
+
+def record_joiner(joined: dict[K, Position], consumer: K, position: Position, version: PulsarVersion) -> bool:
+    """Record ``consumer`` as recently joined at ``position`` and re-sort as ``version`` does; return whether
+    it sorted (``recentlyJoinedConsumers.put`` + ``sortRecentlyJoinedConsumersIfNeeded``).
+
+    Before #23795 nothing is sorted. With #23795 the map is sorted by position (stably) when the check finds the
+    last entries out of order; as first shipped the check's loop dropped the previous entry on its second step,
+    so it compares the right pair only from four entries on (never with two; with three, the third against the
+    second the wrong way round), fixed by #24634.
+    """
+    joined[consumer] = position
+    if not version.has(CLASSIC_RECENTLY_JOINED_SORTED) or len(joined) == 1:
+        return False
+    earlier: Position | None = None
+    later: Position | None = None
+    if version.has(CLASSIC_SORT_CHECKS_LAST_TWO):
+        for value in joined.values():
+            if earlier is None:
+                earlier = value
+            elif later is None:
+                later = value
+            else:
+                earlier, later = later, value
+    else:
+        for value in joined.values():
+            if earlier is None:
+                earlier = value
+            else:
+                earlier, later = later, value
+    if earlier is None or later is None or not earlier > later:
+        return False
+    ordered = sorted(joined.items(), key=lambda item: item[1])
+    joined.clear()
+    joined.update(ordered)
+    return True
 
 
 class ClassicDispatcher(KeySharedDispatcher):
@@ -43,7 +100,12 @@ class ClassicDispatcher(KeySharedDispatcher):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.recently_joined: dict[DispatchConsumer, Position] | None = None if self.allow_out_of_order else {}
-        self.sort_recently_joined = self.version.has(CLASSIC_RECENTLY_JOINED_SORTED)
+        self.skip_joiners_while_rewinding = self.version.has(CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING)
+        self.replay_filter = self.version.has(CLASSIC_REPLAY_FILTER)
+        #: how many times joining re-sorted the recently joined map (Pulsar logs an error each time)
+        self.recently_joined_sorts = 0
+        #: positions of the replay read a removal issued, while it is in flight
+        self._in_flight_replay: list[Position] = []
 
     # -- membership ----------------------------------------------------------------------------------------
     def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
@@ -54,22 +116,10 @@ class ClassicDispatcher(KeySharedDispatcher):
             joined is not None
             and len(self.consumers) > 1
             and self.cursor.entries_since_first_not_acked() > 1
-            and not (self.sort_recently_joined and self.should_rewind)
+            and not (self.skip_joiners_while_rewinding and self.should_rewind)
+            and record_joiner(joined, consumer, read_position, self.version)
         ):
-            joined[consumer] = read_position
-            if self.sort_recently_joined:
-                self._sort_recently_joined()
-
-    def _sort_recently_joined(self) -> None:
-        """``sortRecentlyJoinedConsumersIfNeeded``: re-sort if the last two positions are out of order."""
-        joined = self.recently_joined
-        if joined is None or len(joined) < 2:
-            return
-        values = list(joined.values())
-        if values[-2] > values[-1]:
-            ordered = sorted(joined.items(), key=lambda item: item[1])
-            joined.clear()
-            joined.update(ordered)
+            self.recently_joined_sorts += 1
 
     def _after_remove(self, consumer: DispatchConsumer, impacted: Any) -> None:
         joined = self.recently_joined
@@ -78,6 +128,43 @@ class ClassicDispatcher(KeySharedDispatcher):
             if len(self.consumers) == 1:
                 joined.clear()
             self._remove_from_recently_joined()
+
+    def _read_after_removal(self) -> None:
+        """Issue the replay read for the leaving consumer's entries as an in-flight read (see the module doc)."""
+        if self._schedule is None or self._pending_read is not None or self._in_read or not self.replay:
+            self.read_more_entries()
+            return
+        to_read = min(self.available_permits_total(), self.settings.max_read_batch_size, self._max_entries_read_limit())
+        positions = self._replay_candidates(to_read) if to_read > 0 else []
+        if not positions:
+            self.read_more_entries()
+            return
+        self._in_flight_replay = positions
+        self._pending_read = (ReadType.REPLAY, None)
+        pending = self._pending_read
+
+        def complete() -> None:
+            if self._pending_read is pending:
+                self.complete_pending_read()
+
+        self._schedule(REMOVAL_REPLAY_READ_MS, complete)
+
+    def _complete_replay_read(self) -> None:
+        """``readEntriesComplete`` of the in-flight replay read: with no consumer the entries are dropped and the
+        cursor rewound (``trySendMessagesToConsumers``); else they are dispatched, then reading goes on."""
+        positions, self._in_flight_replay = self._in_flight_replay, []
+        if not self.consumers:
+            self.cursor.rewind()
+            return
+        entries = [self.log.get(p) for p in positions if not self.cursor.is_deleted(p)]
+        if entries:
+            self.entries_replayed += len(entries)
+            self._in_read = True
+            try:
+                self._send_entries(ReadType.REPLAY, entries)
+            finally:
+                self._in_read = False
+        self.read_more_entries()
 
     def _after_last_removed(self, consumer: DispatchConsumer) -> None:
         if self.recently_joined is not None:
@@ -161,7 +248,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         if not self.replay:
             return []
         head = self.replay.select(max_positions)
-        if self.allow_out_of_order:
+        if self.allow_out_of_order or not self.replay_filter:
             return head
         return self._filter_replay(head)
 
@@ -188,11 +275,13 @@ class ClassicDispatcher(KeySharedDispatcher):
         return kept
 
     def _normal_read_allowed(self) -> bool:
-        """A normal read needs a consumer that is not a recent joiner and has permits
-        (``hasConsumersNeededNormalRead``, apache/pulsar#7105), unless nothing waits for replay."""
-        if not self.replay.positions or self.recently_joined is None:
-            return True
+        """``hasConsumersNeededNormalRead`` (#22245): a consumer that is not blocked on unacked messages, not
+        recently joined and has permits. Recent joiners cannot take anything a normal read brings (it all lies at
+        or above their join position), so without such a consumer the read would only be discarded. Before
+        #22245 a normal read is always allowed."""
         joined = self.recently_joined
+        if joined is None or not self.replay_filter:
+            return True
         return any(not c.blocked_on_unacked and c not in joined and c.permits > 0 for c in self.consumers.values())
 
     # -- dispatch ------------------------------------------------------------------------------------------

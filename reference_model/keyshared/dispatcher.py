@@ -138,6 +138,11 @@ class KeySharedDispatcher(ABC):
             return
         self._release_pending(consumer)
         self._after_remove(consumer, impacted)
+        self._read_after_removal()
+
+    def _read_after_removal(self) -> None:
+        """The read a removal triggers (``removeConsumer`` -> ``readMoreEntries``); implementations may issue it as
+        an in-flight read."""
         self.read_more_entries()
 
     def _release_pending(self, consumer: DispatchConsumer) -> None:
@@ -389,6 +394,12 @@ class KeySharedDispatcher(ABC):
         last = self.log._last  # ``cursor.has_more_entries()``
         if last is None or cursor.read_position > last:
             return replay.version != version_before
+        if self.should_rewind:
+            # a rewind deferred by an in-flight replay read (every consumer left while it was in flight): Pulsar's
+            # next normal read completes, drops its entries and rewinds (``readEntriesComplete``); the same as
+            # rewinding before reading
+            cursor.rewind()
+            self.should_rewind = False
         queued = replay.positions
         return self._normal_read(to_read, queued[0] if queued else None)
 
@@ -472,8 +483,11 @@ class KeySharedDispatcher(ABC):
         """Complete the in-flight normal read, if any (``readEntriesComplete``); return whether there was one."""
         if self._pending_read is None:
             return False
-        _read_type, min_replayed = self._pending_read
+        read_type, min_replayed = self._pending_read
         self._pending_read = None
+        if read_type is ReadType.REPLAY:
+            self._complete_replay_read()
+            return True
         if not self.consumers:
             return True
         if self.should_rewind:
@@ -491,6 +505,10 @@ class KeySharedDispatcher(ABC):
             self._in_read = False
         self.read_more_entries()
         return True
+
+    def _complete_replay_read(self) -> None:
+        """Complete an in-flight replay read (only implementations that issue one have it)."""
+        self.read_more_entries()
 
     def release_reads(self) -> None:
         """Stop holding reads; complete the in-flight one and dispatch normally again."""

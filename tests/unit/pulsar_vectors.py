@@ -20,12 +20,14 @@ __all__ = [
     "DEDUP_FLAGS",
     "IS_DUPLICATE",
     "NEWEST_PATCHES",
+    "RECENTLY_JOINED_SORT",
     "SNAPSHOT_CACHE",
     "STICKY_GAPS",
     "ConsistentHashingVector",
     "DedupFlagVector",
     "DedupStep",
     "IsDuplicateVector",
+    "RecentlyJoinedSortVector",
     "SnapshotCacheVector",
     "StickyGapVector",
     "releases",
@@ -274,3 +276,39 @@ DEDUP_FLAGS: tuple[DedupFlagVector, ...] = (
         False,
     ),
 )
+
+
+@dataclass(frozen=True)
+class RecentlyJoinedSortVector:
+    """The classic dispatcher's recently joined map after joins (``PersistentStickyKeyDispatcherMultipleConsumers``
+    ``ClassicTest``): a first consumer joins (never recorded), then each of ``joins`` at the cursor read position
+    given; ``expected`` is the map in order, ``sorts`` how many times it was re-sorted (``None``: not asserted)."""
+
+    test: str
+    read_at: tuple[str, ...]
+    joins: tuple[tuple[str, tuple[int, int]], ...]
+    expected: tuple[tuple[str, tuple[int, int]], ...]
+    sorts: int | None = None
+
+
+RECENTLY_JOINED_SORT: tuple[RecentlyJoinedSortVector, ...] = (
+    # apache/pulsar#23795 added the test (3.0.9 / 3.3.4 / 4.0.2). Read in two copies with the same literal values: a
+    # branch-3.0 copy of PersistentStickyKeyDispatcherMultipleConsumersTest (PositionImpl API) and the 4.x copy of
+    # PersistentStickyKeyDispatcherMultipleConsumersClassicTest that also carries #24634's test (4.0.7 and later).
+    # It passes with either version of the sort check (the first one sorts at c5's join, the second at c3's and c5's).
+    RecentlyJoinedSortVector(
+        "PersistentStickyKeyDispatcherMultipleConsumersClassicTest.testSortRecentlyJoinedConsumersIfNeeded",
+        ("3.0.9", "3.0.13", "3.0.14", "3.0.17", "3.3.4", "3.3.9", "4.0.2", "4.0.6", "4.0.7", "4.0.14", "4.1.0",
+         "4.1.3"),
+        (("c1", (4, 1)), ("c2", (5, 2)), ("c3", (5, 1)), ("c4", (5, 3)), ("c5", (4, 2)), ("c6", (6, 1))),
+        (("c1", (4, 1)), ("c5", (4, 2)), ("c3", (5, 1)), ("c2", (5, 2)), ("c4", (5, 3)), ("c6", (6, 1))),
+    ),
+    # apache/pulsar#24634 added the test; read in the 4.x copy. Positions 1:1, 1:1, 1:2 are in order: no sort.
+    RecentlyJoinedSortVector(
+        "PersistentStickyKeyDispatcherMultipleConsumersClassicTest.testSkipSortRecentlyJoinedConsumersIfNotNeeded",
+        ("3.0.14", "3.0.17", "3.3.9", "4.0.7", "4.0.14", "4.1.1", "4.1.3"),
+        (("c1", (1, 1)), ("c2", (1, 1)), ("c3", (1, 2))),
+        (("c1", (1, 1)), ("c2", (1, 1)), ("c3", (1, 2))),
+        sorts=0,
+    ),
+)  # fmt: skip
