@@ -17,6 +17,8 @@ Follows ``PersistentStickyKeyDispatcherMultipleConsumersClassic`` (= the 3.x dis
 * Permits are compared with the number of *entries* for a consumer, capped by ``maxUnacked - unacked``.
 * The replay filter (``filterOutEntriesWillBeDiscarded``) takes the first positions of the replay queue and keeps,
   per consumer, what its permits and the recently-joined rule allow.
+* An entry whose hash no consumer owns waits in the replay queue; before apache/pulsar#14014 (2.8.3 / 2.9.3) a
+  normal read dropped it (never redelivered until the topic was reloaded).
 * Look-ahead: when a round sent nothing and nobody joined recently, the next replay is skipped once
   (``isDispatcherStuckOnReplays``); there is no look-ahead limit, so the replay queue can grow without bound.
 """
@@ -30,7 +32,7 @@ from reference_model.keyshared.consumer import DispatchConsumer
 from reference_model.keyshared.dispatcher import KeySharedDispatcher, ReadType
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position, format_position
-from reference_model.versions import CLASSIC_RECENTLY_JOINED_SORTED
+from reference_model.versions import CLASSIC_RECENTLY_JOINED_SORTED, CLASSIC_UNSELECTED_TO_REPLAY
 
 __all__ = ["ClassicDispatcher"]
 
@@ -44,6 +46,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         super().__init__(**kwargs)
         self.recently_joined: dict[DispatchConsumer, Position] | None = None if self.allow_out_of_order else {}
         self.sort_recently_joined = self.version.has(CLASSIC_RECENTLY_JOINED_SORTED)
+        self.unselected_to_replay = self.version.has(CLASSIC_UNSELECTED_TO_REPLAY)
 
     # -- membership ----------------------------------------------------------------------------------------
     def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
@@ -196,6 +199,17 @@ class ClassicDispatcher(KeySharedDispatcher):
         return any(not c.blocked_on_unacked and c not in joined and c.permits > 0 for c in self.consumers.values())
 
     # -- dispatch ------------------------------------------------------------------------------------------
+    def _unselected(self, read_type: ReadType, position: Position, slot: int) -> None:
+        """An entry whose hash no consumer owns (a STICKY range nobody holds) waits in the replay queue.
+
+        Before apache/pulsar#14014 (2.8.3 / 2.9.3) a normal read released it and moved on: the entry stayed
+        unacknowledged, was never read again and the subscription looked stuck until the topic was reloaded. A
+        replay read left it in the replay queue (only sent positions were removed), as now.
+        """
+        if read_type is ReadType.NORMAL and not self.unselected_to_replay:
+            return
+        self._add_to_replay(position, slot)
+
     def _send_one(self, read_type: ReadType, entry: Entry) -> int:
         """:meth:`_send_entries` for a round of one entry (every publish on the client surface), without tables."""
         slot = self._slots.get(entry.sticky_key)
@@ -204,7 +218,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         consumer = self.select(slot)
         sent = 0
         if consumer is None:
-            self._add_to_replay(entry.position, slot)
+            self._unselected(read_type, entry.position, slot)
         else:
             position = entry.position
             permits = self.available_permits(consumer)
@@ -229,7 +243,7 @@ class ClassicDispatcher(KeySharedDispatcher):
             slot = slot_of(entry)
             consumer = self.select(slot)
             if consumer is None:
-                self._add_to_replay(entry.position, slot)
+                self._unselected(read_type, entry.position, slot)
                 continue
             grouped.setdefault(consumer, []).append((entry, slot))
             slots_by_consumer.setdefault(consumer, set()).add(slot)

@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 
 import conformance.expectations
-from conformance.known_bugs import KNOWN_BUGS
+from conformance.known_bugs import GATED_CASES, KNOWN_BUGS
 from pytest_keyshared.expectations import bundled_expectations, load_expectations
-from reference_model.versions import RELEASES
+from reference_model.versions import MIN_MODEL_VERSION, RELEASES
 
 FOLDER = Path(conformance.expectations.__file__).parent
 #: (target, its file or None when the target passes everything)
 TARGETS = [
+    ("model:2.8", "model-2.8.toml"),
     ("model:2.10", "model-2.10.toml"),
     ("model:3.0", "model-3.0.toml"),
     ("model:3.3", "model-3.3.toml"),
@@ -36,7 +37,8 @@ TARGETS = [
 
 def _expected_failures(major: int, minor: int, implementation: str) -> set[str]:
     release = f"{major}.{minor}.{RELEASES[(major, minor)]}"
-    return {f"known-bugs/{b.case}" for b in KNOWN_BUGS if b.shown is None and b.affects(release, implementation)}
+    known = {f"known-bugs/{b.case}" for b in KNOWN_BUGS if b.shown is None and b.affects(release, implementation)}
+    return known | {g.case for g in GATED_CASES if g.affects(release)}
 
 
 @pytest.mark.parametrize("path", sorted(FOLDER.glob("model-*.toml")), ids=lambda p: p.name)
@@ -53,7 +55,7 @@ def test_each_model_file_says_what_the_fix_history_says(path: Path) -> None:
 @pytest.mark.parametrize("line", sorted(RELEASES), ids=lambda line: f"{line[0]}.{line[1]}")
 def test_every_line_with_a_known_bug_at_its_newest_patch_ships_a_file(line: tuple[int, int]) -> None:
     major, minor = line
-    if (major, minor) < (2, 10):
+    if (major, minor) < MIN_MODEL_VERSION.line:
         return
     for implementation in ("classic", "pip379") if major >= 4 else ("classic",):
         target = f"model:{major}.{minor}" + (":classic" if implementation == "classic" and major >= 4 else "")
