@@ -7,7 +7,7 @@ point is named, what happens when two points collide, and how stats print the ra
 =====================================  ================================  ==========================================
 era                                    ring key / ring position          collisions
 =====================================  ================================  ==========================================
-2.10 - 3.0.2, 3.1, 3.2.0               ``name + i``, full 31-bit hash    per-point list sorted by name;
+2.8 - 3.0.2, 3.1, 3.2.0                ``name + i``, full 31-bit hash    per-point list sorted by name;
 (:class:`CollisionListRingSelector`)                                     ``select`` takes ``list[h % len(list)]``
 3.0.3 - 3.0.6, 3.2.1 - 3.3.1           ``name + "\\0" + i``              same (apache/pulsar#22053)
 3.0.7+, 3.3.2+                         ``name\\0index\\0i``              later add replaces (``put``); removal
@@ -324,7 +324,7 @@ class NameIndexRingSelector(_RingSelector):
 
 
 class CollisionListRingSelector(_RingSelector):
-    """Pulsar 2.10 to 3.0.6 / 3.3.1: every colliding consumer stays on the point; ``select`` picks by hash.
+    """Pulsar 2.8 to 3.0.6 / 3.3.1: every colliding consumer stays on the point; ``select`` picks by hash.
 
     Follows ``ConsistentHashingStickyKeyConsumerSelector`` from apache/pulsar#8396 to #23327.  A point's consumers
     are kept sorted by name (stable: equal names in arrival order) and ``select(h)`` returns
