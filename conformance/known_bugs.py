@@ -117,12 +117,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("21656-joiners-with-replay", "apache/pulsar#21656", "apache/pulsar#23352 (PIP-379)", _PIP_379,
              implementation="classic", gate=PIP_379),
     KnownBug("22050-ring-name-collision", "apache/pulsar#22050", "apache/pulsar#22053",
-             _history(CONSISTENT_HASHING_NUL_SEPARATOR, never=("2.10",)), gate=CONSISTENT_HASHING_NUL_SEPARATOR,
-             shown="the collision changes only which of the two consumers owns the keys of the shared ring points,"
-             " as the claimed release's own selector does, and no ordering or exclusivity rule breaks; it shows in"
-             " the stats (overlapping keyHashRanges of consumer1 and consumer11, 10 shared points of 100), which a"
-             " case run does not read: the case needs a broker whose ring points collide to break exclusivity,"
-             " and the unit test tests/unit/test_selector_consistent_hashing.py pins the collision per release"),
+             _history(CONSISTENT_HASHING_NUL_SEPARATOR, never=("2.10",)), gate=CONSISTENT_HASHING_NUL_SEPARATOR),
     KnownBug("23212-keyless-redelivery", "apache/pulsar#23212", "apache/pulsar#23219",
              _history(NO_KEY_FALLBACK, never=("3.0", "3.3")), gate=NO_KEY_FALLBACK),
     KnownBug("23307-ordering-after-reconnects", "apache/pulsar#23307", "apache/pulsar#23352 (PIP-379)", _PIP_379,
