@@ -109,9 +109,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
              _history(CLASSIC_UNSELECTED_TO_REPLAY), implementation="classic", gate=CLASSIC_UNSELECTED_TO_REPLAY),
     KnownBug("20899-second-message-after-join", "apache/pulsar#20899", "none (the issue is open)", {},
              implementation="classic",
-             shown="not a confirmed bug: with one consumer a second message of an unacknowledged key is delivered by"
-             " design (the maintainers' reading in the issue); the case pins the two-consumer rule (a joiner gets"
-             " no message of a key its old owner still holds), which every release keeps"),
+             shown="not a confirmed bug: the report's steps (3.0.0, after 2.10.1) use one consumer, and a maintainer"
+             " answered in the issue (2023-08-03) that a second message of an unacknowledged key reaching the same"
+             " consumer is expected; no reproduction with two consumers was given; the case pins the two-consumer"
+             " rule (a joiner gets no message of a key its old owner still holds), which every release keeps"),
     KnownBug("21199-restarted-consumer-unacked", "apache/pulsar#21199", "apache/pulsar#23352 (PIP-379)", _PIP_379,
              implementation="classic", gate=PIP_379),
     KnownBug("21656-joiners-with-replay", "apache/pulsar#21656", "apache/pulsar#23352 (PIP-379)", _PIP_379,
