@@ -99,12 +99,12 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("12885-close-during-reads", "apache/pulsar#12885", "apache/pulsar#12890",
              _history(CLASSIC_REPLAY_PRECEDENCE_AFTER_READ), implementation="classic",
              gate=CLASSIC_REPLAY_PRECEDENCE_AFTER_READ,
-             shown="a race: newer messages overtake only when the consumer closes while a replay read of the"
-             " joiner's messages is in flight (the issue's sequence), so that read completes after the closed"
-             " consumer's messages were queued for replay; the model reads synchronously and holds only normal"
-             " reads (hold_reads, which a client cannot drive), where the classic per-hash blocking keeps every key"
-             " in order before the fix too (tests/model/test_known_bugs.py shows the read redone from 2.8.3 and"
-             " 2.9.1 and not before); the case needs a broker whose replay read is in flight at that moment"),
+             shown="a race: newer messages overtake only when a replay read is in flight as the consumer closes,"
+             " so the read completes after the closed consumer's older messages were queued for replay; the case"
+             " closes c0 and c1 in one instant so that the replay read c0's close issues is still in flight, which"
+             " needs a model that keeps a removal's replay read in flight (it completes reads at once here); the"
+             " model's #12890 rule is pinned by tests/model/test_known_bugs.py (a normal read held in flight) and"
+             " ClassicDispatcher._replay_read_overtaken"),
     KnownBug("14014-sticky-restart-while-blocked", "apache/pulsar#14014", "apache/pulsar#14014",
              _history(CLASSIC_UNSELECTED_TO_REPLAY), implementation="classic", gate=CLASSIC_UNSELECTED_TO_REPLAY),
     KnownBug("20899-second-message-after-join", "apache/pulsar#20899", "none (the issue is open)", {},

@@ -198,6 +198,18 @@ class ClassicDispatcher(KeySharedDispatcher):
         joined = self.recently_joined
         return any(not c.blocked_on_unacked and c not in joined and c.permits > 0 for c in self.consumers.values())
 
+    def _replay_read_overtaken(self, positions: Sequence[Position]) -> bool:
+        """Whether a replay read of ``positions`` that completes now must be dropped and reading start again:
+        something older than every position it read was queued for replay while it was in flight (a consumer
+        closed), and from apache/pulsar#12890 (2.8.3 / 2.9.1) the older messages go first
+        (``minReplayedPosition``). Before the fix the read's entries were dispatched: a consumer that just lost its
+        restriction (the last other consumer left) got them ahead of the closed consumer's (apache/pulsar#12885).
+        The entries stay in the replay queue either way (only sent positions leave it)."""
+        if not positions or self.allow_out_of_order or not self.replay_precedence:
+            return False
+        first = self.replay.first()
+        return first is not None and first < min(positions)
+
     # -- dispatch ------------------------------------------------------------------------------------------
     def _unselected(self, read_type: ReadType, position: Position, slot: int) -> None:
         """An entry whose hash no consumer owns (a STICKY range nobody holds) waits in the replay queue.

@@ -13,6 +13,7 @@ from model_helpers import App, keys_of_consumer
 from reference_model.broker import BrokerConfig, KeySharedPolicy, ModelBroker, ModelMessageId
 from reference_model.dedup import DedupConfig
 from reference_model.selectors import ConsumerRef
+from reference_model.storage.position import Position
 
 TOPIC, SUB = "persistent://public/default/bugs", "sub"
 
@@ -369,3 +370,23 @@ def test_14014_entries_of_an_unowned_sticky_range_wait_for_its_next_owner(versio
     sub = broker.subscription(TOPIC, SUB)
     assert sub is not None and sub.dispatcher is not None
     assert not sub.dispatcher.replay.positions  # lost entries are not waiting anywhere: only a rewind finds them
+
+
+@pytest.mark.parametrize(("version", "dropped"), [("2.8.2", False), ("2.8.3", True), ("2.9.0", False), ("2.9.1", True)])
+def test_12885_a_replay_read_overtaken_by_an_older_replay_is_dropped_from_the_fix(version: str, dropped: bool) -> None:
+    """The #12890 rule for a replay read in flight: it read 0:10 and 0:11, then a close queued 0:3 for replay. From
+    2.8.3 / 2.9.1 its entries are dropped and reading starts again; before, they were dispatched. A position
+    queued later but newer than the read's never drops it."""
+    broker = ModelBroker(pulsar_version=version, implementation="classic")
+    broker.subscribe(TOPIC, SUB, consumer_name="c1")
+    sub = broker.subscription(TOPIC, SUB)
+    assert sub is not None and sub.dispatcher is not None
+    dispatcher = sub.dispatcher
+    read = [Position(0, 10), Position(0, 11)]
+    for position in read:
+        dispatcher.replay.add(position, 1)
+    assert not dispatcher._replay_read_overtaken(read)
+    dispatcher.replay.add(Position(0, 12), 1)
+    assert not dispatcher._replay_read_overtaken(read)
+    dispatcher.replay.add(Position(0, 3), 1)
+    assert dispatcher._replay_read_overtaken(read) is dropped
