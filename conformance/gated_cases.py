@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference_model.versions import DEDUP_REPLICATED_BY_SOURCE_POSITION, Fix, PulsarVersion, parse_version
+from reference_model.versions import (
+    CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
+    DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    Fix,
+    PulsarVersion,
+    parse_version,
+)
 
 __all__ = ["GATED_CASES", "GatedCase"]
 
@@ -40,4 +46,10 @@ GATED_CASES: tuple[GatedCase, ...] = (
         " the other cluster's producer of the same name: it is dropped and the failover skips it"
         " (apache/pulsar#23697; fixed in 3.0.11, 3.3.5, 4.0.3)",
     ),
-)
+    GatedCase(
+        "catalogue/same-name-consumers", CONSISTENT_HASHING_REMOVE_BY_IDENTITY, ("delivery",),
+        "the consistent-hashing ring removes every consumer of the leaving consumer's name from its points, so the"
+        " other same-name consumers own nothing and their keys wait (apache/pulsar#10750; fixed in 2.9.3 by #13991,"
+        " never in the 2.8 line)",
+    ),
+)  # fmt: skip

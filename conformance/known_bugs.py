@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from reference_model.versions import (
     CLASSIC_RECENTLY_JOINED_SORTED,
+    CLASSIC_REPLAY_PRECEDENCE_AFTER_READ,
+    CLASSIC_UNSELECTED_TO_REPLAY,
     CONSISTENT_HASHING_NAME_INDEX,
     CONSISTENT_HASHING_NUL_SEPARATOR,
     NO_KEY_FALLBACK,
@@ -71,7 +73,12 @@ class KnownBug:
         return "PIP-379" in self.fix
 
 
-_BEFORE_MODEL = "fixed before 2.10.0, the oldest release the model reproduces; the case pins the fixed behaviour"
+_BEFORE_MODEL = (
+    "fixed in 2.6.2, before 2.8.0, the oldest release the model reproduces (2.6 and 2.7 differ from 2.8 in more of"
+    " the classic dispatcher than this fix: no ordered removal of recent joiners, no stuck-consumer tracking"
+    " (apache/pulsar#7553, also 2.6.2), no per-hash blocking of normal reads, and a STICKY hash without a consumer"
+    " was handled differently; see docs/model.md); the case pins the fixed behaviour"
+)
 
 
 def _history(gate: Fix, *, never: tuple[str, ...] = ()) -> dict[str, str | None]:
@@ -89,25 +96,22 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("8292-replay-to-later-joiner", "apache/pulsar#8292", "apache/pulsar#8292", {"2.6": "2.6.2"},
              shown=_BEFORE_MODEL),
     KnownBug("12885-close-during-reads", "apache/pulsar#12885", "apache/pulsar#12890",
-             {"2.8": "2.8.3", "2.9": "2.9.1"}, shown=_BEFORE_MODEL),
+             _history(CLASSIC_REPLAY_PRECEDENCE_AFTER_READ), implementation="classic",
+             gate=CLASSIC_REPLAY_PRECEDENCE_AFTER_READ),
     KnownBug("14014-sticky-restart-while-blocked", "apache/pulsar#14014", "apache/pulsar#14014",
-             {"2.8": "2.8.3", "2.9": "2.9.3"}, shown=_BEFORE_MODEL),
+             _history(CLASSIC_UNSELECTED_TO_REPLAY), implementation="classic", gate=CLASSIC_UNSELECTED_TO_REPLAY),
     KnownBug("20899-second-message-after-join", "apache/pulsar#20899", "none (the issue is open)", {},
              implementation="classic",
-             shown="not a confirmed bug: with one consumer a second message of an unacknowledged key is delivered by"
-             " design (the maintainers' reading in the issue); the case pins the two-consumer rule (a joiner gets"
-             " no message of a key its old owner still holds), which every release keeps"),
+             shown="not a confirmed bug: the report's steps (3.0.0, after 2.10.1) use one consumer, and a maintainer"
+             " answered in the issue (2023-08-03) that a second message of an unacknowledged key reaching the same"
+             " consumer is expected; no reproduction with two consumers was given; the case pins the two-consumer"
+             " rule (a joiner gets no message of a key its old owner still holds), which every release keeps"),
     KnownBug("21199-restarted-consumer-unacked", "apache/pulsar#21199", "apache/pulsar#23352 (PIP-379)", _PIP_379,
              implementation="classic", gate=PIP_379),
     KnownBug("21656-joiners-with-replay", "apache/pulsar#21656", "apache/pulsar#23352 (PIP-379)", _PIP_379,
              implementation="classic", gate=PIP_379),
     KnownBug("22050-ring-name-collision", "apache/pulsar#22050", "apache/pulsar#22053",
-             _history(CONSISTENT_HASHING_NUL_SEPARATOR, never=("2.10",)), gate=CONSISTENT_HASHING_NUL_SEPARATOR,
-             shown="the collision changes only which of the two consumers owns the keys of the shared ring points,"
-             " as the claimed release's own selector does, and no ordering or exclusivity rule breaks; it shows in"
-             " the stats (overlapping keyHashRanges of consumer1 and consumer11, 10 shared points of 100), which a"
-             " case run does not read: the case needs a broker whose ring points collide to break exclusivity,"
-             " and the unit test tests/unit/test_selector_consistent_hashing.py pins the collision per release"),
+             _history(CONSISTENT_HASHING_NUL_SEPARATOR, never=("2.10",)), gate=CONSISTENT_HASHING_NUL_SEPARATOR),
     KnownBug("23212-keyless-redelivery", "apache/pulsar#23212", "apache/pulsar#23219",
              _history(NO_KEY_FALLBACK, never=("3.0", "3.3")), gate=NO_KEY_FALLBACK),
     KnownBug("23307-ordering-after-reconnects", "apache/pulsar#23307", "apache/pulsar#23352 (PIP-379)", _PIP_379,

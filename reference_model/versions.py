@@ -22,10 +22,13 @@ from reference_model.errors import UnknownVersion
 __all__ = [
     "CLASSIC_RECENTLY_JOINED_SORTED",
     "CLASSIC_REPLAY_FILTER",
+    "CLASSIC_REPLAY_PRECEDENCE_AFTER_READ",
     "CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING",
     "CLASSIC_SORT_CHECKS_LAST_TWO",
+    "CLASSIC_UNSELECTED_TO_REPLAY",
     "CONSISTENT_HASHING_NAME_INDEX",
     "CONSISTENT_HASHING_NUL_SEPARATOR",
+    "CONSISTENT_HASHING_REMOVE_BY_IDENTITY",
     "DEDUP_CHUNKS_JUDGED_AT_LAST",
     "DEDUP_INACTIVE_PRODUCERS_ONLY_WHEN_ENABLED",
     "DEDUP_PURGE_KEEPS_UNEXPIRED_MARKS",
@@ -44,6 +47,7 @@ __all__ = [
     "RELEASES",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
     "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
+    "STATS_RANGES_BY_CONSUMER",
     "STICKY_GAP_FIX",
     "Fix",
     "PulsarVersion",
@@ -148,9 +152,9 @@ def newest_patch(version: str | PulsarVersion) -> PulsarVersion:
 
 
 def check_released(version: str | PulsarVersion) -> PulsarVersion:
-    """``version`` parsed, if the model reproduces that release (2.10.0 to the newest it knows); else one line.
+    """``version`` parsed, if the model reproduces that release (2.8.0 to the newest it knows); else one line.
 
-    Raises :class:`UnknownVersion` for an unreleased patch (``3.0.99``) or a line older than 2.10.
+    Raises :class:`UnknownVersion` for an unreleased patch (``3.0.99``) or a line older than 2.8.
     """
     v = parse_version(version)
     newest = RELEASES[v.line]
@@ -175,10 +179,12 @@ CONSISTENT_HASHING_NAME_INDEX = Fix("ring key consumer-name index", "apache/puls
 PIP_379 = Fix("PIP-379 draining hashes", "apache/pulsar#23352", ("4.0.0",))
 #: Key-less messages hash ``producerName-sequenceId`` instead of ``NONE_KEY`` (``Commands.resolveStickyKey``).
 NO_KEY_FALLBACK = Fix("no-key fallback producerName-sequenceId", "apache/pulsar#23219", ("4.0.0",))
-#: Oldest release whose sticky-key selectors the model reproduces.  Before 2.9.3 the consistent-hashing selector
-#: removed every consumer sharing the leaving consumer's name from the ring (fixed by apache/pulsar#13991), and
-#: before 2.8.2 its stats were keyed by name (apache/pulsar#12212); the model does not reproduce those lines.
-MIN_SELECTOR_VERSION = PulsarVersion(2, 10, 0)
+#: Oldest release whose sticky-key selectors the model reproduces: 2.8.0.  What changed since is gated: the
+#: consistent-hashing ring removed every consumer sharing the leaving consumer's name before 2.9.3
+#: (:data:`CONSISTENT_HASHING_REMOVE_BY_IDENTITY`), and stats were keyed by consumer name before 2.8.2 / 2.9.0
+#: (:data:`STATS_RANGES_BY_CONSUMER`).  2.6 and 2.7 are not reproduced: their classic dispatcher differs in more
+#: than the model gates (docs/model.md).
+MIN_SELECTOR_VERSION = PulsarVersion(2, 8, 0)
 #: Oldest release the model (``ModelBroker``, the ``model:VERSION`` target) reproduces.
 MIN_MODEL_VERSION = MIN_SELECTOR_VERSION
 #: Classic dispatcher re-sorts recently joined consumers by position after each join, when the last two are out of
@@ -299,6 +305,26 @@ CLASSIC_SORT_CHECKS_LAST_TWO = Fix(
 CLASSIC_REPLAY_FILTER = Fix(
     "replay filtered before reading, normal read only when needed", "apache/pulsar#22245", ("3.0.5", "3.3.0")
 )
+#: The consistent-hashing ring removes the leaving consumer itself from its points; before, it removed every
+#: consumer with the leaving consumer's *name* (``removeIf(c -> c.consumerName().equals(...))``), so consumers
+#: sharing a name lost their ring points when one of them left (apache/pulsar#10750). The PR carries the
+#: release/2.9.3 label only: the 2.8 line never got it.
+CONSISTENT_HASHING_REMOVE_BY_IDENTITY = Fix("ring removal by consumer, not by name", "apache/pulsar#13991", ("2.9.3",))
+#: Topic stats give each consumer its own ``keyHashRanges``; before, the selectors returned ranges keyed by consumer
+#: name, so consumers sharing a name each showed all of their ranges together. Labels: release/2.8.2; merged
+#: 2021-09-27, before 2.9.0 branched.
+STATS_RANGES_BY_CONSUMER = Fix("stats ranges keyed by consumer, not name", "apache/pulsar#12212", ("2.8.2", "2.9.0"))
+#: Classic dispatcher: an entry whose hash has no consumer (a STICKY range nobody owns) goes to the replay queue;
+#: before, a normal read released it and never read it again, so it stayed unacknowledged and undelivered until
+#: the topic was reloaded ("stuck subscription" after STICKY consumers restarted). Labels: release/2.8.3,
+#: release/2.9.3.
+CLASSIC_UNSELECTED_TO_REPLAY = Fix("unselected entries go to replay", "apache/pulsar#14014", ("2.8.3", "2.9.3"))
+#: A read that completes after something older was queued for replay while it was in flight (a consumer closed)
+#: is discarded (normal read: its entries to the replay queue) and reading starts again, so the older messages go
+#: first (apache/pulsar#12885). Labels: release/2.8.3, release/2.9.1.
+CLASSIC_REPLAY_PRECEDENCE_AFTER_READ = Fix(
+    "replay precedence after an in-flight read", "apache/pulsar#12890", ("2.8.3", "2.9.1")
+)
 
 #: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
 GATES: tuple[Fix, ...] = (
@@ -321,4 +347,8 @@ GATES: tuple[Fix, ...] = (
     CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING,
     CLASSIC_SORT_CHECKS_LAST_TWO,
     CLASSIC_REPLAY_FILTER,
+    CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
+    STATS_RANGES_BY_CONSUMER,
+    CLASSIC_UNSELECTED_TO_REPLAY,
+    CLASSIC_REPLAY_PRECEDENCE_AFTER_READ,
 )

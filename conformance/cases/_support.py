@@ -227,6 +227,57 @@ def case_params(
     return params
 
 
+def deliveries_in_shared_published_ranges(trace_path: str | Path) -> list[str]:
+    """Explanations of every message delivered, after the last membership change, to a consumer while the broker's
+    own topic stats give its hash to another consumer as well.
+
+    Judged only when the run recorded the stats (the ``end`` event's ``key_hash_ranges``, which a scenario asks for
+    with the ``record:key-hash-ranges`` tag) and the trace header names a selector (for the hash of a key, in the
+    stats' hash space).  Stats that leave a hash to nobody are not judged (3.x ring stats omit the wrap-around
+    range, apache/pulsar#23321); a hash published for two consumers is (``consumer1`` and ``consumer11`` sharing
+    ring points before apache/pulsar#22053).
+    """
+    from conformance.checks.assignment import selector_factory
+    from conformance.trace.reader import open_trace
+    from reference_model.errors import KeySharedError
+
+    trace = open_trace(trace_path)
+    header = trace.header
+    if header.selector is None:
+        return []
+    try:
+        selector = selector_factory(header.selector, header.implementation == "classic")()
+    except KeySharedError:
+        return []
+    names: dict[str, str] = {}
+    receives: list[tuple[int, str, str, str]] = []
+    published: dict[str, list[tuple[int, int]]] | None = None
+    for event in trace.events():
+        if event.op in ("open", "close", "crash"):
+            receives.clear()  # judge only the membership the stats describe: the last one
+            if event.op == "open" and event.result in (None, "ok"):
+                names[str(event.consumer)] = str(event.extra.get("name") or event.consumer)
+        elif event.op == "receive" and event.key is not None:
+            receives.append((event.i, str(event.consumer), str(event.msg_id), event.key))
+        elif event.op == "end":
+            raw = event.extra.get("key_hash_ranges")
+            if isinstance(raw, dict):
+                published = {str(n): [(int(a), int(b)) for a, b in r] for n, r in raw.items()}
+    if not published:
+        return []
+    problems: list[str] = []
+    for i, handle, msg_id, key in receives:
+        name = names.get(handle, handle)
+        slot = selector.slot_of(key.encode("utf-8"))
+        others = sorted(n for n, r in published.items() if n != name and any(a <= slot <= b for a, b in r))
+        if others and any(a <= slot <= b for a, b in published.get(name, ())):
+            problems.append(
+                f"misassigned: consumer {handle} ({name}) received {msg_id} (key {key!r}, hash {slot}) at E{i}, but"
+                f" the broker's stats give that hash to {', '.join(others)} as well"
+            )
+    return problems
+
+
 def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
     """Explanations of every message a STICKY consumer received outside the hash ranges it declared.
 
@@ -274,6 +325,10 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
         if outside:
             more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
             problems.append(("assignment", Kind.OUTSIDE_STICKY_RANGES, outside[0] + more))
+    shared = deliveries_in_shared_published_ranges(result.trace_path)
+    if shared:
+        more = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""
+        problems.append(("assignment", Kind.MISASSIGNED, shared[0] + more))
     if progress:
         problems.extend(progress_problems(result, scenario))
     return problems

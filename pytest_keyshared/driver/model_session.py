@@ -18,7 +18,7 @@ from pytest_keyshared.driver.handles import (
     delivery_key,
     format_msg_id,
 )
-from pytest_keyshared.driver.session import Session
+from pytest_keyshared.driver.session import Session, stats_key_hash_ranges
 from pytest_keyshared.driver.workers import SteppedScheduler
 from pytest_keyshared.targets.base import Target
 
@@ -155,3 +155,6 @@ class ModelSession(Session):
 
     def set_deduplication(self, enabled: bool) -> None:
         self.broker.set_topic_deduplication(self.topic, enabled)
+
+    def key_hash_ranges(self, subscription: str) -> dict[str, list[list[int]]] | None:
+        return stats_key_hash_ranges(self.broker.topic_stats(self.topic), subscription)

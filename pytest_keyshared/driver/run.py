@@ -182,6 +182,10 @@ def run_scenario(
     return run.execute()
 
 
+#: A scenario tag: record the broker's published hash ranges per consumer (topic stats) in the ``end`` event.
+RECORD_RANGES_TAG = "record:key-hash-ranges"
+
+
 def end_fields(counters: Any, quiet: bool, interrupted: bool, failure: BaseException | None) -> dict[str, Any]:
     """The fields of a run's ``end`` event (every run loop writes the same): what was received, expected and
     acknowledged, whether the drain went quiet, and why the run stopped early, if it did."""
@@ -255,6 +259,7 @@ class _Run:
         self.scheduler.on_tick(self._report)
         drained = quiet = interrupted = False
         failure: BaseException | None = None
+        ranges: dict[str, list[list[int]]] | None = None
         try:
             self._prepare()
             for index, step in enumerate(self.scenario.steps, start=1):
@@ -266,6 +271,9 @@ class _Run:
                 self._report()
                 quiet = self._drain()
                 drained = True
+            if RECORD_RANGES_TAG in self.scenario.tags:
+                # while the consumers are still connected: what the broker's stats say each one owns
+                ranges = self.session.key_hash_ranges(self.scenario.subscription.name)
         except KeyboardInterrupt as exc:
             interrupted, failure = True, exc
         except Exception as exc:
@@ -275,7 +283,10 @@ class _Run:
             self._stop_workers()
             self.notes.extend(self.session.stop_watching())
             counters = self.recorder.counters()
-            self.recorder.end(drained=drained, **end_fields(counters, quiet, interrupted, failure))
+            fields = end_fields(counters, quiet, interrupted, failure)
+            if ranges is not None:
+                fields["key_hash_ranges"] = ranges
+            self.recorder.end(drained=drained, **fields)
             self._close_handles()
             self.writer.close()
             if self.pipeline is not None and not self.pipeline.close():

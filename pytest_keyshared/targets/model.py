@@ -49,7 +49,7 @@ def parse_model_spec(spec: str) -> tuple[str, str | None]:
         else:
             if version is not None:
                 raise InvalidArgument(f"Model target {spec!r} names two versions ({version!r}, {part!r}).")
-            check_released(part)  # one line: unknown line, unreleased patch or older than 2.10.0
+            check_released(part)  # one line: unknown line, unreleased patch or older than 2.8.0
             version = part
     return (version or str(DEFAULT_VERSION)), implementation
 

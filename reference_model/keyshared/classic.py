@@ -27,6 +27,8 @@ Follows ``PersistentStickyKeyDispatcherMultipleConsumersClassic`` (= the 3.x dis
   per consumer, what its permits and the recently-joined rule allow; a normal read needs a consumer that is not
   blocked, not recently joined and has permits (``hasConsumersNeededNormalRead``). Both came with
   apache/pulsar#22245 (3.0.5, 3.3.0); before, every replay position was read and a normal read always allowed.
+* An entry whose hash no consumer owns waits in the replay queue; before apache/pulsar#14014 (2.8.3 / 2.9.3) a
+  normal read dropped it (never redelivered until the topic was reloaded).
 * Look-ahead: when a round sent nothing and nobody joined recently, the next replay is skipped once
   (``isDispatcherStuckOnReplays``); there is no look-ahead limit, so the replay queue can grow without bound.
 """
@@ -45,6 +47,7 @@ from reference_model.versions import (
     CLASSIC_REPLAY_FILTER,
     CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING,
     CLASSIC_SORT_CHECKS_LAST_TWO,
+    CLASSIC_UNSELECTED_TO_REPLAY,
     PulsarVersion,
 )
 
@@ -106,6 +109,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         self.recently_joined_sorts = 0
         #: positions of the replay read a removal issued, while it is in flight
         self._in_flight_replay: list[Position] = []
+        self.unselected_to_replay = self.version.has(CLASSIC_UNSELECTED_TO_REPLAY)
 
     # -- membership ----------------------------------------------------------------------------------------
     def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
@@ -155,6 +159,9 @@ class ClassicDispatcher(KeySharedDispatcher):
         positions, self._in_flight_replay = self._in_flight_replay, []
         if not self.consumers:
             self.cursor.rewind()
+            return
+        if self._replay_read_overtaken(positions):  # apache/pulsar#12890: older replay entries go first
+            self.read_more_entries()
             return
         entries = [self.log.get(p) for p in positions if not self.cursor.is_deleted(p)]
         if entries:
@@ -284,7 +291,30 @@ class ClassicDispatcher(KeySharedDispatcher):
             return True
         return any(not c.blocked_on_unacked and c not in joined and c.permits > 0 for c in self.consumers.values())
 
+    def _replay_read_overtaken(self, positions: Sequence[Position]) -> bool:
+        """Whether a replay read of ``positions`` that completes now must be dropped and reading start again:
+        something older than every position it read was queued for replay while it was in flight (a consumer
+        closed), and from apache/pulsar#12890 (2.8.3 / 2.9.1) the older messages go first
+        (``minReplayedPosition``). Before the fix the read's entries were dispatched: a consumer that just lost its
+        restriction (the last other consumer left) got them ahead of the closed consumer's (apache/pulsar#12885).
+        The entries stay in the replay queue either way (only sent positions leave it)."""
+        if not positions or self.allow_out_of_order or not self.replay_precedence:
+            return False
+        first = self.replay.first()
+        return first is not None and first < min(positions)
+
     # -- dispatch ------------------------------------------------------------------------------------------
+    def _unselected(self, read_type: ReadType, position: Position, slot: int) -> None:
+        """An entry whose hash no consumer owns (a STICKY range nobody holds) waits in the replay queue.
+
+        Before apache/pulsar#14014 (2.8.3 / 2.9.3) a normal read released it and moved on: the entry stayed
+        unacknowledged, was never read again and the subscription looked stuck until the topic was reloaded. A
+        replay read left it in the replay queue (only sent positions were removed), as now.
+        """
+        if read_type is ReadType.NORMAL and not self.unselected_to_replay:
+            return
+        self._add_to_replay(position, slot)
+
     def _send_one(self, read_type: ReadType, entry: Entry) -> int:
         """:meth:`_send_entries` for a round of one entry (every publish on the client surface), without tables."""
         slot = self._slots.get(entry.sticky_key)
@@ -293,7 +323,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         consumer = self.select(slot)
         sent = 0
         if consumer is None:
-            self._add_to_replay(entry.position, slot)
+            self._unselected(read_type, entry.position, slot)
         else:
             position = entry.position
             permits = self.available_permits(consumer)
@@ -318,7 +348,7 @@ class ClassicDispatcher(KeySharedDispatcher):
             slot = slot_of(entry)
             consumer = self.select(slot)
             if consumer is None:
-                self._add_to_replay(entry.position, slot)
+                self._unselected(read_type, entry.position, slot)
                 continue
             grouped.setdefault(consumer, []).append((entry, slot))
             slots_by_consumer.setdefault(consumer, set()).add(slot)

@@ -12,7 +12,8 @@ Follows ``PersistentDispatcherMultipleConsumers`` (the base of both of Pulsar's 
   the back-off's repeated identical rounds are collapsed (they cannot change the outcome).
 * Reads are instantaneous unless a test holds them (:meth:`hold_reads`): then a normal read stays *in flight*
   until :meth:`complete_pending_read`, which lets a scenario force the interleavings Pulsar's races need
-  (a delayed cursor rewind, #23802; a close while a read is in flight, #12885).
+  (a delayed cursor rewind, #23802; a close while a read is in flight, #12885: from 2.8.3 / 2.9.1 such a read is
+  redone after the older replay, apache/pulsar#12890).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from reference_model.selectors import ConsumerRef, Selector
 from reference_model.storage.cursor import ManagedCursor
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position
-from reference_model.versions import PulsarVersion
+from reference_model.versions import CLASSIC_REPLAY_PRECEDENCE_AFTER_READ, PulsarVersion
 
 __all__ = ["KeySharedDispatcher", "ReadType", "Scheduler"]
 
@@ -75,6 +76,8 @@ class KeySharedDispatcher(ABC):
         self.settings = settings
         self.version = version
         self.allow_out_of_order = policy.allow_out_of_order_delivery
+        #: a read that completes after something older was queued for replay is redone (apache/pulsar#12890)
+        self.replay_precedence = version.has(CLASSIC_REPLAY_PRECEDENCE_AFTER_READ)
         self.replay = ReplayQueue(track_hashes=not self.allow_out_of_order)
         self.consumers: dict[int, DispatchConsumer] = {}
         self.redelivery_counts: dict[Position, int] = {}
@@ -414,7 +417,7 @@ class KeySharedDispatcher(ABC):
                 entries = self._strip_markers(entries)
                 break
         if entries:
-            if min_replayed is not None and not self.allow_out_of_order:
+            if min_replayed is not None and not self.allow_out_of_order and self.replay_precedence:
                 first = replay.first()
                 if first is not None and first < min_replayed:
                     # #12885: something older was queued for replay while this read was in flight

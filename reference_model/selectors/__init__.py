@@ -102,8 +102,7 @@ def make_selector(
     if pulsar < MIN_SELECTOR_VERSION:
         raise InvalidArgument(
             f"The selectors are modelled from Pulsar {MIN_SELECTOR_VERSION} on, but got version={str(pulsar)!r};"
-            " older lines removed same-name consumers from the ring together (fixed in 2.9.3, apache/pulsar#13991)."
-            " Use 2.10 or later."
+            " Use 2.8 or later."
         )
     if isinstance(points, bool) or not isinstance(points, int) or points < 1:
         raise InvalidArgument(

@@ -19,7 +19,7 @@ from reference_model.errors import InvalidArgument, ModelStateError
 from reference_model.hashing import HASH_MASK, make_hash, reduce_hash
 from reference_model.selectors.consumer_ref import ConsumerRef
 from reference_model.selectors.impacted import AssignmentSnapshot, HashRange, ImpactedRanges, resolve_impacted
-from reference_model.versions import PIP_379, PulsarVersion
+from reference_model.versions import PIP_379, STATS_RANGES_BY_CONSUMER, PulsarVersion
 
 __all__ = ["Selector"]
 
@@ -151,7 +151,17 @@ class Selector(ABC):
         collisions) maps to ``[]``.
         """
         reported = self._reported_ranges()
+        if not self._version.has(STATS_RANGES_BY_CONSUMER):
+            return self._ranges_by_name(reported)
         return {consumer: list(reported.get(consumer, ())) for consumer in self._members.values()}
+
+    def _ranges_by_name(self, reported: dict[ConsumerRef, list[HashRange]]) -> dict[ConsumerRef, list[HashRange]]:
+        """Before 2.8.2 / 2.9.0 the selectors keyed stats ranges by consumer *name* (apache/pulsar#12212): every
+        consumer of a name shows the ranges of all of them, in hash order as the selector walked its map."""
+        by_name: dict[str, list[HashRange]] = {}
+        for consumer, ranges in reported.items():
+            by_name.setdefault(consumer.name, []).extend(ranges)
+        return {consumer: sorted(by_name.get(consumer.name, ())) for consumer in self._members.values()}
 
     def snapshot(self) -> AssignmentSnapshot:
         """Pulsar 4.0's ``ConsumerHashAssignmentsSnapshot`` of the current membership (4.x selectors only)."""

@@ -7,7 +7,7 @@ point is named, what happens when two points collide, and how stats print the ra
 =====================================  ================================  ==========================================
 era                                    ring key / ring position          collisions
 =====================================  ================================  ==========================================
-2.10 - 3.0.2, 3.1, 3.2.0               ``name + i``, full 31-bit hash    per-point list sorted by name;
+2.8 - 3.0.2, 3.1, 3.2.0                ``name + i``, full 31-bit hash    per-point list sorted by name;
 (:class:`CollisionListRingSelector`)                                     ``select`` takes ``list[h % len(list)]``
 3.0.3 - 3.0.6, 3.2.1 - 3.3.1           ``name + "\\0" + i``              same (apache/pulsar#22053)
 3.0.7+, 3.3.2+                         ``name\\0index\\0i``              later add replaces (``put``); removal
@@ -33,7 +33,7 @@ from reference_model.hashing import make_hash, reduce_hash
 from reference_model.selectors.base import Selector
 from reference_model.selectors.consumer_ref import ConsumerRef
 from reference_model.selectors.impacted import AssignmentSnapshot, HashRange, HashRangeAssignment
-from reference_model.versions import PulsarVersion
+from reference_model.versions import CONSISTENT_HASHING_REMOVE_BY_IDENTITY, PulsarVersion
 
 __all__ = [
     "CollisionListRingSelector",
@@ -325,19 +325,21 @@ class NameIndexRingSelector(_RingSelector):
 
 
 class CollisionListRingSelector(_RingSelector):
-    """Pulsar 2.10 to 3.0.6 / 3.3.1: every colliding consumer stays on the point; ``select`` picks by hash.
+    """Pulsar 2.8 to 3.0.6 / 3.3.1: every colliding consumer stays on the point; ``select`` picks by hash.
 
     Follows ``ConsistentHashingStickyKeyConsumerSelector`` from apache/pulsar#8396 to #23327.  A point's consumers
     are kept sorted by name (stable: equal names in arrival order) and ``select(h)`` returns
     ``list[h % len(list)]``, so a join or leave at a shared point moves keys between *other* consumers
     (apache/pulsar#23315).  Ring keys have the NUL separator from 3.0.3 / 3.2.1 (apache/pulsar#22053).  Stats
     (``keyHashRanges``) give every consumer on a point that point's range, start at 0 and omit the wrap-around
-    range (apache/pulsar#23321).
+    range (apache/pulsar#23321).  Before 2.9.3 a leaving consumer took every consumer *of its name* off its points
+    (apache/pulsar#13991): the others of that name stay members but own nothing.
     """
 
     def __init__(self, version: PulsarVersion, points: int, nul_separator: bool) -> None:
         super().__init__(version, points, None, False)
         self._nul_separator = nul_separator
+        self._remove_by_name = not version.has(CONSISTENT_HASHING_REMOVE_BY_IDENTITY)
         self._at: dict[int, list[ConsumerRef]] = {}
         self._lists_in_ring_order: list[list[ConsumerRef]] | None = None
 
@@ -363,7 +365,10 @@ class CollisionListRingSelector(_RingSelector):
             at_point = self._at.get(position)
             if at_point is None:
                 continue
-            at_point[:] = [c for c in at_point if c != consumer]
+            if self._remove_by_name:  # ``removeIf(c -> c.consumerName().equals(consumer.consumerName()))``
+                at_point[:] = [c for c in at_point if c.name != consumer.name]
+            else:
+                at_point[:] = [c for c in at_point if c != consumer]
             if not at_point:
                 del self._at[position]
                 self._ring_remove(position)

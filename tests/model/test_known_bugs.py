@@ -13,6 +13,7 @@ from model_helpers import App, keys_of_consumer
 from reference_model.broker import BrokerConfig, KeySharedPolicy, ModelBroker, ModelMessageId
 from reference_model.dedup import DedupConfig
 from reference_model.selectors import ConsumerRef
+from reference_model.storage.position import Position
 
 TOPIC, SUB = "persistent://public/default/bugs", "sub"
 
@@ -305,3 +306,48 @@ def _selector_probe(broker: ModelBroker, changes: list[tuple[str, str, int]]):  
 def _owner(selector, key: str) -> str | None:  # type: ignore[no-untyped-def]
     ref = selector.select_key(key.encode())
     return None if ref is None else ref.name
+
+
+# -- apache/pulsar#12885 (fixed by #12890 in 2.8.3 / 2.9.1): a read completing after a close -------------------
+@pytest.mark.parametrize(("version", "redone"), [("2.8.2", False), ("2.8.3", True), ("2.9.0", False), ("2.9.1", True)])
+def test_12885_a_read_in_flight_when_a_consumer_closes_is_redone_after_the_replay(version: str, redone: bool) -> None:
+    """The #12890 rule for a normal read in flight: it was issued while 0:5 was the oldest position queued for
+    replay, and completes after a close queued 0:0. From 2.8.3 / 2.9.1 its entry (0:1, another key) goes to the
+    replay queue and reading starts again, so the older message goes first; before, it went straight to the
+    consumer. (The classic dispatcher's per-hash blocking keeps every key in order either way; the issue's race,
+    a replay read in flight, is the case's and ``ClassicDispatcher._replay_read_overtaken``'s.)"""
+    broker = ModelBroker(pulsar_version=version, implementation="classic")
+    c1 = broker.subscribe(TOPIC, SUB, consumer_name="c1")
+    producer = broker.create_producer(TOPIC)
+    producer.send(b"0", partition_key="a")  # 0:0, at c1
+    broker.hold_reads(TOPIC, SUB)
+    producer.send(b"1", partition_key="b")  # 0:1: the normal read that reads it stays in flight
+    sub = broker.subscription(TOPIC, SUB)
+    assert sub is not None and sub.dispatcher is not None
+    dispatcher = sub.dispatcher
+    assert dispatcher.has_pending_read
+    dispatcher._pending_read = None  # complete it by hand, with the minimum it recorded at issue
+    dispatcher.replay.add(Position(0, 0), dispatcher.selector.slot_of(b"a"))  # queued while it was in flight
+    dispatcher._normal_read(10, Position(0, 5))
+    assert (Position(0, 1) in dispatcher.replay.positions) is redone
+    assert c1.num_prefetched() == (1 if redone else 2)
+
+
+@pytest.mark.parametrize(("version", "dropped"), [("2.8.2", False), ("2.8.3", True), ("2.9.0", False), ("2.9.1", True)])
+def test_12885_a_replay_read_overtaken_by_an_older_replay_is_dropped_from_the_fix(version: str, dropped: bool) -> None:
+    """The #12890 rule for a replay read in flight: it read 0:10 and 0:11, then a close queued 0:3 for replay. From
+    2.8.3 / 2.9.1 its entries are dropped and reading starts again; before, they were dispatched. A position
+    queued later but newer than the read's never drops it."""
+    broker = ModelBroker(pulsar_version=version, implementation="classic")
+    broker.subscribe(TOPIC, SUB, consumer_name="c1")
+    sub = broker.subscription(TOPIC, SUB)
+    assert sub is not None and sub.dispatcher is not None
+    dispatcher = sub.dispatcher
+    read = [Position(0, 10), Position(0, 11)]
+    for position in read:
+        dispatcher.replay.add(position, 1)
+    assert not dispatcher._replay_read_overtaken(read)
+    dispatcher.replay.add(Position(0, 12), 1)
+    assert not dispatcher._replay_read_overtaken(read)
+    dispatcher.replay.add(Position(0, 3), 1)
+    assert dispatcher._replay_read_overtaken(read) is dropped

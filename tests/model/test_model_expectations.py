@@ -22,11 +22,12 @@ import conformance.expectations
 from conformance.gated_cases import GATED_CASES
 from conformance.known_bugs import KNOWN_BUGS
 from pytest_keyshared.expectations import bundled_expectations, load_expectations
-from reference_model.versions import RELEASES
+from reference_model.versions import MIN_MODEL_VERSION, RELEASES
 
 FOLDER = Path(conformance.expectations.__file__).parent
 #: (target, its file or None when the target passes everything)
 TARGETS = [
+    ("model:2.8", "model-2.8.toml"),
     ("model:2.10", "model-2.10.toml"),
     ("model:3.0", "model-3.0.toml"),
     ("model:3.3", "model-3.3.toml"),
@@ -56,7 +57,7 @@ def test_each_model_file_says_what_the_fix_history_says(path: Path) -> None:
 @pytest.mark.parametrize("line", sorted(RELEASES), ids=lambda line: f"{line[0]}.{line[1]}")
 def test_every_line_with_a_known_bug_at_its_newest_patch_ships_a_file(line: tuple[int, int]) -> None:
     major, minor = line
-    if (major, minor) < (2, 10):
+    if (major, minor) < MIN_MODEL_VERSION.line:
         return
     for implementation in ("classic", "pip379") if major >= 4 else ("classic",):
         target = f"model:{major}.{minor}" + (":classic" if implementation == "classic" and major >= 4 else "")

@@ -399,3 +399,41 @@ def test_4x_classic_dispatcher_ring_uses_the_31_bit_range() -> None:
             assert selector.select(s) == consumer and selector.select(e) == consumer
     assert selector.add(ConsumerRef("consumer4", 9)) is None
     assert consumers[0] in selector
+
+
+# -- 2.8 / 2.9: removal by name before #13991, stats keyed by name before #12212 --------------------------------------
+@pytest.mark.parametrize(("version", "by_name"), [("2.8.4", True), ("2.9.2", True), ("2.9.3", False)])
+def test_before_2_9_3_a_leaving_consumer_takes_its_namesakes_off_the_ring(version: str, by_name: bool) -> None:
+    """apache/pulsar#10750 / #13991 (release/2.9.3 only): ``removeConsumer`` ran
+    ``v.removeIf(c -> c.consumerName().equals(consumer.consumerName()))`` on each of the leaver's points, so the
+    other consumers of that name stay connected but own no point: every key goes to the remaining other name."""
+    selector = make_selector("consistent-hashing", version=version)
+    a, b, other = join(selector, ["name", "name", "other"])
+    selector.remove(a)
+    owners = {selector.select(slot) for slot in range(0, 2**31 - 1, 2**31 // 4096)}
+    if by_name:
+        assert owners == {other}
+        assert selector.ranges()[b] == []
+    else:
+        assert owners == {b, other}
+        assert selector.ranges()[b]
+
+
+@pytest.mark.parametrize(("version", "keyed_by_name"), [("2.8.1", True), ("2.8.2", False), ("2.9.0", False)])
+def test_before_2_8_2_stats_ranges_are_keyed_by_name(version: str, keyed_by_name: bool) -> None:
+    """apache/pulsar#12212 (release/2.8.2): ``getConsumerKeyHashRanges`` returned ranges per consumer *name*, so
+    two consumers named alike each showed the ranges of both (the PR's example: the same ``keyHashRanges`` on two
+    consumers of one name); a consumer of another name is unaffected."""
+    for kind in ("consistent-hashing", "auto-split"):
+        selector = make_selector(kind, version=version)
+        a, b, other = join(selector, ["name", "name", "other"])
+        own = make_selector(kind, version="2.10")
+        join(own, ["name", "name", "other"])
+        separate = {c.consumer_id: r for c, r in own.ranges().items()}
+        ranges = selector.ranges()
+        assert ranges[other] == separate[other.consumer_id]
+        if keyed_by_name:
+            both = sorted(separate[a.consumer_id] + separate[b.consumer_id])
+            assert ranges[a] == ranges[b] == both
+        else:
+            assert (ranges[a], ranges[b]) == (separate[a.consumer_id], separate[b.consumer_id])

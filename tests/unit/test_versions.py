@@ -34,9 +34,9 @@ def test_docs_list_every_gate_with_its_pr_and_first_releases() -> None:
 
 
 @pytest.mark.parametrize("line", sorted(RELEASES), ids=lambda line: f"{line[0]}.{line[1]}")
-def test_every_released_version_from_2_10_0_is_accepted(line: tuple[int, int]) -> None:
+def test_every_released_version_from_2_8_0_is_accepted(line: tuple[int, int]) -> None:
     major, minor = line
-    if line < (2, 10):
+    if line < (2, 8):
         with pytest.raises(UnknownVersion, match="older than the model reproduces"):
             parse_model_spec(f"model:{major}.{minor}.0")
         return
@@ -50,7 +50,7 @@ def test_every_released_version_from_2_10_0_is_accepted(line: tuple[int, int]) -
     [
         ("3.0.18", "the 3.0 line ends at 3.0.17"),
         ("4.0.15", "the 4.0 line ends at 4.0.14"),
-        ("2.9.5", "older than the model reproduces: give a release from 2.10.0 to 4.2.1"),
+        ("2.7.5", "older than the model reproduces: give a release from 2.8.0 to 4.2.1"),
         ("5.0", "not a release line the model knows"),
         ("latest", "like '4.0' or '3.0.7'"),
     ],
