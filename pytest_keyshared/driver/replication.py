@@ -54,9 +54,16 @@ CONSUMER = "c1"  #: the application's consumer handle, on one cluster and then o
 
 
 def failover_header(
-    target: Any, sites: ReplicationSites, *, seed: int, pulsar_version: str | None = None, selector: Any = None
+    target: Any,
+    sites: ReplicationSites,
+    *,
+    seed: int,
+    pulsar_version: str | None = None,
+    selector: Any = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> TraceHeader:
-    """The header of a failover trace: the usual contract, plus the ``clusters`` that make it a failover run."""
+    """The header of a failover trace: the usual contract, plus the ``clusters`` that make it a failover run
+    (and ``extra``, e.g. the scenario's name)."""
     claims = getattr(target, "claims", None)
     return TraceHeader(
         target=str(getattr(target, "name", target)),
@@ -69,6 +76,7 @@ def failover_header(
             "clusters": list(sites.clusters),
             "implementation": getattr(claims, "implementation", None),
             "replicated_topic": sites.topic,
+            **(extra or {}),
         },
     )
 
@@ -95,6 +103,7 @@ class Failover:
         self.moved_to: str | None = None
         self._drained = False
         self._closed = False
+        self._down: set[str] = set()  #: clusters cut off now (set_down)
         for name in self.clusters[1:]:  # the subscription exists, replicated, everywhere (created at Earliest)
             handle = f"standby-{name}"
             standby = sites.subscribe(name)
@@ -114,7 +123,12 @@ class Failover:
         self.writer.record(op, topic=self._topic(on), **fields)
 
     def publish(self, count: int, *, keys: int = 5, cluster: str | None = None) -> None:
-        """Publish ``count`` messages in ``cluster`` (default: the first, where the consumer starts).
+        """Publish ``count`` messages in ``cluster`` (default: the first, where the consumer starts); message
+        ``n`` of the run gets key ``k<n mod keys>``."""
+        self.publish_keys([f"k{(self.sent + i) % keys}" for i in range(count)], cluster=cluster)
+
+    def publish_keys(self, keys: Sequence[str], *, cluster: str | None = None) -> None:
+        """Publish one message per key of ``keys``, in order, in ``cluster`` (default: the first).
 
         A message published in another cluster reaches the subscription through replication; its publish is
         recorded on that cluster's copy of the topic, by a producer named after the cluster.
@@ -124,9 +138,8 @@ class Failover:
             raise InvalidArgument(f"publish(cluster={cluster!r}): the clusters are {', '.join(self.clusters)}")
         producer = self.producer if on == self.home else self._producer_in(on)
         name = PRODUCER if on == self.home else f"{PRODUCER}-{on}"
-        for _ in range(count):
-            number = self.sent
-            payload, key = f"m{number}", f"k{number % keys}"
+        for key in keys:
+            payload = f"m{self.sent}"
             t0 = self.sites.now_ns()
             msg_id = producer.send(payload, key)
             self.sent += 1
@@ -185,6 +198,29 @@ class Failover:
         fault = "cluster_down" if down else "cluster_up"
         self.writer.record("fault", fault=fault, cluster=cluster, consumers=[], producers=[])
         self.sites.set_down(cluster, down)
+        if down:
+            self._down.add(cluster)
+        else:
+            self._down.discard(cluster)
+
+    def snapshot(self) -> None:
+        """Let replication settle (bounded), then record a ``snapshot`` per cluster: the subscription's backlog
+        there.  ``settled`` says that replication went idle with every cluster up, so each cluster's copy holds
+        every message published before (``conformance.checks.replication`` judges only those)."""
+        note = self.sites.settle()
+        if note:
+            self.notes.append(note)
+        settled = note is None and not self._down
+        for cluster in self.clusters:
+            backlog = self.sites.backlog(cluster)
+            if backlog is not None:
+                self.writer.record(
+                    "snapshot",
+                    subscription=self.sites.subscription,
+                    cluster=cluster,
+                    backlog=backlog,
+                    settled=settled,
+                )
 
     def fail_over(self, to: str) -> None:
         """Close the consumer (the application moves), let replication settle, resume and drain in ``to``."""
@@ -192,13 +228,7 @@ class Failover:
         self._record("close", self.home, consumer=CONSUMER)
         consumer.close()
         self.consumer = None
-        note = self.sites.settle()
-        if note:
-            self.notes.append(note)
-        for cluster in self.clusters:
-            backlog = self.sites.backlog(cluster)
-            if backlog is not None:
-                self.writer.record("snapshot", subscription=self.sites.subscription, cluster=cluster, backlog=backlog)
+        self.snapshot()
         self._record("failover", self.home, subscription=self.sites.subscription, cluster=self.home, to=to)
         standby = self.sites.subscribe(to)
         self._record("open", to, consumer=CONSUMER, result="ok", subscription=self.sites.subscription)

@@ -174,6 +174,12 @@ def run_scenario(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"Expected seed to be an integer >= 0 but got seed={seed!r}.")
     target.capabilities.require(scenario.required_capabilities(), target.name)
+    if scenario.is_failover():  # the replication workload on the target's clusters (docs/scenarios.md)
+        from pytest_keyshared.driver.failover_run import run_failover_scenario
+
+        return run_failover_scenario(  # type: ignore[no-any-return]
+            target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, progress=progress
+        )
     if scenario.settings.selector or scenario.settings.points:
         target = target.with_selector(scenario.settings.selector, scenario.settings.points)
     run = _Run(
