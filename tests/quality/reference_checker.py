@@ -183,10 +183,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                         found[("redelivered_after_ack", sub, m.key, (ack_i, i))] += 1
                         m.acked = False
                 same_scope = [x for x in records.values() if x.scope == m.scope]
-                if not any(inc in x.holders for x in same_scope):
-                    others = {h for x in same_scope for h in x.holders}
+                pending = [x for x in same_scope if not x.acked]  # an acknowledged message holds no key
+                if not m.acked and not any(inc in x.holders for x in pending):
+                    others = {h for x in pending for h in x.holders}
                     for other in others:
-                        first = min(x.holders[other] for x in same_scope if other in x.holders)
+                        first = min(x.holders[other] for x in pending if other in x.holders)
                         found[("key_overlap", sub, m.key, (first, i))] += 1
                 owed = [x for x in same_scope if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m]
                 if owed and not any(x.exempt and x.pos < m.pos for x in same_scope):
