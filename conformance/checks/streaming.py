@@ -657,12 +657,34 @@ class StreamingChecker:
         """The first live receive after an armed ack: a violation (True) unless a fault or the acker disarmed it."""
         ack_i, acker = rec[R_ARM_I], rec[R_ARM_INC]
         rec[R_ARM_I] = -1
-        if rec[R_ARM_EPOCH] == self._epoch and acker.last_disarm < ack_i:
+        if rec[R_ARM_EPOCH] == self._epoch and acker.last_disarm < ack_i and not self._batch_owed(sub, rec):
             msg = _msg(mkey)
             ref = (i, "receive", inc.consumer, msg)
             ack_ref = (ack_i, "ack", acker.consumer, msg)
             self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref))
             return True
+        return False
+
+    @staticmethod
+    def _batch_owed(sub: SubState, rec: list[Any]) -> bool:
+        """Whether ``rec`` is one message of a batch (batch index >= 0) with another message of its entry in its
+        scope still unacknowledged: the client acknowledges a batch's entry only once every message of it is
+        acknowledged (without batch-index acks), so the broker rightly delivers the whole entry again, the
+        acknowledged messages with it.  Scanned only at a receive that an armed ack would otherwise judge."""
+        ledger, entry, batch = rec[R_POS]
+        if batch < 0:
+            return False
+        scope = rec[R_SCOPE]
+        for other in sub.recs.values():
+            pos = other[R_POS]
+            if (
+                pos[1] == entry
+                and pos[0] == ledger
+                and other is not rec
+                and not other[R_ACKED]
+                and other[R_SCOPE] == scope
+            ):
+                return True
         return False
 
     def _overlap(

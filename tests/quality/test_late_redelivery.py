@@ -97,3 +97,69 @@ def test_a_crash_of_the_consumer_holding_a_late_copy_frees_nothing() -> None:
     b.crash("c2")  # its copy was acknowledged: owed to nobody, so not undelivered in a drained run
     b.end()
     assert kinds(b) == Counter()
+
+
+# --- a batch partly acknowledged, then delivered whole again ---------------------------------------------
+# Without batch-index acknowledgements the client acknowledges a batch's entry only once every message of it is
+# acknowledged; the broker keeps the entry pending and, after a release, delivers all of it again — the
+# messages the application acknowledged with it (pulsar-lite.md 4.9 shows the same on pulsar-lite).
+
+BATCH = [f"1:5:-1:{n}" for n in range(3)]  # one entry of three messages of key k (key-based batching)
+
+
+def batch_again(*, acked: int, step: int) -> TraceBuilder:
+    """c1 receives the batch and acknowledges its first ``acked`` messages, then closes (a close flushes acks:
+    it disarms nothing); c2 receives the whole batch again and acknowledges it."""
+    b = TraceBuilder(step=step)
+    b.open("c1")
+    b.open("c2")
+    for msg in BATCH:
+        b.publish("k", msg)
+    for msg in BATCH:
+        b.receive("c1", "k", msg)
+    for msg in BATCH[:acked]:
+        b.ack("c1", msg)
+    b.close("c1")
+    for msg in BATCH:
+        b.receive("c2", "k", msg)
+    for msg in BATCH:
+        b.ack("c2", msg)
+    b.end()
+    return b
+
+
+@STEPS
+def test_a_partly_acknowledged_batch_delivered_whole_again_is_no_redelivery_after_ack(step: int) -> None:
+    assert kinds(batch_again(acked=2, step=step)) == Counter()
+
+
+@STEPS
+def test_a_fully_acknowledged_batch_delivered_again_is(step: int) -> None:
+    # found once, at its first message: that acknowledgement is taken back, so the entry is owed again and the
+    # rest of the batch comes with it
+    b = batch_again(acked=3, step=step)
+    assert kinds(b) == Counter({Kind.REDELIVERED_AFTER_ACK: 1})
+    (found,) = check_trace(b.events, header=b.header).violations
+    first_ack = next(e.i for e in b.events if e.op.value == "ack")
+    first_again = next(e.i for e in b.events if e.op.value == "receive" and e.consumer == "c2")
+    assert found.events == (first_ack, first_again)
+
+
+def test_batches_are_told_apart_by_entry() -> None:
+    # 1:6:-1:0 is another entry: its being unacknowledged does not excuse the redelivery of 1:5's messages
+    b = TraceBuilder()
+    b.open("c1")
+    b.open("c2")
+    for msg in (*BATCH, "1:6:-1:0"):
+        b.publish("k", msg)
+    for msg in (*BATCH, "1:6:-1:0"):
+        b.receive("c1", "k", msg)
+    for msg in BATCH:
+        b.ack("c1", msg)
+    b.close("c1")
+    b.receive("c2", "k", BATCH[0])  # 1:5 was fully acknowledged: a broken acknowledgement
+    b.receive("c2", "k", "1:6:-1:0")
+    b.ack("c2", BATCH[0])
+    b.ack("c2", "1:6:-1:0")
+    b.end()
+    assert kinds(b)[Kind.REDELIVERED_AFTER_ACK] == 1

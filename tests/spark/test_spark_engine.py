@@ -119,6 +119,19 @@ def hand_written() -> list[TraceBuilder]:
         b.receive("c1", "k", "1:1"), b.ack("c1", "1:1"), b.ack("c2", late), b.receive("c1", "k", "1:2")
         b.ack("c1", "1:2"), b.end()
         cases.append(b)
+    for acked in (2, 3):  # a batch delivered whole again: clean if partly acknowledged, else one finding
+        b = TraceBuilder()
+        batch = [f"1:5:-1:{n}" for n in range(3)]
+        b.open("c1"), b.open("c2")
+        for msg in batch:
+            b.publish("k", msg), b.receive("c1", "k", msg)
+        for msg in batch[:acked]:
+            b.ack("c1", msg)
+        b.close("c1")
+        for msg in batch:
+            b.receive("c2", "k", msg), b.ack("c2", msg)
+        b.end()
+        cases.append(b)
     return cases
 
 
