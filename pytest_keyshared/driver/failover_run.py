@@ -16,7 +16,6 @@ one that cannot give the clusters or replication delays the scenario asks for.
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import time
 from collections.abc import Callable
@@ -113,7 +112,7 @@ def run_failover_scenario(
 ) -> Any:
     """Run failover ``scenario`` on ``target``'s clusters; a :class:`~.run.RunResult` (see the module doc)."""
     from conformance.checks import check_trace
-    from pytest_keyshared.driver.run import RunResult, StepOutcome
+    from pytest_keyshared.driver.run import RunResult, StepOutcome, write_verdict
 
     settings = scenario.settings
     name = str(getattr(target, "name", target))
@@ -133,7 +132,12 @@ def run_failover_scenario(
     header = failover_header(
         target, sites, seed=seed, selector=selector, extra={"scenario": scenario.name, "topic": sites.topic}
     )
-    run = Failover(sites, header, trace_path)
+    try:
+        run = Failover(sites, header, trace_path)
+    except BaseException:  # the standby subscriptions or the consumer could not be made: release the clusters
+        with contextlib.suppress(Exception):
+            sites.close()
+        raise
     tally = _Tally()
     run.writer.add_listener(tally.feed)
     rng = random.Random(seed)
@@ -168,10 +172,7 @@ def run_failover_scenario(
             with contextlib.suppress(Exception):
                 save_logs(out_dir)
     verdict = check_trace(trace_path, profile=profile)
-    verdict_path = out_dir / "verdict.json"
-    data = verdict.to_json()
-    text = data if isinstance(data, str) else json.dumps(data, indent=2, sort_keys=True)
-    verdict_path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    verdict_path = write_verdict(verdict, out_dir)
     report(steps, "done", final=True)
     result = RunResult(
         scenario=scenario.name,
