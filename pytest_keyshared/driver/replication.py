@@ -5,11 +5,14 @@ acknowledgement plan, let snapshots run, cut clusters off, then move the consume
 it there.  It records what the clients observe with a :class:`~conformance.trace.TraceWriter`, like any
 scenario run: ``open``, ``publish``, ``receive``, ``ack``, ``close``; the standby subscriptions' creation; a
 ``fault`` (touching no consumer) when a cluster is cut off or returns; a ``snapshot`` per cluster with the
-subscription backlog the harness read after replication settled; the application's ``failover``; and the
-consumer's re-attachment on the other cluster (an ``open`` whose topic names that cluster).  Each cluster's
+subscription backlog the harness read after waiting for replication to settle (and whether it did), at
+:meth:`Failover.snapshot` and before the switch; the application's ``failover``; and the consumer's
+re-attachment on the other cluster (an ``open`` whose topic names that cluster).  Each cluster's
 copy of the topic is written ``<topic>@<cluster>`` (docs/trace-format.md, "Failover runs").  The trace ends
 with ``end`` ``drained: true`` once the consumer on the other cluster received until quiet.  The checkers judge
-it (``skipped_after_failover``: :mod:`conformance.checks.replication`); ``keyshared check`` works on it.
+it (``skipped_after_failover``, ``replicated_cursor_ahead``: :mod:`conformance.checks.replication`); ``keyshared
+check`` works on it.  A failover scenario (``[settings] clusters``) drives this workload step by step
+(:mod:`pytest_keyshared.driver.failover_run`), so ``keyshared run`` and ``keyshared replay`` run failovers too.
 
 It talks to the clusters through :class:`~conformance.target.ReplicationSites` only: :class:`BrokerSites` here
 (real clusters through ``pulsar-client``, e.g. the ``testcontainers-geo`` target) or
