@@ -38,7 +38,9 @@ of them: a snapshot applied ahead of the acknowledgements (completed too early, 
 mapped wrongly).  The same bound holds on the cluster the consumer acknowledged on (there it is plain stats
 consistency).  Witness: the snapshot and the publishes of the first unacknowledged messages.  Acknowledgements
 are recorded before the client sends them, so one still on its way only raises the broker's backlog: the bound
-stays sound.  A snapshot without ``settled: true`` is not judged (noted).  The rule reads event order only, so
+stays sound.  A snapshot without ``settled: true`` is not judged (noted), nor is one in a trace whose messages
+were published in batches (a backlog counts entries: a batch of ten is one; the failover workload publishes
+one message per entry).  The rule reads event order only, so
 equal timestamps change nothing.
 
 A pure function of the events, in one pass: O(events) time, O(messages) memory.  Both engines call it
@@ -53,7 +55,7 @@ from typing import Any
 
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
-from conformance.trace.identity import canonical_message
+from conformance.trace.identity import canonical_message, parse_position
 from conformance.violations import Kind, Violation, render_elle
 
 __all__ = [
@@ -117,6 +119,7 @@ class ReplicationCheck:
         self.acked: dict[tuple[str | None, str], set[str]] = {}
         self.acked_by_sub: dict[str | None, set[str]] = {}  #: subscription -> uids acknowledged on any cluster
         self.cursor_ahead: list[Violation] = []
+        self.batched_at: int | None = None  #: the first publish stored in a batch (backlogs then count entries)
         self.failovers: list[_Failover] = []
         self.end_i: int | None = None
         self.drained = False
@@ -147,7 +150,10 @@ class ReplicationCheck:
                 return
             self.published.setdefault(cluster, []).append((event.i, event.uid, event.key, event.msg_id))
             if event.msg_id is not None and event.topic is not None:
-                self.uid_of[canonical_message(event.topic, event.msg_id)[0]] = event.uid
+                mkey, _stream, msg = canonical_message(event.topic, event.msg_id)
+                self.uid_of[mkey] = event.uid
+                if self.batched_at is None and parse_position(msg)[2] >= 0:
+                    self.batched_at = event.i
         elif op == "receive":
             self._receive(event)
         elif op == "ack":
@@ -197,6 +203,12 @@ class ReplicationCheck:
         if event.extra.get("settled") is not True:
             self.notes.append(
                 f"snapshot E{event.i} ({cluster}) not judged: replication had not settled (or a cluster was down)"
+            )
+            return
+        if self.batched_at is not None:
+            self.notes.append(
+                f"snapshot E{event.i} ({cluster}) not judged: messages were published in batches (E{self.batched_at}),"
+                " and a backlog counts entries, not messages"
             )
             return
         sub = event.subscription or self.default_sub
