@@ -42,7 +42,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("ring-ignores-name-index", "ring-same-names"),
     ("sticky-gaps-delivered", "sticky-gaps"),
     ("auto-split-wrong-range", "auto-split-four-consumers"),
-    ("snapshot-last-answer-only", "two_producers"),
+    ("snapshot-last-answer-only", "two-producers"),
     ("classic-no-recently-joined", "join-while-pending"),
 )
 

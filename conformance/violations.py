@@ -7,8 +7,9 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
-``accepted_conflicting_open``, ``skipped_after_failover``, ``lost_write``; and four that conformance cases
-judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``, ``not_quiet`` and ``pinned_owner``.
+``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``; and
+four that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
+``not_quiet`` and ``pinned_owner``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
@@ -46,6 +47,9 @@ class Kind(str, Enum):
     ACCEPTED_CONFLICTING_OPEN = "accepted_conflicting_open"
     #: after a failover, a message the application had not acknowledged never arrived on the other cluster
     SKIPPED_AFTER_FAILOVER = "skipped_after_failover"
+    #: once replication settled, a cluster's copy of a replicated subscription had a smaller backlog than the
+    #: messages no consumer of it had acknowledged: its cursor was past one of them (PIP-33)
+    REPLICATED_CURSOR_AHEAD = "replicated_cursor_ahead"
     #: a STICKY consumer received a key whose hash lies outside the ranges it declared (a case-level judgement)
     OUTSIDE_STICKY_RANGES = "outside_sticky_ranges"
     #: a case waited for deliveries the broker owed and they did not come in time (a case-level judgement)

@@ -58,6 +58,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "misassigned": "assignment",
     "accepted_conflicting_open": "assignment",
     "skipped_after_failover": "replication",
+    "replicated_cursor_ahead": "replication",
     "outside_sticky_ranges": "assignment",
     "stalled": "delivery",
     "not_quiet": "redelivery",

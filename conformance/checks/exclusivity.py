@@ -4,10 +4,13 @@ Property (Key_Shared, PIP-379): the messages of one key are unacknowledged at no
 time.  A message is *outstanding* (held) at consumer C from its ``receive`` until C's ``ack`` of it (or anyone's
 ack), C's ``nack`` of it, or C's ``redeliver``, ``close`` or ``crash``, or a broker ``fault``, whichever comes
 first.  Receives are recorded after the client returned the message and releases before the client call, so
-an observed hold lies inside the broker's: an overlap seen in the trace happened at the broker.
+an observed hold lies inside the broker's: an overlap seen in the trace happened at the broker.  A message
+acknowledged before it is received (again) is outstanding nowhere: that receive holds no key (a late copy of
+an acknowledged message, allowed after a release; ``docs/checker.md``).
 
-Rule (one report per overlap *episode*): at a receive r by C that takes C's count of held messages of the key
-(in that topic partition) from 0 to 1, report one violation for each other consumer C' holding the key at r.
+Rule (one report per overlap *episode*): at a receive r by C of an unacknowledged message that takes C's count of
+held messages of the key (in that topic partition) from 0 to 1, report one violation for each other consumer C'
+holding the key at r.
 Witness: the receive of the earliest-received message of the key still held by C', and r.
 
 Cost: O(1) per event on the way (a dict per key of holders); the report scans C''s holdings of the key.

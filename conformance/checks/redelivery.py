@@ -12,6 +12,11 @@ reason to forget the ack:
   while a grouped ack may still be buffered (``ConsumerImpl::redeliverMessages`` does not flush the
   ack-grouping tracker; ``closeAsync`` does, so a ``close`` does not excuse a redelivery).
 
+Nor is it one when the message is one of a batch (batch index >= 0) and another message of the same entry (in
+its scope) is unacknowledged at the receive: without batch-index acknowledgements the client acknowledges an
+entry only once all of its messages are, so the broker rightly delivers the whole batch again, the acknowledged
+messages with it (the receive is a late copy, holding no key).
+
 A later ack that does not arm (the acker did not hold the message) disarms an earlier one.
 Witness: the ack and the receive.  Memory: the armed acks since the last fault (one small entry each).
 The Spark engine runs this same code (:mod:`conformance.checks.partition`).

@@ -1,4 +1,5 @@
-"""``skipped_after_failover``: a replicated subscription resumed on another cluster without a message it owed.
+"""``skipped_after_failover`` and ``replicated_cursor_ahead``: a replicated subscription resumed on another
+cluster without a message it owed, or a cluster's copy of it was already past one.
 
 PIP-33 (replicated subscriptions) promises a client that moves a subscription's consumer from cluster A to
 cluster B that B resumes at a position no later than what the application acknowledged on A: only the
@@ -22,6 +23,26 @@ unknown).  Witness: the message's publish, F, and the ``end``.  Messages are mat
 ``unexpected_message``; what a copy other than the one S ends on still holds is this check's, not
 ``undelivered`` (the streaming engine leaves those copies to this check).
 
+Snapshots.  What a client can observe of PIP-33's snapshots is their effect on each cluster's copy of the
+subscription: a snapshot maps a position P(A) of cluster A to a position P(B) in every other cluster such that
+everything in B up to P(B) had reached A by P(A); B's cursor moves (an UPDATE marker, a cumulative ack) only to
+the P(B) of the newest snapshot whose P(A) is at or before A's mark-delete position, which never passes an
+unacknowledged message.  Snapshot positions themselves are never shown to clients (markers are not delivered),
+but every cluster's subscription ``msgBacklog`` is (topic stats).  Markers that no consumer has read yet count in
+it, so it can only be higher than the messages the cursor has not passed, never lower.  Hence the rule
+``replicated_cursor_ahead``: at a ``snapshot`` event with ``settled: true`` (replication was idle and every cluster
+up, so each copy holds every message published before it) for subscription S on cluster X, ``backlog`` must be at
+least the number of messages published (``ok``, with a ``uid``, on any cluster) before the event that no consumer
+of S acknowledged, on any cluster, before it.  A smaller backlog means X's cursor had passed at least that many
+of them: a snapshot applied ahead of the acknowledgements (completed too early, from one cluster's answer, or
+mapped wrongly).  The same bound holds on the cluster the consumer acknowledged on (there it is plain stats
+consistency).  Witness: the snapshot and the publishes of the first unacknowledged messages.  Acknowledgements
+are recorded before the client sends them, so one still on its way only raises the broker's backlog: the bound
+stays sound.  A snapshot without ``settled: true`` is not judged (noted), nor is one in a trace whose messages
+were published in batches (a backlog counts entries: a batch of ten is one; the failover workload publishes
+one message per entry).  The rule reads event order only, so
+equal timestamps change nothing.
+
 A pure function of the events, in one pass: O(events) time, O(messages) memory.  Both engines call it
 (:func:`conformance.checks.api.compose_checks`), so it has one implementation.
 """
@@ -34,13 +55,22 @@ from typing import Any
 
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
-from conformance.trace.identity import canonical_message
+from conformance.trace.identity import canonical_message, parse_position
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["ReplicationCheck", "ReplicationFindings", "check_replication", "cluster_of", "is_replication_run"]
+__all__ = [
+    "ReplicationCheck",
+    "ReplicationFindings",
+    "check_replication",
+    "cluster_of",
+    "is_replication_run",
+    "make_cursor_ahead",
+]
 
 #: Shown per failover in an explanation before "... and N more".
 MAX_LISTED = 8
+#: Publishes named as witnesses of one ``replicated_cursor_ahead``.
+MAX_WITNESSES = 3
 
 
 def is_replication_run(header: TraceHeader | None) -> bool:
@@ -87,6 +117,9 @@ class ReplicationCheck:
         self.uid_of: dict[str, str] = {}  #: message key -> uid (from its publish or a receive)
         #: (subscription, cluster) -> uids acknowledged there so far
         self.acked: dict[tuple[str | None, str], set[str]] = {}
+        self.acked_by_sub: dict[str | None, set[str]] = {}  #: subscription -> uids acknowledged on any cluster
+        self.cursor_ahead: list[Violation] = []
+        self.batched_at: int | None = None  #: the first publish stored in a batch (backlogs then count entries)
         self.failovers: list[_Failover] = []
         self.end_i: int | None = None
         self.drained = False
@@ -117,7 +150,10 @@ class ReplicationCheck:
                 return
             self.published.setdefault(cluster, []).append((event.i, event.uid, event.key, event.msg_id))
             if event.msg_id is not None and event.topic is not None:
-                self.uid_of[canonical_message(event.topic, event.msg_id)[0]] = event.uid
+                mkey, _stream, msg = canonical_message(event.topic, event.msg_id)
+                self.uid_of[mkey] = event.uid
+                if self.batched_at is None and parse_position(msg)[2] >= 0:
+                    self.batched_at = event.i
         elif op == "receive":
             self._receive(event)
         elif op == "ack":
@@ -126,9 +162,13 @@ class ReplicationCheck:
                 return
             uid = self.uid_of.get(canonical_message(event.topic, event.msg_id)[0])
             if uid is not None:
-                self.acked.setdefault((self.subs.get(str(event.consumer)), cluster), set()).add(uid)
+                sub = self.subs.get(str(event.consumer))
+                self.acked.setdefault((sub, cluster), set()).add(uid)
+                self.acked_by_sub.setdefault(sub, set()).add(uid)
         elif op == "failover":
             self._failover(event)
+        elif op == "snapshot":
+            self._snapshot(event)
         elif op == "end":
             self.end_i = event.i
             self.drained = bool(event.drained)
@@ -154,6 +194,34 @@ class ReplicationCheck:
         acked = set(self.acked.get((sub, left), ()))
         self.failovers.append(_Failover(event.i, sub, left, to if isinstance(to, str) else None, acked))
 
+    def _snapshot(self, event: Event) -> None:
+        """``replicated_cursor_ahead``: a settled snapshot's backlog below what nobody acknowledged (module doc)."""
+        cluster, backlog = event.extra.get("cluster"), event.extra.get("backlog")
+        if not isinstance(backlog, int) or isinstance(backlog, bool) or not isinstance(cluster, str):
+            self.notes.append(f"snapshot E{event.i} has no cluster or integer backlog: not judged")
+            return
+        if event.extra.get("settled") is not True:
+            self.notes.append(
+                f"snapshot E{event.i} ({cluster}) not judged: replication had not settled (or a cluster was down)"
+            )
+            return
+        if self.batched_at is not None:
+            self.notes.append(
+                f"snapshot E{event.i} ({cluster}) not judged: messages were published in batches (E{self.batched_at}),"
+                " and a backlog counts entries, not messages"
+            )
+            return
+        sub = event.subscription or self.default_sub
+        acked = self.acked_by_sub.get(sub, set())
+        owed: dict[str, tuple[int, str, str | None, str | None]] = {}
+        for published in self.published.values():
+            for p in published:
+                if p[1] not in acked and p[1] not in owed:
+                    owed[p[1]] = p
+        if backlog < len(owed):
+            first = sorted(owed.values())[:MAX_WITNESSES]
+            self.cursor_ahead.append(make_cursor_ahead(event.i, sub, cluster, backlog, len(owed), first))
+
     def left_marks(self) -> set[int]:
         """Events that freed a message on a cluster some subscription failed over from (see ``freed_on``)."""
         out: set[int] = set()
@@ -162,12 +230,13 @@ class ReplicationCheck:
         return out
 
     def finish(self) -> ReplicationFindings:
+        ahead = tuple(self.cursor_ahead)
         if not self.failovers:
-            return ReplicationFindings(notes=tuple(self.notes))
+            return ReplicationFindings(ahead, notes=tuple(self.notes))
         if not self.drained or self.end_i is None:
             note = "skipped_after_failover not judged: the run was not drained after the failover"
-            return ReplicationFindings(notes=(*self.notes, note), unjudged=(Kind.SKIPPED_AFTER_FAILOVER,))
-        found: list[Violation] = []
+            return ReplicationFindings(ahead, (*self.notes, note), unjudged=(Kind.SKIPPED_AFTER_FAILOVER,))
+        found: list[Violation] = list(ahead)
         notes = list(self.notes)
         for failover in self.failovers:
             sent = sorted(p for published in self.published.values() for p in published if p[0] < self.end_i)
@@ -223,6 +292,53 @@ def explain(facts: Mapping[str, Any]) -> str:
             " passes an unacknowledged message (PIP-33): it must be delivered again after the failover.",
             f"However, the run drained {to} (E{facts['refs'][2][0]}) and no consumer of the subscription received"
             f" it there: {facts['skipped']} message(s) skipped in all.",
+        ],
+    )
+
+
+def make_cursor_ahead(
+    i: int,
+    subscription: str | None,
+    cluster: str,
+    backlog: int,
+    owed: int,
+    first: list[tuple[int, str, str | None, str | None]],
+) -> Violation:
+    """The violation for a settled snapshot whose backlog is below the unacknowledged messages (witness: the
+    publishes of the first of them, then the snapshot)."""
+    facts: dict[str, Any] = {
+        "cluster": cluster,
+        "subscription": subscription,
+        "backlog": backlog,
+        "unacknowledged": owed,
+        "uids": [p[1] for p in first],
+        "refs": [*([p[0], "publish", None, p[3]] for p in first), [i, "snapshot", None, None]],
+    }
+    return Violation(
+        Kind.REPLICATED_CURSOR_AHEAD,
+        first[0][2] if first else None,
+        (),
+        (*(p[0] for p in first), i),
+        explain_cursor_ahead(facts),
+        subscription,
+        facts,
+    )
+
+
+def explain_cursor_ahead(facts: Mapping[str, Any]) -> str:
+    snapshot_i = facts["refs"][-1][0]
+    uids = ", ".join(facts["uids"])
+    return render_elle(
+        f"replicated_cursor_ahead: subscription {facts['subscription']!r} on {facts['cluster']} had passed"
+        f" {facts['unacknowledged'] - facts['backlog']} unacknowledged message(s)",
+        facts["refs"],
+        [
+            f"{facts['unacknowledged']} message(s) published before E{snapshot_i} ({uids}, ...) had been acknowledged"
+            " by no consumer of the subscription, on any cluster.",
+            "A replicated cursor moves only to a snapshot taken at or before the acknowledged (mark-delete)"
+            " position, so once replication settled every cluster's backlog counts each of them (PIP-33).",
+            f"However, at E{snapshot_i}, with replication settled, {facts['cluster']} reported a backlog of"
+            f" {facts['backlog']}: its cursor was past at least {facts['unacknowledged'] - facts['backlog']} of them.",
         ],
     )
 

@@ -219,7 +219,9 @@ class StreamingChecker:
                     scope = rec[6]
                 holding = sub.holding
                 hold = holding.get(scope)
-                if hold is not None and inc not in hold:
+                # an acknowledged message (a late redelivery) is pending nowhere: its receive holds no key
+                pending = not rec[0]
+                if pending and hold is not None and inc not in hold:
                     self._overlap(sub, rec, inc, i, mkey, hold)
                 heap = sub.free_heaps.get(scope)
                 if heap:
@@ -246,7 +248,9 @@ class StreamingChecker:
                     holder[inc] = i
                 else:
                     rec[3] = {holder: rec[4], inc: i}
-                if hold is None:
+                if not pending:
+                    pass  # held for the acknowledgement it may get (arming), not counted as a hold of the key
+                elif hold is None:
                     holding[scope] = {inc: 1}
                 else:
                     hold[inc] = hold.get(inc, 0) + 1
@@ -266,21 +270,25 @@ class StreamingChecker:
                 if holder is None:
                     arms = False
                 else:
-                    scope = rec[6]
-                    holding = sub.holding
-                    hold = holding[scope]
                     if holder.__class__ is not dict:
                         holder = (holder,)  # one holder (the common case) or several
                     arms = inc in holder
-                    for other in holder:
-                        n_held = hold[other]
-                        if n_held == 1:
-                            del hold[other]
-                        else:
-                            hold[other] = n_held - 1
-                        del other.held[mkey]
-                    if not hold:
-                        del holding[scope]
+                    if rec[0]:  # received again after an ack: those holds were never counted as the key's
+                        for other in holder:
+                            del other.held[mkey]
+                    else:
+                        scope = rec[6]
+                        holding = sub.holding
+                        hold = holding[scope]
+                        for other in holder:
+                            n_held = hold[other]
+                            if n_held == 1:
+                                del hold[other]
+                            else:
+                                hold[other] = n_held - 1
+                            del other.held[mkey]
+                        if not hold:
+                            del holding[scope]
                     rec[3] = None
                 if mkey in published:  # settled: only the compact remainder stays
                     del sub.recs[mkey]
@@ -544,6 +552,9 @@ class StreamingChecker:
                 ((rec[R_HOLDER], rec[R_HOLD_I]),) = holder.items()
         else:
             rec[R_HOLDER] = None
+        del inc.held[mkey]
+        if rec[R_ACKED]:
+            return  # a receive of an acknowledged message holds no key (see the receive in _run)
         scope = rec[R_SCOPE]
         hold = sub.holding[scope]
         n_held = hold[inc]
@@ -553,7 +564,6 @@ class StreamingChecker:
                 del sub.holding[scope]
         else:
             hold[inc] = n_held - 1
-        del inc.held[mkey]
 
     def _release(self, sub: SubState, rec: list[Any], mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
         self._unhold(sub, rec, mkey, inc)
@@ -647,12 +657,34 @@ class StreamingChecker:
         """The first live receive after an armed ack: a violation (True) unless a fault or the acker disarmed it."""
         ack_i, acker = rec[R_ARM_I], rec[R_ARM_INC]
         rec[R_ARM_I] = -1
-        if rec[R_ARM_EPOCH] == self._epoch and acker.last_disarm < ack_i:
+        if rec[R_ARM_EPOCH] == self._epoch and acker.last_disarm < ack_i and not self._batch_owed(sub, rec):
             msg = _msg(mkey)
             ref = (i, "receive", inc.consumer, msg)
             ack_ref = (ack_i, "ack", acker.consumer, msg)
             self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref))
             return True
+        return False
+
+    @staticmethod
+    def _batch_owed(sub: SubState, rec: list[Any]) -> bool:
+        """Whether ``rec`` is one message of a batch (batch index >= 0) with another message of its entry in its
+        scope still unacknowledged: the client acknowledges a batch's entry only once every message of it is
+        acknowledged (without batch-index acks), so the broker rightly delivers the whole entry again, the
+        acknowledged messages with it.  Scanned only at a receive that an armed ack would otherwise judge."""
+        ledger, entry, batch = rec[R_POS]
+        if batch < 0:
+            return False
+        scope = rec[R_SCOPE]
+        for other in sub.recs.values():
+            pos = other[R_POS]
+            if (
+                pos[1] == entry
+                and pos[0] == ledger
+                and other is not rec
+                and not other[R_ACKED]
+                and other[R_SCOPE] == scope
+            ):
+                return True
         return False
 
     def _overlap(
@@ -661,7 +693,7 @@ class StreamingChecker:
         ref = (i, "receive", inc.consumer, _msg(mkey))
         scope = rec[R_SCOPE]
         for other in hold:
-            first_mkey, first = next((m, r) for m, r in other.held.items() if r[R_SCOPE] == scope)
+            first_mkey, first = next((m, r) for m, r in other.held.items() if r[R_SCOPE] == scope and not r[R_ACKED])
             holder_ref = (holders_of(first)[other], "receive", other.consumer, _msg(first_mkey))
             self._emit(make_overlap(sub.name, rec[R_KEY], other.consumer, holder_ref, inc.consumer, ref))
 

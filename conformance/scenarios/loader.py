@@ -21,15 +21,21 @@ from typing import Any
 from conformance.scenarios.model import (
     BATCHING_MODES,
     BEHAVIOURS,
+    FAILOVER_STEPS,
     HASH_RANGE_MAX,
     KEY_FIELDS,
     KEY_ORDERS,
     KEY_SHARED_MODES,
     SELECTORS,
     AckHeld,
+    AckPlan,
     Behaviour,
     Close,
+    ClusterDown,
+    ClusterUp,
+    Consume,
     Crash,
+    FailOver,
     InvalidScenario,
     KeySet,
     NackHeld,
@@ -44,6 +50,7 @@ from conformance.scenarios.model import (
     SetBehaviour,
     Settings,
     Sleep,
+    Snapshot,
     Step,
     SubscriptionSettings,
     WaitQuiet,
@@ -76,6 +83,11 @@ STEP_TYPES: dict[str, type] = {
         WaitReceived,
         Sleep,
         RestartBroker,
+        Consume,
+        Snapshot,
+        ClusterDown,
+        ClusterUp,
+        FailOver,
     )
 }
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -94,7 +106,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "ranges",
         "paused",
     ),
-    "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order"),
+    "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order", "cluster"),
     "resend": ("producer", "from_seq", "to_seq", "reconnect"),
     "set_behaviour": ("consumer", *_BEHAVIOUR_FIELDS),
     "ack_held": ("consumer", "count"),
@@ -108,6 +120,11 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "wait_received": ("count", "consumer", "timeout_ms"),
     "sleep": ("ms",),
     "restart_broker": ("kill",),
+    "consume": ("ack",),
+    "snapshot": (),
+    "cluster_down": ("cluster",),
+    "cluster_up": ("cluster",),
+    "failover": ("to",),
 }
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "open": ("consumer",),
@@ -116,6 +133,9 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "set_behaviour": ("consumer", "behaviour"),
     "wait_received": ("count",),
     "sleep": ("ms",),
+    "cluster_down": ("cluster",),
+    "cluster_up": ("cluster",),
+    "failover": ("to",),
 }
 
 
@@ -233,7 +253,11 @@ def _settings(raw: Any, where: str) -> Settings:
     for f in fields(Settings):
         if f.name not in table:
             continue
-        if f.type in ("bool", bool):
+        if f.name == "clusters":
+            values[f.name] = _clusters(table[f.name], f"{where} clusters")
+        elif f.name == "replication_delays":
+            values[f.name] = _delays(table[f.name], f"{where} replication_delays")
+        elif f.type in ("bool", bool):
             values[f.name] = _bool(table[f.name], f"{where} {f.name}")
         elif f.name == "selector":
             values[f.name] = _choice(table[f.name], SELECTORS, f"{where} selector")
@@ -243,7 +267,33 @@ def _settings(raw: Any, where: str) -> Settings:
     settings = Settings(**values)
     if settings.points and settings.selector == "auto-split":
         raise InvalidScenario(f'{where}: points applies only to selector = "consistent-hashing", not "auto-split".')
+    for origin, to, _ in settings.replication_delays:
+        for name in (origin, to):
+            if name not in settings.clusters:
+                raise InvalidScenario(
+                    f"{where} replication_delays: cluster {name!r} is not one of the clusters"
+                    f" ({', '.join(settings.clusters) or 'none: set clusters = [...] first'})."
+                )
     return settings
+
+
+def _clusters(raw: Any, where: str) -> tuple[str, ...]:
+    names = tuple(_name(n, where) for n in _list(raw, where))
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise InvalidScenario(f"{where}: a failover needs two or more distinct cluster names, got {list(names)!r}.")
+    return names
+
+
+def _delays(raw: Any, where: str) -> tuple[tuple[str, str, int], ...]:
+    out: list[tuple[str, str, int]] = []
+    for item in _list(raw, where):
+        if not (isinstance(item, list) and len(item) == 3):
+            raise InvalidScenario(f'{where}: each delay is [from, to, ms], e.g. ["r1", "r2", 900]; got {_type(item)}.')
+        out.append((_name(item[0], f"{where} from"), _name(item[1], f"{where} to"), _int(item[2], f"{where} ms")))
+    links = [(a, b) for a, b, _ in out]
+    if len(set(links)) != len(links) or any(a == b for a, b in links):
+        raise InvalidScenario(f"{where}: give each link from -> to (two different clusters) once, got {raw!r}.")
+    return tuple(out)
 
 
 def _step(raw: Any, where: str) -> Step:
@@ -313,6 +363,26 @@ def _publish(t: Mapping[str, Any], where: str) -> Publish:
         key_field=_choice(t.get("key_field", "partition_key"), KEY_FIELDS, f"{where} key_field"),
         batching=_choice(t.get("batching", "none"), BATCHING_MODES, f"{where} batching"),
         order=_choice(t.get("order", "cycle"), KEY_ORDERS, f"{where} order"),
+        cluster=None if "cluster" not in t else _name(t["cluster"], f"{where} cluster"),
+    )
+
+
+#: ``ack = "all"`` / ``"none"`` in a ``consume`` step, else a table of :class:`AckPlan` fields.
+ACK_WORDS: dict[str, AckPlan] = {"all": AckPlan(), "none": AckPlan(invert=True)}
+
+
+def _ack_plan(raw: Any, where: str) -> AckPlan:
+    if isinstance(raw, str):
+        if raw not in ACK_WORDS:
+            raise InvalidScenario(f"{where}: {raw!r} is not one of all, none, or a table such as {{every = 2}}.")
+        return ACK_WORDS[raw]
+    table = _table(raw, where)
+    _check_keys(table, ("every", "offset", "below", "invert"), where)
+    return AckPlan(
+        every=_int(table.get("every", 1), f"{where} every"),
+        offset=_int(table.get("offset", 0), f"{where} offset", minimum=0),
+        below=None if "below" not in table else _int(table["below"], f"{where} below", minimum=0),
+        invert=_bool(table.get("invert", False), f"{where} invert"),
     )
 
 
@@ -368,14 +438,64 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     ),
     "sleep": lambda t, w: Sleep(ms=_int(t["ms"], f"{w} ms", minimum=0)),
     "restart_broker": lambda t, w: RestartBroker(kill=_bool(t.get("kill", False), f"{w} kill")),
+    "consume": lambda t, w: Consume(ack=_ack_plan(t.get("ack", "all"), f"{w} ack")),
+    "snapshot": lambda t, w: Snapshot(),
+    "cluster_down": lambda t, w: ClusterDown(cluster=_name(t["cluster"], f"{w} cluster")),
+    "cluster_up": lambda t, w: ClusterUp(cluster=_name(t["cluster"], f"{w} cluster")),
+    "failover": lambda t, w: FailOver(to=_name(t["to"], f"{w} to")),
 }
 
 
 # --- whole-scenario checks ------------------------------------------------------------------------------
 
 
+def _check_failover(scenario: Scenario, where: str) -> None:
+    """A failover scenario: only the failover steps, clusters that exist, one ``failover`` as the last step,
+    to another cluster than the first (where the consumer starts)."""
+    clusters = scenario.settings.clusters
+    allowed = ", ".join(str(getattr(cls, "do", cls.__name__)) for cls in FAILOVER_STEPS)
+    last = len(scenario.steps)
+    for index, step in enumerate(scenario.steps, start=1):
+        at = f"{where}: step {index} ({step.do})"
+        if not isinstance(step, FAILOVER_STEPS):
+            raise InvalidScenario(f"{at}: not a failover step; a scenario with [settings] clusters uses {allowed}.")
+        named = getattr(step, "to", None) or getattr(step, "cluster", None)
+        if named is not None and named not in clusters:
+            raise InvalidScenario(
+                f"{at}: cluster {named!r} is not one of the clusters ({', '.join(clusters)})."
+                + did_you_mean(named, clusters)
+            )
+        if isinstance(step, Publish) and (step.producer, step.key_field, step.batching) != (
+            "p1",
+            "partition_key",
+            "none",
+        ):
+            raise InvalidScenario(
+                f"{at}: a failover publish sends one keyed message at a time from the cluster's own producer;"
+                " producer, key_field and batching are not used here."
+            )
+        if isinstance(step, FailOver):
+            if index != last:
+                raise InvalidScenario(
+                    f"{at}: the failover drains the other cluster and ends the run: make it the last step."
+                )
+            if step.to == clusters[0]:
+                raise InvalidScenario(f"{at}: the consumer starts in {clusters[0]!r}; fail over to another cluster.")
+    if not isinstance(scenario.steps[-1], FailOver):
+        raise InvalidScenario(
+            f'{where}: a failover scenario ends with a failover step (do = "failover", to = "{clusters[1]}").'
+        )
+    if not scenario.settings.drain:
+        raise InvalidScenario(
+            f"{where}: drain = false does not apply to a failover scenario (the failover step drains)."
+        )
+
+
 def _check_semantics(scenario: Scenario, where: str) -> None:
     """Consumer lifecycles, sticky ranges against modes, and resends against what was published."""
+    if scenario.is_failover():
+        _check_failover(scenario, where)
+        return
     open_now: dict[str, bool] = {}  # handle -> paused
     opened_ever: set[str] = set()
     published: dict[str, int] = {}  # producer -> highest sequence id sent
@@ -400,6 +520,10 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
                 )
             open_now[step.consumer] = step.paused
             opened_ever.add(step.consumer)
+        elif (isinstance(step, FAILOVER_STEPS) and not isinstance(step, (Publish, Sleep))) or (
+            isinstance(step, Publish) and step.cluster is not None
+        ):
+            raise InvalidScenario(f"{at}: a failover step; it needs [settings] clusters = [...] (two or more).")
         elif isinstance(step, Publish):
             published[step.producer] = published.get(step.producer, 0) + step.count
         elif isinstance(step, Resend):

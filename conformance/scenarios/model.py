@@ -20,15 +20,21 @@ from reference_model.errors import InvalidArgument
 __all__ = [
     "BATCHING_MODES",
     "BEHAVIOURS",
+    "FAILOVER_STEPS",
     "HASH_RANGE_MAX",
     "KEY_FIELDS",
     "KEY_ORDERS",
     "KEY_SHARED_MODES",
     "SELECTORS",
     "AckHeld",
+    "AckPlan",
     "Behaviour",
     "Close",
+    "ClusterDown",
+    "ClusterUp",
+    "Consume",
     "Crash",
+    "FailOver",
     "InvalidScenario",
     "KeySet",
     "NackHeld",
@@ -43,6 +49,7 @@ __all__ = [
     "SetBehaviour",
     "Settings",
     "Sleep",
+    "Snapshot",
     "Step",
     "SubscriptionSettings",
     "WaitQuiet",
@@ -98,6 +105,11 @@ class Settings:
     #: or ``auto-split``; a target that cannot switch its selector skips the scenario, saying why
     selector: str = ""
     points: int = 0  #: consistent-hashing ring points per consumer for this run (0: the target's own)
+    #: a failover scenario's clusters (two or more; the consumer starts in the first): empty for every other
+    #: scenario.  The target must have the ``replication`` capability (``docs/scenarios.md``, "Failovers").
+    clusters: tuple[str, ...] = ()
+    #: ``(from, to, ms)``: the replication link ``from -> to`` delivers ``ms`` late (failover scenarios only)
+    replication_delays: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +182,9 @@ class Publish:
     key_field: str = "partition_key"
     batching: str = "none"
     order: str = "cycle"
+
+    #: failover scenarios: the cluster the messages are published in (None: the first one)
+    cluster: str | None = None
 
     def message_keys(self, rng: random.Random) -> list[str]:
         """The key of each message, in send order (``rng`` is used only for ``order = "shuffle"``)."""
@@ -289,6 +304,75 @@ class RestartBroker:
     kill: bool = False  #: SIGKILL instead of a clean stop where the target distinguishes them
 
 
+@dataclass(frozen=True, slots=True)
+class AckPlan:
+    """Which messages of a failover run the consumer acknowledges, by message number ``n`` (0, 1, ... in
+    publish order over the whole run): ``n % every == offset`` and, with ``below``, ``n < below``; ``invert``
+    acknowledges exactly the others.  ``AckPlan()`` acknowledges everything, ``AckPlan(invert=True)`` nothing.
+    """
+
+    every: int = 1
+    offset: int = 0
+    below: int | None = None
+    invert: bool = False
+
+    def __post_init__(self) -> None:
+        if self.every < 1 or not 0 <= self.offset < self.every or (self.below is not None and self.below < 0):
+            raise InvalidScenario(
+                f"An ack plan needs every >= 1, 0 <= offset < every and below >= 0, got every={self.every},"
+                f" offset={self.offset}, below={self.below}."
+            )
+
+    def acks(self, number: int) -> bool:
+        picked = number % self.every == self.offset and (self.below is None or number < self.below)
+        return picked != self.invert
+
+
+# --- failover steps (scenarios with [settings] clusters) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Consume:
+    """Failover scenarios: the consumer receives what has arrived (each receive bounded by the target), then
+    acknowledges every message it holds (received now or earlier) that ``ack`` picks, and holds the rest."""
+
+    do: ClassVar[str] = "consume"
+    ack: AckPlan = field(default_factory=AckPlan)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Failover scenarios: let replication settle (bounded), then record each cluster's ``snapshot`` of the
+    subscription (its backlog there), as the harness reads it."""
+
+    do: ClassVar[str] = "snapshot"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDown:
+    """Failover scenarios: cut ``cluster`` off from the others (its replication links stop)."""
+
+    do: ClassVar[str] = "cluster_down"
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterUp:
+    """Failover scenarios: bring ``cluster`` back (replication catches up)."""
+
+    do: ClassVar[str] = "cluster_up"
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class FailOver:
+    """Failover scenarios: the application moves its consumer to cluster ``to``: it closes it, replication
+    settles, each cluster's snapshot is recorded, and the consumer drains ``to`` (the last step)."""
+
+    do: ClassVar[str] = "failover"
+    to: str
+
+
 Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     Open,
     Publish,
@@ -305,7 +389,15 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     WaitReceived,
     Sleep,
     RestartBroker,
+    Consume,
+    Snapshot,
+    ClusterDown,
+    ClusterUp,
+    FailOver,
 ]
+
+#: Steps a failover scenario may use (the failover workload: one consumer, ``c1``, that moves clusters).
+FAILOVER_STEPS: tuple[type, ...] = (Publish, Consume, Sleep, Snapshot, ClusterDown, ClusterUp, FailOver)
 
 #: Capability a target must have for a step (names of :class:`pytest_keyshared.targets.Capabilities`).
 _STEP_CAPABILITY: dict[type, str] = {Crash: "crash_consumer", RestartBroker: "broker_restart"}
@@ -325,11 +417,18 @@ class Scenario:
     def required_capabilities(self) -> dict[str, str]:
         """``{capability: why}`` for everything a target must support to run this scenario."""
         needs: dict[str, str] = {}
+        if self.settings.clusters:
+            needs["replication"] = f"[settings] clusters = {list(self.settings.clusters)}"
         for index, step in enumerate(self.steps, start=1):
             capability = _STEP_CAPABILITY.get(type(step))
             if capability is not None:
                 needs.setdefault(capability, f"step {index} ({step.do})")
         return needs
+
+    def is_failover(self) -> bool:
+        """A failover scenario (``[settings] clusters``): the replication workload runs it, not the Key_Shared
+        run loop (``docs/scenarios.md``, "Failovers")."""
+        return bool(self.settings.clusters)
 
     def consumers(self) -> tuple[str, ...]:
         """Consumer handle names in the order they are first opened."""

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.scenarios.model import (
+    AckPlan,
     Behaviour,
+    Consume,
     InvalidScenario,
     Open,
     Publish,
@@ -104,9 +106,13 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
             if step.keys.prefix != "key-":
                 out["key_prefix"] = step.keys.prefix
         default = Publish(count=step.count)
-        for name in ("producer", "key_field", "batching", "order"):
+        for name in ("producer", "key_field", "batching", "order", "cluster"):
             if getattr(step, name) != getattr(default, name):
                 out[name] = getattr(step, name)
+        return out
+    if isinstance(step, Consume):
+        if step.ack != AckPlan():
+            out["ack"] = _ack_plan(step.ack)
         return out
     for f in fields(step):
         value = getattr(step, f.name)
@@ -114,6 +120,13 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
             continue
         out[f.name] = value
     return out
+
+
+def _ack_plan(plan: AckPlan) -> str | dict[str, Any]:
+    """``"none"``, or the plan's fields that differ from acknowledging everything (an inline table)."""
+    if plan == AckPlan(invert=True):
+        return "none"
+    return _non_default(plan, AckPlan())
 
 
 # --- a small TOML emitter for the shapes above ----------------------------------------------------------
@@ -161,4 +174,6 @@ def _toml_value(value: Any) -> str:
         return _toml_string(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table (a consume step's ack plan)
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
     raise InvalidScenario(f"Cannot write {value!r} (type={type(value).__name__}) to a scenario file.")

@@ -5,11 +5,14 @@ acknowledgement plan, let snapshots run, cut clusters off, then move the consume
 it there.  It records what the clients observe with a :class:`~conformance.trace.TraceWriter`, like any
 scenario run: ``open``, ``publish``, ``receive``, ``ack``, ``close``; the standby subscriptions' creation; a
 ``fault`` (touching no consumer) when a cluster is cut off or returns; a ``snapshot`` per cluster with the
-subscription backlog the harness read after replication settled; the application's ``failover``; and the
-consumer's re-attachment on the other cluster (an ``open`` whose topic names that cluster).  Each cluster's
+subscription backlog the harness read after waiting for replication to settle (and whether it did), at
+:meth:`Failover.snapshot` and before the switch; the application's ``failover``; and the consumer's
+re-attachment on the other cluster (an ``open`` whose topic names that cluster).  Each cluster's
 copy of the topic is written ``<topic>@<cluster>`` (docs/trace-format.md, "Failover runs").  The trace ends
 with ``end`` ``drained: true`` once the consumer on the other cluster received until quiet.  The checkers judge
-it (``skipped_after_failover``: :mod:`conformance.checks.replication`); ``keyshared check`` works on it.
+it (``skipped_after_failover``, ``replicated_cursor_ahead``: :mod:`conformance.checks.replication`); ``keyshared
+check`` works on it.  A failover scenario (``[settings] clusters``) drives this workload step by step
+(:mod:`pytest_keyshared.driver.failover_run`), so ``keyshared run`` and ``keyshared replay`` run failovers too.
 
 It talks to the clusters through :class:`~conformance.target.ReplicationSites` only: :class:`BrokerSites` here
 (real clusters through ``pulsar-client``, e.g. the ``testcontainers-geo`` target) or
@@ -61,9 +64,10 @@ def failover_header(
     pulsar_version: str | None = None,
     selector: Any = None,
     deduplication: bool = False,
+    extra: Mapping[str, Any] | None = None,
 ) -> TraceHeader:
     """The header of a failover trace: the usual contract, plus the ``clusters`` that make it a failover run
-    (``deduplication``: the clusters deduplicate producers' messages)."""
+    (``deduplication``: the clusters deduplicate producers' messages; ``extra``, e.g. the scenario's name)."""
     claims = getattr(target, "claims", None)
     return TraceHeader(
         target=str(getattr(target, "name", target)),
@@ -76,6 +80,7 @@ def failover_header(
             "clusters": list(sites.clusters),
             "implementation": getattr(claims, "implementation", None),
             "replicated_topic": sites.topic,
+            **(extra or {}),
         },
     )
 
@@ -102,6 +107,7 @@ class Failover:
         self.moved_to: str | None = None
         self._drained = False
         self._closed = False
+        self._down: set[str] = set()  #: clusters cut off now (set_down)
         for name in self.clusters[1:]:  # the subscription exists, replicated, everywhere (created at Earliest)
             handle = f"standby-{name}"
             standby = sites.subscribe(name)
@@ -121,7 +127,12 @@ class Failover:
         self.writer.record(op, topic=self._topic(on), **fields)
 
     def publish(self, count: int, *, keys: int = 5, cluster: str | None = None) -> None:
-        """Publish ``count`` messages in ``cluster`` (default: the first, where the consumer starts).
+        """Publish ``count`` messages in ``cluster`` (default: the first, where the consumer starts); message
+        ``n`` of the run gets key ``k<n mod keys>``."""
+        self.publish_keys([f"k{(self.sent + i) % keys}" for i in range(count)], cluster=cluster)
+
+    def publish_keys(self, keys: Sequence[str], *, cluster: str | None = None) -> None:
+        """Publish one message per key of ``keys``, in order, in ``cluster`` (default: the first).
 
         A message published in another cluster reaches the subscription through replication; its publish is
         recorded on that cluster's copy of the topic, by a producer named after the cluster.
@@ -131,9 +142,8 @@ class Failover:
             raise InvalidArgument(f"publish(cluster={cluster!r}): the clusters are {', '.join(self.clusters)}")
         producer = self.producer if on == self.home else self._producer_in(on)
         name = PRODUCER if on == self.home else f"{PRODUCER}-{on}"
-        for _ in range(count):
-            number = self.sent
-            payload, key = f"m{number}", f"k{number % keys}"
+        for key in keys:
+            payload = f"m{self.sent}"
             t0 = self.sites.now_ns()
             msg_id = producer.send(payload, key)
             self.sent += 1
@@ -192,6 +202,29 @@ class Failover:
         fault = "cluster_down" if down else "cluster_up"
         self.writer.record("fault", fault=fault, cluster=cluster, consumers=[], producers=[])
         self.sites.set_down(cluster, down)
+        if down:
+            self._down.add(cluster)
+        else:
+            self._down.discard(cluster)
+
+    def snapshot(self) -> None:
+        """Let replication settle (bounded), then record a ``snapshot`` per cluster: the subscription's backlog
+        there.  ``settled`` says that replication went idle with every cluster up, so each cluster's copy holds
+        every message published before (``conformance.checks.replication`` judges only those)."""
+        note = self.sites.settle()
+        if note:
+            self.notes.append(note)
+        settled = note is None and not self._down
+        for cluster in self.clusters:
+            backlog = self.sites.backlog(cluster)
+            if backlog is not None:
+                self.writer.record(
+                    "snapshot",
+                    subscription=self.sites.subscription,
+                    cluster=cluster,
+                    backlog=backlog,
+                    settled=settled,
+                )
 
     def fail_over(self, to: str) -> None:
         """Close the consumer (the application moves), let replication settle, resume and drain in ``to``."""
@@ -199,13 +232,7 @@ class Failover:
         self._record("close", self.home, consumer=CONSUMER)
         consumer.close()
         self.consumer = None
-        note = self.sites.settle()
-        if note:
-            self.notes.append(note)
-        for cluster in self.clusters:
-            backlog = self.sites.backlog(cluster)
-            if backlog is not None:
-                self.writer.record("snapshot", subscription=self.sites.subscription, cluster=cluster, backlog=backlog)
+        self.snapshot()
         self._record("failover", self.home, subscription=self.sites.subscription, cluster=self.home, to=to)
         standby = self.sites.subscribe(to)
         self._record("open", to, consumer=CONSUMER, result="ok", subscription=self.sites.subscription)

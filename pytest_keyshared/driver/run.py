@@ -66,7 +66,7 @@ from pytest_keyshared.driver.workers import ConsumerWorker
 from pytest_keyshared.targets.base import Target, TargetError
 from reference_model.errors import InvalidArgument
 
-__all__ = ["RunResult", "StepOutcome", "run_scenario", "topic_for"]
+__all__ = ["RunResult", "StepOutcome", "run_scenario", "topic_for", "write_verdict"]
 
 #: Consecutive sends without a confirmation after which a publish step gives up (the broker stopped accepting).
 MAX_CONSECUTIVE_UNCONFIRMED = 3
@@ -174,6 +174,12 @@ def run_scenario(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"Expected seed to be an integer >= 0 but got seed={seed!r}.")
     target.capabilities.require(scenario.required_capabilities(), target.name)
+    if scenario.is_failover():  # the replication workload on the target's clusters (docs/scenarios.md)
+        from pytest_keyshared.driver.failover_run import run_failover_scenario
+
+        return run_failover_scenario(  # type: ignore[no-any-return]
+            target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, progress=progress
+        )
     if scenario.settings.selector or scenario.settings.points:
         target = target.with_selector(scenario.settings.selector, scenario.settings.points)
     run = _Run(
@@ -630,13 +636,7 @@ class _Run:
         self.workers.clear()
 
     def _write_verdict(self, verdict: Any) -> Path | None:
-        if verdict is None:
-            return None
-        path = self.out_dir / "verdict.json"
-        data = verdict.to_json() if hasattr(verdict, "to_json") else verdict
-        text = data if isinstance(data, str) else json.dumps(data, indent=2, sort_keys=True)
-        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        return path
+        return write_verdict(verdict, self.out_dir)
 
     def _report(self, final: bool = False) -> None:
         if self.progress_cb is None:
@@ -660,6 +660,17 @@ class _Run:
                     final=final,
                 )
             )
+
+
+def write_verdict(verdict: Any, out_dir: Path) -> Path | None:
+    """``verdict.json`` in ``out_dir`` (None without a verdict): every run loop writes the same file."""
+    if verdict is None:
+        return None
+    path = out_dir / "verdict.json"
+    data = verdict.to_json() if hasattr(verdict, "to_json") else verdict
+    text = data if isinstance(data, str) else json.dumps(data, indent=2, sort_keys=True)
+    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    return path
 
 
 def _self_check(trace_path: Path) -> list[str]:

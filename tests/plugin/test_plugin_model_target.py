@@ -179,3 +179,47 @@ def test_the_suite_passes_on_the_model_with_nothing_expected(pytester: pytest.Py
     assert contracts == {
         "ordering", "key-exclusivity", "delivery", "redelivery", "deduplication", "assignment", "replication",
     }  # fmt: skip
+
+
+def test_a_team_records_its_own_failover_and_runs_a_failover_scenario(pytester: pytest.Pytester) -> None:
+    """The two ways into one workload: ``keyshared_failover`` for a test's own steps, ``keyshared_run`` for a
+    failover scenario file (what the replication cases do); both traces judged by the ordinary checker."""
+    pytester.makefile(
+        ".toml",
+        standby="""
+        name = "standby"
+        [settings]
+        clusters = ["r1", "r2"]
+        [[steps]]
+        do = "publish"
+        count = 6
+        [[steps]]
+        do = "consume"
+        ack = { below = 3 }
+        [[steps]]
+        do = "failover"
+        to = "r2"
+        """,
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.keyshared_contract("replication")
+        def test_own_steps(keyshared_failover, keyshared_check):
+            with keyshared_failover("standby") as run:
+                run.publish(6)
+                run.consume(lambda n: n < 3)
+                run.advance(2000)
+                run.fail_over("r2")
+            assert keyshared_check(run).valid
+
+        @pytest.mark.keyshared_contract("replication")
+        def test_scenario(keyshared_run, keyshared_check):
+            result = keyshared_run("standby.toml")
+            assert keyshared_check(result).valid and result.drained
+        """
+    )
+    result = pytester.runpytest("--keyshared-target=model", "--keyshared-seed=3")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["replication *2*0*0*0*0"])

@@ -139,12 +139,9 @@ def test_shipped_pulsar_lite_expectations_name_real_cases() -> None:
     path = bundled_expectations("pulsar-lite")
     assert path is not None
     known = {f"builtin/{n}" for n in builtin_scenarios()} | {f"generated/{n}" for n in stored_programs()}
-    for area in ("catalogue", "known_bugs", "dedup", "assignment", "dispatch"):
+    for area in ("catalogue", "known_bugs", "dedup", "assignment", "dispatch", "replication"):
         known |= {f"{area.replace('_', '-')}/{s.name}" for s in _support.area_scenarios(area)}
     known |= {f"pinned/{case.scenario.name}" for case in _support.pinned_cases("pinned")}
-    replication = Path(_support.__file__).with_name("test_replication.py").read_text()
-    known |= {f"replication/{line.split('(')[0][len('def test_'):].replace('_', '-')}"
-              for line in replication.splitlines() if line.startswith("def test_")}  # fmt: skip
     known.add("generated/model-programs")
     known.add("soak/churn-and-faults")  # conformance/cases/test_soak.py, collected with --keyshared-soak
     unknown = sorted(set(load_expectations(path).cases) - known)
@@ -176,7 +173,10 @@ def _item(module: str, name: str, nodeid: str = "x.py::t", callspec_id: str | No
             _item("conformance.cases.test_known_bugs", "test_case", callspec_id="24730-sticky-gaps"),
             "known-bugs/24730-sticky-gaps",
         ),
-        (_item("conformance.cases.test_replication", "test_ack_holes"), "replication/ack-holes"),
+        (
+            _item("conformance.cases.test_replication", "test_case", callspec_id="ack-holes"),
+            "replication/ack-holes",
+        ),
         (_item("conformance.cases.test_dedup", "test_resend", callspec_id="batched"), "dedup/resend[batched]"),
         (_item("tests.test_mine", "test_x", nodeid="tests/test_mine.py::test_x"), "tests/test_mine.py::test_x"),
         (_item("tests.test_mine", "test_x", marker="orders/ordering"), "orders/ordering"),

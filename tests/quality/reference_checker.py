@@ -179,14 +179,22 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if m.armed is not None:
                     ack_i, acker = m.armed
                     m.armed = None
-                    if not disarmed(ack_i, acker, i):
+                    batch_owed = (
+                        m.pos[2] >= 0
+                        and any(  # a whole batch again: another of its entry is owed
+                            x is not m and x.scope == m.scope and x.pos[:2] == m.pos[:2] and not x.acked
+                            for x in records.values()
+                        )
+                    )
+                    if not disarmed(ack_i, acker, i) and not batch_owed:
                         found[("redelivered_after_ack", sub, m.key, (ack_i, i))] += 1
                         m.acked = False
                 same_scope = [x for x in records.values() if x.scope == m.scope]
-                if not any(inc in x.holders for x in same_scope):
-                    others = {h for x in same_scope for h in x.holders}
+                pending = [x for x in same_scope if not x.acked]  # an acknowledged message holds no key
+                if not m.acked and not any(inc in x.holders for x in pending):
+                    others = {h for x in pending for h in x.holders}
                     for other in others:
-                        first = min(x.holders[other] for x in same_scope if other in x.holders)
+                        first = min(x.holders[other] for x in pending if other in x.holders)
                         found[("key_overlap", sub, m.key, (first, i))] += 1
                 owed = [x for x in same_scope if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m]
                 if owed and not any(x.exempt and x.pos < m.pos for x in same_scope):

@@ -31,10 +31,13 @@ def test_a_cursor_moved_past_unacked_messages_is_skipped_after_failover(
         path = switch_to_standby(tmp_path / "bad.jsonl")
     verdict = check_trace(path)
     assert verdict.validity is Validity.INVALID
-    assert {v.kind for v in verdict.violations} == {Kind.SKIPPED_AFTER_FAILOVER}
+    assert {v.kind for v in verdict.violations} == {Kind.SKIPPED_AFTER_FAILOVER, Kind.REPLICATED_CURSOR_AHEAD}
+    (ahead,) = [v for v in verdict.violations if v.kind is Kind.REPLICATED_CURSOR_AHEAD]
+    assert ahead.facts["cluster"] == "r2" and ahead.facts["unacknowledged"] == 10  # m10..m19 held on r1
     assert main(["check", str(path)]) == 1
     out = capsys.readouterr().out
     assert "skipped_after_failover: m1" in out and "However, the run drained r2" in out
+    assert "replicated_cursor_ahead: subscription 'ks-replicated-sub' on r2 had passed" in out
 
 
 def test_the_same_seed_gives_the_same_trace(tmp_path: Path) -> None:
@@ -46,7 +49,7 @@ def test_the_replication_cases_fail_on_the_variant(pytester: pytest.Pytester) ->
     pytester.makeconftest(VARIANT_CONFTEST)
     result = pytester.runpytest(
         "-p", "pytest_keyshared", "--pyargs", "conformance.cases.test_replication", "--keyshared-target=model",
-        "-k", "switch_to_standby or across_two_regions",
+        "-k", "switch-to-standby or across-two-regions",
     )  # fmt: skip
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*FAILED replication/switch-to-standby*replication*", "*skipped_after_failover*"])

@@ -112,6 +112,26 @@ def hand_written() -> list[TraceBuilder]:
     b.open("c1", policy={"sticky_ranges": [[0, 65535]]}), b.fault()
     b.open("c2", policy={"sticky_ranges": [[0, 65535]]}), b.end()
     cases.append(b)
+    for late in ("1:0", "1:2"):  # a late copy of an acked message holds no key; a pending one overlaps
+        b = TraceBuilder()
+        b.open("c1"), b.open("c2"), b.publish("k", "1:0"), b.publish("k", "1:1"), b.publish("k", "1:2")
+        b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.fault("client_reconnect"), b.receive("c2", "k", late)
+        b.receive("c1", "k", "1:1"), b.ack("c1", "1:1"), b.ack("c2", late), b.receive("c1", "k", "1:2")
+        b.ack("c1", "1:2"), b.end()
+        cases.append(b)
+    for acked in (2, 3):  # a batch delivered whole again: clean if partly acknowledged, else one finding
+        b = TraceBuilder()
+        batch = [f"1:5:-1:{n}" for n in range(3)]
+        b.open("c1"), b.open("c2")
+        for msg in batch:
+            b.publish("k", msg), b.receive("c1", "k", msg)
+        for msg in batch[:acked]:
+            b.ack("c1", msg)
+        b.close("c1")
+        for msg in batch:
+            b.receive("c2", "k", msg), b.ack("c2", msg)
+        b.end()
+        cases.append(b)
     return cases
 
 

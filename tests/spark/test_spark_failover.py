@@ -1,12 +1,14 @@
 """Failover runs on the Spark engine: one verdict with the Python engine, from the same stored traces.
 
-The delivery checks run on Spark; the replication check (``skipped_after_failover``) is one pure function
+The delivery checks run on Spark; the replication check (``skipped_after_failover``,
+``replicated_cursor_ahead``) is one pure function
 of the events both engines call (``conformance.checks.api``).  A correct model and a model whose replicated
 cursor moves past unacknowledged messages (the planted bug of ``tests/quality/test_planted_failover.py``).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,4 +29,25 @@ def test_both_engines_give_one_verdict_on_failover_traces(spark: Any, tmp_path: 
         on_spark = check_trace(path, engine="spark", spark=spark)
         assert python.validity is on_spark.validity is validity, on_spark.render()
         assert python.identities() == on_spark.identities()
-    assert {v.kind for v in check_trace(bad, engine="spark", spark=spark).violations} == {Kind.SKIPPED_AFTER_FAILOVER}
+    kinds = {v.kind for v in check_trace(bad, engine="spark", spark=spark).violations}
+    assert kinds == {Kind.SKIPPED_AFTER_FAILOVER, Kind.REPLICATED_CURSOR_AHEAD}
+
+
+def test_a_snapshot_ahead_of_the_acknowledgements_is_found_on_both_engines(spark: Any, tmp_path: Path) -> None:
+    """The correct run's trace with r2's settled backlog lowered below the 10 messages held on r1 (all
+    timestamps equal, to show the rule reads order only): ``replicated_cursor_ahead`` alone, on both engines."""
+    lines = switch_to_standby(tmp_path / "good.jsonl").read_text().splitlines()
+    edited = [lines[0]]
+    for line in lines[1:]:
+        event = json.loads(line)
+        event["t"] = 0
+        if event.get("t0") is not None:
+            event["t0"] = 0
+        if event["op"] == "snapshot" and event["cluster"] == "r2":
+            event["backlog"] = 9
+        edited.append(json.dumps(event))
+    bad = tmp_path / "ahead.jsonl"
+    bad.write_text("\n".join(edited) + "\n")
+    python, on_spark = check_trace(bad), check_trace(bad, engine="spark", spark=spark)
+    assert python.identities() == on_spark.identities()
+    assert [v.kind for v in on_spark.violations] == [Kind.REPLICATED_CURSOR_AHEAD], on_spark.render()

@@ -32,7 +32,8 @@ from conformance.violations import Kind
 __all__ = ["PLANTABLE", "SynthConfig", "Synthesized", "fuzz", "synthesize"]
 
 #: The kinds :func:`synthesize` can plant; the others have planted tests of their own (accepted_conflicting_open:
-#: tests/unit/test_check_assignment.py; skipped_after_failover: tests/quality/test_planted_failover.py;
+#: tests/unit/test_check_assignment.py; skipped_after_failover and replicated_cursor_ahead:
+#: tests/quality/test_planted_failover.py, tests/unit/test_check_replication_snapshots.py;
 #: outside_sticky_ranges and stalled are judged by the cases: tests/model/test_known_bugs_matrix.py).
 PLANTABLE: frozenset[Kind] = frozenset(
     {

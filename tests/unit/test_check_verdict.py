@@ -19,7 +19,7 @@ def test_kind_values_are_the_format_names() -> None:
     assert [k.value for k in KINDS] == [
         "key_overlap", "out_of_order", "undelivered", "redelivered_after_ack", "duplicate_publish",
         "unexpected_message", "misassigned", "accepted_conflicting_open", "skipped_after_failover",
-        "outside_sticky_ranges", "stalled", "not_quiet", "pinned_owner", "lost_write",
+        "replicated_cursor_ahead", "outside_sticky_ranges", "stalled", "not_quiet", "pinned_owner", "lost_write",
     ]  # fmt: skip
     assert f"{Kind.KEY_OVERLAP}" == str(Kind.KEY_OVERLAP) == "key_overlap"
     assert {"key_overlap": 1}[Kind.KEY_OVERLAP] == 1

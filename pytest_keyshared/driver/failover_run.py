@@ -1,0 +1,214 @@
+"""``run_scenario`` for failover scenarios: the steps of a scenario with ``[settings] clusters`` applied to the
+failover workload (:class:`~pytest_keyshared.driver.replication.Failover`) on the target's clusters.
+
+A failover scenario is a file like any other (``docs/scenarios.md``, "Failovers"), so ``keyshared run``,
+``keyshared replay``, ``keyshared check``, the report and the replication cases all run a failover the same
+way: this module maps each step to the workload (``publish`` -> :meth:`Failover.publish_keys`, ``consume`` ->
+:meth:`Failover.consume` then :meth:`Failover.ack_held`, ``sleep`` -> :meth:`Failover.advance`, ``snapshot``,
+``cluster_down`` / ``cluster_up``, ``failover``) and returns the same :class:`~.run.RunResult` as a Key_Shared
+run, with the same artifacts (``trace.jsonl``, ``scenario.toml``, ``verdict.json``).  The trace is judged
+after the run by the ordinary checker (:func:`conformance.checks.check_trace`); the replication check reads it.
+
+A target without clusters is refused before anything runs (:class:`UnsupportedByTarget`, exit code 2), as is
+one that cannot give the clusters or replication delays the scenario asks for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conformance.scenarios import (
+    ClusterDown,
+    ClusterUp,
+    Consume,
+    FailOver,
+    Publish,
+    Scenario,
+    Sleep,
+    Snapshot,
+    Step,
+    dump_scenario,
+)
+from conformance.target import ReplicationTarget, UnsupportedByTarget
+from pytest_keyshared.driver.progress import Progress
+from pytest_keyshared.driver.recorder import Counters
+from pytest_keyshared.driver.replication import Failover, failover_header
+
+__all__ = ["run_failover_scenario"]
+
+
+class _Tally:
+    """Counters of the run, fed by the trace writer (what ``keyshared run`` shows while it runs)."""
+
+    def __init__(self) -> None:
+        self.published = self.received = self.acked = self.events = 0
+        self.last_receive_ns = 0
+        self.uids: set[str] = set()
+        self.acked_uids: set[str] = set()
+        self.uid_of: dict[tuple[str | None, str | None], str] = {}
+
+    def feed(self, event: Any) -> None:
+        self.events += 1
+        op = event.op.value
+        if op == "publish" and event.uid is not None:
+            self.published += 1
+            self.uids.add(event.uid)
+        elif op == "receive":
+            self.received += 1
+            self.last_receive_ns = int(event.t)
+            if event.uid is not None:
+                self.uid_of[(event.topic, event.msg_id)] = event.uid
+        elif op == "ack":
+            self.acked += 1
+            uid = self.uid_of.get((event.topic, event.msg_id))
+            if uid is not None:
+                self.acked_uids.add(uid)
+
+    def counters(self) -> Counters:
+        return Counters(
+            published_ok=self.published,
+            published_info=0,
+            published_fail=0,
+            received=self.received,
+            acked=self.acked,
+            expected_uids=len(self.uids),
+            acked_expected=len(self.uids & self.acked_uids),
+            last_receive_ns=self.last_receive_ns,
+            events=self.events,
+        )
+
+
+def _apply(run: Failover, step: Step, rng: random.Random) -> None:
+    if isinstance(step, Publish):
+        run.publish_keys(step.message_keys(rng), cluster=step.cluster)
+    elif isinstance(step, Consume):
+        run.consume(step.ack.acks)
+        run.ack_held(step.ack.acks)
+    elif isinstance(step, Sleep):
+        run.advance(step.ms)
+    elif isinstance(step, Snapshot):
+        run.snapshot()
+    elif isinstance(step, (ClusterDown, ClusterUp)):
+        run.set_down(step.cluster, isinstance(step, ClusterDown))
+    elif isinstance(step, FailOver):
+        run.fail_over(step.to)
+    else:  # the loader admits only the failover steps in a failover scenario
+        raise UnsupportedByTarget(f"step {step.do!r} is not a failover step")
+
+
+def run_failover_scenario(
+    target: Any,
+    scenario: Scenario,
+    *,
+    seed: int,
+    out_dir: Path,
+    profile: Any = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> Any:
+    """Run failover ``scenario`` on ``target``'s clusters; a :class:`~.run.RunResult` (see the module doc)."""
+    from conformance.checks import check_trace
+    from pytest_keyshared.driver.run import RunResult, StepOutcome, write_verdict
+
+    settings = scenario.settings
+    name = str(getattr(target, "name", target))
+    if not isinstance(target, ReplicationTarget):
+        raise UnsupportedByTarget(
+            f"Target {name!r} cannot run failover scenario {scenario.name!r}: it offers"
+            " no clusters (replication_sites)."
+        )
+    delays = {(origin, to): ms for origin, to, ms in settings.replication_delays} or None
+    wanted: dict[str, Any] = {}
+    if settings.deduplication:
+        if "deduplication" not in inspect.signature(target.replication_sites).parameters:
+            raise UnsupportedByTarget(
+                f"Target {name!r} cannot turn deduplication on in its clusters (failover scenario {scenario.name!r}"
+                " sets deduplication = true)."
+            )
+        wanted["deduplication"] = True
+    sites = target.replication_sites(
+        case=scenario.name, seed=seed, clusters=settings.clusters, delays_ms=delays, **wanted
+    )
+    started = time.monotonic()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scenario_path = dump_scenario(scenario, out_dir / "scenario.toml")
+    trace_path = out_dir / "trace.jsonl"
+    claims: Any = getattr(target, "claims", None)
+    selector = claims.selector_for("AUTO_SPLIT") if claims is not None else None
+    header = failover_header(
+        target,
+        sites,
+        seed=seed,
+        selector=selector,
+        deduplication=settings.deduplication,
+        extra={"scenario": scenario.name, "topic": sites.topic},
+    )
+    try:
+        run = Failover(sites, header, trace_path)
+    except BaseException:  # the standby subscriptions or the consumer could not be made: release the clusters
+        with contextlib.suppress(Exception):
+            sites.close()
+        raise
+    tally = _Tally()
+    run.writer.add_listener(tally.feed)
+    rng = random.Random(seed)
+    outcomes: list[StepOutcome] = []
+    steps = len(scenario.steps)
+
+    def report(index: int, label: str, final: bool = False) -> None:
+        if progress is not None:
+            with contextlib.suppress(Exception):
+                progress(Progress(index, steps, label, time.monotonic() - started, tally.counters(), final))
+
+    failure: BaseException | None = None
+    interrupted = False
+    try:
+        for index, step in enumerate(scenario.steps, start=1):
+            report(index, step.do)
+            began, first, notes = time.monotonic(), run.writer.count, len(run.notes)
+            _apply(run, step, rng)
+            new = run.notes[notes:]
+            outcomes.append(
+                StepOutcome(index, step.do, not new, time.monotonic() - began, "; ".join(new), first, run.writer.count)
+            )
+    except KeyboardInterrupt as exc:
+        interrupted, failure = True, exc
+    except Exception as exc:
+        failure = exc
+        run.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
+    finally:
+        run.close()
+        save_logs = getattr(target, "save_cluster_logs", None)
+        if callable(save_logs):
+            with contextlib.suppress(Exception):
+                save_logs(out_dir)
+    verdict = check_trace(trace_path, profile=profile)
+    verdict_path = write_verdict(verdict, out_dir)
+    report(steps, "done", final=True)
+    result = RunResult(
+        scenario=scenario.name,
+        target=name,
+        seed=seed,
+        topic=sites.topic,
+        verdict=verdict,
+        trace_path=trace_path,
+        scenario_path=scenario_path,
+        verdict_path=verdict_path,
+        broker_log=None,
+        artifacts_dir=out_dir,
+        duration_s=time.monotonic() - started,
+        drained=run.moved_to is not None,
+        quiet=run.moved_to is not None,
+        counters=tally.counters(),
+        steps=tuple(outcomes),
+        notes=tuple(run.notes),
+        interrupted=interrupted,
+    )
+    if failure is not None:
+        raise failure
+    return result
