@@ -380,7 +380,7 @@ class _SoakRun(_Run):
                 status_path=self._status_path,
                 log_path=out / "checker.log",
             )
-            self.pipeline = TracePipeline(None, header, [], event_listeners=[self.sink.feed])
+            self.pipeline = TracePipeline(None, header, [], event_listeners=[self.sink.feed], batch=1024)
             self.writer.add_listener(self.pipeline.append)
         self.recorder = SoakRecorder(self.writer, self.topic, self.scenario.subscription.name)
         self.session.watch_faults(self.recorder)
