@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.scenarios import Scenario, Settings, SubscriptionSettings
-from conformance.soak import SoakGenerator, SoakPlan
+from conformance.soak import BEHAVIOUR_LABELS, SoakGenerator, SoakPlan
 from conformance.trace import Event, Op, TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
 from pytest_keyshared.driver.pipeline import TracePipeline
@@ -44,7 +44,7 @@ from pytest_keyshared.soak.sink import SinkError, TraceSink
 from pytest_keyshared.targets.base import PulsarTarget, Target, UnsupportedByTarget
 from reference_model.errors import InvalidArgument
 
-__all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "run_soak"]
+__all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "resolve_auto", "run_soak"]
 
 #: Failed step outcomes kept for the summary (the rest are counted).
 _KEEP_FAILED = 50
@@ -224,6 +224,33 @@ def check_soak_plan(target: Target, plan: SoakPlan) -> None:
         )
 
 
+def resolve_auto(target: Target, plan: SoakPlan) -> tuple[SoakPlan, list[str]]:
+    """The plan with its ``auto`` choices made for ``target``, and a note for each trap it steers clear of.
+
+    ``publish auto``: sync sends where pipelined sends are a known trap (``ClientQuirks.sync_publish``), else
+    mixed.  Behaviours left to the default (all): without ``nack`` where a nack redelivery stops the
+    subscription for good (``ClientQuirks.nack_stalls``): a soak that stalls in its first seconds judges
+    nothing after them.  Asked for explicitly, they are used as asked (and the trap shows in the verdict).
+    """
+    quirks = getattr(target, "quirks", None)
+    notes: list[str] = []
+    if plan.publish == "auto":
+        sync = bool(getattr(quirks, "sync_publish", False))
+        plan = dataclasses.replace(plan, publish="sync" if sync else "mixed")
+        if sync:
+            notes.append(
+                f"publish auto: sync sends only (pipelined sends stall {target.name}'s Key_Shared dispatch;"
+                " --publish mixed to see it)"
+            )
+    if not plan.behaviours and getattr(quirks, "nack_stalls", False):
+        plan = dataclasses.replace(plan, behaviours=tuple(b for b in BEHAVIOUR_LABELS if b != "nack"))
+        notes.append(
+            f"behaviours: all but nack (a nack redelivery stops {target.name}'s Key_Shared dispatch for good;"
+            " --behaviours with nack to see it)"
+        )
+    return plan, notes
+
+
 def run_soak(
     target: Target,
     plan: SoakPlan,
@@ -244,12 +271,11 @@ def run_soak(
     if not isinstance(plan, SoakPlan):
         raise InvalidArgument(f"Expected a conformance.soak.SoakPlan but got {type(plan).__name__}.")
     check_soak_plan(target, plan)
-    if plan.publish == "auto":
-        sync = bool(getattr(getattr(target, "quirks", None), "sync_publish", False))
-        plan = dataclasses.replace(plan, publish="sync" if sync else "mixed")
+    plan, notes = resolve_auto(target, plan)
     run = _SoakRun(
         target, plan, out_dir=Path(out_dir), profile=profile, live_check=live_check, status=status, stop=stop
     )
+    run.notes.extend(notes)
     run.status_every_s = status_every_s
     return run.execute_soak()
 
