@@ -312,6 +312,11 @@ class ClientLogWatch:
         self._found: list[tuple[int, str, str]] = []
         self._stopped = False
 
+    def add_source(self, source: LogSource) -> None:
+        """Follow one more log from now on (sources keep their place: bindings name them by index)."""
+        with self._lock:
+            self.sources.append(source)
+
     def poll(self) -> int:
         """Read what the clients wrote since the last poll; record its faults.  Returns how many were recorded."""
         with self._lock:
