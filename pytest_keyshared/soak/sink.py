@@ -34,7 +34,7 @@ from typing import IO, Any
 from conformance.trace import Event, Op, Result, TraceHeader
 from conformance.trace.chunks import chunk_paths
 
-__all__ = ["SinkError", "TraceSink", "event_row", "row_event"]
+__all__ = ["SinkError", "TraceSink", "child_main", "event_row", "row_event"]
 
 _LEN = struct.Struct(">I")
 #: Linux's F_SETPIPE_SZ: a larger pipe absorbs bursts without blocking the recording process.
@@ -89,7 +89,7 @@ class TraceSink:
             raise FileExistsError(f"{directory} already holds trace chunks ({stale[0].name}, ...)")
         with log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_keyshared.soak.sink"],
+                [sys.executable, "-m", "pytest_keyshared.soak.sink_child"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -208,7 +208,7 @@ def _frames(fd: int, wait_s: float) -> Any:
 NICE = 5
 
 
-def _child_main() -> int:  # pragma: no cover - runs in the child (exercised through the parent by the tests)
+def child_main() -> int:  # pragma: no cover - runs in the child (exercised through the parent by the tests)
     from conformance.trace.chunks import ChunkWriter
     from pytest_keyshared.soak.live import LiveCount
 
@@ -260,7 +260,3 @@ def _child_main() -> int:  # pragma: no cover - runs in the child (exercised thr
     sys.stdout.buffer.write(_LEN.pack(len(data)) + data)
     sys.stdout.buffer.flush()
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(_child_main())

@@ -56,6 +56,7 @@ def test_the_chunks_hold_the_events_fed_and_the_live_check_counts(tmp_path: Path
     assert read_header == header
     assert [e.to_json() for e in read] == [e.to_json() for e in events]
     assert summary["violations"] == 1 and summary["kinds"] == {"redelivered_after_ack": 1}
+    assert (tmp_path / "sink.log").read_text() == ""  # nothing on its stderr (no warning, no traceback)
 
 
 def test_existing_chunks_are_refused_before_the_sink_starts(tmp_path: Path) -> None:
