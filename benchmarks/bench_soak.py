@@ -2,12 +2,15 @@
 
 Run: ``.venv/bin/python benchmarks/bench_soak.py [lite|model|both] [options]`` (default ``both``, short).
 
-``lite``: the same load twice on one pulsar-lite broker started for the benchmark: C Key_Shared consumers
-acknowledging at once, N messages sent one at a time (sync sends, as the soak does on pulsar-lite) over K keys;
-once by ``keyshared soak`` (no churn, no faults, trace chunks, live check in its own process), once by a plain
-pulsar-client loop (``bench_driver.raw_round``).  Throughput is counted from the first send to the last
-acknowledgement (from the trace's timestamps for the soak), so the soak's drain and final check are printed
-apart.  Rounds alternate; medians are reported.
+``lite``: the same load twice per round on one pulsar-lite broker started for the benchmark: the soak
+generator's steps for one plan (no churn, no faults, sync sends as the soak does on pulsar-lite, ``--producers``
+producers, ``--consumers`` Key_Shared consumers acknowledging at once, ``--messages`` messages over ``--keys``
+keys in partition keys, ordering keys, both or none), once by ``keyshared soak`` (trace chunks and live check
+in the sink process, client-log watch, recorder) and once replayed by a plain pulsar-client program
+(:func:`raw_round`: the same consumers, producers and messages, nothing recorded).  Throughput is counted from
+the first send to the last acknowledgement (from the trace's timestamps for the soak), so the soak's drain and
+final check are not in it.  Each round prints both figures and their ratio (the harness cost); the order of
+the two sides alternates from round to round.
 
 ``model``: a soak of the reference model with churn and broker restarts, ``--model-duration`` of simulated
 time at ``--model-rate`` messages per (simulated) second; prints events recorded per wall second and the
@@ -24,6 +27,7 @@ machine and its load (printed); compare them on one quiet machine only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -34,13 +38,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_driver import raw_round
+import pulsar
 
-from conformance.soak import SoakPlan, parse_duration
+from conformance.scenarios import Open, Publish
+from conformance.soak import SoakGenerator, SoakPlan, parse_duration
 from conformance.trace.chunks import read_chunks
+from pytest_keyshared.driver.handles import PROP_KEY, PROP_SEQ, PROP_UID
+from pytest_keyshared.driver.pulsar_client import delivery_from_message
 from pytest_keyshared.soak import SoakStatus, run_soak
 from pytest_keyshared.targets import open_target
 from pytest_keyshared.targets.pulsar_lite import PulsarLiteTarget
+from reference_model.hashing import sticky_key
 
 
 def rss_mb() -> float:
@@ -51,23 +59,25 @@ def rss_mb() -> float:
     return 0.0
 
 
-RECEIVER_QUEUE = [1000]  # the driver's default receiver queue, as the raw loop's client default
-
-
-def soak_round(target: PulsarLiteTarget, out: Path, seed: int, messages: int, keys: int, consumers: int) -> float:
-    """Seconds from the first send to the last acknowledgement of a churn-free, fault-free soak (per its trace)."""
-    plan = SoakPlan(
+def lite_plan(args: argparse.Namespace, seed: int) -> SoakPlan:
+    """The load both sides of a round do: no churn, no faults, sync sends, consumers acknowledging at once."""
+    return SoakPlan(
         duration_s=None,
-        messages=messages,
-        rate=1_000_000,
-        consumers=consumers,
-        keys=keys,
+        messages=args.messages,
+        rate=1_000_000,  # as fast as the broker takes them
+        producers=args.producers,
+        consumers=args.consumers,
+        keys=args.keys,
         churn_per_min=0,
         behaviours=("ack",),
         publish="sync",
         seed=seed,
-        receiver_queue=RECEIVER_QUEUE[0],
+        receiver_queue=args.receiver_queue,
     )
+
+
+def soak_round(target: PulsarLiteTarget, out: Path, plan: SoakPlan) -> float:
+    """Seconds from the first send to the last acknowledgement of a churn-free, fault-free soak (per its trace)."""
     result = run_soak(target, plan, out_dir=out)
     first_send = last_ack = None
     for event in read_chunks(result.trace_dir)[1]:
@@ -75,33 +85,149 @@ def soak_round(target: PulsarLiteTarget, out: Path, seed: int, messages: int, ke
             first_send = event.extra.get("t0", event.t)
         elif event.op.value == "ack":
             last_ack = event.t
-    if result.counters.acked_expected != messages or first_send is None or last_ack is None:
-        raise SystemExit(f"soak round: {result.counters.acked_expected} of {messages} acknowledged; {result.notes}")
-    return (last_ack - first_send) / 1e9
+    if result.counters.acked_expected != plan.messages or first_send is None or last_ack is None:
+        raise SystemExit(
+            f"soak round: {result.counters.acked_expected} of {plan.messages} acknowledged; {result.notes}"
+        )
+    return float(last_ack - first_send) / 1e9
+
+
+def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> float:
+    """The same load with pulsar-client alone: the soak generator's steps for ``plan``, replayed.
+
+    The same consumers (each on its own client and thread, receiving with the driver's 50 ms poll and
+    acknowledging at once, with the plan's receiver queue), the same producers (one client, one producer per
+    name), the same messages in the same order (payload, properties, partition or ordering key, keyless).
+    Seconds from the first send to the last acknowledgement.
+    """
+    logger = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    url = f"persistent://public/default/{topic}"
+    clients: list[pulsar.Client] = []
+    consumers: list[pulsar.Consumer] = []
+    producers: dict[str, pulsar.Producer] = {}
+    producer_client = pulsar.Client(target.service_url, operation_timeout_seconds=10, logger=logger)
+    acked = [0]
+    lock = threading.Lock()
+    all_acked = threading.Event()
+    stop = threading.Event()
+    messages = plan.messages or 0
+
+    def consume(consumer: pulsar.Consumer) -> None:
+        while not stop.is_set():
+            try:
+                msg = consumer.receive(timeout_millis=50)
+            except pulsar.Timeout:
+                continue
+            delivery_from_message(msg)  # what any application reads of a message (the soak records these)
+            consumer.acknowledge(msg)
+            with lock:
+                acked[0] += 1
+                if acked[0] >= messages:
+                    all_acked.set()
+
+    threads: list[threading.Thread] = []
+    next_seq: dict[str, int] = {}
+    started: float | None = None
+    generator = SoakGenerator(plan, can_crash=False, can_restart=False)
+    for timed in generator:
+        step = timed.step
+        if isinstance(step, Open):
+            assert step.behaviour.kind == "ack", step
+            client = pulsar.Client(target.service_url, operation_timeout_seconds=10, logger=logger)
+            for _ in range(len(consumers)):  # distinct consumer ids across clients (pulsar-lite.md §5.1)
+                client.subscribe(f"non-persistent://public/default/{topic}-burn", f"burn-{len(consumers)}")
+            consumer = client.subscribe(
+                url,
+                "ks",
+                consumer_type=pulsar.ConsumerType.KeyShared,
+                consumer_name=step.consumer,
+                receiver_queue_size=step.receiver_queue or plan.receiver_queue,
+                initial_position=pulsar.InitialPosition.Earliest,
+            )
+            clients.append(client)
+            consumers.append(consumer)
+            threads.append(threading.Thread(target=consume, args=(consumer,), daemon=True))
+            threads[-1].start()
+        elif isinstance(step, Publish):
+            producer = producers.get(step.producer)
+            if producer is None:
+                producer = producer_client.create_producer(url, producer_name=step.producer, send_timeout_millis=5000)
+                producers[step.producer] = producer
+            if started is None:
+                started = time.monotonic()
+            for key in step.keys.keys()[: step.count]:
+                seq = next_seq.get(step.producer, 1)
+                next_seq[step.producer] = seq + 1
+                uid = f"{step.producer}:{seq}"
+                kwargs: dict[str, str] = {}
+                if step.key_field == "none":
+                    key = sticky_key(producer_name=step.producer, sequence_id=seq, version="4.0").decode()
+                elif step.key_field == "partition_key":
+                    kwargs["partition_key"] = key
+                elif step.key_field == "ordering_key":
+                    kwargs["ordering_key"] = key
+                else:
+                    kwargs.update(ordering_key=key, partition_key=f"pk-{key}")
+                producer.send(
+                    f"{uid}|{key}|".ljust(16, ".").encode(),
+                    properties={PROP_UID: uid, PROP_SEQ: str(seq), PROP_KEY: key},
+                    sequence_id=seq,
+                    **kwargs,
+                )
+            if generator.published >= messages:
+                break
+    finished = all_acked.wait(120)
+    elapsed = time.monotonic() - (started or 0.0)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    for client in [*clients, producer_client]:
+        client.close()
+    if not finished:
+        raise SystemExit(f"raw round: only {acked[0]} of {messages} acknowledged within 120 s")
+    return elapsed
 
 
 def bench_lite(args: argparse.Namespace) -> None:
     raw_s: list[float] = []
     soak_s: list[float] = []
+    loads: list[float] = []
     load_before = os.getloadavg()[0]
     with (
         tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp,
         open_target("pulsar-lite", artifacts_dir=Path(tmp) / "target") as target,
     ):
         assert isinstance(target, PulsarLiteTarget)
-        raw_round(target, "bench-warm", 200, args.keys, args.consumers)  # warm-up, not counted
-        for r in range(args.rounds):
-            raw_s.append(raw_round(target, f"bench-raw-{r}", args.messages, args.keys, args.consumers))
-            soak_s.append(soak_round(target, Path(tmp) / f"soak{r}", r, args.messages, args.keys, args.consumers))
-    raw, soak = statistics.median(raw_s), statistics.median(soak_s)
+        warm = dataclasses.replace(lite_plan(args, 99), messages=200)
+        raw_round(target, "bench-warm", warm)  # warm-ups, not counted
+        soak_round(target, Path(tmp) / "warm", warm)
+        for r in range(args.rounds):  # the same plan (seed) on both sides of a round; the order alternates
+            plan = lite_plan(args, r)
+            for side in ("raw", "soak") if r % 2 == 0 else ("soak", "raw"):
+                if side == "raw":
+                    raw_s.append(raw_round(target, f"bench-raw-{r}", plan))
+                else:
+                    soak_s.append(soak_round(target, Path(tmp) / f"soak{r}", plan))
+            loads.append(os.getloadavg()[0])
     n = args.messages
-    print(f"pulsar-lite, {n} messages over {args.keys} keys, {args.consumers} Key_Shared consumers, sync sends")
+    print(
+        f"pulsar-lite, {n} messages over {args.keys} keys from {args.producers} producers, {args.consumers} Key_Shared"
+        f" consumers acknowledging at once (receiver queue {args.receiver_queue}), sync sends; the soak generator's"
+        " load on both sides"
+    )
+    for r, (raw, soak) in enumerate(zip(raw_s, soak_s, strict=True)):
+        print(
+            f"  round {r + 1}: raw pulsar-client {n / raw:7,.0f} msg/s, keyshared soak {n / soak:7,.0f} msg/s:"
+            f" soak/raw time {soak / raw:.3f} (harness cost {100 * (soak / raw - 1):+.1f}%), load {loads[r]:.1f}"
+        )
+    raw, soak = statistics.median(raw_s), statistics.median(soak_s)
+    paired = statistics.median(s / r for s, r in zip(soak_s, raw_s, strict=True))
     print(f"  raw pulsar-client : {n / raw:8,.0f} msg/s  (median of {args.rounds}: {raw:.2f}s; rounds {_fmt(raw_s)})")
     print(f"  keyshared soak    : {n / soak:8,.0f} msg/s  (median of {args.rounds}: {soak:.2f}s;", end="")
     print(f" rounds {_fmt(soak_s)})")
-    paired = statistics.median(s / r for s, r in zip(soak_s, raw_s, strict=True))
-    print(f"  harness cost      : {100 * (soak / raw - 1):+.1f}% time per message (target: under 20%)")
-    print(f"  paired rounds     : {100 * (paired - 1):+.1f}% (median of per-round soak/raw ratios)")
+    total = sum(soak_s) / sum(raw_s)
+    print(f"  harness cost      : {100 * (paired - 1):+.1f}% time per message, median of the per-round ratios"
+          f" ({100 * (total - 1):+.1f}% over all rounds together; target: under 20%)")  # fmt: skip
     print(f"  machine load      : {load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs)")
 
 
@@ -166,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--keys", type=int, default=50)
     parser.add_argument("--consumers", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--producers", type=int, default=2)
+    parser.add_argument("--receiver-queue", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--model-duration", default="60s", help="simulated time of the model soak")
     parser.add_argument("--model-rate", type=float, default=3000.0)
     parser.add_argument("--model-churn", type=float, default=30.0)

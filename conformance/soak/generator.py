@@ -266,7 +266,10 @@ class SoakGenerator:
         self._opened += 1
         handle = f"c{self._opened}"
         label, behaviour, queue = self._behaviour()
-        if self.can_crash and self.rng.random() < 0.3:
+        # a crashable consumer runs in a process of its own (a crash is a kill), which costs a pipe round trip per
+        # call: only when crashes can come at all (churn); the draw is made either way, so plans that differ only
+        # there keep the same steps
+        if self.can_crash and self.rng.random() < 0.3 and self.plan.churn_per_min > 0:
             self.crashable.add(handle)
         self.live.append(handle)
         self.behaviours[handle] = "hold" if behaviour.kind == "hold" else label

@@ -72,7 +72,8 @@ def add_parser(subparsers: Any) -> None:
         "--behaviours",
         default="",
         metavar="LIST",
-        help="consumer behaviours to draw from: ack,ack_after,slow,hold,nack (default: all)",
+        help="consumer behaviours to draw from: ack,ack_after,slow,hold,nack (default: all; on pulsar-lite all but"
+        " nack, which stalls it)",
     )
     parser.add_argument("--seed", type=_int_arg, default=0, metavar="N", help="default: 0")
     parser.add_argument("--out", "-d", type=Path, metavar="DIR", help="artifacts directory (default: keyshared-runs/)")

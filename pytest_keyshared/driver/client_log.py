@@ -57,7 +57,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 __all__ = [
     "ClientLogLine",
@@ -234,16 +234,25 @@ class LogSource:
             offset = 0
         return cls(path, offset, tee)
 
+    #: the file, kept open from ``offset`` on: a look that finds nothing new is one ``read`` (the watch looks
+    #: before every receive and after every send, so a ``stat`` and an ``open`` each time would add up)
+    handle: IO[bytes] | None = field(default=None, repr=False, compare=False)
+
     def read_lines(self, chunk_bytes: int) -> list[str]:
+        fh = self.handle
+        if fh is None:
+            try:
+                fh = self.path.open("rb")
+            except OSError:
+                return []  # not written yet (no consumer process so far)
+            fh.seek(self.offset)
+            self.handle = fh
         try:
-            size = os.stat(self.path).st_size
+            data = fh.read(chunk_bytes)
         except OSError:
             return []
-        if size <= self.offset:
+        if not data:
             return []
-        with self.path.open("rb") as fh:
-            fh.seek(self.offset)
-            data = fh.read(min(size - self.offset, chunk_bytes))
         self.offset += len(data)
         if self.tee is not None:
             with contextlib.suppress(OSError), self.tee.open("ab") as out:
@@ -251,6 +260,12 @@ class LogSource:
         data = self.partial + data
         *complete, self.partial = data.split(b"\n")
         return [line.decode("utf-8", "replace") for line in complete]
+
+    def close(self) -> None:
+        fh, self.handle = self.handle, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()
 
 
 #: Asks a client whether a handler is connected now: (``"consumer"``, handle) or (``"producer"``, name) -> True,
@@ -296,6 +311,11 @@ class ClientLogWatch:
         self._opening: str | None = None
         self._found: list[tuple[int, str, str]] = []
         self._stopped = False
+
+    def add_source(self, source: LogSource) -> None:
+        """Follow one more log from now on (sources keep their place: bindings name them by index)."""
+        with self._lock:
+            self.sources.append(source)
 
     def poll(self) -> int:
         """Read what the clients wrote since the last poll; record its faults.  Returns how many were recorded."""
@@ -400,8 +420,8 @@ class ClientLogWatch:
     def reconcile(self) -> int:
         """Read the log, then ask the clients of every handler still lost; record the ones that are back."""
         recorded = self.poll()
-        if self.probe is None:
-            return recorded
+        if self.probe is None or not (self._lost_as or any(source.tracker.lost for source in self.sources)):
+            return recorded  # nothing lost (the common case, after every send): nothing to ask
         consumers, producers = self.lost()
         if not consumers and not producers:
             return recorded
@@ -490,3 +510,4 @@ class ClientLogWatch:
             for source in self.sources:
                 while source.read_lines(self.chunk_bytes):
                     pass
+                source.close()

@@ -5,7 +5,9 @@ reconnect it.  Killing the process does both on every broker (the kernel resets 
 to reconnect), and it is what a crashed application looks like to the broker.  The parent drives the child
 over a pipe, one JSON line per request and per reply, with every wait bounded; recording stays in the parent,
 so the trace keeps its discipline: ``receive`` is recorded after the child handed the message over, ``ack``
-before the parent asks the child to acknowledge.
+before the parent asks the child to acknowledge.  Acknowledgements are one-way (the child answers only when
+one fails), so a message costs one round trip, not two; the child handles requests in order, so an
+acknowledgement is made before anything asked after it.
 
 Run as ``python -m pytest_keyshared.driver.consumer_process``; it speaks only on stdout (client logs go to a
 file).
@@ -49,6 +51,7 @@ class ProcessConsumer:
         self._buffer = b""
         self._timeout_s = operation_timeout_s + 5.0
         self._refs: dict[int, int] = {}
+        self._async_errors: list[dict[str, Any]] = []  #: failures of quiet requests, not yet raised
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         with log_path.open("ab") as stderr_log:  # the child's own errors, beside the client log
@@ -99,17 +102,51 @@ class ProcessConsumer:
 
     def _call(self, request: dict[str, Any], *, timeout_s: float | None = None) -> dict[str, Any]:
         with self._lock:
-            if self._proc.poll() is not None:
-                raise TargetError(f"consumer process {self._proc.pid} is gone (exit code {self._proc.returncode})")
-            try:
-                self._stdin.write(json.dumps(request).encode() + b"\n")
-                self._stdin.flush()
-            except (BrokenPipeError, OSError) as exc:
-                raise TargetError(f"consumer process {self._proc.pid} stopped reading: {exc}") from None
-            reply = self._read_line(timeout_s if timeout_s is not None else self._timeout_s)
+            self._write(request)
+            reply = self._read_reply(timeout_s if timeout_s is not None else self._timeout_s)
         if "error" in reply:
             raise ConsumerProcessError(reply["error"], reply.get("type", "Error"))
         return reply
+
+    def _tell(self, request: dict[str, Any]) -> None:
+        """A request the child answers only if it fails (acknowledgements): no round trip per message.
+
+        The child handles requests in order, so the acknowledgement is made before anything asked after it;
+        a failure comes back as an ``async_error`` line, set aside while reading other replies (a receive's
+        message must not be lost to it) and raised by the next acknowledgement, once that one is sent.
+        """
+        with self._lock:
+            self._write({**request, "quiet": True})
+            self._raise_async_error()
+
+    def _write(self, request: dict[str, Any]) -> None:
+        if self._proc.poll() is not None:
+            raise TargetError(f"consumer process {self._proc.pid} is gone (exit code {self._proc.returncode})")
+        try:
+            self._stdin.write(json.dumps(request).encode() + b"\n")
+            self._stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise TargetError(f"consumer process {self._proc.pid} stopped reading: {exc}") from None
+
+    def _read_reply(self, timeout_s: float) -> dict[str, Any]:
+        """The reply to the request just written (earlier quiet requests' failures are set aside)."""
+        while True:
+            reply = self._read_line(timeout_s)
+            if "async_error" not in reply:
+                return reply
+            self._async_errors.append(reply)
+
+    def _raise_async_error(self) -> None:
+        while b"\n" in self._buffer or self._selector.select(0):  # failures already sent back
+            try:
+                reply = self._read_line(0.0)
+            except TargetError:
+                break
+            if "async_error" in reply:
+                self._async_errors.append(reply)
+        if self._async_errors:
+            failed = self._async_errors.pop(0)
+            raise ConsumerProcessError(failed["async_error"], failed.get("type", "Error"))
 
     def _read_line(self, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
@@ -148,10 +185,10 @@ class ProcessConsumer:
         )
 
     def acknowledge(self, delivery: Delivery) -> None:
-        self._call({"op": "ack", "ref": delivery.token})
+        self._tell({"op": "ack", "ref": delivery.token})
 
     def negative_acknowledge(self, delivery: Delivery) -> None:
-        self._call({"op": "nack", "ref": delivery.token})
+        self._tell({"op": "nack", "ref": delivery.token})
 
     def redeliver_unacknowledged(self) -> None:
         self._call({"op": "redeliver"})
@@ -250,10 +287,12 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
                 next_ref += 1
             elif op == "ack":
                 consumer.acknowledge(messages.pop(request["ref"]))
-                reply({"ok": True})
+                if not request.get("quiet"):
+                    reply({"ok": True})
             elif op == "nack":
                 consumer.negative_acknowledge(messages.pop(request["ref"]))
-                reply({"ok": True})
+                if not request.get("quiet"):
+                    reply({"ok": True})
             elif op == "redeliver":
                 consumer.redeliver_unacknowledged_messages()
                 messages.clear()
@@ -268,7 +307,8 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
             else:
                 reply({"error": f"unknown request {op!r}", "type": "ProtocolError"})
         except Exception as exc:
-            reply({"error": str(exc), "type": type(exc).__name__})
+            key = "async_error" if request.get("quiet") else "error"
+            reply({key: str(exc), "type": type(exc).__name__})
     return 0
 
 

@@ -167,10 +167,9 @@ class PulsarSession(Session):
         self.client_log = run_dir / "pulsar-client.log"  #: this run's part of the process's client log
         self.client_log.touch()
         self.process_consumers_log = run_dir / "consumer-processes.log"  #: crashable consumers log here
-        self._log_sources = [
-            LogSource.from_now(self.settings.log_path, tee=self.client_log),
-            LogSource(self.process_consumers_log),
-        ]
+        self._log_sources = [LogSource.from_now(self.settings.log_path, tee=self.client_log)]
+        #: followed from the first consumer process on (before, a look at it would be a failing ``open``)
+        self._process_log_source: LogSource | None = LogSource(self.process_consumers_log)
         self._watch: ClientLogWatch | None = None
         self._watching = False
         self._consumers: dict[str, ConsumerHandle] = {}  #: open consumers by handle (for ``is_connected``)
@@ -251,6 +250,7 @@ class PulsarSession(Session):
         burn_tag = f"{self.nonce}-{self._consumers_opened}"
         settings = self._settings_for(handle_name)
         if crashable:
+            self._follow_process_log()
             return ProcessConsumer(
                 spec,
                 service_url=settings.service_url,
@@ -273,6 +273,16 @@ class PulsarSession(Session):
         except Exception:  # an admin API that cannot answer: nothing to judge
             return None
         return stats_key_hash_ranges(stats, subscription)
+
+    def _follow_process_log(self) -> None:
+        """Start reading the consumer processes' log (once, before the first one is started)."""
+        source, self._process_log_source = self._process_log_source, None
+        if source is None:
+            return
+        if self._watch is not None:
+            self._watch.add_source(source)
+        else:
+            self._log_sources.append(source)
 
     def _settings_for(self, handle_name: str | None) -> Any:
         """The client settings of consumer ``handle_name`` (None: the producers' client); a subclass may point a

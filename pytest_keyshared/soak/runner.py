@@ -32,18 +32,19 @@ from pathlib import Path
 from typing import Any
 
 from conformance.scenarios import Scenario, Settings, SubscriptionSettings
-from conformance.soak import SoakGenerator, SoakPlan
+from conformance.soak import BEHAVIOUR_LABELS, SoakGenerator, SoakPlan
 from conformance.trace import Event, Op, TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
 from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.recorder import Counters, Recorder
 from pytest_keyshared.driver.run import StepOutcome, _Run, end_fields
 from pytest_keyshared.driver.session import Session, open_session
-from pytest_keyshared.soak.live import DEFAULT_KEEP, LiveCount
+from pytest_keyshared.soak.live import LiveCount
+from pytest_keyshared.soak.sink import SinkError, TraceSink
 from pytest_keyshared.targets.base import PulsarTarget, Target, UnsupportedByTarget
 from reference_model.errors import InvalidArgument
 
-__all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "run_soak"]
+__all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "resolve_auto", "run_soak"]
 
 #: Failed step outcomes kept for the summary (the rest are counted).
 _KEEP_FAILED = 50
@@ -53,6 +54,8 @@ CHUNK_ROWS = 20_000
 _CLOSE_BOUND_S = 10.0
 #: A chunk is written at least this often against real brokers (seconds).
 CHUNK_MAX_AGE_S = 10.0
+#: Bound on the trace sink's last chunk and live check after the run (seconds).
+_SINK_BOUND_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +224,33 @@ def check_soak_plan(target: Target, plan: SoakPlan) -> None:
         )
 
 
+def resolve_auto(target: Target, plan: SoakPlan) -> tuple[SoakPlan, list[str]]:
+    """The plan with its ``auto`` choices made for ``target``, and a note for each trap it steers clear of.
+
+    ``publish auto``: sync sends where pipelined sends are a known trap (``ClientQuirks.sync_publish``), else
+    mixed.  Behaviours left to the default (all): without ``nack`` where a nack redelivery stops the
+    subscription for good (``ClientQuirks.nack_stalls``): a soak that stalls in its first seconds judges
+    nothing after them.  Asked for explicitly, they are used as asked (and the trap shows in the verdict).
+    """
+    quirks = getattr(target, "quirks", None)
+    notes: list[str] = []
+    if plan.publish == "auto":
+        sync = bool(getattr(quirks, "sync_publish", False))
+        plan = dataclasses.replace(plan, publish="sync" if sync else "mixed")
+        if sync:
+            notes.append(
+                f"publish auto: sync sends only (pipelined sends stall {target.name}'s Key_Shared dispatch;"
+                " --publish mixed to see it)"
+            )
+    if not plan.behaviours and getattr(quirks, "nack_stalls", False):
+        plan = dataclasses.replace(plan, behaviours=tuple(b for b in BEHAVIOUR_LABELS if b != "nack"))
+        notes.append(
+            f"behaviours: all but nack (a nack redelivery stops {target.name}'s Key_Shared dispatch for good;"
+            " --behaviours with nack to see it)"
+        )
+    return plan, notes
+
+
 def run_soak(
     target: Target,
     plan: SoakPlan,
@@ -241,12 +271,11 @@ def run_soak(
     if not isinstance(plan, SoakPlan):
         raise InvalidArgument(f"Expected a conformance.soak.SoakPlan but got {type(plan).__name__}.")
     check_soak_plan(target, plan)
-    if plan.publish == "auto":
-        sync = bool(getattr(getattr(target, "quirks", None), "sync_publish", False))
-        plan = dataclasses.replace(plan, publish="sync" if sync else "mixed")
+    plan, notes = resolve_auto(target, plan)
     run = _SoakRun(
         target, plan, out_dir=Path(out_dir), profile=profile, live_check=live_check, status=status, stop=stop
     )
+    run.notes.extend(notes)
     run.status_every_s = status_every_s
     return run.execute_soak()
 
@@ -289,6 +318,8 @@ class _SoakRun(_Run):
         self._sample_second = 0
         self._sample_counts = (0, 0)
         self.live_count: LiveCount | None = None
+        self._live_final: tuple[int, dict[str, int]] | None = None  #: the sink's count, once it finished
+        self._sink_failed: str | None = None
         self.nemesis: Any = None
 
     # --- hooks into the driver's run loop ---------------------------------------------------------------
@@ -352,31 +383,30 @@ class _SoakRun(_Run):
         self.session = self._open_session()
         header = self._header()
         deterministic = self.target.deterministic
-        max_age_s = None if deterministic else CHUNK_MAX_AGE_S
-        self.chunks = ChunkWriter(trace_dir, header, rows=CHUNK_ROWS, max_age_s=max_age_s)
         self.writer = TraceWriter(None, header, clock=self.session.clock, keep=False)
+        self.chunks: ChunkWriter | None = None
         self.pipeline: TracePipeline | None = None
-        self._checker_process: Any = None
+        self.sink: TraceSink | None = None
         self._status_path = out / ".live-status"
         resolved = _resolve_profile(self.profile)
         if deterministic:  # no threads: everything inline, in trace order
+            self.chunks = ChunkWriter(trace_dir, header, rows=CHUNK_ROWS)
             self.writer.add_listener(self.chunks.append)
             if self.live_check:
                 self.live_count = LiveCount(header, resolved)
                 self.writer.add_listener(self.live_count.feed)
-        else:
-            listeners: list[Callable[[bytes], None]] = []
-            if self.live_check:
-                from pytest_keyshared.driver.checker_process import CheckerProcess
-
-                self._checker_process = CheckerProcess(
-                    header,
-                    resolved,
-                    log_path=out / "checker.log",
-                    options={"prune_keep": DEFAULT_KEEP, "status_path": str(self._status_path)},
-                )
-                listeners.append(self._checker_process.feed_lines)
-            self.pipeline = TracePipeline(None, header, listeners, event_listeners=[self.chunks.extend])
+        else:  # chunks and live check in a process of their own, fed in batches off the clients' threads
+            self.sink = TraceSink(
+                trace_dir,
+                header,
+                rows=CHUNK_ROWS,
+                max_age_s=CHUNK_MAX_AGE_S,
+                live=self.live_check,
+                profile=resolved,
+                status_path=self._status_path,
+                log_path=out / "checker.log",
+            )
+            self.pipeline = TracePipeline(None, header, [], event_listeners=[self.sink.feed], batch=1024)
             self.writer.add_listener(self.pipeline.append)
         self.recorder = SoakRecorder(self.writer, self.topic, self.scenario.subscription.name)
         self.session.watch_faults(self.recorder)
@@ -416,8 +446,10 @@ class _SoakRun(_Run):
             if self.pipeline is not None:
                 if not self.pipeline.close():
                     self.notes.append("the trace pipeline did not finish in time; the last events may be missing")
-                self.notes.extend(f"trace chunk writer: {e}" for e in self.pipeline.errors)
-            self.chunks.close()
+                self.notes.extend(f"trace sink: {e}" for e in self.pipeline.errors)
+            if self.chunks is not None:
+                self.chunks.close()
+            self._finish_sink()
             closer = threading.Thread(target=_close_quietly, args=(self.session,), daemon=True)
             closer.start()
             closer.join(_CLOSE_BOUND_S)
@@ -589,6 +621,8 @@ class _SoakRun(_Run):
     def _live_result(self) -> tuple[int, dict[str, int]]:
         if self.live_count is not None:
             return self.live_count.violations, dict(self.live_count.kinds)
+        if self._live_final is not None:
+            return self._live_final[0], dict(self._live_final[1])
         try:
             text = self._status_path.read_text(encoding="utf-8").split()
             return int(text[1]), {}
@@ -597,12 +631,24 @@ class _SoakRun(_Run):
 
     # --- the end ----------------------------------------------------------------------------------------
 
+    def _finish_sink(self) -> None:
+        """Wait (bounded) for the sink's last chunk; a sink that failed leaves the trace incomplete."""
+        if self.sink is None:
+            return
+        try:
+            summary = self.sink.finish(_SINK_BOUND_S)
+        except SinkError as exc:
+            self._sink_failed = str(exc)
+            self.notes.append(f"{exc}: the trace chunks may lack events, so the run has no verdict")
+            return
+        self._live_final = (int(summary["violations"]), dict(summary["kinds"]))
+        self.notes.extend(summary["notes"])
+
     def _final_verdict(self, trace_dir: Path, profile: Any) -> Any:
-        if self._checker_process is not None:  # the live check's work is done: only its count mattered
-            with contextlib.suppress(Exception):
-                self._checker_process.finish(30.0)
         if self.live_count is not None:
             self.notes.extend(self.live_count.notes)
+        if self._sink_failed is not None:
+            return None
         try:
             from conformance.checks import check_trace
         except ImportError as exc:

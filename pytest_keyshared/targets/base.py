@@ -100,10 +100,14 @@ class ClientQuirks:
     which every fresh client starts at 0, so the driver makes ids distinct across clients (pulsar-lite §5.1).
     ``sync_publish``: pipelined ``send_async`` stalls Key_Shared dispatch and causes spurious duplicates
     (pulsar-lite §5.2, §5.5), so messages are sent one at a time unless a scenario asks for batching.
+    ``nack_stalls``: the first negative-acknowledgement redelivery under load stops the Key_Shared
+    subscription's dispatch for good (``docs/soak.md``, "Against pulsar-lite"), so a soak leaves the ``nack``
+    behaviour out unless asked for it.
     """
 
     distinct_consumer_ids: bool = False
     sync_publish: bool = False
+    nack_stalls: bool = False
     operation_timeout_s: int = 10
 
 

@@ -7,7 +7,8 @@ from its log: both ``Server listening on 127.0.0.1:<port>`` and the metrics line
 appear, else the start fails (see ``/work/shared/research/pulsar-lite.md`` §2, §6).
 
 What it lacks is declared, not worked around: no admin API, no deduplication switch, no replication.  What
-it needs from the client is declared in :class:`~.base.ClientQuirks` (distinct consumer ids, sync sends).
+it needs from the client is declared in :class:`~.base.ClientQuirks` (distinct consumer ids, sync sends, no
+nacks in a soak).
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ class PulsarLiteTarget(PulsarTarget):
         )
         self.claims = Claims(pulsar_version="4.0", implementation="pip379", selector="consistent-hashing", points=100)
         self.quirks = ClientQuirks(
-            distinct_consumer_ids=True, sync_publish=True, operation_timeout_s=int(opts.get("operation_timeout_s", 10))
+            distinct_consumer_ids=True,
+            sync_publish=True,
+            nack_stalls=True,
+            operation_timeout_s=int(opts.get("operation_timeout_s", 10)),
         )
         self._port = 0
         self._metrics_port = 0

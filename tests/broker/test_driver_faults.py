@@ -107,3 +107,43 @@ def test_an_interrupted_run_stops_its_consumers_and_its_broker(tmp_path: Path) -
     end = json.loads((tmp_path / "run" / "trace.jsonl").read_text().splitlines()[-1])
     assert end["op"] == "end" and end["drained"] is False and end["interrupted"] is True
     assert (tmp_path / "run" / "verdict.json").exists()
+
+
+def test_a_consumer_process_acks_one_way_and_a_failed_ack_loses_no_message(
+    lite: PulsarLiteTarget, tmp_path: Path
+) -> None:
+    """Acknowledgements to a consumer process are one-way (no round trip each); one that fails comes back
+    at the next acknowledgement, and a receive in between still hands its message over."""
+    import pulsar
+
+    from pytest_keyshared.driver.consumer_process import ConsumerProcessError, ProcessConsumer
+    from pytest_keyshared.driver.handles import ConsumerSpec, Delivery
+
+    topic = "persistent://public/default/process-acks"
+    spec = ConsumerSpec(topic, "ks", "c1", "AUTO_SPLIT", False, (), receiver_queue=10, nack_delay_ms=200)
+    consumer = ProcessConsumer(
+        spec, service_url=lite.service_url, operation_timeout_s=10, log_path=tmp_path / "c.log", burn_ids=0,
+        burn_topic="non-persistent://public/default/process-acks-burn", burn_tag="t",
+    )  # fmt: skip
+    client = pulsar.Client(lite.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producer = client.create_producer(topic)
+        for n in range(3):
+            producer.send(f"m{n}".encode(), partition_key="k")
+        first = consumer.receive(5_000)
+        assert first is not None
+        consumer.acknowledge(first)  # one-way
+        bogus = Delivery(
+            key="k", msg_id="0:999:-1:-1", uid=None, redelivery_count=0, producer=None, seq=None, token=999
+        )
+        consumer.acknowledge(bogus)  # fails in the child (no such message), reported later
+        second = consumer.receive(5_000)
+        assert second is not None and second.msg_id != first.msg_id  # not lost to the failure's line
+        with pytest.raises(ConsumerProcessError, match="KeyError"):
+            consumer.acknowledge(second)  # sent, then the earlier failure is raised
+        third = consumer.receive(5_000)
+        assert third is not None and third.msg_id not in (first.msg_id, second.msg_id)
+        consumer.acknowledge(third)
+    finally:
+        consumer.close()
+        client.close()

@@ -1,0 +1,262 @@
+"""The soak's trace sink in a process of its own: the Parquet chunks and the live check, off the clients' interpreter.
+
+Why a process: against a real broker the harness's cost is the time its Python work takes from the client
+threads it observes (Python runs one thread at a time), and a send waits for whatever holds the
+interpreter.  Encoding every event as JSON for a checker process and building Parquet columns for the chunk
+writer cost about 45 us of interpreter time per event in the recording process, three events a message; a
+chunk of 20,000 events held it for most of a second (``benchmarks/bench_soak.py``).  So the recording process
+only turns each batch of events into plain tuples and hands them over in one pickle (about 2 us an event);
+this process rebuilds the events, writes the chunks (:class:`~conformance.trace.chunks.ChunkWriter`) and runs
+the live check (:class:`~.live.LiveCount`, the streaming checker with bounded memory), on another core.
+
+Wire format.  Parent to child: a 4-byte big-endian length and a pickle, first ``{"directory", "header",
+"rows", "max_age_s", "live", "profile", "status_path"}``, then lists of event tuples (:func:`event_row`);
+end of input means "finish".  Child to parent, at the end: a length and a pickle of ``("done", summary)`` or
+``("error", text)``.  The child is our own program, started by us; nothing else writes to these pipes.  The
+child rewrites ``status_path`` with ``"<events> <violations>"`` about every second (the status line), and
+writes a chunk at least every ``max_age_s`` even when no event comes.  Every wait on it is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pickle
+import selectors
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from conformance.trace import Event, Op, Result, TraceHeader
+from conformance.trace.chunks import chunk_paths
+
+__all__ = ["SinkError", "TraceSink", "child_main", "event_row", "row_event"]
+
+_LEN = struct.Struct(">I")
+#: Linux's F_SETPIPE_SZ: a larger pipe absorbs bursts without blocking the recording process.
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_PIPE_BYTES = 1 << 20
+
+Row = tuple[Any, ...]
+
+
+def event_row(e: Event) -> Row:
+    """An event as a tuple of plain values (pickles ~5x faster than the event itself)."""
+    return (
+        e.i, e.t, e.op.value, e.topic, e.subscription, e.consumer, e.producer, e.key, e.msg_id, e.seq, e.uid,
+        None if e.result is None else e.result.value, e.redelivery_count, e.drained, e.extra or None,
+    )  # fmt: skip
+
+
+_OPS = {op.value: op for op in Op}
+_RESULTS = {r.value: r for r in Result}
+
+
+def row_event(row: Row) -> Event:
+    """The event :func:`event_row` was made from (equal to it)."""
+    i, t, op, topic, sub, consumer, producer, key, msg_id, seq, uid, result, rc, drained, extra = row
+    return Event(
+        i, t, _OPS[op], topic, sub, consumer, producer, key, msg_id, seq, uid,
+        None if result is None else _RESULTS[result], rc, drained, extra or {},
+    )  # fmt: skip
+
+
+class SinkError(Exception):
+    """The sink process failed or did not finish in time: the chunks may lack events."""
+
+
+class TraceSink:
+    """Parent side: ``feed(events)`` from the trace pipeline's thread, ``finish()`` once after the last event."""
+
+    def __init__(
+        self,
+        directory: Path,
+        header: TraceHeader,
+        *,
+        rows: int,
+        max_age_s: float | None,
+        live: bool,
+        profile: Any,
+        status_path: Path,
+        log_path: Path,
+    ) -> None:
+        stale = chunk_paths(directory, missing_ok=True)
+        if stale:  # as ChunkWriter would refuse, but here, before anything starts
+            raise FileExistsError(f"{directory} already holds trace chunks ({stale[0].name}, ...)")
+        with log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_keyshared.soak.sink_child"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,  # Ctrl-C reaches the run, which ends the trace; the sink then finishes it
+            )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._stdin: IO[bytes] = self._proc.stdin
+        self._stdout: IO[bytes] = self._proc.stdout
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(self._stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
+        self.failed: str | None = None
+        self.summary: dict[str, Any] = {}
+        self._send(
+            {
+                "directory": str(directory),
+                "header": header.to_dict(),
+                "rows": rows,
+                "max_age_s": max_age_s,
+                "live": live,
+                "profile": profile,
+                "status_path": str(status_path),
+            }
+        )
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def feed(self, events: list[Event]) -> None:
+        """A batch of events, in trace order (from one thread)."""
+        if self.failed is None:
+            self._send([event_row(e) for e in events])
+
+    def _send(self, obj: Any) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self._stdin.write(_LEN.pack(len(data)) + data)
+            self._stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            self.failed = f"the trace sink process stopped reading ({type(exc).__name__}: {exc})"
+
+    def finish(self, timeout_s: float) -> dict[str, Any]:
+        """Wait for the last chunk; returns the sink's summary, raises :class:`SinkError` when it failed."""
+        try:
+            with contextlib.suppress(OSError, ValueError):
+                self._stdin.close()
+            if self.failed is not None:
+                raise SinkError(self.failed)
+            kind, payload = self._read(timeout_s)
+            if kind != "done":
+                raise SinkError(f"trace sink process: {payload}")
+            self.summary = dict(payload)
+            return self.summary
+        finally:
+            self._stop()
+
+    def _read(self, timeout_s: float) -> tuple[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        fd = self._stdout.fileno()
+        buffer = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                if len(buffer) >= _LEN.size:
+                    (size,) = _LEN.unpack_from(buffer)
+                    if len(buffer) >= _LEN.size + size:
+                        message: tuple[str, Any] = pickle.loads(buffer[_LEN.size : _LEN.size + size])
+                        return message
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SinkError(f"the trace sink process did not finish within {timeout_s:g}s")
+                if not selector.select(remaining):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    raise SinkError(f"the trace sink process exited (code {self._proc.poll()}) without finishing")
+                buffer += chunk
+
+    def _stop(self) -> None:
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            self._stdout.close()
+
+
+# --- child side -------------------------------------------------------------------------------------------
+
+
+def _frames(fd: int, wait_s: float) -> Any:
+    """Yield each unpickled frame from ``fd``, or None after ``wait_s`` without input; stops at end of input."""
+    buffer = bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            while len(buffer) >= _LEN.size:
+                (size,) = _LEN.unpack_from(buffer)
+                if len(buffer) < _LEN.size + size:
+                    break
+                frame = bytes(buffer[_LEN.size : _LEN.size + size])
+                del buffer[: _LEN.size + size]
+                yield pickle.loads(frame)
+            if not selector.select(wait_s):
+                yield None
+                continue
+            data = os.read(fd, 1 << 20)
+            if not data:
+                return
+            buffer += data
+
+
+#: The sink's niceness: on a busy machine the broker and the clients it records come first; the sink catches up
+#: (the pipe and the pipeline's queue hold what it has not read yet; the run waits for it at the end, bounded).
+NICE = 5
+
+
+def child_main() -> int:  # pragma: no cover - runs in the child (exercised through the parent by the tests)
+    from conformance.trace.chunks import ChunkWriter
+    from pytest_keyshared.soak.live import LiveCount
+
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
+    frames = _frames(sys.stdin.fileno(), 1.0)
+    reply: tuple[str, Any]
+    chunks: ChunkWriter | None = None
+    try:
+        first = next(frames)
+        header = TraceHeader.from_dict(first["header"])
+        chunks = ChunkWriter(Path(first["directory"]), header, rows=first["rows"])  # ages kept here (idle too)
+        max_age_s = first["max_age_s"]
+        live = LiveCount(header, first["profile"]) if first["live"] else None
+        status = Path(first["status_path"])
+        events = written = 0
+        last_chunk = last_status = time.monotonic()
+        for frame in frames:
+            if frame is not None:
+                for row in frame:
+                    event = row_event(row)
+                    chunks.append(event)
+                    if live is not None:
+                        live.feed(event)
+                events += len(frame)
+            now = time.monotonic()
+            if chunks.chunks != written:  # a full chunk went out
+                written, last_chunk = chunks.chunks, now
+            elif max_age_s is not None and now - last_chunk >= max_age_s:
+                chunks.flush()
+                written, last_chunk = chunks.chunks, now
+            if now - last_status >= 1.0:
+                last_status = now
+                status.write_text(f"{events} {0 if live is None else live.violations}\n", encoding="utf-8")
+        chunks.close()
+        summary = {
+            "events": events,
+            "chunks": chunks.chunks,
+            "violations": 0 if live is None else live.violations,
+            "kinds": {} if live is None else dict(live.kinds),
+            "notes": [] if live is None else list(live.notes),
+        }
+        reply = ("done", summary)
+    except Exception as exc:
+        reply = ("error", f"{type(exc).__name__}: {exc}")
+        for _ in frames:  # keep reading, so the parent never blocks on a full pipe
+            pass
+    data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+    sys.stdout.buffer.write(_LEN.pack(len(data)) + data)
+    sys.stdout.buffer.flush()
+    return 0
