@@ -29,8 +29,9 @@ def session_config(
         "spark.app.name": "keyshared-check",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # only the DataFrame path (check_frames: a URI only Spark reads) shuffles; the engine's tasks are one per
+        # part, and the parts default to spark.default.parallelism, left to Spark: the cores of the master
         "spark.sql.shuffle.partitions": parallelism,
-        "spark.default.parallelism": parallelism,
         "spark.driver.memory": driver_memory or ("1g" if for_tests else "4g"),
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
