@@ -163,7 +163,7 @@ def run_child(mode: str, path: str, master: str | None, parts: int | None = None
         from conformance.trace.reader import open_trace
 
         source = open_trace(path)
-        spark = build_session(master or "local[2]")
+        spark = build_session(master or "local[2]", small=True)  # as keyshared check starts it
         check_with_spark(_warmup_source(), spark=spark)  # JVM warm-up, not measured
         start = time.perf_counter()
         verdict = check_with_spark(source, spark=spark, parts=parts)

@@ -21,7 +21,10 @@ def session_config(
 ) -> dict[str, str]:
     """The builder settings :func:`build_session` applies (pure data, for inspection and tests).
 
-    ``small``: a small trace — the quick-start JIT settings of ``for_tests`` (start-up dominates such a run).
+    ``small``: the JVM has little to do — a small trace, or any trace the engine's tasks read themselves (the
+    JVM then carries no rows of it): the quick-start JIT settings of ``for_tests`` and 1g of driver memory
+    (start-up dominates such a run).  Only a trace read by Spark itself (a URI only Spark reads) wants the
+    full JIT and 4g.
     """
     parallelism = "2" if for_tests or small else "8"
     conf = {
@@ -32,7 +35,7 @@ def session_config(
         # only the DataFrame path (check_frames: a URI only Spark reads) shuffles; the engine's tasks are one per
         # part, and the parts default to spark.default.parallelism, left to Spark: the cores of the master
         "spark.sql.shuffle.partitions": parallelism,
-        "spark.driver.memory": driver_memory or ("1g" if for_tests else "4g"),
+        "spark.driver.memory": driver_memory or ("1g" if for_tests or small else "4g"),
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",

@@ -176,7 +176,7 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True) -> 
     identity = np.full(len(kind), NONE, np.int32)
     own = kind == 1
     identity[own] = (ps[own] % np.uint64(parts)).astype(np.int32)
-    evidence = [(np.flatnonzero(own), ps[own])]  # (rows, what they are evidence for)
+    single = one_pass
     if len(got["u_row"]):
         order, starts, group = _groups(got["u_id"])
         u_ps, is_pub = got["u_ps"][order], got["u_pub"][order]
@@ -186,23 +186,26 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True) -> 
         mixed = mixed or bool(np.any(published & (pmin != pmax)))
         alone = _mix(got["u_id"][order][starts] ^ np.uint64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
         route = np.where(published, pmin, alone)
-        identity[got["u_row"][order]] = (route[group] % np.uint64(parts)).astype(np.int32)
-        evidence.append((got["u_row"][order], route[group]))
-    single = one_pass and not mixed and _one_part_each(scope, evidence)
+        u_rows = got["u_row"][order]
+        identity[u_rows] = (route[group] % np.uint64(parts)).astype(np.int32)
+        single = single and _one_part_per_group(scope[u_rows], starts)  # a uid's publishes and receives
+    if single and not mixed:  # and each (producer, seq)'s publishes, with or without a uid
+        publishes = np.flatnonzero(got["is_pub"])
+        if len(publishes):
+            order, starts, _group = _groups(ps[publishes])
+            single = _one_part_per_group(scope[publishes[order]], starts)
     small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
-    return Plan(parts, scope.astype(small), identity.astype(small), mixed, single)
+    return Plan(parts, scope.astype(small), identity.astype(small), mixed, single and not mixed)
 
 
-def _one_part_each(scope: Any, evidence: list[tuple[Any, Any]]) -> bool:
-    """Whether the events that are evidence for one (producer, seq) — or for one uid nobody published — all
-    have one scope part: then each scope part holds everything the identity checks read about its own."""
+def _one_part_per_group(parts: Any, starts: Any) -> bool:
+    """Whether each run of ``parts`` (runs starting at ``starts``) holds one value.
+
+    Used for the one-pass test: the evidence for a (producer, seq) is its publishes and the receives of its
+    uids; when every uid's events share a scope part and every (producer, seq)'s publishes do, all of it does.
+    """
     import numpy as np
 
-    rows = np.concatenate([r for r, _e in evidence])
-    if not len(rows):
-        return True
-    order, starts, _group = _groups(np.concatenate([e for _r, e in evidence]))
-    parts = scope[rows[order]]
     return bool(np.array_equal(np.minimum.reduceat(parts, starts), np.maximum.reduceat(parts, starts)))
 
 
@@ -211,7 +214,7 @@ def _groups(ids: Any) -> tuple[Any, Any, Any]:
     element's run number."""
     import numpy as np
 
-    order = np.argsort(ids, kind="stable")
+    order = np.argsort(ids)
     ranked = ids[order]
     first = np.empty(len(ranked), bool)
     first[0] = True
@@ -249,12 +252,13 @@ def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]
     pieces["scope"].append(scope)
     if message.any():
         where = pa.array(message)
-        # "l:e" and "l:e:p" padded with -1 parts: the first four parts are ledger, entry, partition, batch index
-        padded = pc.binary_join_element_wise(pc.filter(msg_id, where), pa.scalar(":-1:-1"), "")
-        ids = pc.split_pattern(padded, ":")
-        ledger, entry, bidx = (
-            pc.cast(pc.list_element(ids, k), pa.int64()).to_numpy(zero_copy_only=False) for k in (0, 1, 3)
-        )
+        ids = pc.split_pattern(pc.filter(msg_id, where), ":")
+        ledger, entry = (pc.cast(pc.list_element(ids, k), pa.int64()).to_numpy(zero_copy_only=False) for k in (0, 1))
+        if pc.min(pc.list_value_length(ids)).as_py() >= 4:  # the canonical "l:e:p:b" (what recorders write)
+            bidx = pc.cast(pc.list_element(ids, 3), pa.int64()).to_numpy(zero_copy_only=False)
+        else:  # "l:e" and "l:e:p" padded with -1 parts: the fourth part is the batch index
+            padded = pc.binary_join_element_wise(pc.filter(msg_id, where), pa.scalar(":-1:-1"), "")
+            bidx = pc.cast(pc.list_element(pc.split_pattern(padded, ":"), 3), pa.int64()).to_numpy(zero_copy_only=False)
         m_op, m_key = pc.filter(op, where), pc.filter(key, where)
         publish_ok = flags(pc.and_(pc.equal(m_op, "publish"), pc.equal(pc.filter(column("result"), where), "ok")))
         keyed = flags(pc.equal(m_op, "receive")) | (publish_ok & (ledger >= 0) & (entry >= 0))
@@ -274,6 +278,7 @@ def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]
     kind[identity & ~with_uid] = 1
     kind[identity & with_uid] = 2
     pieces["kind"].append(kind)
+    pieces["is_pub"].append(is_publish)
     ps = np.zeros(n, np.uint64)
     if is_publish.any():
         producer = pc.fill_null(column("producer"), _NO_PRODUCER)
@@ -294,8 +299,8 @@ def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]
 #: The arrays :func:`_plan_batch` gathers (name: numpy dtype).
 _PIECES: dict[str, str] = {
     "scope": "int32", "m_row": "int64", "m_id": "uint64", "m_keyed": "uint64", "m_has_keyed": "bool",
-    "m_any": "uint64", "m_has_any": "bool", "kind": "int8", "ps": "uint64", "u_row": "int64", "u_id": "uint64",
-    "u_ps": "uint64", "u_pub": "bool",
+    "m_any": "uint64", "m_has_any": "bool", "kind": "int8", "is_pub": "bool", "ps": "uint64", "u_row": "int64",
+    "u_id": "uint64", "u_ps": "uint64", "u_pub": "bool",
 }  # fmt: skip
 
 

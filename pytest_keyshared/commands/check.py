@@ -233,7 +233,7 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
         parts = 1
     planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, parts or _cores(master))
     try:
-        spark = build_session(master, small=small)
+        spark = build_session(master, small=not isinstance(source, str))  # the tasks read it: the JVM idles
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
