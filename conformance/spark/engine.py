@@ -196,7 +196,6 @@ def _merged(
 
 #: A trace as a task reads it: ``("path", absolute path)`` or ``("arrow", Arrow IPC stream of its events)``.
 TaskInput = tuple[str, Any]
-_TASK_SCHEMA = "tid long, pass int, part int, whole boolean, result binary"
 
 
 def _in_memory(events: Sequence[Event]) -> TaskInput:
@@ -246,11 +245,12 @@ def run_tasks(
     # one task per part of a single trace; many small traces share tasks (a task costs Spark more than they do)
     slices = n_parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(spark.sparkContext.defaultParallelism)))
     run = _task_runner(jobs, profile, n_parts)
-    rows = spark.range(0, tasks, 1, slices).mapInArrow(run, _TASK_SCHEMA).toArrow()
-    columns = [rows.column(name).to_pylist() for name in ("tid", "pass", "part", "whole", "result")]
-    results = [(tid, pass_, part, pickle.loads(blob)) for tid, pass_, part, _w, blob in zip(*columns, strict=True)]
+    # Spark Core, not a DataFrame: a first SQL job costs seconds of planning a one-row plan (measured: twice
+    # the whole job for a small trace); the results are a few pickled rows
+    rows = spark.sparkContext.parallelize(range(tasks), slices).mapPartitions(run).collect()
+    results = [(tid, pass_, part, result) for tid, pass_, part, _whole, result in rows]
     if whole is not None:  # part 0 of a trace checked whole says so
-        whole.extend(sorted({tid for tid, _p, _n, was_whole in zip(*columns[:4], strict=True) if was_whole}))
+        whole.extend(sorted({tid for tid, _p, _n, was_whole, _r in rows if was_whole}))
     verdicts = _merged(results, headers, profile)
     return [verdicts[tid] for tid in range(len(traces))]
 
@@ -258,35 +258,16 @@ def run_tasks(
 def _task_runner(
     jobs: list[tuple[int, TraceHeader, TaskInput, Plan | None]], profile: str | Profile | None, parts: int
 ) -> Any:
-    """The function Spark's Python workers run: for each task id, ``(trace, part)``'s results."""
+    """The function Spark's Python workers run: for each task id, ``(trace, part)``'s results as
+    ``(tid, pass, part, checked whole, PartResult)`` (none for a part of a trace part 0 checked whole)."""
 
-    def run(batches: Any) -> Any:
-        import pyarrow as pa
-
-        schema = pa.schema(
-            [
-                ("tid", pa.int64()),
-                ("pass", pa.int32()),
-                ("part", pa.int32()),
-                ("whole", pa.bool_()),
-                ("result", pa.binary()),
-            ]
-        )
-        for batch in batches:
-            for task in batch.column("id").to_pylist():
-                tid, header, given, plan = jobs[task // parts]
-                part = task % parts
-                was_whole, results = check_task(header, profile, given, part, parts, plan=plan)
-                yield pa.RecordBatch.from_pydict(
-                    {
-                        "tid": [tid] * len(results),
-                        "pass": [pass_ for pass_, _r in results],
-                        "part": [part] * len(results),
-                        "whole": [was_whole] * len(results),
-                        "result": [pickle.dumps(r) for _p, r in results],  # no rows: a part of a trace checked whole
-                    },
-                    schema=schema,
-                )
+    def run(tasks: Any) -> Any:
+        for task in tasks:
+            tid, header, given, plan = jobs[task // parts]
+            part = task % parts
+            was_whole, results = check_task(header, profile, given, part, parts, plan=plan)
+            for pass_, result in results:
+                yield (tid, pass_, part, was_whole, result)
 
     return run
 
