@@ -1,14 +1,22 @@
 """The PySpark engine: the streaming checker over parts of the trace, in Spark's Python workers; one verdict.
 
-The rules are not written here: every part runs :func:`conformance.checks.partition.check_part` (the
-streaming checker itself) and the driver merges the parts with :func:`conformance.checks.partition.merge_parts`,
-so both engines judge with the same code.  This module only splits the trace (:mod:`conformance.spark.route`)
-and runs the parts: one ``groupBy(tid, pass, part).applyInArrow`` — a single Spark job for any number of
-traces (column ``tid``), which is how the tests keep Spark's fixed costs low.
+The rules are not written here: every part runs the streaming checker itself
+(:mod:`conformance.checks.partition`) and the driver merges the parts with
+:func:`~conformance.checks.partition.merge_parts`, so both engines judge with the same code.  This module only
+runs the parts.
+
+:func:`run_tasks` (stored traces this machine's executors can read, and events in memory): one Spark job of one
+task per (trace, part); each task reads its trace with pyarrow, plans the split (:mod:`conformance.spark.split`,
+the same plan in every task) and checks its part.  Nothing but a few result rows crosses the JVM: no shuffle.
+Many small traces share one job (the differential tests check 240 in one).
+
+:func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,
+:mod:`conformance.spark.route` routes its rows with windows, and one ``groupBy(tid, pass, part).applyInArrow``
+runs the same per-part checker — two shuffles, much slower, for the inputs the tasks cannot open.
 
 A split is exact when each message's publish and receive events carry one key, and each uid's publishes one
-producer (what every broker and client writes).  A part that saw otherwise says so, and the engine checks
-that pass of that trace again in one part (a second job, for those traces only).  The session is the caller's.
+producer (what every broker and client writes); otherwise the trace is checked in one part.  The session is
+the caller's.
 """
 
 from __future__ import annotations
