@@ -167,15 +167,14 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True) -> 
         kmax = np.maximum.reduceat(np.where(has_keyed, keyed, np.uint64(0)), starts)
         any_keyed = np.logical_or.reduceat(has_keyed, starts)
         mixed = bool(np.any(any_keyed & (kmin != kmax)))
-        anyk, has_any = got["m_any"][order], got["m_has_any"][order]
-        amin = np.minimum.reduceat(np.where(has_any, anyk, _MAX), starts)
+        has_any = got["m_has_any"][order]  # the key hashes again: any event's key, where it carries one
+        amin = np.minimum.reduceat(np.where(has_any, keyed, _MAX), starts)
         chosen = np.where(any_keyed, kmin, np.where(np.logical_or.reduceat(has_any, starts), amin, _EMPTY))
         scope[got["m_row"][order]] = (chosen[group] % np.uint64(parts)).astype(np.int32)
     # identity pass: by (producer, seq); a uid's events where its publishes' (producer, seq) goes
-    kind, ps = got["kind"], got["ps"]
-    identity = np.full(len(kind), NONE, np.int32)
-    own = kind == 1
-    identity[own] = (ps[own] % np.uint64(parts)).astype(np.int32)
+    identity = np.full(len(scope), NONE, np.int32)
+    p_row, p_ps, own = got["p_row"], got["p_ps"], ~got["p_uid"]  # a publish without a uid: by its own
+    identity[p_row[own]] = (p_ps[own] % np.uint64(parts)).astype(np.int32)
     single = one_pass
     if len(got["u_row"]):
         order, starts, group = _groups(got["u_id"])
@@ -189,11 +188,9 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True) -> 
         u_rows = got["u_row"][order]
         identity[u_rows] = (route[group] % np.uint64(parts)).astype(np.int32)
         single = single and _one_part_per_group(scope[u_rows], starts)  # a uid's publishes and receives
-    if single and not mixed:  # and each (producer, seq)'s publishes, with or without a uid
-        publishes = np.flatnonzero(got["is_pub"])
-        if len(publishes):
-            order, starts, _group = _groups(ps[publishes])
-            single = _one_part_per_group(scope[publishes[order]], starts)
+    if single and not mixed and len(p_row):  # and each (producer, seq)'s publishes, with or without a uid
+        order, starts, _group = _groups(p_ps)
+        single = _one_part_per_group(scope[p_row[order]], starts)
     small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
     return Plan(parts, scope.astype(small), identity.astype(small), mixed, single and not mixed)
 
@@ -267,29 +264,29 @@ def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]
         pieces["m_id"].append(_mix(_mix(_mix(ledger.astype(u64)) + entry.astype(u64)) + bidx.astype(u64)))
         pieces["m_keyed"].append(hash_strings(m_key))  # a null key counts as "" where keyed
         pieces["m_has_keyed"].append(keyed)
-        pieces["m_any"].append(pieces["m_keyed"][-1])
         pieces["m_has_any"].append(flags(pc.is_valid(m_key)))
     # identity pass: publishes, and receives carrying a uid
     uid = column("uid")
     is_publish = flags(pc.equal(op, "publish"))
     with_uid = flags(pc.is_valid(uid))
     identity = is_publish | (flags(pc.equal(op, "receive")) & with_uid)
-    kind = np.zeros(n, np.int8)
-    kind[identity & ~with_uid] = 1
-    kind[identity & with_uid] = 2
-    pieces["kind"].append(kind)
-    pieces["is_pub"].append(is_publish)
-    ps = np.zeros(n, np.uint64)
     if is_publish.any():
-        producer = pc.fill_null(column("producer"), _NO_PRODUCER)
-        seq = column("seq", pa.int64())
+        where = pa.array(is_publish)
+        producer = pc.fill_null(pc.filter(column("producer"), where), _NO_PRODUCER)
+        seq = pc.filter(column("seq", pa.int64()), where)
         seq_np = pc.fill_null(seq, 0).to_numpy(zero_copy_only=False).astype(np.uint64)
         seq_null = (~flags(pc.is_valid(seq))).astype(np.uint64)
-        ps = _mix(hash_strings(producer) ^ _mix(seq_np + np.uint64(0x51ED27) + seq_null * np.uint64(1 << 63)))
-    pieces["ps"].append(ps)
+        pieces["p_row"].append(rows[is_publish])
+        pieces["p_ps"].append(
+            _mix(hash_strings(producer) ^ _mix(seq_np + np.uint64(0x51ED27) + seq_null * np.uint64(1 << 63)))
+        )
+        pieces["p_uid"].append(with_uid[is_publish])
     take = identity & with_uid
     if take.any():
         uids = pc.filter(uid, pa.array(take)).cast(pa.large_string())
+        ps = np.zeros(n, np.uint64)  # the receives' is never read
+        if is_publish.any():
+            ps[is_publish] = pieces["p_ps"][-1]
         pieces["u_row"].append(rows[take])
         pieces["u_id"].append(_hash_unique(uids))
         pieces["u_ps"].append(ps[take])
@@ -299,8 +296,8 @@ def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]
 #: The arrays :func:`_plan_batch` gathers (name: numpy dtype).
 _PIECES: dict[str, str] = {
     "scope": "int32", "m_row": "int64", "m_id": "uint64", "m_keyed": "uint64", "m_has_keyed": "bool",
-    "m_any": "uint64", "m_has_any": "bool", "kind": "int8", "is_pub": "bool", "ps": "uint64", "u_row": "int64",
-    "u_id": "uint64", "u_ps": "uint64", "u_pub": "bool",
+    "m_has_any": "bool", "p_row": "int64", "p_ps": "uint64", "p_uid": "bool", "u_row": "int64", "u_id": "uint64",
+    "u_ps": "uint64", "u_pub": "bool",
 }  # fmt: skip
 
 
