@@ -156,7 +156,11 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True) -> 
     for batch in batches:
         _plan_batch(batch, offset, parts, pieces)
         offset += batch.num_rows
-    got = {name: np.concatenate(chunks) if chunks else np.zeros(0, _PIECES[name]) for name, chunks in pieces.items()}
+    got = {}
+    for name in _PIECES:  # one array each; each batch's pieces freed as soon as they are joined
+        chunks = pieces.pop(name)
+        got[name] = np.concatenate(chunks) if chunks else np.zeros(0, _PIECES[name])
+        del chunks
     scope = got["scope"]
     mixed = False
     # scope pass: each message's events to the part of its key (a message: its hashed (ledger, entry, batch index))
