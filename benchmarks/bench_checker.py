@@ -214,7 +214,7 @@ def cluster_runs(path: Path, directory: Path, *, pin: bool = True) -> dict[str, 
             os.sched_setaffinity(0, sorted(allowed)[:workers])  # inherited by the cluster and the driver
         try:
             with StandaloneCluster(directory / f"cluster{workers}", workers=workers, cores=1, memory="3g") as cl:
-                out[f"spark standalone {workers} worker(s)"] = child("spark", str(path), cl.url)
+                out[f"spark standalone {workers} worker(s)"] = child("spark", str(path), cl.url, parts=2)  # same job
         finally:
             os.sched_setaffinity(0, allowed)
     return out
@@ -304,7 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.cluster and not args.no_spark:
             for label, r in cluster_runs(parquet, args.dir, pin=not args.no_pin).items():
                 results[label] = r
-                print(f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  (load {r['load']})")
+                print(
+                    f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {r['parts']} part(s)"
+                    f"  (load {r['load']})"
+                )
         print(f"found: {results['python-parquet']['counts']}")
         e2e = ("e2e keyshared check (python)", "e2e keyshared check (spark)")
         if all(label in results for label in e2e):
