@@ -43,6 +43,7 @@ _OUT_SCHEMA = "tid long, pass int, part int, split_exact boolean, result binary"
 
 
 def active_session(spark: Any) -> Any:
+    """``spark`` (a SparkSession, or a SparkContext: the tasks need Spark Core only), else the active session."""
     if spark is not None:
         return spark
     try:
@@ -238,7 +239,8 @@ def run_tasks(
     local master or of a cluster's executors); a trace with a message of two keys or a uid of two (producer,
     seq) is checked whole in one part instead, and its index is appended to ``whole`` if given.
     """
-    n_parts = parts if parts is not None else max(1, int(spark.sparkContext.defaultParallelism))
+    context = getattr(spark, "sparkContext", spark)  # a session's, or a SparkContext given as such
+    n_parts = parts if parts is not None else max(1, int(context.defaultParallelism))
     if n_parts < 1:
         raise InvalidArgument(f"parts must be at least 1, not {n_parts}")
     headers = {tid: header for tid, (header, _input) in enumerate(traces)}
@@ -251,11 +253,11 @@ def run_tasks(
     if not tasks:
         return []
     # one task per part of a single trace; many small traces share tasks (a task costs Spark more than they do)
-    slices = n_parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(spark.sparkContext.defaultParallelism)))
+    slices = n_parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(context.defaultParallelism)))
     run = _task_runner(jobs, profile, n_parts)
     # Spark Core, not a DataFrame: a first SQL job costs seconds of planning a one-row plan (measured: twice
     # the whole job for a small trace); the results are a few pickled rows
-    rows = spark.sparkContext.parallelize(range(tasks), slices).mapPartitions(run).collect()
+    rows = context.parallelize(range(tasks), slices).mapPartitions(run).collect()
     results = [(tid, pass_, part, result) for tid, pass_, part, _whole, result in rows]
     if whole is not None:  # part 0 of a trace checked whole says so
         whole.extend(sorted({tid for tid, _p, _n, was_whole, _r in rows if was_whole}))

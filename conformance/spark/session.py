@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["build_session", "session_config"]
+__all__ = ["build_context", "build_session", "session_config"]
 
 
 def session_config(
@@ -66,3 +66,22 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def build_context(master: str = "local[*]", *, driver_memory: str | None = None) -> Any:
+    """Start a SparkContext alone, with the settings of :func:`build_session` for traces the engine's tasks
+    read (``small``); the caller stops it.
+
+    The engine's tasks need Spark Core only.  A SparkSession on top costs seconds more to start (the builder
+    applies its settings to the SQL session state, which builds it); ``keyshared check`` starts a session only
+    for a URI only Spark reads.
+    """
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
+
+    conf = SparkConf().setAll(list(session_config(master, driver_memory=driver_memory, small=True).items()))
+    context = SparkContext.getOrCreate(conf)
+    context.setLogLevel("ERROR")
+    return context

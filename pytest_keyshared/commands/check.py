@@ -212,6 +212,7 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
 
 def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -> Any:
     from conformance.spark import build_session, check_with_spark
+    from conformance.spark.session import build_context
     from conformance.trace.reader import FastPathUnavailable
     from reference_model.errors import InvalidArgument
 
@@ -233,7 +234,8 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
         parts = 1
     planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, parts or _cores(master))
     try:
-        spark = build_session(master, small=not isinstance(source, str))  # the tasks read it: the JVM idles
+        # a trace the tasks read needs Spark Core only (no SQL session: seconds less to start); the JVM idles
+        spark = build_session(master) if isinstance(source, str) else build_context(master)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
