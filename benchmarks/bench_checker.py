@@ -14,7 +14,8 @@ kind planted; the header names a selector, so all seven checks run) as Parquet (
   ``KEYSHARED_COMPILE=1`` (the README's test command), and it is timed from source too (``KEYSHARED_PURE=1``);
 * the Spark engine from Parquet on ``local[1]`` and ``local[2]`` (session start and a warm-up job excluded),
   each confined to as many cores as it has task slots (``--no-pin`` to let both use every core), with peak
-  RSS of the Python driver and the JVM, and the speed-up from 1 to 2 cores;
+  RSS of the Python driver and the JVM, and the speed-up from 1 to 2 cores: the same job (2 parts) on both,
+  and ``local[1]`` as it runs by default (1 part: no split, no plan) against ``local[2]``;
 * end to end, as a user runs it (``keyshared check``, a fresh process: Spark's session start and the Python
   reader's validation included): the Python engine and ``--engine spark --spark-master local[2]``, side by
   side with their ratio, and a 20-event trace on Spark;
@@ -76,7 +77,13 @@ def cores_of(master: str | None) -> int | None:
 
 
 def child(
-    mode: str, path: str, master: str | None = None, *, pin: bool = False, env: dict[str, str] | None = None
+    mode: str,
+    path: str,
+    master: str | None = None,
+    *,
+    pin: bool = False,
+    env: dict[str, str] | None = None,
+    parts: int | None = None,
 ) -> dict[str, object]:
     """Run one measurement in a fresh interpreter; it prints one JSON line.
 
@@ -87,6 +94,8 @@ def child(
     args = [sys.executable, __file__, "--child", mode, "--path", path]
     if master:
         args += ["--master", master]
+    if parts is not None:
+        args += ["--parts", str(parts)]
     cores = cores_of(master) if pin else None
     allowed = sorted(os.sched_getaffinity(0))
     if cores is not None and cores > len(allowed):
@@ -105,7 +114,7 @@ def peak_rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
-def run_child(mode: str, path: str, master: str | None) -> None:
+def run_child(mode: str, path: str, master: str | None, parts: int | None = None) -> None:
     import gc
 
     result: dict[str, object] = {"mode": mode}
@@ -154,11 +163,12 @@ def run_child(mode: str, path: str, master: str | None) -> None:
         from conformance.trace.reader import open_trace
 
         source = open_trace(path)
-        spark = build_session(master or "local[2]")
+        spark = build_session(master or "local[2]", small=True)  # as keyshared check starts it
         check_with_spark(_warmup_source(), spark=spark)  # JVM warm-up, not measured
         start = time.perf_counter()
-        verdict = check_with_spark(source, spark=spark, validate=False)
+        verdict = check_with_spark(source, spark=spark, parts=parts)
         elapsed = time.perf_counter() - start
+        result["parts"] = parts if parts is not None else spark.sparkContext.defaultParallelism
         jvm = spark.sparkContext._gateway.proc.pid
         result["jvm_peak_mb"] = round(peak_rss_mb(jvm))
         spark.stop()
@@ -204,7 +214,7 @@ def cluster_runs(path: Path, directory: Path, *, pin: bool = True) -> dict[str, 
             os.sched_setaffinity(0, sorted(allowed)[:workers])  # inherited by the cluster and the driver
         try:
             with StandaloneCluster(directory / f"cluster{workers}", workers=workers, cores=1, memory="3g") as cl:
-                out[f"spark standalone {workers} worker(s)"] = child("spark", str(path), cl.url)
+                out[f"spark standalone {workers} worker(s)"] = child("spark", str(path), cl.url, parts=2)  # same job
         finally:
             os.sched_setaffinity(0, allowed)
     return out
@@ -228,9 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--path", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--parts", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        run_child(args.child, args.path, args.master)
+        run_child(args.child, args.path, args.master, args.parts)
         return 0
     sys.path.insert(0, str(HERE))
     from gen_trace import generate
@@ -253,21 +264,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f"generated {size} events in {time.perf_counter() - started:.0f}s; planted {planted}")
         print(f"\n== {size:,} events ({parquet.stat().st_size / 1e6:.0f} MB Parquet) ==")
         pure = {"KEYSHARED_PURE": "1"}
-        runs: list[tuple[str, str, Path, str | None, dict[str, str] | None]] = [
-            ("python-engine", "python-engine", parquet, None, None),
-            ("python-engine", "python-engine from source", parquet, None, pure),
-            ("python-parquet", "python-parquet", parquet, None, None),
+        runs: list[tuple[str, str, Path, str | None, dict[str, str] | None, int | None]] = [
+            ("python-engine", "python-engine", parquet, None, None, None),
+            ("python-engine", "python-engine from source", parquet, None, pure, None),
+            ("python-parquet", "python-parquet", parquet, None, None, None),
         ]
         if jsonl is not None:
-            runs.append(("python-jsonl", "python-jsonl", jsonl, None, None))
+            runs.append(("python-jsonl", "python-jsonl", jsonl, None, None, None))
         if not args.no_spark and size <= args.spark_max:
-            runs += [("spark", f"spark {m}", parquet, m, None) for m in ("local[1]", "local[2]")]
+            # the same job (2 parts) on 1 and 2 cores, and local[1] as it runs by default (1 part: no split)
+            runs += [
+                ("spark", "spark local[1]", parquet, "local[1]", None, 2),
+                ("spark", "spark local[2]", parquet, "local[2]", None, 2),
+                ("spark", "spark local[1] (1 part)", parquet, "local[1]", None, None),
+            ]
         if not args.no_e2e:
-            runs.append(("cli-python", "e2e keyshared check (python)", parquet, None, None))
+            runs.append(("cli-python", "e2e keyshared check (python)", parquet, None, None, None))
             if not args.no_spark and size <= args.spark_max:
-                runs.append(("cli-spark", "e2e keyshared check (spark)", parquet, "local[2]", None))
+                runs.append(("cli-spark", "e2e keyshared check (spark)", parquet, "local[2]", None, None))
         results = {}
-        for mode, label, path, master, env in runs:
+        for mode, label, path, master, env, parts in runs:
             if mode == "python-engine":  # a few seconds each: on a shared machine the median says more
                 tries = [child(mode, str(path), env=env) for _ in range(args.repeat)]
                 r = sorted(tries, key=lambda x: int(str(x["events_per_second"])))[len(tries) // 2]
@@ -275,20 +291,23 @@ def main(argv: list[str] | None = None) -> int:
                     f"{int(str(x['events_per_second'])):,}" for x in tries
                 )
             else:
-                r = child(mode, str(path), master, pin=not args.no_pin and mode == "spark", env=env)
+                r = child(mode, str(path), master, pin=not args.no_pin and mode == "spark", env=env, parts=parts)
             if "build" in r and label == "python-engine":
                 label += " (compiled)" if r["build"] == "compiled with mypyc" else " (source)"
             results[label] = r
             memory = f"python peak {r['python_peak_mb']} MB" if r["python_peak_mb"] == r["python_peak_mb"] else ""
             if "jvm_peak_mb" in r:
-                memory += f", JVM peak {r['jvm_peak_mb']} MB"
+                memory += f", JVM peak {r['jvm_peak_mb']} MB, {r['parts']} part(s)"
             print(
                 f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {memory}  (load {r['load']})"
             )
         if args.cluster and not args.no_spark:
             for label, r in cluster_runs(parquet, args.dir, pin=not args.no_pin).items():
                 results[label] = r
-                print(f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  (load {r['load']})")
+                print(
+                    f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {r['parts']} part(s)"
+                    f"  (load {r['load']})"
+                )
         print(f"found: {results['python-parquet']['counts']}")
         e2e = ("e2e keyshared check (python)", "e2e keyshared check (spark)")
         if all(label in results for label in e2e):
@@ -304,7 +323,10 @@ def main(argv: list[str] | None = None) -> int:
             assert one["counts"] == two["counts"] == results["python-parquet"]["counts"], "engines disagree"
             how = "each confined to its cores" if not args.no_pin else "not confined: both use every core"
             speedup = float(one["seconds"]) / float(two["seconds"])
-            print(f"spark speed-up local[1] -> local[2] ({how}): {speedup:.2f}x")
+            print(f"spark speed-up local[1] -> local[2], the same job of 2 parts ({how}): {speedup:.2f}x")
+            if "spark local[1] (1 part)" in results:
+                own = float(results["spark local[1] (1 part)"]["seconds"]) / float(two["seconds"])
+                print(f"spark local[1] with its default (1 part, no split) -> local[2] (2 parts): {own:.2f}x")
             ceiling = machine_ceiling()
             print(
                 f"machine's own speed-up 1 -> 2 cores (pure CPU, 2 processes): {ceiling:.2f}x;"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.checks.streaming import StreamingChecker, key_mismatch_note
 from conformance.profiles import Profile, resolve_profile
@@ -30,7 +31,7 @@ from conformance.trace.header import TraceHeader
 from conformance.verdict import Verdict, build_verdict
 from conformance.violations import Kind, Violation
 
-__all__ = ["IDENTITY_KINDS", "PartResult", "check_part", "merge_parts"]
+__all__ = ["IDENTITY_KINDS", "PartChecker", "PartResult", "check_part", "merge_parts"]
 
 #: The kinds the identity pass decides (the scope pass never sees the fields they read).
 IDENTITY_KINDS: frozenset[Kind] = frozenset({Kind.DUPLICATE_PUBLISH, Kind.UNEXPECTED_MESSAGE, Kind.LOST_WRITE})
@@ -47,20 +48,42 @@ class PartResult:
     key_mismatches: int
 
 
+class PartChecker:
+    """The streaming checker over one part, fed batch by batch (an engine checking several parts in one read of
+    the trace feeds each its own); :meth:`result` ends it."""
+
+    def __init__(self, header: TraceHeader | None, profile: str | Profile | None) -> None:
+        self._checker = StreamingChecker(header, profile)
+
+    def feed(self, batch: Any) -> None:
+        """Check a record batch of this part (in trace order)."""
+        if batch.num_rows:
+            self._checker.feed_batch(batch)
+
+    def result(self, copies: int = 0) -> PartResult:
+        """End the part; ``copies``: how many of its events are copies other parts hold too (not counted)."""
+        checker = self._checker
+        mismatches = checker.key_mismatches
+        checker.key_mismatches = 0  # summed over the parts by merge_parts, which words the note
+        verdict = checker.finish()
+        return PartResult(
+            (*verdict.violations, *verdict.allowed),
+            verdict.notes,
+            verdict.unjudged,
+            verdict.events - copies,
+            mismatches,
+        )
+
+
 def check_part(
     header: TraceHeader | None, profile: str | Profile | None, batches: Iterable[object], copies: int = 0
 ) -> PartResult:
     """Run the streaming checker over one part (record batches in trace order); ``copies``: how many of its
     events are copies of events other parts hold too (they are not counted)."""
-    checker = StreamingChecker(header, profile)
+    part = PartChecker(header, profile)
     for batch in batches:
-        checker.feed_batch(batch)
-    mismatches = checker.key_mismatches
-    checker.key_mismatches = 0  # summed over the parts by merge_parts, which words the note
-    verdict = checker.finish()
-    return PartResult(
-        (*verdict.violations, *verdict.allowed), verdict.notes, verdict.unjudged, verdict.events - copies, mismatches
-    )
+        part.feed(batch)
+    return part.result(copies)
 
 
 def merge_parts(

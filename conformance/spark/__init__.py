@@ -1,11 +1,12 @@
 """The PySpark engine: the streaming checker (:mod:`conformance.checks`) run by Spark over parts of a trace.
 
-No rule is written here.  :mod:`conformance.spark.route` splits the events into parts the checker can judge
-one by one (by key, membership copied into every part; the identity checks by producer and sequence),
-:mod:`conformance.spark.engine` runs :func:`conformance.checks.partition.check_part` on each in Spark's Python
-workers and merges the results with :func:`conformance.checks.partition.merge_parts`, so both engines return
-the same verdict by construction.  :mod:`conformance.spark.load` reads traces (Parquet files or directories,
-JSON Lines, any URI Spark reads); :mod:`conformance.spark.standalone` starts a throwaway standalone cluster.
+No rule is written here.  :mod:`conformance.spark.split` plans how the events split into parts the checker can
+judge one by one (by key, membership copied into every part; the identity checks with their (producer, seq)),
+:mod:`conformance.spark.engine` runs the streaming checker on each part in Spark's Python workers — each task
+reads the trace itself — and merges the results with :func:`conformance.checks.partition.merge_parts`, so both
+engines return the same verdict by construction.  :mod:`conformance.spark.route` and
+:mod:`conformance.spark.load` are the DataFrame path for a URI only Spark reads; :mod:`conformance.spark.standalone`
+starts a throwaway standalone cluster.
 
 ``pyspark`` is imported only inside these modules' functions.  The engine never starts a session: pass one, or
 start it with :func:`build_session` (``keyshared check --engine spark`` does).

@@ -1,14 +1,22 @@
 """The PySpark engine: the streaming checker over parts of the trace, in Spark's Python workers; one verdict.
 
-The rules are not written here: every part runs :func:`conformance.checks.partition.check_part` (the
-streaming checker itself) and the driver merges the parts with :func:`conformance.checks.partition.merge_parts`,
-so both engines judge with the same code.  This module only splits the trace (:mod:`conformance.spark.route`)
-and runs the parts: one ``groupBy(tid, pass, part).applyInArrow`` — a single Spark job for any number of
-traces (column ``tid``), which is how the tests keep Spark's fixed costs low.
+The rules are not written here: every part runs the streaming checker itself
+(:mod:`conformance.checks.partition`) and the driver merges the parts with
+:func:`~conformance.checks.partition.merge_parts`, so both engines judge with the same code.  This module only
+runs the parts.
+
+:func:`run_tasks` (stored traces this machine's executors can read, and events in memory): one Spark job of one
+task per (trace, part); each task reads its trace with pyarrow, plans the split (:mod:`conformance.spark.split`,
+the same plan in every task) and checks its part.  Nothing but a few result rows crosses the JVM: no shuffle.
+Many small traces share one job (the differential tests check 240 in one).
+
+:func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,
+:mod:`conformance.spark.route` routes its rows with windows, and one ``groupBy(tid, pass, part).applyInArrow``
+runs the same per-part checker — two shuffles, much slower, for the inputs the tasks cannot open.
 
 A split is exact when each message's publish and receive events carry one key, and each uid's publishes one
-producer (what every broker and client writes).  A part that saw otherwise says so, and the engine checks
-that pass of that trace again in one part (a second job, for those traces only).  The session is the caller's.
+producer (what every broker and client writes); otherwise the trace is checked in one part.  The session is
+the caller's.
 """
 
 from __future__ import annotations
@@ -17,21 +25,25 @@ import pickle
 from collections.abc import Sequence
 from typing import Any
 
-from conformance.checks.partition import PartResult, check_part, merge_parts
+from conformance.checks.partition import PartChecker, PartResult, check_part, merge_parts
 from conformance.profiles import Profile
 from conformance.spark.route import IDENTITY, SCOPE, WHOLE
+from conformance.spark.split import Plan
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.reader import TraceSource
 from conformance.verdict import Verdict
 from reference_model.errors import InvalidArgument
 
-__all__ = ["active_session", "check_frames", "check_many", "check_with_spark"]
+__all__ = [
+    "active_session", "check_frames", "check_many", "check_task", "check_with_spark", "plan_trace", "run_tasks",
+]  # fmt: skip
 
 _OUT_SCHEMA = "tid long, pass int, part int, split_exact boolean, result binary"
 
 
 def active_session(spark: Any) -> Any:
+    """``spark`` (a SparkSession, or a SparkContext: the tasks need Spark Core only), else the active session."""
     if spark is not None:
         return spark
     try:
@@ -57,23 +69,26 @@ def check_with_spark(
     header: TraceHeader | None = None,
     validate: bool = True,
     parts: int | None = None,
+    plan: Plan | None = None,
 ) -> Verdict:
     """Check one trace (a :class:`TraceSource`, a path or URI Spark reads, a TraceWriter-like object or
     events) on Spark.
 
-    A local trace is validated by the Python reader (``validate``) while Spark checks it: a malformed trace
-    cancels the job and fails with the same one-line error as on the Python engine.
+    A stored trace this machine has (a path, ``file://``) is read by every Spark task itself through the Python
+    reader's fast path, which validates it (``validate`` is kept for callers: such a trace is always
+    validated); a malformed trace fails the job, and the caller gets the reader's one-line error, as on the
+    Python engine.  Events are validated here.  ``plan``: the split, if the caller made it already
+    (:func:`plan_trace`; ``keyshared check`` does while Spark starts).
     """
-    from conformance.spark.load import events_frame, path_frame, source_frame
+    from conformance.spark.load import path_frame
 
     session = active_session(spark)
+    if isinstance(trace, str) and _local_path(trace) is not None:
+        from conformance.trace.reader import open_trace
+
+        trace = open_trace(_local_path(trace))  # type: ignore[arg-type]
     if isinstance(trace, TraceSource):
-        source: TraceSource = trace
-        df = source_frame(session, source)
-        if not validate:
-            return check_frames(session, df, {0: source.header}, profile, parts=parts)[0]
-        return _while_validating(session, source, lambda: check_frames(session, df, {0: source.header}, profile,
-                                                                      parts=parts)[0])  # fmt: skip
+        return _check_source(session, trace, profile, parts, plan)
     if isinstance(trace, str):  # a URI only Spark reads (hdfs://, s3a://, ...): Spark parses it, unvalidated
         df, head = path_frame(session, trace, header)
         return check_frames(session, df, {0: head}, profile, parts=parts)[0]
@@ -81,7 +96,37 @@ def check_with_spark(
         header, trace = trace.header, trace.events or ()
     events = _validated(list(trace))
     head = header if header is not None else TraceHeader.unknown()
-    return check_frames(session, events_frame(session, [(0, events)]), {0: head}, profile, parts=parts)[0]
+    return run_tasks(session, [(head, _in_memory(events))], profile, parts=parts)[0]
+
+
+def _local_path(trace: str) -> str | None:
+    """The file a path or ``file://`` URI names, if this machine has it (executors are told its absolute path)."""
+    import os
+
+    path = trace[len("file://") :] if trace.startswith("file://") else trace
+    if "://" in path or not os.path.exists(path):
+        return None
+    return os.path.abspath(path)
+
+
+def _check_source(
+    session: Any, source: TraceSource, profile: str | Profile | None, parts: int | None, plan: Plan | None
+) -> Verdict:
+    """A stored trace, read by every task itself (validated there: a malformed trace fails the job, and the
+    error the caller sees is the reader's, read again here)."""
+    from conformance.trace.reader import FastPathUnavailable
+
+    path = str(source.path.resolve())
+    try:
+        return run_tasks(session, [(source.header, ("path", path))], profile, parts=parts, plans=[plan])[0]
+    except Exception as failure:
+        try:
+            for _ in source.batches():  # the reader's own words for what is wrong (TraceFormatError)
+                pass
+        except FastPathUnavailable:  # valid, but not on the columnar path: check its events, sent from here
+            events = list(source.events())
+            return run_tasks(session, [(source.header, _in_memory(events))], profile, parts=parts)[0]
+        raise failure from None
 
 
 def check_many(
@@ -92,49 +137,10 @@ def check_many(
     parts: int | None = None,
     whole: list[int] | None = None,
 ) -> list[Verdict]:
-    """Check several traces in one Spark job; verdicts in the same order (``whole``: see check_frames)."""
-    from conformance.spark.load import events_frame
-
+    """Check several traces in one Spark job; verdicts in the same order (``whole``: see :func:`run_tasks`)."""
     session = active_session(spark)
-    items = [(n, _validated(list(events))) for n, (_h, events) in enumerate(traces)]
-    df = events_frame(session, items)
-    verdicts = check_frames(session, df, {n: h for n, (h, _e) in enumerate(traces)}, profile, parts=parts, whole=whole)
-    return [verdicts[n] for n in range(len(traces))]
-
-
-def _while_validating(session: Any, source: TraceSource, job: Any) -> Verdict:
-    """Run ``job`` while a thread validates ``source`` (the Python reader's fast path, one core); a problem
-    cancels the job and raises the reader's error."""
-    import threading
-    import uuid
-
-    group = f"keyshared-{uuid.uuid4().hex}"
-    failure: list[BaseException] = []
-
-    def validate() -> None:
-        try:
-            for _ in source.batches():
-                pass
-        except BaseException as exc:  # re-raised in the caller's thread
-            failure.append(exc)
-            session.sparkContext.cancelJobGroup(group)
-
-    thread = threading.Thread(target=validate, name="keyshared-validate", daemon=True)
-    session.sparkContext.setJobGroup(group, "keyshared check", interruptOnCancel=True)
-    thread.start()
-    try:
-        verdict: Verdict = job()
-    except Exception:
-        thread.join()
-        if failure:
-            raise failure[0] from None
-        raise
-    finally:
-        session.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    thread.join()
-    if failure:
-        raise failure[0]
-    return verdict
+    jobs = [(header, _in_memory(_validated(list(events)))) for header, events in traces]
+    return run_tasks(session, jobs, profile, parts=parts, whole=whole)
 
 
 def _validated(events: list[Event]) -> list[Event]:
@@ -174,8 +180,15 @@ def check_frames(
         results += [(tid, pass_, 0, True, again[tid][4]) for tid, pass_ in inexact if tid in again]
     if whole is not None:
         whole.extend(sorted({tid for tid, _p in inexact}))
+    return _merged([(tid, pass_, part, result) for tid, pass_, part, _exact, result in results], headers, profile)
+
+
+def _merged(
+    results: list[tuple[int, int, int, PartResult]], headers: dict[int, TraceHeader], profile: str | Profile | None
+) -> dict[int, Verdict]:
+    """Each trace's verdict from its parts' results (``(tid, pass, part, result)``)."""
     by_trace: dict[int, tuple[list[PartResult], list[PartResult]]] = {tid: ([], []) for tid in headers}
-    for tid, pass_, _n, _exact, result in sorted(results, key=lambda r: (r[0], r[1], r[2])):
+    for tid, pass_, _n, result in sorted(results, key=lambda r: (r[0], r[1], r[2])):
         scope, identity = by_trace.setdefault(tid, ([], []))
         if pass_ in (SCOPE, WHOLE):
             scope.append(result)
@@ -188,6 +201,156 @@ def check_frames(
         tid: merge_parts(headers.get(tid), profile, scope, identity, engine="spark")
         for tid, (scope, identity) in by_trace.items()
     }
+
+
+#: A trace as a task reads it: ``("path", absolute path)`` or ``("arrow", Arrow IPC stream of its events)``.
+TaskInput = tuple[str, Any]
+
+
+def _in_memory(events: Sequence[Event]) -> TaskInput:
+    """Events sent to the tasks as an Arrow IPC stream (the columns of ``FAST_SCHEMA``)."""
+    import pyarrow as pa
+
+    from conformance.spark.load import events_table
+
+    table = events_table([(0, events)]).drop_columns(["tid"])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=65536)
+    return ("arrow", sink.getvalue().to_pybytes())
+
+
+def run_tasks(
+    spark: Any,
+    traces: Sequence[tuple[TraceHeader, TaskInput]],
+    profile: str | Profile | None = None,
+    *,
+    parts: int | None = None,
+    whole: list[int] | None = None,
+    plans: Sequence[Plan | None] | None = None,
+) -> list[Verdict]:
+    """Check traces in one Spark job without a shuffle: one task per (trace, part) reads its trace, plans the
+    split (:mod:`conformance.spark.split`) and runs the streaming checker over its part of both passes.
+
+    ``plans``: a plan per trace the caller made already (:func:`plan_trace`, e.g. while Spark started), for
+    this many parts; a task then does not plan (a plan for another number of parts is not used).
+
+    ``parts``: how many parts each trace is split into (default: Spark's default parallelism, the cores of a
+    local master or of a cluster's executors); a trace with a message of two keys or a uid of two (producer,
+    seq) is checked whole in one part instead, and its index is appended to ``whole`` if given.
+    """
+    context = getattr(spark, "sparkContext", spark)  # a session's, or a SparkContext given as such
+    n_parts = parts if parts is not None else max(1, int(context.defaultParallelism))
+    if n_parts < 1:
+        raise InvalidArgument(f"parts must be at least 1, not {n_parts}")
+    headers = {tid: header for tid, (header, _input) in enumerate(traces)}
+    made = list(plans) if plans is not None else [None] * len(traces)
+    jobs = [
+        (tid, header, given, plan if plan is not None and plan.parts == n_parts else None)
+        for tid, ((header, given), plan) in enumerate(zip(traces, made, strict=True))
+    ]
+    tasks = len(jobs) * n_parts
+    if not tasks:
+        return []
+    # one task per part of a single trace; many small traces share tasks (a task costs Spark more than they do)
+    slices = n_parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(context.defaultParallelism)))
+    run = _task_runner(jobs, profile, n_parts)
+    # Spark Core, not a DataFrame: a first SQL job costs seconds of planning a one-row plan (measured: twice
+    # the whole job for a small trace); the results are a few pickled rows
+    rows = context.parallelize(range(tasks), slices).mapPartitions(run).collect()
+    results = [(tid, pass_, part, result) for tid, pass_, part, _whole, result in rows]
+    if whole is not None:  # part 0 of a trace checked whole says so
+        whole.extend(sorted({tid for tid, _p, _n, was_whole, _r in rows if was_whole}))
+    verdicts = _merged(results, headers, profile)
+    return [verdicts[tid] for tid in range(len(traces))]
+
+
+def _task_runner(
+    jobs: list[tuple[int, TraceHeader, TaskInput, Plan | None]], profile: str | Profile | None, parts: int
+) -> Any:
+    """The function Spark's Python workers run: for each task id, ``(trace, part)``'s results as
+    ``(tid, pass, part, checked whole, PartResult)`` (none for a part of a trace part 0 checked whole)."""
+
+    def run(tasks: Any) -> Any:
+        for task in tasks:
+            tid, header, given, plan = jobs[task // parts]
+            part = task % parts
+            was_whole, results = check_task(header, profile, given, part, parts, plan=plan)
+            for pass_, result in results:
+                yield (tid, pass_, part, was_whole, result)
+
+    return run
+
+
+def check_task(
+    header: TraceHeader,
+    profile: str | Profile | None,
+    given: TaskInput,
+    part: int,
+    parts: int,
+    *,
+    one_pass: bool = True,
+    plan: Plan | None = None,
+) -> tuple[bool, list[tuple[int, PartResult]]]:
+    """One task: ``part`` of ``parts`` of a trace — both passes, or one where the plan allows
+    (:attr:`~conformance.spark.split.Plan.one_pass`; ``one_pass=False``: never) — or, if the split would be
+    inexact, the whole trace in part 0.  Returns ``(checked whole, [(pass, result)])``."""
+    from conformance.spark.split import one_pass_batches, part_batches, plan_source
+
+    full, plan_read = _readers(given)
+    if parts == 1:
+        return False, [(WHOLE, check_part(header, profile, full()))]
+    if plan is None:
+        plan = plan_source(plan_read, parts, one_pass=one_pass)
+    if plan is None or plan.mixed:
+        return True, ([(WHOLE, check_part(header, profile, full()))] if part == 0 else [])
+    if plan.one_pass:  # each part judges every kind of what it holds (the identity fields kept)
+        return False, [(WHOLE, check_part(header, profile, one_pass_batches(plan, part, full()), plan.copies(part)))]
+    scope, identity = PartChecker(header, profile), PartChecker(header, profile)
+    for scope_batch, identity_batch in part_batches(plan, part, full()):
+        scope.feed(scope_batch)
+        identity.feed(identity_batch)
+    return False, [(SCOPE, scope.result(plan.copies(part))), (IDENTITY, identity.result())]
+
+
+def plan_trace(source: TraceSource, parts: int) -> Plan | None:
+    """The split of a stored trace into ``parts`` (None if it cannot be planned: the tasks then check it whole
+    or fail with the reader's error)."""
+    from conformance.spark.split import plan_source
+
+    _full, plan_read = _readers(("path", str(source.path.resolve())))
+    return plan_source(plan_read, parts)
+
+
+def _readers(given: TaskInput) -> tuple[Any, Any]:
+    """``(the trace's batches for the checker, its batches for the plan)``, each a function that reads anew."""
+    import pyarrow as pa
+
+    kind, payload = given
+    if kind == "arrow":
+        table = pa.ipc.open_stream(payload).read_all()
+
+        def batches() -> Any:
+            return table.to_batches(max_chunksize=65536)
+
+        return batches, batches
+    from conformance.trace.reader import open_trace
+
+    source = open_trace(payload)
+    if source.format != "parquet":
+        return source.batches, source.batches
+
+    def plan_columns() -> Any:  # only the columns the plan reads
+        import pyarrow.parquet as pq
+
+        from conformance.spark.split import PLAN_COLUMNS
+
+        for path in source.files:
+            pf = pq.ParquetFile(path)
+            present = [c for c in PLAN_COLUMNS if c in pf.schema_arrow.names]
+            yield from pf.iter_batches(batch_size=65536, columns=present, use_threads=False)
+
+    return source.batches, plan_columns
 
 
 def _run(

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["build_session", "session_config"]
+__all__ = ["build_context", "build_session", "session_config"]
 
 
 def session_config(
@@ -21,7 +21,10 @@ def session_config(
 ) -> dict[str, str]:
     """The builder settings :func:`build_session` applies (pure data, for inspection and tests).
 
-    ``small``: a small trace — the quick-start JIT settings of ``for_tests`` (start-up dominates such a run).
+    ``small``: the JVM has little to do — a small trace, or any trace the engine's tasks read themselves (the
+    JVM then carries no rows of it): the quick-start JIT settings of ``for_tests`` and 1g of driver memory
+    (start-up dominates such a run).  Only a trace read by Spark itself (a URI only Spark reads) wants the
+    full JIT and 4g.
     """
     parallelism = "2" if for_tests or small else "8"
     conf = {
@@ -29,9 +32,10 @@ def session_config(
         "spark.app.name": "keyshared-check",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # only the DataFrame path (check_frames: a URI only Spark reads) shuffles; the engine's tasks are one per
+        # part, and the parts default to spark.default.parallelism, left to Spark: the cores of the master
         "spark.sql.shuffle.partitions": parallelism,
-        "spark.default.parallelism": parallelism,
-        "spark.driver.memory": driver_memory or ("1g" if for_tests else "4g"),
+        "spark.driver.memory": driver_memory or ("1g" if for_tests or small else "4g"),
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
@@ -62,3 +66,22 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def build_context(master: str = "local[*]", *, driver_memory: str | None = None) -> Any:
+    """Start a SparkContext alone, with the settings of :func:`build_session` for traces the engine's tasks
+    read (``small``); the caller stops it.
+
+    The engine's tasks need Spark Core only.  A SparkSession on top costs seconds more to start (the builder
+    applies its settings to the SQL session state, which builds it); ``keyshared check`` starts a session only
+    for a URI only Spark reads.
+    """
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
+
+    conf = SparkConf().setAll(list(session_config(master, driver_memory=driver_memory, small=True).items()))
+    context = SparkContext.getOrCreate(conf)
+    context.setLogLevel("ERROR")
+    return context

@@ -52,7 +52,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="parts a trace is split into on Spark (default: 1 below 200k events, else spark.sql.shuffle.partitions)",
+        help="parts a trace is split into on Spark (default: 1 below 200k events, else the cores Spark has)",
     )
     parser.add_argument(
         "--max-examples", type=int, default=5, metavar="N", help="explanations shown per kind (default 5)"
@@ -173,15 +173,55 @@ def _events_in(source: Any) -> int | None:
     return int(sum(pq.ParquetFile(f).metadata.num_rows for f in source.files))
 
 
+def _cores(master: str) -> int | None:
+    """The task slots of a local master (``local``, ``local[N]``, ``local[*]``); None for a cluster's."""
+    import os
+    import re
+
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", master.strip())
+    if m is None:
+        return None
+    if m.group(1) in (None, "*"):
+        return 1 if m.group(1) is None else os.cpu_count() or 1
+    return int(m.group(1))
+
+
+def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
+    """Plan the split of ``source`` into ``parts`` in a thread while the JVM starts (the driver is idle then);
+    the returned function waits for the plan (None: the tasks plan themselves)."""
+    import threading
+
+    from conformance.spark.engine import plan_trace
+
+    if parts is None or parts < 2:
+        return None
+    made: list[Any] = [None]
+
+    def plan() -> None:
+        made[0] = plan_trace(source, parts)
+
+    thread = threading.Thread(target=plan, name="keyshared-plan", daemon=True)
+    thread.start()
+
+    def wait() -> Any:
+        thread.join()
+        return made[0]
+
+    return wait
+
+
 def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -> Any:
     from conformance.spark import build_session, check_with_spark
+    from conformance.spark.session import build_context
     from conformance.trace.reader import FastPathUnavailable
     from reference_model.errors import InvalidArgument
 
     events = _events_in(source)
     small = events is not None and events < SMALL_TRACE
+    if not isinstance(source, str) and events is None:  # JSON Lines: small by its size
+        small = source.path.stat().st_size < SMALL_TRACE * 100
     columnar = True
-    if not isinstance(source, str) and (small or events is None):
+    if not isinstance(source, str) and small:
         try:
             for _ in source.batches():  # a malformed trace fails here, before the JVM starts
                 pass
@@ -189,18 +229,19 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
             columnar = False
             for _ in source.events():
                 pass
+    # a large trace is validated by the Spark tasks, each reading it (a malformed one fails with the reader's error)
     if parts is None and small:
         parts = 1
+    planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, parts or _cores(master))
     try:
-        spark = build_session(master, small=small)
+        # a trace the tasks read needs Spark Core only (no SQL session: seconds less to start); the JVM idles
+        spark = build_session(master) if isinstance(source, str) else build_context(master)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
         if columnar:
-            # a large Parquet trace is validated while Spark checks it (a problem cancels the job)
-            verdict = check_with_spark(
-                source, profile, spark=spark, validate=not small and events is not None, parts=parts
-            )
+            plan = planning() if planning is not None else None
+            verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
         else:
             verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header, parts=parts)
         if isinstance(source, str):

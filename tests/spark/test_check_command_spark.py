@@ -1,7 +1,7 @@
 """``keyshared check --engine spark``, the command's own path: the same verdict as the Python engine.
 
-The command starts and stops its own session; here it is handed the suite's shared session (with a ``stop``
-that only notes the call), so the test costs no second JVM.
+The command starts and stops its own session (a SparkContext alone for a trace the tasks read); here it is
+handed the suite's shared session (with a ``stop`` that only notes the call), so the test costs no second JVM.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def test_check_on_spark_gives_the_python_verdict(
 ) -> None:
     borrowed = _Borrowed(spark)
     monkeypatch.setattr("conformance.spark.build_session", lambda master, **kw: borrowed)
+    monkeypatch.setattr("conformance.spark.session.build_context", lambda master, **kw: borrowed)  # a local trace
     path = _overlap(tmp_path / "t.jsonl")
     if suffix == ".parquet":
         path = convert_to_parquet(path, tmp_path / "t.parquet") or tmp_path / "t.parquet"

@@ -3,9 +3,11 @@ counts, events, notes, unjudged kinds).
 
 The Spark engine runs the streaming checker itself over parts of each trace, so what these tests prove is the
 split: that no rule sees a different trace in its part than in the whole.  Spark's fixed costs dominate tiny
-traces, so each test batches many traces into one DataFrame (``tid``) and runs one job: the differential test
-checks 240 generated traces (churn, faults, several subscriptions and topic partitions, a planted violation of
-every kind) in one.
+traces, so each test batches many traces into one job: the differential test checks 240 generated traces
+(churn, faults, several subscriptions and topic partitions, a planted violation of every kind) in one, in
+Spark's workers (``tests/unit/test_spark_split.py`` checks the same split task by task without Spark, in one
+pass and in two).  The hand-written traces also go through the DataFrame path (``check_frames``: Spark reads
+the stored files, windows route the rows), which a URI only Spark reads takes.
 """
 
 from __future__ import annotations

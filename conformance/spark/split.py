@@ -1,0 +1,360 @@
+"""Where each event of a trace goes when the Spark engine checks it in parts: a plan made in Python, by each task.
+
+The split is the one :mod:`conformance.checks.partition` proves exact (``docs/checker.md``, "Spark"):
+
+*Scope pass*: an event about one message (publish, receive, ack, nack, with a ``msg_id``) goes to the part of
+its message's key — the key its receives and stored publishes carry, else any key an event of the message
+carries, else the empty key; a message is its ``(ledger, entry, batch index)``, the parts of a message id every
+spelling of it shares.  Acks rarely carry a key: the plan gives them their message's.  Every other event
+(open, close, crash, redeliver, fault, end, and ops added later) is copied into every part (:data:`ALL`); an
+event about one message without a ``msg_id`` (a failed publish) goes to part 0 only.  ``uid``, ``producer``
+and ``seq`` are blanked (:func:`scope_batch`): the identity checks are the identity pass's.
+
+*Identity pass*: the publishes and the receives carrying a uid, by the ``(producer, seq)`` they are evidence
+for: a uid's receives go where its publishes' ``(producer, seq)`` goes; a publish without a uid by its own
+``(producer, seq)``; a uid nobody published to a part of its own.  Other events are in no part (:data:`NONE`).
+
+A message whose receives and stored publishes carry two keys, or a uid published with two ``(producer, seq)``,
+makes the split inexact (:attr:`Plan.mixed`): such a trace is checked whole, in one part.
+
+Why a plan and not Spark windows: every task reads the trace itself with pyarrow (the columns the plan needs,
+a few hundred MB/s), computes the same plan with vectorised code, and keeps its own part's events.  Nothing
+crosses the JVM but a few result rows — no shuffle, no row conversion — which on a 2-core machine cost ten
+times the checking itself.  A part is a hash of its key (:func:`hash_strings`, the same on every machine),
+modulo the number of parts.  This module imports pyarrow and numpy only (no Spark): the tests run it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ALL", "NONE", "PLAN_COLUMNS", "Plan", "hash_strings", "one_pass_batches", "part_batches", "plan_source",
+    "plan_split", "scope_batch",
+]  # fmt: skip
+
+ALL = -1  #: a scope-pass event copied into every part
+NONE = -2  #: an event the identity pass does not read
+
+MESSAGE_OPS = ("publish", "receive", "ack", "nack")
+#: The columns the plan reads (a Parquet trace's other columns are not read for it).
+PLAN_COLUMNS: tuple[str, ...] = ("op", "key", "msg_id", "result", "uid", "producer", "seq")
+_IDENTITY_FIELDS = ("uid", "producer", "seq")
+
+_K = 0x100000001B3  # FNV-64 prime: the polynomial hash's base
+_NO_PRODUCER = "\x00"  # stands for a null producer (no producer name is this string)
+_MAX = 0xFFFFFFFFFFFFFFFF  # above every hash that is not itself _MAX: a minimum over no value
+_EMPTY = 0  # hash_strings of the empty string (the key of a message no event gives one)
+#: Fields only rare ops read (the checker fetches them by row); the identity pass reads none of them, and
+#: without them its receives (no consumer is open there) skip fetching them one row at a time.
+_RARE_FIELDS = ("topic", "subscription", "name", "policy", "drained", "consumers", "unattributed")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The part of every event of a trace, in trace order, for both passes."""
+
+    parts: int
+    scope: Any  #: numpy int32 per event: its scope part, or :data:`ALL`
+    identity: Any  #: numpy int32 per event: its identity part, or :data:`NONE`
+    mixed: bool  #: a message with two keys or a uid with two (producer, seq): check the trace whole
+    #: every (producer, seq)'s publishes and its uids' receives are in one scope part: one pass judges every kind
+    one_pass: bool = False
+
+    @property
+    def events(self) -> int:
+        return len(self.scope)
+
+    def copies(self, part: int) -> int:
+        """How many of ``part``'s scope events are copies counted by part 0."""
+        import numpy as np
+
+        return 0 if part == 0 else int(np.count_nonzero(self.scope == ALL))
+
+
+def hash_strings(values: Any) -> Any:
+    """A 64-bit hash of every string of a pyarrow array (numpy uint64; null hashes as the empty string).
+
+    A polynomial over the UTF-8 bytes, finished with splitmix64's mixer: the same value in every process and on
+    every machine (Python's ``hash`` is salted per process).  Vectorised over the bytes; a repeated value is
+    hashed once.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    n = len(values)
+    if n == 0:
+        return np.zeros(0, np.uint64)
+    if not pa.types.is_dictionary(values.type):
+        values = pc.dictionary_encode(values.cast(pa.string()))
+    indices = pc.fill_null(values.indices, -1).to_numpy(zero_copy_only=False)
+    uniques = pc.fill_null(values.dictionary.cast(pa.large_string()), "")
+    hashed = np.append(_hash_unique(uniques), _hash_unique(pa.array([""], pa.large_string())))
+    return hashed[indices]  # -1 (null) takes the last: the empty string's hash
+
+
+def _hash_unique(strings: Any) -> Any:
+    import numpy as np
+
+    n = len(strings)
+    _validity, offsets_buf, data_buf = strings.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int64)[strings.offset : strings.offset + n + 1]
+    lengths = np.diff(offsets)
+    h = np.zeros(n, np.uint64)
+    total = int(offsets[-1] - offsets[0])
+    if total:
+        data = np.frombuffer(data_buf, np.uint8)[int(offsets[0]) : int(offsets[-1])].astype(np.uint64)
+        starts = offsets[:-1] - offsets[0]
+        row = np.repeat(np.arange(n), lengths)
+        position = np.arange(total) - starts[row]
+        terms = (data + np.uint64(1)) * _powers(int(lengths.max()))[position]
+        nonempty = lengths > 0
+        h[nonempty] = np.add.reduceat(terms, starts[nonempty])
+    return _mix(h ^ (lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)))
+
+
+_POWERS: list[Any] = []
+
+
+def _powers(length: int) -> Any:
+    import numpy as np
+
+    if not _POWERS or len(_POWERS[0]) < length:
+        size = max(length, 64)
+        p = np.empty(size, np.uint64)
+        value = 1
+        for j in range(size):
+            value = (value * _K) % (1 << 64)
+            p[j] = value
+        _POWERS[:] = [p]
+    return _POWERS[0]
+
+
+def _mix(h: Any) -> Any:
+    """splitmix64's finaliser: every input bit reaches every output bit (so ``% parts`` spreads well)."""
+    import numpy as np
+
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True) -> Plan:
+    """The plan of a trace given as record batches in trace order (:data:`PLAN_COLUMNS`; others ignored,
+    missing ones null).  ``one_pass=False``: never :attr:`Plan.one_pass` (the tests check both ways)."""
+    import numpy as np
+
+    pieces: dict[str, list[Any]] = {name: [] for name in _PIECES}
+    offset = 0
+    for batch in batches:
+        _plan_batch(batch, offset, parts, pieces)
+        offset += batch.num_rows
+    got = {}
+    for name in _PIECES:  # one array each; each batch's pieces freed as soon as they are joined
+        chunks = pieces.pop(name)
+        got[name] = np.concatenate(chunks) if chunks else np.zeros(0, _PIECES[name])
+        del chunks
+    scope = got["scope"]
+    mixed = False
+    # scope pass: each message's events to the part of its key (a message: its hashed (ledger, entry, batch index))
+    if len(got["m_row"]):
+        order, starts, group = _groups(got["m_id"])
+        keyed, has_keyed = got["m_keyed"][order], got["m_has_keyed"][order]
+        kmin = np.minimum.reduceat(np.where(has_keyed, keyed, _MAX), starts)
+        kmax = np.maximum.reduceat(np.where(has_keyed, keyed, np.uint64(0)), starts)
+        any_keyed = np.logical_or.reduceat(has_keyed, starts)
+        mixed = bool(np.any(any_keyed & (kmin != kmax)))
+        has_any = got["m_has_any"][order]  # the key hashes again: any event's key, where it carries one
+        amin = np.minimum.reduceat(np.where(has_any, keyed, _MAX), starts)
+        chosen = np.where(any_keyed, kmin, np.where(np.logical_or.reduceat(has_any, starts), amin, _EMPTY))
+        scope[got["m_row"][order]] = (chosen[group] % np.uint64(parts)).astype(np.int32)
+    # identity pass: by (producer, seq); a uid's events where its publishes' (producer, seq) goes
+    identity = np.full(len(scope), NONE, np.int32)
+    p_row, p_ps, own = got["p_row"], got["p_ps"], ~got["p_uid"]  # a publish without a uid: by its own
+    identity[p_row[own]] = (p_ps[own] % np.uint64(parts)).astype(np.int32)
+    single = one_pass
+    if len(got["u_row"]):
+        order, starts, group = _groups(got["u_id"])
+        u_ps, is_pub = got["u_ps"][order], got["u_pub"][order]
+        pmin = np.minimum.reduceat(np.where(is_pub, u_ps, _MAX), starts)
+        pmax = np.maximum.reduceat(np.where(is_pub, u_ps, np.uint64(0)), starts)
+        published = np.logical_or.reduceat(is_pub, starts)
+        mixed = mixed or bool(np.any(published & (pmin != pmax)))
+        alone = _mix(got["u_id"][order][starts] ^ np.uint64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
+        route = np.where(published, pmin, alone)
+        u_rows = got["u_row"][order]
+        identity[u_rows] = (route[group] % np.uint64(parts)).astype(np.int32)
+        single = single and _one_part_per_group(scope[u_rows], starts)  # a uid's publishes and receives
+    if single and not mixed and len(p_row):  # and each (producer, seq)'s publishes, with or without a uid
+        order, starts, _group = _groups(p_ps)
+        single = _one_part_per_group(scope[p_row[order]], starts)
+    small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
+    return Plan(parts, scope.astype(small), identity.astype(small), mixed, single and not mixed)
+
+
+def _one_part_per_group(parts: Any, starts: Any) -> bool:
+    """Whether each run of ``parts`` (runs starting at ``starts``) holds one value.
+
+    Used for the one-pass test: the evidence for a (producer, seq) is its publishes and the receives of its
+    uids; when every uid's events share a scope part and every (producer, seq)'s publishes do, all of it does.
+    """
+    import numpy as np
+
+    return bool(np.array_equal(np.minimum.reduceat(parts, starts), np.maximum.reduceat(parts, starts)))
+
+
+def _groups(ids: Any) -> tuple[Any, Any, Any]:
+    """``(order, starts, group)``: ``ids[order]`` sorted, where each run of equal ids starts, and each sorted
+    element's run number."""
+    import numpy as np
+
+    order = np.argsort(ids)
+    ranked = ids[order]
+    first = np.empty(len(ranked), bool)
+    first[0] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
+    return order, np.flatnonzero(first), np.cumsum(first) - 1
+
+
+def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]]) -> None:
+    """Add one batch's share of the plan to ``pieces`` (numpy arrays, :data:`_PIECES`)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    names = set(batch.schema.names)
+
+    def column(name: str, kind: Any = None) -> Any:
+        kind = pa.string() if kind is None else kind
+        if name not in names:
+            return pa.nulls(n, kind)
+        array = batch.column(name)
+        return array if array.type == kind else array.cast(kind)
+
+    def flags(mask: Any) -> Any:
+        return pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+
+    op, msg_id, key = column("op"), column("msg_id"), column("key")
+    rows = np.arange(offset, offset + n, dtype=np.int64)
+    is_op = flags(pc.is_in(op, value_set=pa.array(MESSAGE_OPS)))
+    message = is_op & flags(pc.is_valid(msg_id))
+    scope = np.full(n, ALL, np.int32)
+    failed = is_op & ~message  # an event about one message without its msg_id (a failed publish): by its key
+    if failed.any():
+        scope[failed] = (hash_strings(pc.filter(key, pa.array(failed))) % np.uint64(parts)).astype(np.int32)
+    pieces["scope"].append(scope)
+    if message.any():
+        where = pa.array(message)
+        ids = pc.split_pattern(pc.filter(msg_id, where), ":")
+        ledger, entry = (pc.cast(pc.list_element(ids, k), pa.int64()).to_numpy(zero_copy_only=False) for k in (0, 1))
+        if pc.min(pc.list_value_length(ids)).as_py() >= 4:  # the canonical "l:e:p:b" (what recorders write)
+            bidx = pc.cast(pc.list_element(ids, 3), pa.int64()).to_numpy(zero_copy_only=False)
+        else:  # "l:e" and "l:e:p" padded with -1 parts: the fourth part is the batch index
+            padded = pc.binary_join_element_wise(pc.filter(msg_id, where), pa.scalar(":-1:-1"), "")
+            bidx = pc.cast(pc.list_element(pc.split_pattern(padded, ":"), 3), pa.int64()).to_numpy(zero_copy_only=False)
+        m_op, m_key = pc.filter(op, where), pc.filter(key, where)
+        publish_ok = flags(pc.and_(pc.equal(m_op, "publish"), pc.equal(pc.filter(column("result"), where), "ok")))
+        keyed = flags(pc.equal(m_op, "receive")) | (publish_ok & (ledger >= 0) & (entry >= 0))
+        u64 = np.uint64
+        pieces["m_row"].append(rows[message])
+        pieces["m_id"].append(_mix(_mix(_mix(ledger.astype(u64)) + entry.astype(u64)) + bidx.astype(u64)))
+        pieces["m_keyed"].append(hash_strings(m_key))  # a null key counts as "" where keyed
+        pieces["m_has_keyed"].append(keyed)
+        pieces["m_has_any"].append(flags(pc.is_valid(m_key)))
+    # identity pass: publishes, and receives carrying a uid
+    uid = column("uid")
+    is_publish = flags(pc.equal(op, "publish"))
+    with_uid = flags(pc.is_valid(uid))
+    identity = is_publish | (flags(pc.equal(op, "receive")) & with_uid)
+    if is_publish.any():
+        where = pa.array(is_publish)
+        producer = pc.fill_null(pc.filter(column("producer"), where), _NO_PRODUCER)
+        seq = pc.filter(column("seq", pa.int64()), where)
+        seq_np = pc.fill_null(seq, 0).to_numpy(zero_copy_only=False).astype(np.uint64)
+        seq_null = (~flags(pc.is_valid(seq))).astype(np.uint64)
+        pieces["p_row"].append(rows[is_publish])
+        pieces["p_ps"].append(
+            _mix(hash_strings(producer) ^ _mix(seq_np + np.uint64(0x51ED27) + seq_null * np.uint64(1 << 63)))
+        )
+        pieces["p_uid"].append(with_uid[is_publish])
+    take = identity & with_uid
+    if take.any():
+        uids = pc.filter(uid, pa.array(take)).cast(pa.large_string())
+        ps = np.zeros(n, np.uint64)  # the receives' is never read
+        if is_publish.any():
+            ps[is_publish] = pieces["p_ps"][-1]
+        pieces["u_row"].append(rows[take])
+        pieces["u_id"].append(_hash_unique(uids))
+        pieces["u_ps"].append(ps[take])
+        pieces["u_pub"].append(is_publish[take])
+
+
+#: The arrays :func:`_plan_batch` gathers (name: numpy dtype).
+_PIECES: dict[str, str] = {
+    "scope": "int32", "m_row": "int64", "m_id": "uint64", "m_keyed": "uint64", "m_has_keyed": "bool",
+    "m_has_any": "bool", "p_row": "int64", "p_ps": "uint64", "p_uid": "bool", "u_row": "int64", "u_id": "uint64",
+    "u_ps": "uint64", "u_pub": "bool",
+}  # fmt: skip
+
+
+def scope_batch(batch: Any) -> Any:
+    """``batch`` with the identity fields blanked (the scope pass judges no identity check)."""
+    import pyarrow as pa
+
+    names = batch.schema.names
+    arrays = [
+        pa.nulls(batch.num_rows, batch.schema.field(name).type) if name in _IDENTITY_FIELDS else batch.column(name)
+        for name in names
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+
+
+def part_batches(plan: Plan, part: int, batches: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    """``(scope batch, identity batch)`` of ``part`` for each batch of the trace (read again, in trace order)."""
+    import pyarrow as pa
+
+    for batch, scope, identity in _sliced(plan, batches):
+        names = batch.schema.names
+        # (a batch the reader did not derive message columns for keeps its topic: the checker derives them)
+        keep = [name for name in names if name not in _RARE_FIELDS or (name == "topic" and "mkey" not in names)]
+        yield (
+            scope_batch(batch.filter(pa.array((scope == part) | (scope == ALL)))),
+            batch.filter(pa.array(identity == part)).select(keep),
+        )
+
+
+def one_pass_batches(plan: Plan, part: int, batches: Iterable[Any]) -> Iterator[Any]:
+    """The events of ``part``'s scope pass, identity fields kept (a :attr:`Plan.one_pass` plan)."""
+    import pyarrow as pa
+
+    for batch, scope, _identity in _sliced(plan, batches):
+        yield batch.filter(pa.array((scope == part) | (scope == ALL)))
+
+
+def _sliced(plan: Plan, batches: Iterable[Any]) -> Iterator[tuple[Any, Any, Any]]:
+    offset = 0
+    for batch in batches:
+        n = batch.num_rows
+        if offset + n > plan.events:
+            raise RuntimeError("the trace holds more events than when its split was planned (was it rewritten?)")
+        yield batch, plan.scope[offset : offset + n], plan.identity[offset : offset + n]
+        offset += n
+    if offset != plan.events:
+        raise RuntimeError("the trace holds fewer events than when its split was planned (was it rewritten?)")
+
+
+def plan_source(read: Callable[[], Iterable[Any]], parts: int, *, one_pass: bool = True) -> Plan | None:
+    """:func:`plan_split` over ``read()``, or None when that fails (a malformed trace: the checker's own read
+    words the problem; or a form the plan cannot read: the trace is checked whole)."""
+    try:
+        return plan_split(read(), parts, one_pass=one_pass)
+    except Exception:  # any failure means "no plan": the whole trace in one part is always exact
+        return None
