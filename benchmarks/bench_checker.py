@@ -110,19 +110,20 @@ def run_child(mode: str, path: str, master: str | None) -> None:
 
     result: dict[str, object] = {"mode": mode}
     if mode == "python-engine":  # the engine's own time: reading and decoding each batch is not counted
-        from conformance.checks.streaming import StreamingChecker, _rows_of_batch
+        from conformance.checks.streaming import StreamingChecker
+        from conformance.trace.decode import RowDecoder
         from conformance.trace.reader import open_trace
 
         source = open_trace(path)
         gc.disable()
         checker = StreamingChecker(source.header)
+        decoder = RowDecoder()
         elapsed = 0.0
-        for batch in source.batches():
-            rows, extras = _rows_of_batch(batch)
-            decoded = list(rows)
+        for batch in source.row_batches(read_ahead=False):
+            decoded = decoder.decode(batch)
             start = time.perf_counter()
-            checker._extras = extras
-            checker._run(decoded)
+            checker._extras = decoded.extras
+            checker._run(decoded.columns, decoded.count)
             elapsed += time.perf_counter() - start
         start = time.perf_counter()
         verdict = checker.finish()
