@@ -123,7 +123,7 @@ def run_child(mode: str, path: str, master: str | None) -> None:
             decoded = decoder.decode(batch)
             start = time.perf_counter()
             checker._extras = decoded.extras
-            checker._run(decoded.columns, decoded.count)
+            checker._run(decoded.columns, 0, decoded.count)
             elapsed += time.perf_counter() - start
         start = time.perf_counter()
         verdict = checker.finish()
@@ -291,6 +291,14 @@ def main(argv: list[str] | None = None) -> int:
                 results[label] = r
                 print(f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  (load {r['load']})")
         print(f"found: {results['python-parquet']['counts']}")
+        if "e2e keyshared check (python)" in results:
+            e2e_py = results["e2e keyshared check (python)"]
+            assert e2e_py["counts"] == results["python-parquet"]["counts"], "keyshared check and check_trace disagree"
+            print(
+                f"Python engine end to end from Parquet (keyshared check, a fresh process):"
+                f" {int(str(e2e_py['events_per_second'])):,} events/s (target at 3M events: 400,000)"
+                f" (load {e2e_py['load']})"
+            )
         e2e = ("e2e keyshared check (python)", "e2e keyshared check (spark)")
         if all(label in results for label in e2e):
             py, sp = (float(results[label]["seconds"]) for label in e2e)

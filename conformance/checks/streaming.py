@@ -154,7 +154,7 @@ class StreamingChecker:
             "unattributed": event.extra.get("unattributed"),
         }
         self._extras = lambda n: extra
-        self._run(_columns_of(event), 1)
+        self._run(_columns_of(event), 0, 1)
         return self._new
 
     def feed_events(self, events: Iterable[Event]) -> None:
@@ -166,15 +166,16 @@ class StreamingChecker:
         self._new = []
         decoded = self._decoder.decode(batch)
         self._extras = decoded.extras
-        self._run(decoded.columns, decoded.count)
+        self._run(decoded.columns, 0, decoded.count)
 
     @property
     def timelines(self) -> dict[str, Timeline]:
         return {name: sub.timeline for name, sub in self.subs.items() if sub.timeline is not None}
 
     # --- the loop --------------------------------------------------------------------------------------
-    def _run(self, columns: list[list[Any]], count: int) -> None:
-        """Check ``count`` events given as one list per field of :data:`ROW_FIELDS` (but ``n``)."""
+    def _run(self, columns: list[list[Any]], start: int, stop: int) -> None:
+        """Check events ``start`` to ``stop`` (excluded) of a batch given as one list per field of
+        :data:`ROW_FIELDS` (but ``n``)."""
         live_get = self.live.get
         published = self._published
         uid_pub = self.uid_pub
@@ -182,7 +183,7 @@ class StreamingChecker:
         assign = self._fresh_selector is not None
         c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
         c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch = columns[8:]
-        for n in range(count):
+        for n in range(start, stop):
             op = c_op[n]
             if op == "receive":
                 consumer = c_consumer[n]
@@ -367,7 +368,7 @@ class StreamingChecker:
                             _push(heap, (pos, mkey))
             else:
                 self._rare(op, _row(columns, n))
-        self.events += count
+        self.events += stop - start
 
     def _scope(self, stream: str, key: str) -> str:
         """The shared scope string of ``key`` in ``stream`` (what ordering and exclusivity are judged within)."""

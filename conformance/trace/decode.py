@@ -138,7 +138,7 @@ class RowDecoder:
                 columns.append([None] * n)
             elif pa.types.is_dictionary(array.type):
                 columns.append(self._strings(array, name in _LABELS))
-            elif array.null_count:
+            elif array.null_count or array.type != pa.int64():
                 columns.append(array.to_pylist())
             else:
                 columns.append(array.to_numpy().tolist())
@@ -163,7 +163,8 @@ class RowDecoder:
             lookup = np.empty(len(values), dtype=object)
             lookup[:] = values
         else:
-            lookup = dictionary.to_numpy(zero_copy_only=False)
+            lookup = np.empty(len(dictionary), dtype=object)
+            lookup[:] = dictionary.to_pylist()
         indices = array.indices
         if indices.null_count:  # a dictionary array from elsewhere: nulls in the indices, not the dictionary
             grown = np.empty(len(lookup) + 1, dtype=object)  # an object array starts as all None
