@@ -159,7 +159,12 @@ class RowDecoder:
             labels = self._labels
             if len(labels) > _MAX_INTERNED:
                 labels.clear()
-            values = [v if v is None else labels.setdefault(v, sys.intern(v)) for v in dictionary.to_pylist()]
+            texts = dictionary.to_pylist()
+            values = list(map(labels.get, texts))  # after the first batches, every label is known
+            if None in values:
+                for k, text in enumerate(texts):
+                    if values[k] is None and text is not None:
+                        values[k] = labels.setdefault(text, sys.intern(text))
             lookup = np.empty(len(values), dtype=object)
             lookup[:] = values
         else:
