@@ -92,8 +92,13 @@ def row_columns(batch: Any) -> Any:
         array = derived[name] if name in derived else get(name, kind)
         if name in _POSITION and array.null_count:
             array = pc.fill_null(array, minus_one)
-        elif name in _ENCODED and array.null_count < n and not pa.types.is_dictionary(array.type):
-            array = pc.dictionary_encode(array, null_encoding="encode")
+        elif name in _ENCODED and array.null_count < n:
+            if not pa.types.is_dictionary(array.type):
+                array = pc.dictionary_encode(array, null_encoding="encode")
+            elif array.null_count:  # null indices become a null in the dictionary
+                dictionary = pa.concat_arrays([array.dictionary, pa.nulls(1, array.dictionary.type)])
+                indices = pc.fill_null(array.indices, pa.scalar(len(array.dictionary), array.indices.type))
+                array = pa.DictionaryArray.from_arrays(indices, dictionary)
         arrays.append(array)
     rare = [name for name in RARE_FIELDS if name in names]
     arrays += [col(name) for name in rare]
