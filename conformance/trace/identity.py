@@ -95,8 +95,9 @@ def derive_message_columns(topic: Any, msg_id: Any) -> tuple[Any, Any, Any]:
 def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, Any, Any, tuple[Any, Any, Any]]:
     """:func:`derive_message_columns` plus the position columns ``(ledger, entry, batch_index)`` (int64).
 
-    When every event names one topic (most traces), the work is done once per distinct message id (an id recurs
-    in its publish, receive and ack) and the key, stream and canonical id come out dictionary-encoded.
+    When every event with a message id names one topic (most traces), the work is done once per distinct message
+    id (an id recurs in its publish, receive and ack) and the key, stream and canonical id come out
+    dictionary-encoded.
 
     Raises ``pyarrow.ArrowInvalid`` if a message id is not two to four integers (callers validate first, or
     treat that as "malformed").
@@ -113,7 +114,9 @@ def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, 
         encoded = encoded.combine_chunks()
     names = encoded.dictionary.to_pylist()
     normalized = [normalize_topic(n) for n in names]
-    if len(names) == 1 and topic.null_count == 0:
+    if len(names) == 1 and (
+        topic.null_count == 0 or not pc.any(pc.and_(pc.is_valid(msg_id), pc.is_null(topic))).as_py()
+    ):
         if isinstance(msg_id, pa.ChunkedArray):
             msg_id = msg_id.combine_chunks()
         ids = pc.dictionary_encode(msg_id)
