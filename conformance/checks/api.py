@@ -266,7 +266,7 @@ def check_source(source: TraceSource, profile: str | Profile | None = None, *, u
         try:
             if checker.needs_events:
                 raise FastPathUnavailable("a check of this trace reads typed events")
-            for batch in source.batches(use_threads=use_threads):
+            for batch in source.row_batches(use_threads=use_threads):
                 checker.feed_batch(batch)
         except FastPathUnavailable:
             checker = TraceChecker(source.header, profile)

@@ -8,10 +8,13 @@ receive, at the next membership event, or at an accepted open Pulsar refuses; ``
 
 Two ways in: :meth:`StreamingChecker.feed` takes one :class:`~conformance.trace.Event` (live, as a
 ``TraceWriter`` listener, returning what the event revealed) and :meth:`StreamingChecker.feed_batch` a
-validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource.batches` (the fast path for
-stored traces).  Both end in :meth:`StreamingChecker._run`, one loop over plain tuples: the three ops that
-make up nearly every trace (publish, receive, ack) are handled inline, their common case first, on message
-records that are plain lists; the rest (and every violation) in methods.  That loop is why this module is
+validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource.row_batches` or
+:meth:`~conformance.trace.reader.TraceSource.batches` (the fast path for stored traces), decoded by
+:class:`~conformance.trace.decode.RowDecoder` into one list per field.  Both end in
+:meth:`StreamingChecker._run`, one loop over those columns: the three ops that make up nearly every trace
+(publish, receive, ack) are handled inline, their common case first, reading only the fields they use, on
+message records that are plain lists; the rest (and every violation) in methods, given the event as a tuple
+of :data:`ROW_FIELDS`.  That loop is why this module is
 long; the rules are short.  This module and :mod:`~conformance.checks._state` may run compiled by mypyc
 (``KEYSHARED_COMPILE=1``; :mod:`conformance.checks._build` picks the build), so they stay strictly typed and
 their classes are not patched at run time.
@@ -54,6 +57,7 @@ from conformance.checks.ordering import make_out_of_order
 from conformance.checks.redelivery import make_redelivered
 from conformance.checks.unexpected import make_unexpected
 from conformance.profiles import Profile, resolve_profile
+from conformance.trace.decode import ROW_FIELDS, RowDecoder
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.identity import canonical_message, normalize_topic, parse_position
@@ -64,14 +68,6 @@ from reference_model.errors import InvalidArgument
 
 __all__ = ["ROW_FIELDS", "StreamingChecker"]
 
-#: The fields of the tuples :meth:`StreamingChecker._run` works on, in order.  ``key`` is never None (the empty
-#: key instead); ``n`` is the row's index in its batch: fields only rare ops need (topic, subscription, name,
-#: policy, drained) are fetched by it.
-ROW_FIELDS: tuple[str, ...] = (
-    "i", "t", "op", "consumer", "key", "mkey", "stream", "uid", "producer", "seq", "result", "t0", "ledger", "entry",
-    "batch", "n",
-)  # fmt: skip
-_RARE_FIELDS = ("topic", "subscription", "name", "policy", "drained", "consumers", "unattributed")
 _RELEASE_OPS = frozenset({"nack", "redeliver", "close", "crash", "fault"})
 _push = heapq.heappush
 _pop = heapq.heappop
@@ -109,6 +105,7 @@ class StreamingChecker:
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
         self._extras: Callable[[int], dict[str, Any]] = lambda n: {}
+        self._decoder = RowDecoder()
         self._published: set[str] = set()
         # identity checks: uid -> (producer, seq) of its first publish; (producer, seq) -> stored ids
         self.uid_pub: dict[str, tuple[str, int] | None] = {}
@@ -157,7 +154,7 @@ class StreamingChecker:
             "unattributed": event.extra.get("unattributed"),
         }
         self._extras = lambda n: extra
-        self._run((_row_of(event),))
+        self._run(_columns_of(event), 0, 1)
         return self._new
 
     def feed_events(self, events: Iterable[Event]) -> None:
@@ -165,32 +162,37 @@ class StreamingChecker:
             self.feed(event)
 
     def feed_batch(self, batch: Any) -> None:
-        """Check a validated pyarrow record batch (``TraceSource.batches()``), the fast path."""
+        """Check a validated pyarrow record batch (``TraceSource.row_batches()`` or ``batches()``), the fast path."""
         self._new = []
-        rows, extras = _rows_of_batch(batch)
-        self._extras = extras
-        self._run(rows)
+        decoded = self._decoder.decode(batch)
+        self._extras = decoded.extras
+        self._run(decoded.columns, 0, decoded.count)
 
     @property
     def timelines(self) -> dict[str, Timeline]:
         return {name: sub.timeline for name, sub in self.subs.items() if sub.timeline is not None}
 
     # --- the loop --------------------------------------------------------------------------------------
-    def _run(self, rows: Iterable[tuple[Any, ...]]) -> None:
+    def _run(self, columns: list[list[Any]], start: int, stop: int) -> None:
+        """Check events ``start`` to ``stop`` (excluded) of a batch given as one list per field of
+        :data:`ROW_FIELDS` (but ``n``)."""
         live_get = self.live.get
         published = self._published
         uid_pub = self.uid_pub
         ids = self.ids
         assign = self._fresh_selector is not None
-        count = 0
-        for row in rows:
-            count += 1
-            i, t, op, consumer, key, mkey, stream, uid, producer, seq, result, t0, ledger, entry, batch, _n = row
+        c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
+        c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch = columns[8:]
+        for n in range(start, stop):
+            op = c_op[n]
             if op == "receive":
+                consumer = c_consumer[n]
                 inc = live_get(consumer)
                 if inc is None:
-                    self._late_receive(row)
+                    self._late_receive(_row(columns, n))
                     continue
+                i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
+                ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
                 sub = inc.sub
                 rec = sub.recs.get(mkey)
                 if rec is None and sub.settled and mkey in sub.settled:
@@ -256,10 +258,12 @@ class StreamingChecker:
                     hold[inc] = hold.get(inc, 0) + 1
                 inc.held[mkey] = rec
             elif op == "ack":
+                consumer = c_consumer[n]
                 inc = live_get(consumer)
                 if inc is None:
-                    self._late_ack(row)
+                    self._late_ack(_row(columns, n))
                     continue
+                i, mkey = c_i[n], c_mkey[n]
                 sub = inc.sub
                 rec = sub.recs.get(mkey)
                 if rec is None:
@@ -305,6 +309,9 @@ class StreamingChecker:
                     rec[10] = inc
                     rec[11] = self._epoch
             elif op == "publish":
+                i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
+                producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
+                ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
                 first_of_uid = False
                 if uid is not None and uid not in uid_pub:
                     first_of_uid = True
@@ -368,8 +375,8 @@ class StreamingChecker:
                         else:
                             _push(heap, (pos, mkey))
             else:
-                self._rare(op, row)
-        self.events += count
+                self._rare(op, _row(columns, n))
+        self.events += stop - start
 
     def _scope(self, stream: str, key: str) -> str:
         """The shared scope string of ``key`` in ``stream`` (what ordering and exclusivity are judged within)."""
@@ -853,69 +860,24 @@ def _topic(mkey: str) -> str:
     return mkey.partition("|")[0]
 
 
-def _row_of(event: Event) -> tuple[Any, ...]:
+def _columns_of(event: Event) -> list[list[Any]]:
+    """One event as the columns :meth:`StreamingChecker._run` reads (a batch of one)."""
     mkey = stream = None
     ledger = entry = batch = -1
     if event.msg_id is not None and event.topic is not None:
         mkey, stream, msg = canonical_message(event.topic, event.msg_id)
         ledger, entry, batch = parse_position(msg)
+    return [
+        [event.i], [event.t], [event.op.value], [event.consumer], ["" if event.key is None else event.key], [mkey],
+        [stream], [event.uid], [event.producer], [event.seq], [None if event.result is None else event.result.value],
+        [event.extra.get("t0")], [ledger], [entry], [batch],
+    ]  # fmt: skip
+
+
+def _row(columns: list[list[Any]], n: int) -> tuple[Any, ...]:
+    """Event ``n`` of a batch's columns as a tuple of :data:`ROW_FIELDS` (for the rare ops and late events)."""
     return (
-        event.i, event.t, event.op.value, event.consumer, "" if event.key is None else event.key, mkey, stream,
-        event.uid, event.producer, event.seq, None if event.result is None else event.result.value,
-        event.extra.get("t0"), ledger, entry, batch, 0,
+        columns[0][n], columns[1][n], columns[2][n], columns[3][n], columns[4][n], columns[5][n], columns[6][n],
+        columns[7][n], columns[8][n], columns[9][n], columns[10][n], columns[11][n], columns[12][n], columns[13][n],
+        columns[14][n], n,
     )  # fmt: skip
-
-
-#: String fields decoded so that equal values in a batch are one object: the loop's dictionaries then find
-#: them by identity, with the hash computed once, instead of comparing the bytes of a cold copy each time.
-_SHARED_FIELDS = frozenset({"op", "consumer", "key", "mkey", "stream", "uid", "producer", "result"})
-
-
-def _shared_pylist(array: Any) -> list[Any]:
-    """``array.to_pylist()`` in which equal strings are the same object (one per distinct value)."""
-    import pyarrow as pa
-
-    encoded = array if pa.types.is_dictionary(array.type) else array.dictionary_encode()
-    values = encoded.dictionary.to_pylist()
-    indices = encoded.indices
-    if indices.null_count:
-        values.append(None)
-        indices = indices.fill_null(len(values) - 1)
-    return list(map(values.__getitem__, indices.to_pylist()))
-
-
-def _rows_of_batch(batch: Any) -> tuple[Iterable[tuple[Any, ...]], Callable[[int], dict[str, Any]]]:
-    """The rows of a batch as tuples of :data:`ROW_FIELDS`, and a getter of the rare fields."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = batch.num_rows
-    col = batch.column
-    if "mkey" in batch.schema.names:  # derived by the reader
-        derived = {name: col(name) for name in ("mkey", "stream", "ledger", "entry")} | {"batch": col("bidx")}
-    else:
-        from conformance.trace.identity import derive_message_columns_with_position
-
-        mkey, stream, _canon, (ledger, entry, index) = derive_message_columns_with_position(col("topic"), col("msg_id"))
-        derived = {"mkey": mkey, "stream": stream, "ledger": ledger, "entry": entry, "batch": index}
-    key = col("key")
-    derived["key"] = pc.fill_null(key, "") if key.null_count else key
-    lists: list[Any] = []
-    for name in ROW_FIELDS[:-1]:
-        array = derived[name] if name in derived else col(name)
-        if array.null_count == n:
-            lists.append([None] * n)
-        elif name in ("ledger", "entry", "batch") and array.null_count:
-            lists.append(pc.fill_null(array, pa.scalar(-1, pa.int64())).to_pylist())
-        elif name in _SHARED_FIELDS:
-            lists.append(_shared_pylist(array))
-        else:
-            lists.append(array.to_pylist())
-    lists.append(range(n))
-
-    present = [name for name in _RARE_FIELDS if name in batch.schema.names]
-
-    def extras(row: int) -> dict[str, Any]:
-        return {name: col(name)[row].as_py() for name in present}
-
-    return zip(*lists, strict=True), extras

@@ -95,6 +95,10 @@ def derive_message_columns(topic: Any, msg_id: Any) -> tuple[Any, Any, Any]:
 def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, Any, Any, tuple[Any, Any, Any]]:
     """:func:`derive_message_columns` plus the position columns ``(ledger, entry, batch_index)`` (int64).
 
+    When every event with a message id names one topic (most traces), the work is done once per distinct message
+    id (an id recurs in its publish, receive and ack) and the key, stream and canonical id come out
+    dictionary-encoded.
+
     Raises ``pyarrow.ArrowInvalid`` if a message id is not two to four integers (callers validate first, or
     treat that as "malformed").
     """
@@ -110,8 +114,32 @@ def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, 
         encoded = encoded.combine_chunks()
     names = encoded.dictionary.to_pylist()
     normalized = [normalize_topic(n) for n in names]
+    if len(names) == 1 and (
+        topic.null_count == 0 or not pc.any(pc.and_(pc.is_valid(msg_id), pc.is_null(topic))).as_py()
+    ):
+        if isinstance(msg_id, pa.ChunkedArray):
+            msg_id = msg_id.combine_chunks()
+        ids = pc.dictionary_encode(msg_id)
+        base, named = normalized[0]
+        key, stream, canon, position = _derive(pa.scalar(base), pa.scalar(named, pa.int64()), ids.dictionary)
+        indices = ids.indices
+
+        def spread(values: Any) -> Any:
+            return pa.DictionaryArray.from_arrays(indices, values)
+
+        ledger, entry, batch = (pc.take(x, indices) for x in position)
+        return spread(key), spread(stream), spread(canon), (ledger, entry, batch)
     base = pc.take(pa.array([b for b, _ in normalized], pa.string()), encoded.indices)
     named = pc.take(pa.array([p for _, p in normalized], pa.int64()), encoded.indices)
+    return _derive(base, named, msg_id)
+
+
+def _derive(base: Any, named: Any, msg_id: Any) -> tuple[Any, Any, Any, tuple[Any, Any, Any]]:
+    """The vector rules of :func:`canonical_message` for ids ``msg_id`` on topics ``base`` (canonical) that name
+    partition ``named`` (arrays of the same length, or scalars)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     colons = pc.count_substring(msg_id, ":")
     if pc.any(pc.or_(pc.less(colons, 1), pc.greater(colons, 3))).as_py():
         raise pa.ArrowInvalid("a msg_id with fewer than 2 or more than 4 parts")

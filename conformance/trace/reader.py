@@ -9,6 +9,8 @@ Two ways to read the same trace:
   row groups) into record batches of :data:`FAST_SCHEMA`, checked with vector operations.  Fields the checkers
   do not use are dropped.  If anything looks wrong, the input is re-read with the exact path to name the line
   and the problem, so both paths raise the same :class:`~conformance.trace.validation.TraceFormatError`.
+  :meth:`TraceSource.row_batches` is the same, shaped for the streaming checker (:mod:`.decode`) and read
+  ahead in a background thread.
 
 A malformed trace always raises ``TraceFormatError`` (an ``InvalidArgument``: exit code 2 in the CLI), with
 the file, the line (or Parquet row) and what is wrong.
@@ -187,6 +189,22 @@ class TraceSource:
                 yield from self._checked(self._jsonl_batches(use_threads, block_size))
         except _FastPathFailed as failed:
             self._locate(failed.problem)
+
+    def row_batches(self, *, use_threads: bool = False, read_ahead: bool = True) -> Iterator[Any]:
+        """:meth:`batches` in the form the streaming checker decodes (:func:`~conformance.trace.decode.row_columns`),
+        read, validated and shaped in a background thread while the caller works (``read_ahead``; see
+        :mod:`~conformance.trace.readahead`).  Errors are those of :meth:`batches`, raised at the same point."""
+        from conformance.trace.decode import row_columns
+
+        def shaped() -> Iterator[Any]:
+            for batch in self.batches(use_threads=use_threads):
+                yield row_columns(batch)
+
+        if not read_ahead:
+            return shaped()
+        from conformance.trace.readahead import read_ahead as ahead
+
+        return ahead(shaped)
 
     def _checked(self, batches: Iterable[Any]) -> Iterator[Any]:
         state = BatchState()

@@ -110,18 +110,20 @@ def test_the_compiled_and_the_source_engine_give_the_same_verdicts(tmp_path: Pat
 
 
 def test_a_batch_decodes_into_shared_strings(tmp_path: Path) -> None:
-    """Equal strings in a batch are one object (the loop's dictionaries find them by identity), and the
-    batch path judges as the event path does."""
-    from conformance.checks.streaming import _rows_of_batch
+    """Equal labels are one object, within a batch and across the batches of one decoder (the loop's
+    dictionaries find them by identity), and the batch path judges as the event path does."""
+    from conformance.trace.decode import ROW_FIELDS, RowDecoder
     from conformance.trace.reader import open_trace
 
     run = synthesize(7, SynthConfig(messages=20))
     path = write_parquet(tmp_path / "t.parquet", run.header, run.events)
-    (batch,) = list(open_trace(path).batches())
-    rows, _extras = _rows_of_batch(batch)
+    (batch,) = list(open_trace(path).row_batches())
+    decoder = RowDecoder()
     by_value: dict[str, int] = {}
-    for row in rows:
-        for value in (row[2], row[3], row[4], row[5]):
-            if isinstance(value, str):
-                assert by_value.setdefault(value, id(value)) == id(value)
+    for half in (batch.slice(0, batch.num_rows // 2), batch.slice(batch.num_rows // 2)):
+        decoded = decoder.decode(half)
+        for name in ("op", "consumer", "key", "stream"):
+            for value in decoded.columns[ROW_FIELDS.index(name)]:
+                if isinstance(value, str):
+                    assert by_value.setdefault(value, id(value)) == id(value)
     assert check_trace(path).to_json() == check_trace(run.events, header=run.header).to_json()

@@ -59,3 +59,26 @@ def test_the_vectorised_derivation_equals_the_python_one(rows: list[tuple[str, s
             assert (key, stream, msg) == (None, None, None)
         else:
             assert (key, stream, msg) == canonical_message(topic, msg_id)
+
+
+@settings(max_examples=50, deadline=None)
+@given(topics, st.lists(st.one_of(st.none(), msg_ids), min_size=1, max_size=30), st.data())
+def test_one_topic_is_derived_once_per_distinct_id(topic: str, distinct: list[str | None], data: st.DataObject) -> None:
+    """With one topic the ids are derived once each (dictionary-encoded results): the same values as the
+    Python rules, position included, for every repeat of an id."""
+    from conformance.trace.identity import derive_message_columns_with_position
+
+    ids = data.draw(st.lists(st.sampled_from(distinct), min_size=1, max_size=60))
+    # events without a message id (close, end, ...) may name no topic
+    named = [topic if m is not None or data.draw(st.booleans()) else None for m in ids]
+    keys, streams, canon, position = derive_message_columns_with_position(pa.array(named, pa.string()), pa.array(ids))
+    assert pa.types.is_dictionary(keys.type) or all(t is None for t in named)
+    rows = zip(
+        ids, keys.to_pylist(), streams.to_pylist(), canon.to_pylist(), *(p.to_pylist() for p in position), strict=True
+    )
+    for msg_id, key, stream, msg, *at in rows:
+        if msg_id is None:
+            assert (key, stream, msg, at) == (None, None, None, [None, None, None])
+        else:
+            assert (key, stream, msg) == canonical_message(topic, msg_id)
+            assert tuple(at) == parse_position(msg)
