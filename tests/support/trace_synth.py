@@ -366,6 +366,11 @@ class _Sim:
             return False
         for m in self.acked_once:
             if m.state == "acked" and self.last_disarm.get(m.acker or "", -1) < m.ack_index:
+                # A batch comes back whole until every message of it is acknowledged (no batch-index acks): only
+                # a message whose whole batch is acknowledged is a planted redelivery after acknowledgement.
+                entry = [o for o in self.msgs if o.partition == m.partition and o.pos[:2] == m.pos[:2]]
+                if any(o.state != "acked" for o in entry):
+                    continue
                 c = self.selected(m.key)
                 same = [o for o in self.msgs if o.key == m.key and o.partition == m.partition]
                 if c is not None and not any(o.state == "held" and o.holder != c for o in same):
