@@ -350,6 +350,7 @@ class _SoakRun(_Run):
         trace_dir = out / "trace"
         log_since = self.target.log_position()
         self.session = self._open_session()
+        self.session.keep_memory_bounded()
         header = self._header()
         deterministic = self.target.deterministic
         max_age_s = None if deterministic else CHUNK_MAX_AGE_S
