@@ -24,7 +24,7 @@ the holdings and heaps of what is outstanding, and for the identity checks one e
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from conformance.checks._state import (
@@ -147,17 +147,25 @@ class StreamingChecker:
         """
         self._validator.typed_event(event)
         self._new = []
-        extra = {
-            "topic": event.topic,
-            "subscription": event.subscription,
-            "name": event.extra.get("name"),
-            "policy": event.extra.get("policy"),
-            "drained": event.drained,
-            "consumers": event.extra.get("consumers"),
-            "unattributed": event.extra.get("unattributed"),
-        }
+        extra = _extra_of(event)
         self._extras = lambda n: extra
         self._run((_row_of(event),))
+        return self._new
+
+    def feed_many(self, events: Sequence[Event]) -> list[Violation]:
+        """:meth:`feed` for several events at once, in order (a live check that takes its events in slices).
+
+        The same validation and rules; one pass of the loop for the slice, and the rare fields of an event
+        are fetched only when its op needs them.
+        """
+        typed_event = self._validator.typed_event
+        rows = []
+        for n, event in enumerate(events):
+            typed_event(event)
+            rows.append(_row_of(event, n))
+        self._new = []
+        self._extras = lambda n: _extra_of(events[n])
+        self._run(rows)
         return self._new
 
     def feed_events(self, events: Iterable[Event]) -> None:
@@ -821,7 +829,22 @@ def _topic(mkey: str) -> str:
     return mkey.partition("|")[0]
 
 
-def _row_of(event: Event) -> tuple[Any, ...]:
+def _extra_of(event: Event) -> dict[str, Any]:
+    """The rare fields of an event (:data:`_RARE_FIELDS`), as :meth:`StreamingChecker._extras` returns them."""
+    extra = event.extra
+    return {
+        "topic": event.topic,
+        "subscription": event.subscription,
+        "name": extra.get("name"),
+        "policy": extra.get("policy"),
+        "drained": event.drained,
+        "consumers": extra.get("consumers"),
+        "unattributed": extra.get("unattributed"),
+    }
+
+
+def _row_of(event: Event, n: int = 0) -> tuple[Any, ...]:
+    """The row of ``event`` (:data:`ROW_FIELDS`); ``n``: its index in the slice being fed."""
     mkey = stream = None
     ledger = entry = batch = -1
     if event.msg_id is not None and event.topic is not None:
@@ -830,7 +853,7 @@ def _row_of(event: Event) -> tuple[Any, ...]:
     return (
         event.i, event.t, event.op.value, event.consumer, "" if event.key is None else event.key, mkey, stream,
         event.uid, event.producer, event.seq, None if event.result is None else event.result.value,
-        event.extra.get("t0"), ledger, entry, batch, 0,
+        event.extra.get("t0"), ledger, entry, batch, n,
     )  # fmt: skip
 
 

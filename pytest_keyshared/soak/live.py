@@ -37,6 +37,8 @@ __all__ = ["DEFAULT_KEEP", "PRUNE_EVERY", "LiveCount", "drop_per_key_leftovers",
 DEFAULT_KEEP = 20_000
 #: Events between two prunes.
 PRUNE_EVERY = 10_000
+#: Events checked at once (the status line's violation count lags by fewer than this).
+SLICE_EVENTS = 256
 
 
 def _trim(mapping: dict[Any, Any], keep: int) -> list[Any]:
@@ -118,30 +120,55 @@ def _drop_stale(heaps: dict[str, list[Any]], recs: dict[str, list[Any]], field: 
 
 
 class LiveCount:
-    """Feeds a ``StreamingChecker`` event by event, pruning it now and then; counts what it finds.
+    """Feeds a ``StreamingChecker`` in slices of ``slice_events`` events, pruning it now and then; counts what it
+    finds.  Call :meth:`close` after the last event (it checks the last slice).
 
     A checker that fails is dropped (its error noted): the verdict comes from the chunks anyway.
     """
 
-    def __init__(self, header: Any, profile: Any, *, keep: int = DEFAULT_KEEP, every: int = PRUNE_EVERY) -> None:
+    def __init__(
+        self,
+        header: Any,
+        profile: Any,
+        *,
+        keep: int = DEFAULT_KEEP,
+        every: int = PRUNE_EVERY,
+        slice_events: int = SLICE_EVENTS,
+    ) -> None:
         from conformance.checks import StreamingChecker
 
         self.checker: Any = StreamingChecker(header, profile=profile)
         self.keep = keep
         self.every = every
+        self.slice_events = max(1, slice_events)
         self.violations = 0
         self.kinds: dict[str, int] = {}
         self.events = 0
         self.notes: list[str] = []
+        self._slice: list[Any] = []
+        self._pruned_at = 0
 
     def feed(self, event: Any) -> None:
-        checker = self.checker
-        if checker is None:
+        if self.checker is None:
             return
+        self._slice.append(event)
+        if len(self._slice) >= self.slice_events:
+            self._check_slice()
+
+    def close(self) -> None:
+        """Check the events not checked yet."""
+        if self.checker is not None and self._slice:
+            self._check_slice()
+
+    def _check_slice(self) -> None:
+        events, self._slice = self._slice, []
+        checker = self.checker
         try:
-            found = checker.feed(event)
+            found = checker.feed_many(events)
         except Exception as exc:
-            self.notes.append(f"live check stopped at event {event.i}: {type(exc).__name__}: {exc}")
+            self.notes.append(
+                f"live check stopped in the events {events[0].i}..{events[-1].i}: {type(exc).__name__}: {exc}"
+            )
             self.checker = None
             return
         if found:
@@ -149,6 +176,7 @@ class LiveCount:
             for violation in found:
                 kind = str(getattr(violation.kind, "value", violation.kind))
                 self.kinds[kind] = self.kinds.get(kind, 0) + 1
-        self.events += 1
-        if self.events % self.every == 0:
+        self.events += len(events)
+        if self.events - self._pruned_at >= self.every:
+            self._pruned_at = self.events
             prune(checker, self.keep)

@@ -414,6 +414,8 @@ class _SoakRun(_Run):
             self._close_handles()
             timer.lap("closing the consumers")
             self.writer.close()
+            if self.live_count is not None:
+                self.live_count.close()
             if self.pipeline is not None:
                 if not self.pipeline.close():
                     self.notes.append("the trace pipeline did not finish in time; the last events may be missing")

@@ -27,6 +27,7 @@ def test_memory_stays_bounded_and_clean_traces_stay_clean() -> None:
     w.record("open", topic="t", subscription="s", consumer="c1", result="ok", name="c1")
     for seq in range(6000):
         _message(w, seq)
+    live.close()
     checker = live.checker
     sub = next(iter(checker.subs.values()))
     assert len(sub.settled) <= 500 + 1000 and len(checker.uid_pub) <= 500 + 1000
@@ -44,6 +45,7 @@ def test_a_redelivery_after_ack_within_the_bound_is_still_found() -> None:
     mid = "0:2990:-1:-1"  # acknowledged a moment ago: delivered again
     w.record("receive", topic="t", subscription="s", consumer="c1", producer="p", key="k1", msg_id=mid, seq=2990,
              uid="p:2990", redelivery_count=0)  # fmt: skip
+    live.close()
     assert live.kinds == {"redelivered_after_ack": 1}
 
 
@@ -54,6 +56,7 @@ def test_prune_forgets_the_oldest_first() -> None:
     w.record("open", topic="t", subscription="s", consumer="c1", result="ok", name="c1")
     for seq in range(100):
         _message(w, seq)
+    live.close()
     sub = next(iter(live.checker.subs.values()))
     before = list(sub.settled)
     assert len(before) == 100
@@ -78,6 +81,7 @@ def test_keyless_messages_leave_no_per_key_state_behind() -> None:
             w.record("receive", topic="t", subscription="s", consumer="c1", producer="p", key=key, msg_id=mid,
                      seq=seq, uid=uid, redelivery_count=1)  # fmt: skip
         w.record("ack", topic="t", subscription="s", consumer="c1", key=key, msg_id=mid, uid=uid)
+    live.close()
     checker = live.checker
     sub = next(iter(checker.subs.values()))
     assert len(sub.free_heaps) + len(sub.exempt_heaps) <= 1000
@@ -89,9 +93,12 @@ def _findings(checker: object) -> list[tuple[str, tuple[int, ...]]]:
     return sorted((v.kind.value, tuple(v.events)) for v in checker.found)  # type: ignore[attr-defined]
 
 
-def test_dropping_per_key_leftovers_changes_no_judgement() -> None:
-    """The same traces (clean, with planted violations, fuzzed) through a checker that drops its per-key leftovers
-    after every event and through one that never does: the same violations, at the same events."""
+def test_slices_and_dropping_per_key_leftovers_change_no_judgement() -> None:
+    """The same traces (clean, with planted violations, fuzzed) through a checker fed event by event and one fed
+    in slices (``feed_many``) that drops its per-key leftovers after every slice: the same violations, at the
+    same events."""
+    import random
+
     from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
     from conformance.checks import StreamingChecker
@@ -104,8 +111,12 @@ def test_dropping_per_key_leftovers_changes_no_judgement() -> None:
         plain, pruned = StreamingChecker(run.header), StreamingChecker(run.header)
         for event in run.events:
             plain.feed(event)
-            pruned.feed(event)
+        rnd, start = random.Random(len(run.events)), 0
+        while start < len(run.events):
+            end = start + rnd.choice((1, 2, 5, 17))
+            pruned.feed_many(run.events[start:end])
             drop_per_key_leftovers(pruned, cache_bound=0)
+            start = end
         assert _findings(plain) == _findings(pruned)
         plain_verdict, pruned_verdict = plain.finish(), pruned.finish()
         assert plain_verdict.counts == pruned_verdict.counts
