@@ -10,7 +10,7 @@ and block nothing until a dispatch pass learns their hash. ``msgInReplay`` in th
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from reference_model.storage.position import Position
 
@@ -127,7 +127,7 @@ class ReplayQueue:
         self,
         max_positions: int,
         accept: Callable[[Position, int | None], bool] | None = None,
-        rejected: Container[int] | None = None,
+        rejected: Collection[int] | None = None,
     ) -> list[Position]:
         """Up to ``max_positions`` positions, lowest first, that ``accept(position, slot)`` lets through.
 
@@ -135,9 +135,9 @@ class ReplayQueue:
         the call (it spends permits), so rejected positions do not count towards ``max_positions``.
 
         ``rejected``: slots the filter would reject without a side effect (the hashes it has blocked for the
-        call, which it may add to as it goes): their positions are passed over without asking it. After a
-        restart or a membership change the queue holds thousands of positions of a few blocked hashes, and
-        every read round walks it.
+        call, which it may add to as it goes): their positions are passed over without asking it, and the walk
+        ends once every queued position is of such a slot. After a restart or a membership change the queue
+        holds thousands of positions of a few blocked hashes, and every read round walks it.
         """
         if max_positions <= 0:
             return []
@@ -161,11 +161,12 @@ class ReplayQueue:
         max_positions: int,
         accept: Callable[[Position, int | None], bool],
         selecting: list[list[Position]] | None,
-        rejected: Container[int] | None = None,
+        rejected: Collection[int] | None = None,
     ) -> list[Position]:
         out: list[Position] = []
         slots = self._slots
-        never: Container[int] = rejected if rejected is not None else ()
+        never: Collection[int] = rejected if rejected is not None else ()
+        counts = self.slot_counts
         i = 0
         while True:
             if selecting:  # ``accept`` changed the queue: go on over the positions as they were
@@ -183,6 +184,13 @@ class ReplayQueue:
                 out.append(p)
                 if len(out) >= max_positions:
                     return out
+            elif len(never) >= len(counts) and self._all_rejected(never):
+                return out  # every position still queued would be passed over: the rest of the walk finds nothing
+
+    def _all_rejected(self, rejected: Collection[int]) -> bool:
+        """Whether every queued position has a known hash in ``rejected``."""
+        counts = self.slot_counts
+        return all(slot in rejected for slot in counts) and sum(counts.values()) == len(self._slots)
 
     def _keep_order_for_select(self) -> None:
         """The queue is about to change during :meth:`select`: keep the order it walks (once)."""
