@@ -51,10 +51,11 @@ from pytest_keyshared.targets.pulsar_lite import PulsarLiteTarget
 from reference_model.hashing import sticky_key
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """The process's resident memory now (``VmRSS``), or its peak so far (``VmHWM``), in MB."""
     with open("/proc/self/status", encoding="ascii") as fh:
         for line in fh:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -247,16 +248,23 @@ def bench_model(args: argparse.Namespace) -> None:
     peak = [0.0]
     minute = [1]
     load_done = [0.0, 0]
+    per_minute: list[tuple[int, float, int]] = []  # (minute, peak RSS MB so far, events)
 
     def on_status(status: SoakStatus) -> None:
         elapsed = time.monotonic() - started
         rss = rss_mb()
-        peak[0] = max(peak[0], rss)
+        peak[0] = max(peak[0], rss, rss_mb("VmHWM"))
         samples.append((elapsed, rss, status.events))
         if status.phase == "load":
             load_done[0], load_done[1] = elapsed, status.events
         if elapsed >= 60 * minute[0]:
-            print(f"  {minute[0]:3d} min: RSS {rss:7.1f} MB (peak {peak[0]:.1f}), {status.events:,} events", flush=True)
+            previous = per_minute[-1][2] if per_minute else 0
+            per_minute.append((minute[0], peak[0], status.events))
+            print(
+                f"  {minute[0]:3d} min: RSS {rss:7.1f} MB (peak {peak[0]:.1f}), {status.events:,} events"
+                f" ({(status.events - previous) / 60:,.0f}/s this minute), load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
             minute[0] += 1
         if wall_limit is not None and elapsed >= wall_limit:
             stop.set()
@@ -281,6 +289,9 @@ def bench_model(args: argparse.Namespace) -> None:
     print(f"  verdict           : {'VALID' if result.verdict and result.verdict.valid else 'INVALID'}"
           f" {dict((k, n) for k, n in result.verdict.counts.items() if n) if result.verdict else ''}")  # fmt: skip
     print(f"  faults            : {result.faults}; live violations {result.live_violations}")
+    marks = [f"{m} min {p:.0f} MB" for m, p, _ in per_minute if m in (1, 5, 10)]
+    if marks:
+        print(f"  peak RSS at       : {', '.join(marks)}")
     print(f"  RSS               : peak {peak[0]:.1f} MB; " + ", ".join(
         f"{s[0]:.0f}s {s[1]:.0f} MB" for s in samples[:: max(1, len(samples) // 8)]))  # fmt: skip
     print(f"  machine load      : {load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs)")

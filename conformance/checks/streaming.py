@@ -27,7 +27,7 @@ the holdings and heaps of what is outstanding, and for the identity checks one e
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from conformance.checks._state import (
@@ -144,17 +144,26 @@ class StreamingChecker:
         """
         self._validator.typed_event(event)
         self._new = []
-        extra = {
-            "topic": event.topic,
-            "subscription": event.subscription,
-            "name": event.extra.get("name"),
-            "policy": event.extra.get("policy"),
-            "drained": event.drained,
-            "consumers": event.extra.get("consumers"),
-            "unattributed": event.extra.get("unattributed"),
-        }
+        extra = _extra_of(event)
         self._extras = lambda n: extra
         self._run(_columns_of(event), 0, 1)
+        return self._new
+
+    def feed_many(self, events: Sequence[Event]) -> list[Violation]:
+        """:meth:`feed` for several events at once, in order (a live check that takes its events in slices).
+
+        The same validation and rules; one pass of the loop for the slice, and the rare fields of an event
+        are fetched only when its op needs them.
+        """
+        typed_event = self._validator.typed_event
+        for event in events:
+            typed_event(event)
+        self._new = []
+        if not events:
+            return self._new
+        columns = [list(column) for column in zip(*map(_values_of, events), strict=True)]
+        self._extras = lambda n: _extra_of(events[n])
+        self._run(columns, 0, len(events))
         return self._new
 
     def feed_events(self, events: Iterable[Event]) -> None:
@@ -860,18 +869,37 @@ def _topic(mkey: str) -> str:
     return mkey.partition("|")[0]
 
 
+def _extra_of(event: Event) -> dict[str, Any]:
+    """The rare fields of an event (:data:`_RARE_FIELDS`), as :meth:`StreamingChecker._extras` returns them."""
+    extra = event.extra
+    return {
+        "topic": event.topic,
+        "subscription": event.subscription,
+        "name": extra.get("name"),
+        "policy": extra.get("policy"),
+        "drained": event.drained,
+        "consumers": extra.get("consumers"),
+        "unattributed": extra.get("unattributed"),
+    }
+
+
 def _columns_of(event: Event) -> list[list[Any]]:
     """One event as the columns :meth:`StreamingChecker._run` reads (a batch of one)."""
+    return [[value] for value in _values_of(event)]
+
+
+def _values_of(event: Event) -> tuple[Any, ...]:
+    """The fields of ``event`` the loop reads, in the order of :data:`ROW_FIELDS` (but ``n``)."""
     mkey = stream = None
     ledger = entry = batch = -1
     if event.msg_id is not None and event.topic is not None:
         mkey, stream, msg = canonical_message(event.topic, event.msg_id)
         ledger, entry, batch = parse_position(msg)
-    return [
-        [event.i], [event.t], [event.op.value], [event.consumer], ["" if event.key is None else event.key], [mkey],
-        [stream], [event.uid], [event.producer], [event.seq], [None if event.result is None else event.result.value],
-        [event.extra.get("t0")], [ledger], [entry], [batch],
-    ]  # fmt: skip
+    return (
+        event.i, event.t, event.op.value, event.consumer, "" if event.key is None else event.key, mkey, stream,
+        event.uid, event.producer, event.seq, None if event.result is None else event.result.value,
+        event.extra.get("t0"), ledger, entry, batch,
+    )  # fmt: skip
 
 
 def _row(columns: list[list[Any]], n: int) -> tuple[Any, ...]:

@@ -8,6 +8,8 @@ each one in the trace and *then* makes the client call (the recording discipline
 
 from __future__ import annotations
 
+import itertools
+from collections import deque
 from dataclasses import dataclass
 
 from conformance.scenarios import Behaviour
@@ -33,12 +35,15 @@ class ConsumerAgent:
         self.paused = paused
         self.draining = False
         self.received = 0
-        self._held: list[Delivery] = []  # in receive order
-        self._due: list[tuple[int, Delivery]] = []  # (due_ns, delivery) for ack_after, in receive order
+        #: id(delivery) -> delivery, in receive order (a dict: a slow consumer holds thousands, forgets any one)
+        self._held: dict[int, Delivery] = {}
+        #: (due_ns, delivery) for ack_after, in receive order; an entry whose delivery is no longer held is stale
+        #: and skipped when it comes first (each delivery is its own object, held by this entry while here)
+        self._due: deque[tuple[int, Delivery]] = deque()
 
     @property
     def held(self) -> tuple[Delivery, ...]:
-        return tuple(self._held)
+        return tuple(self._held.values())
 
     def on_receive(self, delivery: Delivery, now_ns: int) -> list[Action]:
         self.received += 1
@@ -50,33 +55,45 @@ class ConsumerAgent:
         if kind == "nack":
             op = "nack" if delivery.redelivery_count < self.behaviour.nack_times else "ack"
             return [Action(op, delivery)]
-        self._held.append(delivery)
+        self._held[id(delivery)] = delivery
         if kind == "ack_after":
             self._due.append((now_ns + self.behaviour.delay_ms * 1_000_000, delivery))
         return []
 
+    def _skip_stale(self) -> None:
+        due, held = self._due, self._held
+        while due and held.get(id(due[0][1])) is not due[0][1]:
+            due.popleft()
+
     def next_due_ns(self) -> int | None:
+        self._skip_stale()
         return self._due[0][0] if self._due else None
 
     def due(self, now_ns: int) -> list[Action]:
         """Acks whose delay has passed (``ack_after``)."""
         actions: list[Action] = []
+        self._skip_stale()
         while self._due and self._due[0][0] <= now_ns:
-            _, delivery = self._due.pop(0)
-            self._forget(delivery)
+            _, delivery = self._due.popleft()
+            del self._held[id(delivery)]
             actions.append(Action("ack", delivery))
+            self._skip_stale()
         return actions
 
     def take_held(self, op: str, count: int | None = None) -> list[Action]:
         """``op`` (ack or nack) for the oldest ``count`` held messages, or all; they are no longer held."""
-        chosen = self._held[: len(self._held) if count is None else count]
+        held = self._held
+        if count is None or count < 0:
+            chosen = list(held.values())[:count]
+        else:
+            chosen = list(itertools.islice(held.values(), count))
         for delivery in chosen:
-            self._forget(delivery)
+            del held[id(delivery)]  # its due entry, if any, is stale from now on
         return [Action(op, d) for d in chosen]
 
     def drop_held(self) -> list[Delivery]:
         """Forget every held message without acting (after ``redeliver``: the broker takes them back)."""
-        dropped = list(self._held)
+        dropped = list(self._held.values())
         self._held.clear()
         self._due.clear()
         return dropped
@@ -90,13 +107,3 @@ class ConsumerAgent:
         self.draining = True
         self.paused = False
         return self.take_held("ack")
-
-    def _forget(self, delivery: Delivery) -> None:
-        for i, held in enumerate(self._held):
-            if held is delivery:
-                del self._held[i]
-                break
-        for i, (_, due) in enumerate(self._due):
-            if due is delivery:
-                del self._due[i]
-                break

@@ -118,6 +118,14 @@ class ModelSession(Session):
         self.broker = target.new_broker(seed)  # type: ignore[attr-defined]
         self.scheduler = SteppedScheduler(self.broker.clock.now_ns, self.broker.advance, tick_ms=1)
 
+    def keep_memory_bounded(self) -> None:
+        """Trim the entries every cursor is done with (``BrokerConfig.trim_consumed_entries``).
+
+        Not observable by the run's clients: they share one subscription, created at ``Earliest`` before the
+        first publish, and never read below its mark-delete position again.
+        """
+        self.broker.set_trim_consumed_entries(True)
+
     def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
         from reference_model.broker import KeySharedPolicy
 

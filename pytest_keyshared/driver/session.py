@@ -40,6 +40,13 @@ class Session(ABC):
     def clock(self) -> int:
         return self.scheduler.now_ns()
 
+    def keep_memory_bounded(self) -> None:
+        """A long run (a soak) asks the target to keep only what is outstanding; nothing to do by default.
+
+        The model keeps every entry ever published unless told to trim what every cursor is done with.
+        """
+        return None
+
     @abstractmethod
     def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
         """Subscribe; raises whatever the client raised when the broker refused or did not answer."""

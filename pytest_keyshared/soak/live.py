@@ -8,7 +8,15 @@ What it keeps grows with the run only in three places, all about messages that a
 * the set of messages whose publish receipt was seen;
 * the identity checks' maps (uid -> first publish, (producer, seq) -> stored ids, evidence pending a publish).
 
-:func:`prune` forgets the oldest of those beyond ``keep`` entries (insertion order is event order).  The live
+And it grows with the number of *keys* seen, which a soak's keyless messages make as many as the messages
+(each has a key of its own, ``producer-seq``): per subscription and key, the two lazy heaps of free and exempt
+messages (kept, emptied, after the key's last message is received) and caches of the key's scope string and
+hash slot.
+
+:func:`prune` forgets the oldest of the former beyond ``keep`` entries (insertion order is event order); of the
+latter, it drops the heap entries that are stale (no longer free, or exempt: what the checker's own lazy pops
+would discard) and the heaps left empty, and empties the caches once they hold more than ``keep`` keys (they
+are rebuilt on demand, equal).  None of that changes a judgement of what is kept.  The live
 check then still judges ``key_overlap``, ``out_of_order``, ``misassigned`` and ``redelivered_after_ack`` for
 every message still outstanding and for the last ``keep`` settled ones, with memory bounded by what is
 outstanding plus ``keep``; the checks that need the whole history (duplicates, unexpected and undelivered
@@ -19,15 +27,18 @@ verdict comes from the chunks.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from typing import Any
 
-__all__ = ["DEFAULT_KEEP", "PRUNE_EVERY", "LiveCount", "prune"]
+__all__ = ["DEFAULT_KEEP", "PRUNE_EVERY", "LiveCount", "drop_per_key_leftovers", "prune"]
 
 #: Settled messages (and identity entries) remembered per map.
 DEFAULT_KEEP = 20_000
 #: Events between two prunes.
 PRUNE_EVERY = 10_000
+#: Events checked at once (the status line's violation count lags by fewer than this).
+SLICE_EVENTS = 256
 
 
 def _trim(mapping: dict[Any, Any], keep: int) -> list[Any]:
@@ -60,34 +71,104 @@ def prune(checker: Any, keep: int = DEFAULT_KEEP) -> int:
         published.difference_update(stale)
     for mapping in (checker.uid_pub, checker.ids, checker.pending_unexpected, checker.pending_evidence):
         forgotten += len(_trim(mapping, keep))
+    return forgotten + drop_per_key_leftovers(checker, keep)
+
+
+def drop_per_key_leftovers(checker: Any, cache_bound: int) -> int:
+    """Drop the stale entries of ``checker``'s per-key heaps and the heaps left empty; empty its per-key caches
+    once they hold more than ``cache_bound`` keys.  Changes no judgement (tests/soak/test_live.py feeds traces
+    to a checker that does this after every event and to one that never does: they find the same)."""
+    from conformance.checks._state import R_EXEMPT, R_FREE
+
+    forgotten = 0
+    for sub in checker.subs.values():
+        forgotten += _drop_stale(sub.free_heaps, sub.recs, R_FREE, still=_is_free)
+        forgotten += _drop_stale(sub.exempt_heaps, sub.recs, R_EXEMPT, still=bool)
+        timeline = sub.timeline
+        if timeline is not None:
+            for cache in (timeline._slots, timeline._owner):
+                if len(cache) > cache_bound:
+                    forgotten += len(cache)
+                    cache.clear()
+    scopes: dict[str, dict[str, str]] = checker._scopes
+    if sum(len(of_stream) for of_stream in scopes.values()) > cache_bound:
+        forgotten += sum(len(of_stream) for of_stream in scopes.values())
+        scopes.clear()
     return forgotten
 
 
+def _is_free(mark: Any) -> bool:
+    return mark is not None  # a free mark may be the int 0 (made free by its publish, event 0)
+
+
+def _drop_stale(heaps: dict[str, list[Any]], recs: dict[str, list[Any]], field: int, still: Any) -> int:
+    """Drop the entries of ``heaps`` (scope -> heap of (position, message key)) whose message's record no longer
+    says ``field`` (per ``still``), or is gone (settled), and the heaps left empty; returns how many went."""
+    dropped = 0
+    for scope in list(heaps):
+        heap = heaps[scope]
+        kept = [item for item in heap if (rec := recs.get(item[1])) is not None and still(rec[field])]
+        if kept and len(kept) == len(heap):
+            continue
+        dropped += len(heap) - len(kept)
+        if kept:
+            heapq.heapify(kept)
+            heaps[scope] = kept
+        else:
+            del heaps[scope]
+    return dropped
+
+
 class LiveCount:
-    """Feeds a ``StreamingChecker`` event by event, pruning it now and then; counts what it finds.
+    """Feeds a ``StreamingChecker`` in slices of ``slice_events`` events, pruning it now and then; counts what it
+    finds.  Call :meth:`close` after the last event (it checks the last slice).
 
     A checker that fails is dropped (its error noted): the verdict comes from the chunks anyway.
     """
 
-    def __init__(self, header: Any, profile: Any, *, keep: int = DEFAULT_KEEP, every: int = PRUNE_EVERY) -> None:
+    def __init__(
+        self,
+        header: Any,
+        profile: Any,
+        *,
+        keep: int = DEFAULT_KEEP,
+        every: int = PRUNE_EVERY,
+        slice_events: int = SLICE_EVENTS,
+    ) -> None:
         from conformance.checks import StreamingChecker
 
         self.checker: Any = StreamingChecker(header, profile=profile)
         self.keep = keep
         self.every = every
+        self.slice_events = max(1, slice_events)
         self.violations = 0
         self.kinds: dict[str, int] = {}
         self.events = 0
         self.notes: list[str] = []
+        self._slice: list[Any] = []
+        self._pruned_at = 0
 
     def feed(self, event: Any) -> None:
-        checker = self.checker
-        if checker is None:
+        if self.checker is None:
             return
+        self._slice.append(event)
+        if len(self._slice) >= self.slice_events:
+            self._check_slice()
+
+    def close(self) -> None:
+        """Check the events not checked yet."""
+        if self.checker is not None and self._slice:
+            self._check_slice()
+
+    def _check_slice(self) -> None:
+        events, self._slice = self._slice, []
+        checker = self.checker
         try:
-            found = checker.feed(event)
+            found = checker.feed_many(events)
         except Exception as exc:
-            self.notes.append(f"live check stopped at event {event.i}: {type(exc).__name__}: {exc}")
+            self.notes.append(
+                f"live check stopped in the events {events[0].i}..{events[-1].i}: {type(exc).__name__}: {exc}"
+            )
             self.checker = None
             return
         if found:
@@ -95,6 +176,7 @@ class LiveCount:
             for violation in found:
                 kind = str(getattr(violation.kind, "value", violation.kind))
                 self.kinds[kind] = self.kinds.get(kind, 0) + 1
-        self.events += 1
-        if self.events % self.every == 0:
+        self.events += len(events)
+        if self.events - self._pruned_at >= self.every:
+            self._pruned_at = self.events
             prune(checker, self.keep)

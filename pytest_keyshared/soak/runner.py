@@ -381,6 +381,7 @@ class _SoakRun(_Run):
         trace_dir = out / "trace"
         log_since = self.target.log_position()
         self.session = self._open_session()
+        self.session.keep_memory_bounded()
         header = self._header()
         deterministic = self.target.deterministic
         self.writer = TraceWriter(None, header, clock=self.session.clock, keep=False)
@@ -443,6 +444,8 @@ class _SoakRun(_Run):
             self._close_handles()
             timer.lap("closing the consumers")
             self.writer.close()
+            if self.live_count is not None:
+                self.live_count.close()
             if self.pipeline is not None:
                 if not self.pipeline.close():
                     self.notes.append("the trace pipeline did not finish in time; the last events may be missing")

@@ -48,12 +48,20 @@ class BrokerConfig:
         Until then the crashed consumer keeps its permits and pending messages.
     ``subscription_types_enabled``
         ``subscriptionTypesEnabled``: removing ``"Key_Shared"`` makes subscribing fail with NotAllowedError.
+    ``trim_consumed_entries``
+        Forget the entries every cursor has marked deleted (the subscriptions', and the deduplication
+        snapshot's while deduplication is on), as Pulsar deletes consumed ledgers of a topic without retention;
+        the model's memory is then bounded by what is outstanding, not by what was ever published (long soaks).
+        Off by default: the whole log stays readable (tests and scenarios inspect it, a subscription created
+        later at ``Earliest`` sees every entry). A model-only setting (no ``broker.conf`` name), refused by
+        replicated clusters, whose replicators read the log from positions the broker does not know.
     """
 
     key_shared: DispatcherSettings = field(default_factory=DispatcherSettings)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     crash_detection_delay_ms: int = 60_000
     subscription_types_enabled: tuple[str, ...] = _SUBSCRIPTION_TYPES
+    trim_consumed_entries: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.key_shared, DispatcherSettings):
@@ -68,6 +76,10 @@ class BrokerConfig:
         delay = self.crash_detection_delay_ms
         if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
             raise InvalidArgument(f"crash_detection_delay_ms must be an int >= 0 but got {delay!r}.")
+        if not isinstance(self.trim_consumed_entries, bool):
+            raise InvalidArgument(
+                f"trim_consumed_entries must be True or False but got {self.trim_consumed_entries!r}."
+            )
         for name in self.subscription_types_enabled:
             if name not in _SUBSCRIPTION_TYPES:
                 raise InvalidArgument(

@@ -161,6 +161,14 @@ class ModelBroker:
     def topics(self) -> list[str]:
         return list(self._topics)
 
+    def set_trim_consumed_entries(self, enabled: bool) -> None:
+        """Turn :attr:`BrokerConfig.trim_consumed_entries` on or off, for the topics that exist and later ones."""
+        if not isinstance(enabled, bool):
+            raise InvalidArgument(f"Expected True or False for enabled but got {enabled!r}.")
+        self.config = replace(self.config, trim_consumed_entries=enabled)
+        for server in self._topics.values():
+            server.trims = enabled
+
     # -- producers -----------------------------------------------------------------------------------------
     def create_producer(
         self,

@@ -123,6 +123,8 @@ class ServerSubscription:
             listeners = self.topic.broker.listeners
             if listeners:
                 listeners.mark_delete_advanced(self.topic.name, self.name, self.cursor.mark_delete_position)
+            if self.topic.trims:
+                self.topic.trim_consumed()
         dispatcher = self.dispatcher  # a listener may have replaced it
         if dispatcher is not None:
             dispatcher.after_acknowledgements(moved)
@@ -145,6 +147,8 @@ class ServerSubscription:
                     dispatcher._pending_removed(consumer, slot, closing=False)
             dispatcher.replay.remove_all_up_to(md)
         self.topic.broker.listeners.mark_delete_advanced(self.topic.name, self.name, self.cursor.mark_delete_position)
+        if self.topic.trims:
+            self.topic.trim_consumed()
         if dispatcher is not None:
             dispatcher.after_acknowledgements(True)
         return True
@@ -156,6 +160,8 @@ class ServerSubscription:
         broker.listeners.marker_read(self.topic.name, self.name, entry)
         if self.cursor.mark_delete_position != before:
             broker.listeners.mark_delete_advanced(self.topic.name, self.name, self.cursor.mark_delete_position)
+            if self.topic.trims:
+                self.topic.trim_consumed()
 
     # -- restart -------------------------------------------------------------------------------------------
     def unload(self) -> None:

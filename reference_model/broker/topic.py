@@ -30,6 +30,8 @@ __all__ = ["MARKER_PRODUCER_NAME", "ServerTopic"]
 MARKER_PRODUCER_NAME = "pulsar.marker"
 #: Bound of the partition key -> sticky key cache (cleared when full).
 _KEY_CACHE_SIZE = 1 << 16
+#: Fewest entries a trim drops at once (with ``trim_consumed_entries``): re-indexing what is kept is paid per batch.
+_TRIM_BATCH = 4096
 
 
 class ServerTopic:
@@ -49,6 +51,8 @@ class ServerTopic:
         #: ``dedup.enabled``, refreshed after every change of the deduplication status (only this class makes
         #: one: policy changes and reloads); read on every publish
         self._dedup_on = False
+        #: ``config.trim_consumed_entries``: forget entries every cursor has marked deleted (:meth:`trim_consumed`)
+        self.trims = broker.config.trim_consumed_entries
         self.apply_dedup_policy()
 
     # -- deduplication -------------------------------------------------------------------------------------
@@ -209,6 +213,44 @@ class ServerTopic:
                 dispatcher = sub.dispatcher  # ``sub.dispatch()``, inlined: this runs for every entry published
                 if dispatcher is not None and dispatcher.consumers:
                     dispatcher.read_more_entries()
+
+    # -- trimming ------------------------------------------------------------------------------------------
+    def trim_floor(self) -> Position | None:
+        """The highest position every reader of the log is done with, or ``None`` if there is none yet.
+
+        The readers are the subscriptions' cursors (below its mark-delete position a cursor never reads again:
+        replays and redeliveries are of unacknowledged entries) and, while deduplication is on, the
+        ``pulsar.dedup`` cursor: a reload replays the entries after its snapshot, or every entry when it has
+        none. A topic without subscriptions keeps everything (a subscription created at ``Earliest`` reads it).
+        """
+        if not self.subscriptions:
+            return None
+        floor = min(sub.cursor.mark_delete_position for sub in self.subscriptions.values())
+        if self._dedup_on or self.dedup_effective():
+            snapshot = self.dedup.snapshot()
+            if not snapshot.exists or snapshot.position is None:
+                return None
+            if snapshot.position < floor:
+                floor = Position(*snapshot.position)
+        return floor
+
+    def trim_consumed(self) -> int:
+        """Forget the entries at or below :meth:`trim_floor` (in batches, see ``TopicLog.trim_through``).
+
+        Runs when a mark-delete position advances; the common case (too few entries below the slowest
+        subscription to make a batch) is told by one lookup, before the deduplication cursor is asked.
+        """
+        subscriptions = self.subscriptions
+        if not subscriptions:
+            return 0
+        slowest = min(sub.cursor.mark_delete_position for sub in subscriptions.values())
+        log = self.log
+        if log.index_after(slowest) < _TRIM_BATCH:
+            return 0
+        floor = self.trim_floor()
+        if floor is None:
+            return 0
+        return log.trim_through(floor, min_batch=_TRIM_BATCH)
 
     # -- restart -------------------------------------------------------------------------------------------
     def reload(self, new_ledger_id: int) -> None:

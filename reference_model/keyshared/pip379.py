@@ -205,10 +205,13 @@ class Pip379Dispatcher(KeySharedDispatcher):
             return []
         if self.allow_out_of_order:
             return self.replay.select(max_positions)
-        return self.replay.select(max_positions, self._make_replay_filter())
+        accept, blocked = self._make_replay_filter()
+        # with the fix, a blocked hash is rejected at once and nothing else happens (unless a test interleaves)
+        rejected = blocked if self.replay_filter_fix and self._filter_interleave is None else None
+        return self.replay.select(max_positions, accept, rejected)
 
-    def _make_replay_filter(self) -> Callable[[Position, int | None], bool]:
-        """A stateful ``ReplayPositionFilter`` for one pass."""
+    def _make_replay_filter(self) -> tuple[Callable[[Position, int | None], bool], set[int]]:
+        """A stateful ``ReplayPositionFilter`` for one pass, and the set of hashes it blocks as it goes."""
         permits: dict[DispatchConsumer, int] = {}
         blocked: set[int] = set()
         fix = self.replay_filter_fix
@@ -239,7 +242,7 @@ class Pip379Dispatcher(KeySharedDispatcher):
                 if self._filter_interleave is not None:
                     self._filter_step_done(position)
 
-        return accept
+        return accept, blocked
 
     # -- dispatch ------------------------------------------------------------------------------------------
     def _send_one(self, read_type: ReadType, entry: Entry) -> int:

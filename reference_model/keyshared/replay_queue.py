@@ -10,7 +10,7 @@ and block nothing until a dispatch pass learns their hash. ``msgInReplay`` in th
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from reference_model.storage.position import Position
 
@@ -124,26 +124,34 @@ class ReplayQueue:
         self.slot_counts.clear()
 
     def select(
-        self, max_positions: int, accept: Callable[[Position, int | None], bool] | None = None
+        self,
+        max_positions: int,
+        accept: Callable[[Position, int | None], bool] | None = None,
+        rejected: Collection[int] | None = None,
     ) -> list[Position]:
         """Up to ``max_positions`` positions, lowest first, that ``accept(position, slot)`` lets through.
 
         ``getMessagesToReplayNow(max, filter)``: the filter is consulted in position order and is stateful for
         the call (it spends permits), so rejected positions do not count towards ``max_positions``.
+
+        ``rejected``: slots the filter would reject without a side effect (the hashes it has blocked for the
+        call, which it may add to as it goes): their positions are passed over without asking it, and the walk
+        ends once every queued position is of such a slot. After a restart or a membership change the queue
+        holds thousands of positions of a few blocked hashes, and every read round walks it.
         """
         if max_positions <= 0:
             return []
         if accept is None:
             return self.positions[:max_positions]
         if self._selecting is not None:  # a selection inside ``accept`` of another: walk a copy
-            return self._select_from(list(self.positions), max_positions, accept, None)
+            return self._select_from(list(self.positions), max_positions, accept, None, rejected)
         # Walk the live list, not a copy (the queue can hold tens of thousands of positions and a round wants a
         # hundred). If ``accept`` changes the queue, the positions as they were are kept first, so the walk goes
         # on over exactly the positions it started with, as a walk over a copy would.
         selecting: list[list[Position]] = []
         self._selecting = selecting
         try:
-            return self._select_from(self.positions, max_positions, accept, selecting)
+            return self._select_from(self.positions, max_positions, accept, selecting, rejected)
         finally:
             self._selecting = None
 
@@ -153,9 +161,12 @@ class ReplayQueue:
         max_positions: int,
         accept: Callable[[Position, int | None], bool],
         selecting: list[list[Position]] | None,
+        rejected: Collection[int] | None = None,
     ) -> list[Position]:
         out: list[Position] = []
         slots = self._slots
+        never: Collection[int] = rejected if rejected is not None else ()
+        counts = self.slot_counts
         i = 0
         while True:
             if selecting:  # ``accept`` changed the queue: go on over the positions as they were
@@ -167,10 +178,19 @@ class ReplayQueue:
             slot = slots.get(p)
             if slot is None:
                 continue  # removed by a side effect of ``accept``
+            if slot in never:
+                continue  # the filter would say no, and do nothing else
             if accept(p, slot or None):
                 out.append(p)
                 if len(out) >= max_positions:
                     return out
+            elif len(never) >= len(counts) and self._all_rejected(never):
+                return out  # every position still queued would be passed over: the rest of the walk finds nothing
+
+    def _all_rejected(self, rejected: Collection[int]) -> bool:
+        """Whether every queued position has a known hash in ``rejected``."""
+        counts = self.slot_counts
+        return all(slot in rejected for slot in counts) and sum(counts.values()) == len(self._slots)
 
     def _keep_order_for_select(self) -> None:
         """The queue is about to change during :meth:`select`: keep the order it walks (once)."""

@@ -88,6 +88,11 @@ class ReplicatedClusters:
                 raise InvalidArgument(
                     f"Two brokers claim cluster {name!r}; give each ModelBroker(cluster=...) a distinct name."
                 )
+            if getattr(getattr(broker, "config", None), "trim_consumed_entries", False):
+                raise InvalidArgument(
+                    f"The broker of cluster {name!r} trims consumed entries (BrokerConfig.trim_consumed_entries),"
+                    " but its replicators read the log from positions the broker does not know; turn it off."
+                )
             self._brokers[name] = broker
         if len(self._brokers) < 2:
             raise InvalidArgument(

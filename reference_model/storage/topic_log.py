@@ -2,7 +2,12 @@
 
 Follows ``ManagedLedgerImpl`` as far as positions are observable: entry ids start at 0 in each ledger, and a
 topic that is reloaded (broker restart) continues in a *new* ledger with a higher id, so message ids after a
-restart have a new ledger id. Only what is observable is modelled; there is no trimming or retention.
+restart have a new ledger id. Only what is observable is modelled.
+
+Trimming (:meth:`TopicLog.trim_through`, used when the broker is configured to trim consumed entries) forgets
+the entries every cursor has marked deleted, as ``ManagedLedgerImpl`` deletes consumed ledgers when a topic has
+no retention: nothing reads them again (a replay, a redelivery and a dispatcher read all start above the
+mark-delete position). The log then starts after the trimmed position, which becomes :attr:`earliest`.
 """
 
 from __future__ import annotations
@@ -61,6 +66,24 @@ class TopicLog:
         self._last = position
         return entry
 
+    def trim_through(self, position: tuple[int, int], *, min_batch: int = 0) -> int:
+        """Forget every entry at or below ``position``; returns how many were dropped.
+
+        The caller passes a position every cursor has marked deleted. The entries are dropped in batches: only
+        when at least ``min_batch`` and at least as many as are kept can go, so that the cost of re-indexing
+        what is kept is paid once per that many entries (amortised O(1) per entry); otherwise nothing happens
+        and 0 is returned. Which entries are dropped is a function of ``position`` and the log alone.
+        """
+        drop = self.index_after(position)
+        if drop <= 0 or drop < min_batch or drop < len(self._entries) - drop:
+            return 0
+        self._earliest = self._positions[drop - 1]
+        del self._entries[:drop]
+        del self._positions[:drop]
+        positions = self._positions
+        self._index = dict(zip(positions, range(len(positions)), strict=True))
+        return drop
+
     def roll_ledger(self, new_ledger_id: int) -> None:
         """Continue in a new ledger (``ManagedLedgerImpl`` opens one when the topic is loaded again)."""
         if new_ledger_id <= self._ledger_id:
@@ -78,7 +101,10 @@ class TopicLog:
 
     @property
     def earliest(self) -> Position:
-        """The position before the first entry: where a subscription created at ``Earliest`` starts."""
+        """The position before the first entry: where a subscription created at ``Earliest`` starts.
+
+        After a trim, the last entry trimmed (the first entry kept comes after it).
+        """
         return self._earliest
 
     @property

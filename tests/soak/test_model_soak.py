@@ -23,9 +23,25 @@ def _soak(spec: str, plan: SoakPlan, out: Path, **kwargs: object):  # type: igno
 PLAN = SoakPlan(duration_s=None, messages=2000, rate=1000, churn_per_min=300, faults=("restart",), seed=11)
 
 
-def test_same_seed_gives_the_same_chunks_byte_for_byte(tmp_path: Path) -> None:
+def test_same_seed_gives_the_same_chunks_byte_for_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """And the model's trimming of consumed entries changes nothing: the second run keeps every entry."""
+    from reference_model.storage import TopicLog
+
+    trimmed: list[int] = []
+    trim_through = TopicLog.trim_through
+
+    def counting(self: TopicLog, position: tuple[int, int], *, min_batch: int = 0) -> int:
+        trimmed.append(trim_through(self, position, min_batch=min_batch))
+        return trimmed[-1]
+
+    monkeypatch.setattr(TopicLog, "trim_through", counting)
+    monkeypatch.setattr("reference_model.broker.topic._TRIM_BATCH", 64)  # trims often within 2,000 messages
     first = _soak("model", PLAN, tmp_path / "a")
+    assert sum(trimmed) > PLAN.messages // 2  # type: ignore[operator]
+    calls = len(trimmed)
+    monkeypatch.setattr("pytest_keyshared.driver.model_session.ModelSession.keep_memory_bounded", lambda self: None)
     second = _soak("model", PLAN, tmp_path / "b")
+    assert len(trimmed) == calls  # nothing trimmed in the second run
     a, b = chunk_paths(first.trace_dir), chunk_paths(second.trace_dir)
     assert [p.name for p in a] == [p.name for p in b]
     assert all(x.read_bytes() == y.read_bytes() for x, y in zip(a, b, strict=True))

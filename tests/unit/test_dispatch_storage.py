@@ -149,6 +149,46 @@ def test_replay_queue_without_hash_tracking_never_blocks() -> None:
     assert replay.slot_of(Position(1, 1)) is None
 
 
+def test_replay_select_passes_over_rejected_slots_without_asking_the_filter() -> None:
+    replay = ReplayQueue(track_hashes=True)
+    for i in range(8):
+        replay.add(Position(1, i), i % 3 + 1)  # slots 1, 2, 3, 1, 2, 3, ...
+    replay.add(Position(2, 0), None)  # no hash known: never rejected by slot
+    seen: list[Position] = []
+    blocked: set[int] = set()
+
+    def block_slot_1_once_seen(position: Position, slot: int | None) -> bool:
+        seen.append(position)
+        if slot == 1:
+            blocked.add(1)  # the filter blocks a hash as it goes; later positions of it are passed over
+            return False
+        return True
+
+    assert replay.select(10, block_slot_1_once_seen, blocked) == [
+        p for p in replay if p.ledger_id == 2 or p.entry_id % 3 != 0
+    ]
+    assert Position(1, 0) in seen and Position(1, 3) not in seen and Position(1, 6) not in seen
+
+
+def test_replay_select_stops_once_every_queued_hash_is_rejected() -> None:
+    replay = ReplayQueue(track_hashes=True)
+    for i in range(30):
+        replay.add(Position(1, i), i % 3 + 1)
+    seen: list[Position] = []
+    blocked: set[int] = set()
+
+    def block_all(position: Position, slot: int | None) -> bool:
+        seen.append(position)
+        blocked.add(slot)  # type: ignore[arg-type]
+        return False
+
+    assert replay.select(10, block_all, blocked) == [] and seen == [Position(1, 0), Position(1, 1), Position(1, 2)]
+    replay.add(Position(2, 0), None)  # a position of unknown hash is asked about: the walk goes on to it
+    seen.clear()
+    blocked.clear()
+    assert replay.select(10, block_all, blocked) == [] and seen[-1] == Position(2, 0) and len(seen) == 4
+
+
 def test_replay_select_consults_the_filter_in_order_and_stops_at_max() -> None:
     replay = ReplayQueue(track_hashes=True)
     for i in range(6):

@@ -57,6 +57,20 @@ def test_a_held_ack_after_message_taken_early_is_not_acked_twice() -> None:
     assert agent.due(10**12) == []
 
 
+def test_messages_taken_early_leave_the_due_order_of_the_rest_unchanged() -> None:
+    agent = ConsumerAgent("c1", Behaviour("ack_after", delay_ms=50))
+    for n in range(5):
+        agent.on_receive(d(n), n * MS)
+    assert ops(agent.take_held("nack", 2)) == [("nack", "0:0:-1:-1"), ("nack", "0:1:-1:-1")]
+    assert agent.next_due_ns() == 52 * MS  # the first still held
+    agent.set_behaviour(Behaviour("hold"))
+    agent.on_receive(d(5), 60 * MS)  # held, never due
+    assert ops(agent.due(53 * MS)) == [("ack", "0:2:-1:-1"), ("ack", "0:3:-1:-1")]
+    assert [x.msg_id for x in agent.held] == ["0:4:-1:-1", "0:5:-1:-1"]
+    assert ops(agent.take_held("ack", 1)) == [("ack", "0:4:-1:-1")]
+    assert agent.next_due_ns() is None and agent.due(10**12) == [] and len(agent.held) == 1
+
+
 def test_nack_until_the_redelivery_count_reaches_nack_times() -> None:
     agent = ConsumerAgent("c1", Behaviour("nack", nack_times=2))
     assert ops(agent.on_receive(d(1, 0), 0)) == [("nack", "0:1:-1:-1")]
