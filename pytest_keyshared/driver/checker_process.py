@@ -18,21 +18,16 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 import pickle
-import selectors
-import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO, Any
 
 from conformance.trace import TraceHeader
+from pytest_keyshared.driver.frames import FRAME, read_frame
 
 __all__ = ["CheckerProcess", "CheckerProcessError"]
-
-_LEN = struct.Struct(">I")
 
 
 class CheckerProcessError(Exception):
@@ -98,26 +93,12 @@ class CheckerProcess:
             self._stop()
 
     def _read(self, timeout_s: float) -> tuple[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        fd = self._stdout.fileno()
-        buffer = b""
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while True:
-                if len(buffer) >= _LEN.size:
-                    (size,) = _LEN.unpack_from(buffer)
-                    if len(buffer) >= _LEN.size + size:
-                        message: tuple[str, Any] = pickle.loads(buffer[_LEN.size : _LEN.size + size])
-                        return message
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise CheckerProcessError(f"checker process gave no verdict within {timeout_s:g}s")
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    raise CheckerProcessError(f"checker process exited (code {self._proc.poll()}) without a verdict")
-                buffer += chunk
+        try:
+            return read_frame(self._stdout, timeout_s)
+        except TimeoutError:
+            raise CheckerProcessError(f"checker process gave no verdict within {timeout_s:g}s") from None
+        except EOFError:
+            raise CheckerProcessError(f"checker process exited (code {self._proc.poll()}) without a verdict") from None
 
     def _stop(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -168,7 +149,7 @@ def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by 
     except Exception as exc:
         reply = ("error", f"{type(exc).__name__}: {exc}")
     data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.write(_LEN.pack(len(data)) + data)
+    sys.stdout.buffer.write(FRAME.pack(len(data)) + data)
     sys.stdout.buffer.flush()
     return 0
 

@@ -24,7 +24,6 @@ import fcntl
 import os
 import pickle
 import selectors
-import struct
 import subprocess
 import sys
 import time
@@ -33,10 +32,10 @@ from typing import IO, Any
 
 from conformance.trace import Event, Op, Result, TraceHeader
 from conformance.trace.chunks import chunk_paths
+from pytest_keyshared.driver.frames import FRAME, read_frame
 
 __all__ = ["SinkError", "TraceSink", "child_main", "event_row", "row_event"]
 
-_LEN = struct.Struct(">I")
 #: Linux's F_SETPIPE_SZ: a larger pipe absorbs bursts without blocking the recording process.
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE_BYTES = 1 << 20
@@ -126,7 +125,7 @@ class TraceSink:
     def _send(self, obj: Any) -> None:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            self._stdin.write(_LEN.pack(len(data)) + data)
+            self._stdin.write(FRAME.pack(len(data)) + data)
             self._stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             self.failed = f"the trace sink process stopped reading ({type(exc).__name__}: {exc})"
@@ -147,26 +146,12 @@ class TraceSink:
             self._stop()
 
     def _read(self, timeout_s: float) -> tuple[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        fd = self._stdout.fileno()
-        buffer = b""
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while True:
-                if len(buffer) >= _LEN.size:
-                    (size,) = _LEN.unpack_from(buffer)
-                    if len(buffer) >= _LEN.size + size:
-                        message: tuple[str, Any] = pickle.loads(buffer[_LEN.size : _LEN.size + size])
-                        return message
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise SinkError(f"the trace sink process did not finish within {timeout_s:g}s")
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    raise SinkError(f"the trace sink process exited (code {self._proc.poll()}) without finishing")
-                buffer += chunk
+        try:
+            return read_frame(self._stdout, timeout_s)
+        except TimeoutError:
+            raise SinkError(f"the trace sink process did not finish within {timeout_s:g}s") from None
+        except EOFError:
+            raise SinkError(f"the trace sink process exited (code {self._proc.poll()}) without finishing") from None
 
     def _stop(self) -> None:
         try:
@@ -187,12 +172,12 @@ def _frames(fd: int, wait_s: float) -> Any:
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
-            while len(buffer) >= _LEN.size:
-                (size,) = _LEN.unpack_from(buffer)
-                if len(buffer) < _LEN.size + size:
+            while len(buffer) >= FRAME.size:
+                (size,) = FRAME.unpack_from(buffer)
+                if len(buffer) < FRAME.size + size:
                     break
-                frame = bytes(buffer[_LEN.size : _LEN.size + size])
-                del buffer[: _LEN.size + size]
+                frame = bytes(buffer[FRAME.size : FRAME.size + size])
+                del buffer[: FRAME.size + size]
                 yield pickle.loads(frame)
             if not selector.select(wait_s):
                 yield None
@@ -244,6 +229,8 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
                 last_status = now
                 status.write_text(f"{events} {0 if live is None else live.violations}\n", encoding="utf-8")
         chunks.close()
+        if live is not None:
+            live.close()  # the last slice
         summary = {
             "events": events,
             "chunks": chunks.chunks,
@@ -257,6 +244,6 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
         for _ in frames:  # keep reading, so the parent never blocks on a full pipe
             pass
     data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.write(_LEN.pack(len(data)) + data)
+    sys.stdout.buffer.write(FRAME.pack(len(data)) + data)
     sys.stdout.buffer.flush()
     return 0
