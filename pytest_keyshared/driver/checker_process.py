@@ -16,16 +16,14 @@ fails, the caller checks the saved trace instead.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import pickle
-import subprocess
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from conformance.trace import TraceHeader
-from pytest_keyshared.driver.frames import FRAME, read_frame
+from pytest_keyshared.driver.frames import ReplyingChild, to_frame
 
 __all__ = ["CheckerProcess", "CheckerProcessError"]
 
@@ -42,18 +40,12 @@ class CheckerProcess:
     ) -> None:
         """``options``: ``prune_keep`` (the soak's bounded live check, :mod:`pytest_keyshared.soak.live`) and
         ``status_path`` (a file the child rewrites with ``"<events> <violations>"`` now and then)."""
-        with log_path.open("ab") as log:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_keyshared.driver.checker_process"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-            )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._stdin: IO[bytes] = self._proc.stdin
-        self._stdout: IO[bytes] = self._proc.stdout
-        self.failed: str | None = None
+        self._child = ReplyingChild(
+            "pytest_keyshared.driver.checker_process",
+            name="checker process",
+            error=CheckerProcessError,
+            log_path=log_path,
+        )
         first = {
             "header": header.to_dict(),
             "profile": profile if isinstance(profile, str) else None,
@@ -66,50 +58,20 @@ class CheckerProcess:
 
     @property
     def pid(self) -> int:
-        return self._proc.pid
+        return self._child.proc.pid
+
+    @property
+    def failed(self) -> str | None:
+        """Why the child stopped reading, once it has (the run goes on; :meth:`finish` reports it)."""
+        return self._child.failed
 
     def feed_lines(self, data: bytes) -> None:
         """Complete trace lines (each ending in a newline), in trace order."""
-        if self.failed is not None:
-            return
-        try:
-            self._stdin.write(data)
-            self._stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as exc:
-            self.failed = f"checker process stopped reading ({type(exc).__name__}: {exc})"
+        self._child.write(data)
 
     def finish(self, timeout_s: float) -> Any:
         """The verdict; raises :class:`CheckerProcessError` when the child failed or ran out of time."""
-        try:
-            with contextlib.suppress(OSError, ValueError):
-                self._stdin.close()
-            if self.failed is not None:
-                raise CheckerProcessError(self.failed)
-            kind, payload = self._read(timeout_s)
-            if kind != "verdict":
-                raise CheckerProcessError(f"checker process: {payload}")
-            return payload
-        finally:
-            self._stop()
-
-    def _read(self, timeout_s: float) -> tuple[str, Any]:
-        try:
-            return read_frame(self._stdout, timeout_s)
-        except TimeoutError:
-            raise CheckerProcessError(f"checker process gave no verdict within {timeout_s:g}s") from None
-        except EOFError:
-            raise CheckerProcessError(f"checker process exited (code {self._proc.poll()}) without a verdict") from None
-
-    def _stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._stdin.close()
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(timeout=5)
-        with contextlib.suppress(OSError):
-            self._stdout.close()
+        return self._child.answer("verdict", "a verdict", timeout_s)
 
 
 def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by tests through the parent)
@@ -148,8 +110,7 @@ def _child_main() -> int:  # pragma: no cover - runs in the child (exercised by 
         reply: tuple[str, Any] = ("error", error) if error is not None else ("verdict", checker.finish())
     except Exception as exc:
         reply = ("error", f"{type(exc).__name__}: {exc}")
-    data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.write(FRAME.pack(len(data)) + data)
+    sys.stdout.buffer.write(to_frame(reply))
     sys.stdout.buffer.flush()
     return 0
 

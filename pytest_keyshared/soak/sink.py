@@ -24,15 +24,14 @@ import fcntl
 import os
 import pickle
 import selectors
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from conformance.trace import Event, Op, Result, TraceHeader
 from conformance.trace.chunks import chunk_paths
-from pytest_keyshared.driver.frames import FRAME, read_frame
+from pytest_keyshared.driver.frames import FRAME, ReplyingChild, to_frame
 
 __all__ = ["SinkError", "TraceSink", "child_main", "event_row", "row_event"]
 
@@ -86,20 +85,12 @@ class TraceSink:
         stale = chunk_paths(directory, missing_ok=True)
         if stale:  # as ChunkWriter would refuse, but here, before anything starts
             raise FileExistsError(f"{directory} already holds trace chunks ({stale[0].name}, ...)")
-        with log_path.open("ab") as log:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_keyshared.soak.sink_child"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,  # Ctrl-C reaches the run, which ends the trace; the sink then finishes it
-            )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._stdin: IO[bytes] = self._proc.stdin
-        self._stdout: IO[bytes] = self._proc.stdout
+        # Ctrl-C reaches the run (the child has a session of its own), which ends the trace; the sink finishes it
+        self._child = ReplyingChild(
+            "pytest_keyshared.soak.sink_child", name="the trace sink process", error=SinkError, log_path=log_path
+        )
         with contextlib.suppress(OSError):
-            fcntl.fcntl(self._stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
-        self.failed: str | None = None
+            fcntl.fcntl(self._child.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
         self.summary: dict[str, Any] = {}
         self._send(
             {
@@ -115,7 +106,12 @@ class TraceSink:
 
     @property
     def pid(self) -> int:
-        return self._proc.pid
+        return self._child.proc.pid
+
+    @property
+    def failed(self) -> str | None:
+        """Why the sink stopped reading, once it has (the run goes on; :meth:`finish` reports it)."""
+        return self._child.failed
 
     def feed(self, events: list[Event]) -> None:
         """A batch of events, in trace order (from one thread)."""
@@ -123,44 +119,12 @@ class TraceSink:
             self._send([event_row(e) for e in events])
 
     def _send(self, obj: Any) -> None:
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        try:
-            self._stdin.write(FRAME.pack(len(data)) + data)
-            self._stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as exc:
-            self.failed = f"the trace sink process stopped reading ({type(exc).__name__}: {exc})"
+        self._child.write(to_frame(obj))
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
         """Wait for the last chunk; returns the sink's summary, raises :class:`SinkError` when it failed."""
-        try:
-            with contextlib.suppress(OSError, ValueError):
-                self._stdin.close()
-            if self.failed is not None:
-                raise SinkError(self.failed)
-            kind, payload = self._read(timeout_s)
-            if kind != "done":
-                raise SinkError(f"trace sink process: {payload}")
-            self.summary = dict(payload)
-            return self.summary
-        finally:
-            self._stop()
-
-    def _read(self, timeout_s: float) -> tuple[str, Any]:
-        try:
-            return read_frame(self._stdout, timeout_s)
-        except TimeoutError:
-            raise SinkError(f"the trace sink process did not finish within {timeout_s:g}s") from None
-        except EOFError:
-            raise SinkError(f"the trace sink process exited (code {self._proc.poll()}) without finishing") from None
-
-    def _stop(self) -> None:
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(timeout=5)
-        with contextlib.suppress(OSError):
-            self._stdout.close()
+        self.summary = dict(self._child.answer("done", "its summary", timeout_s))
+        return self.summary
 
 
 # --- child side -------------------------------------------------------------------------------------------
@@ -243,7 +207,6 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
         reply = ("error", f"{type(exc).__name__}: {exc}")
         for _ in frames:  # keep reading, so the parent never blocks on a full pipe
             pass
-    data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.write(FRAME.pack(len(data)) + data)
+    sys.stdout.buffer.write(to_frame(reply))
     sys.stdout.buffer.flush()
     return 0
