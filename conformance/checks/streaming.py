@@ -118,6 +118,11 @@ class StreamingChecker:
         self.maybe_stored: set[tuple[str, int]] = set()
         #: stream -> key -> scope: one shared string per scope, found without building the string again
         self._scopes: dict[str, dict[str, str]] = {}
+        #: stream -> (ledger, entry) -> the sticky key of a batch entry (the key on the first event of any of its
+        #: messages): the broker dispatches an entry whole by the key of its metadata, the first message's
+        self._entry_keys: dict[str, dict[tuple[int, int], str]] = {}
+        #: message key -> its own first key, for a batch message whose entry's sticky key differs (default batching)
+        self._own_keys: dict[str, str] = {}
         self.key_mismatches = 0
         # assignment
         self._fresh_selector: Callable[[], Any] | None = None
@@ -209,11 +214,12 @@ class StreamingChecker:
                 if rec is None:
                     if uid is not None:
                         self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    scope = self._scope(stream, key)
+                    sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, key, mkey)
+                    scope = self._scope(stream, sticky)
                     acked = bool(sub.acked_early) and mkey in sub.acked_early
                     if acked:
                         sub.acked_early.discard(mkey)
-                    rec = [acked, False, None, None, -1, key, scope, (ledger, entry, batch), None, -1, None, 0, None]
+                    rec = [acked, False, None, None, -1, sticky, scope, (ledger, entry, batch), None, -1, None, 0, None]
                     sub.recs[mkey] = rec
                     was_free = None
                 else:
@@ -223,7 +229,7 @@ class StreamingChecker:
                     if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
                         continue  # delivered again while held: changes nothing, judged by nothing
                     was_free = rec[2]
-                    if rec[5] != key:
+                    if rec[5] != key and self._own_keys.get(mkey, rec[5]) != key:
                         self.key_mismatches += 1
                     if rec[9] >= 0 and self._armed_receive(sub, rec, inc, i, mkey):
                         rec[0] = False  # the broker took the acknowledgement back: the message is owed again
@@ -342,6 +348,8 @@ class StreamingChecker:
                     continue  # a second receipt naming the same message: not a new message
                 published.add(mkey)
                 send_t = t if t0 is None else t0
+                if batch >= 0:  # a batch entry is dispatched whole by its first message's key
+                    key = self._entry_key(stream, ledger, entry, key, mkey)
                 for sub in self._sub_list:
                     recs = sub.recs
                     if not sub.created:
@@ -386,6 +394,18 @@ class StreamingChecker:
             else:
                 self._rare(op, _row(columns, n))
         self.events += stop - start
+
+    def _entry_key(self, stream: str, ledger: int, entry: int, key: str, mkey: str) -> str:
+        """The sticky key of batch message ``mkey`` (own key ``key``): its entry's, the key on the first event of
+        any message of the entry (``docs/checker.md``, "Batches").  With key-based batching it is ``key`` itself;
+        with default batching an entry mixing keys goes whole to the consumer of its first message's key."""
+        of_stream = self._entry_keys.get(stream)
+        if of_stream is None:
+            of_stream = self._entry_keys[stream] = {}
+        sticky = of_stream.setdefault((ledger, entry), key)
+        if sticky != key and mkey not in self._own_keys:
+            self._own_keys[mkey] = key
+        return sticky
 
     def _scope(self, stream: str, key: str) -> str:
         """The shared scope string of ``key`` in ``stream`` (what ordering and exclusivity are judged within)."""
@@ -513,6 +533,8 @@ class StreamingChecker:
         sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
         if mkey in sub.recs or (sub.settled and mkey in sub.settled):
             return  # known already; acknowledged or not, a late receive changes nothing
+        if row[14] >= 0:
+            key = self._entry_key(stream, row[12], row[13], key, mkey)
         scope = self._scope(stream, key)
         acked = bool(sub.acked_early) and mkey in sub.acked_early
         rec = [acked, False, None, None, -1, key, scope, (row[12], row[13], row[14]), None, -1, None, 0, None]
@@ -673,7 +695,11 @@ class StreamingChecker:
         """The first live receive after an armed ack: a violation (True) unless a fault or the acker disarmed it."""
         ack_i, acker = rec[R_ARM_I], rec[R_ARM_INC]
         rec[R_ARM_I] = -1
-        if rec[R_ARM_EPOCH] == self._epoch and acker.last_disarm < ack_i and not self._batch_owed(sub, rec):
+        if (
+            rec[R_ARM_EPOCH] == self._epoch
+            and acker.last_disarm < ack_i
+            and not self._batch_owed(sub, rec, ack_i, acker)
+        ):
             msg = _msg(mkey)
             ref = (i, "receive", inc.consumer, msg)
             ack_ref = (ack_i, "ack", acker.consumer, msg)
@@ -682,11 +708,13 @@ class StreamingChecker:
         return False
 
     @staticmethod
-    def _batch_owed(sub: SubState, rec: list[Any]) -> bool:
-        """Whether ``rec`` is one message of a batch (batch index >= 0) with another message of its entry in its
-        scope still unacknowledged: the client acknowledges a batch's entry only once every message of it is
-        acknowledged (without batch-index acks), so the broker rightly delivers the whole entry again, the
-        acknowledged messages with it.  Scanned only at a receive that an armed ack would otherwise judge."""
+    def _batch_owed(sub: SubState, rec: list[Any], ack_i: int, acker: Incarnation) -> bool:
+        """Whether ``rec`` is one message of a batch (batch index >= 0) whose entry the broker may rightly deliver
+        whole again: another message of its entry, in its scope, is unacknowledged at this receive, or was
+        acknowledged after the armed ack ``ack_i`` by another consumer than the acker (the entry came back, and its
+        new holder acknowledged that message before this one reached the application).  The client acknowledges a
+        batch's entry only once every message of it is acknowledged (without batch-index acks).  Scanned only at a
+        receive that an armed ack would otherwise judge."""
         ledger, entry, batch = rec[R_POS]
         if batch < 0:
             return False
@@ -697,10 +725,16 @@ class StreamingChecker:
                 pos[1] == entry
                 and pos[0] == ledger
                 and other is not rec
-                and not other[R_ACKED]
                 and other[R_SCOPE] == scope
+                and (not other[R_ACKED] or (other[R_ARM_I] > ack_i and other[R_ARM_INC] is not acker))
             ):
                 return True
+        if sub.settled:
+            for mkey, (s_scope, _key, arm_i, arm_inc, _epoch) in sub.settled.items():
+                if s_scope == scope and arm_i > ack_i and arm_inc is not acker:
+                    lo, en, _b = parse_position(_msg(mkey))
+                    if en == entry and lo == ledger:
+                        return True
         return False
 
     def _overlap(

@@ -9,7 +9,8 @@
 * an event about one message (publish, receive, ack, nack) goes to the part of its message's key: the key its
   receives and stored publishes carry (a publish the broker did not store changes nothing in this pass), found
   with a window over the message (trace, ledger, entry, batch index: the parts of a message id every spelling
-  of it shares).  Acks and nacks rarely carry a key: the window gives them theirs;
+  of it shares; the messages of one batch share a window, as the broker dispatches the entry by one key).
+  Acks and nacks rarely carry a key: the window gives them theirs;
 * every other event (open, close, crash, redeliver, fault, end) is copied into every part; part 0 owns it
   (counts it);
 * ``uid``, ``producer`` and ``seq`` are blanked: the identity checks are the identity pass's.
@@ -81,7 +82,8 @@ def routed(df: Any, parts: int) -> Any:
     # --- scope pass -----------------------------------------------------------------------------------------
     ids = F.split(col("msg_id"), ":")
     batch_index = F.when(F.size(ids) > 3, ids.getItem(3).cast("long")).otherwise(lit(-1).cast("long"))
-    message = Window.partitionBy("tid", ids.getItem(0).cast("long"), ids.getItem(1).cast("long"), batch_index)
+    batched = F.when(batch_index >= 0, lit(-2).cast("long")).otherwise(batch_index)  # a batch: one entry, one key
+    message = Window.partitionBy("tid", ids.getItem(0).cast("long"), ids.getItem(1).cast("long"), batched)
     stored = (op == "publish") & (col("result") == "ok") & (ids.getItem(0).cast("long") >= 0)
     stored = stored & (ids.getItem(1).cast("long") >= 0)
     keyed = F.when((op == "receive") | stored, F.coalesce(col("key"), lit("")))

@@ -5,7 +5,9 @@ The split is the one :mod:`conformance.checks.partition` proves exact (``docs/ch
 *Scope pass*: an event about one message (publish, receive, ack, nack, with a ``msg_id``) goes to the part of
 its message's key — the key its receives and stored publishes carry, else any key an event of the message
 carries, else the empty key; a message is its ``(ledger, entry, batch index)``, the parts of a message id every
-spelling of it shares.  Acks rarely carry a key: the plan gives them their message's.  Every other event
+spelling of it shares, and the messages of one batch (batch index >= 0) go together: the broker dispatches the
+entry whole by one sticky key, so an entry whose messages carry two keys (default batching) is mixed.  Acks
+rarely carry a key: the plan gives them their message's.  Every other event
 (open, close, crash, redeliver, fault, end, and ops added later) is copied into every part (:data:`ALL`); an
 event about one message without a ``msg_id`` (a failed publish) goes to part 0 only.  ``uid``, ``producer``
 and ``seq`` are blanked (:func:`scope_batch`): the identity checks are the identity pass's.
@@ -265,7 +267,8 @@ def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]
         keyed = flags(pc.equal(m_op, "receive")) | (publish_ok & (ledger >= 0) & (entry >= 0))
         u64 = np.uint64
         pieces["m_row"].append(rows[message])
-        pieces["m_id"].append(_mix(_mix(_mix(ledger.astype(u64)) + entry.astype(u64)) + bidx.astype(u64)))
+        entry_of = np.where(bidx >= 0, -2, bidx)  # a batch is one entry, dispatched whole by one sticky key
+        pieces["m_id"].append(_mix(_mix(_mix(ledger.astype(u64)) + entry.astype(u64)) + entry_of.astype(u64)))
         pieces["m_keyed"].append(hash_strings(m_key))  # a null key counts as "" where keyed
         pieces["m_has_keyed"].append(keyed)
         pieces["m_has_any"].append(flags(pc.is_valid(m_key)))

@@ -38,7 +38,7 @@ class Inc:
 class Msg:
     """A message known in one subscription."""
 
-    key: str  # the key of its first known event
+    key: str  # its sticky key: its first known event's, or for a batch message its entry's (below)
     scope: tuple[str, str]  # (stream, key)
     pos: tuple[int, int, int]
     acked: bool = False
@@ -68,6 +68,12 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     dup_receipts: dict[tuple[str, int], tuple[int, str]] = {}
     maybe_stored: set[tuple[str, int]] = set()
     end: tuple[int, bool] | None = None
+    # (stream, ledger, entry) -> the key of the first event (a stored publish, a receive) of any message of a
+    # batch entry: the broker dispatches the entry whole by one key, so each of its messages is judged under it
+    entry_key: dict[tuple[str, int, int], str] = {}
+
+    def sticky(stream: str, pos: tuple[int, int, int], key: str) -> str:
+        return key if pos[2] < 0 else entry_key.setdefault((stream, pos[0], pos[1]), key)
 
     def sub_of_late(e: Event) -> str:
         inc = last.get(e.consumer or "")
@@ -143,6 +149,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if mkey in published:
                 continue
             published.add(mkey)
+            key = sticky(stream, (ledger, entry, batch), key)
             send_t = e.extra.get("t0", e.t)
             base = normalize_topic(e.topic)[0]
             for sub, sub_opens in opens.items():
@@ -168,7 +175,9 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if e.uid is not None:
                     receives_with_uid.append((e.uid, mkey, i, key))
                 if m is None:
-                    m = records[mkey] = Msg(key, (stream, key), parse_position(msg))
+                    pos = parse_position(msg)
+                    sk = sticky(stream, pos, key)
+                    m = records[mkey] = Msg(sk, (stream, sk), pos)
                     if mkey in acked_early.get(sub, set()):
                         acked_early[sub].discard(mkey)
                         m.acked = True
@@ -182,7 +191,13 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     batch_owed = (
                         m.pos[2] >= 0
                         and any(  # a whole batch again: another of its entry is owed
-                            x is not m and x.scope == m.scope and x.pos[:2] == m.pos[:2] and not x.acked
+                            x is not m
+                            and x.scope == m.scope
+                            and x.pos[:2] == m.pos[:2]
+                            # unacknowledged, or acknowledged since by the entry's new holder
+                            and (
+                                not x.acked or (x.armed is not None and x.armed[0] > ack_i and x.armed[1] is not acker)
+                            )
                             for x in records.values()
                         )
                     )

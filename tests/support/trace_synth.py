@@ -96,6 +96,10 @@ class _Msg:
     receipt_logged: bool = False
     acker: str | None = None
     ack_index: int = -1
+    #: the key the broker dispatches it by: its own, or for a batch message its entry's first message's
+    #: (default batching: the entry goes whole to that key's consumer; the trace still records the own key)
+    sticky: str = ""
+    known: bool = False  #: an event of it is in the trace (its receipt or a receive)
 
 
 class _Sim:
@@ -171,6 +175,8 @@ class _Sim:
         late = None
         if self.rnd.random() < self.cfg.late_receive_rate:
             late = self.eligible_for(name)
+            if late is not None:
+                late.known = True
         for m in self.msgs:
             if m.state == "held" and m.holder == name:
                 m.state, m.holder = "pending", None
@@ -199,7 +205,9 @@ class _Sim:
         return sorted(self.live)[sum(key.encode()) % len(self.live)]
 
     def blocked(self, m: _Msg, consumer: str) -> bool:
-        same = [o for o in self.msgs if o.key == m.key and o.partition == m.partition and o is not m]
+        same = [o for o in self.msgs if o.sticky == m.sticky and o.partition == m.partition and o is not m]
+        if m.pos[2] > 0 and not self.msgs[m.n - m.pos[2]].known:
+            return True  # an entry reaches a consumer in order: its first message's receive is logged first
         if any(o.state == "held" and o.holder != consumer for o in same):
             return True
         if any(o.n in self.exempt_msgs and o.pos < m.pos for o in same):
@@ -208,12 +216,12 @@ class _Sim:
 
     def eligible_for(self, consumer: str) -> _Msg | None:
         for m in self.msgs:
-            if m.state == "pending" and self.selected(m.key) == consumer and not self.blocked(m, consumer):
+            if m.state == "pending" and self.selected(m.sticky) == consumer and not self.blocked(m, consumer):
                 return m
         return None
 
     def deliver(self, m: _Msg, consumer: str) -> None:
-        m.state, m.holder = "held", consumer
+        m.state, m.holder, m.known = "held", consumer, True
         topic, msg_id = self.receive_msg_id(m)
         self.b.receive(consumer, m.key, msg_id, uid=m.uid, topic=topic)
 
@@ -221,7 +229,7 @@ class _Sim:
         candidates = [m for m in self.msgs if m.state == "pending"]
         self.rnd.shuffle(candidates)
         for m in candidates:
-            c = self.selected(m.key)
+            c = self.selected(m.sticky)
             if c is not None and not self.blocked(m, c):
                 self.deliver(m, c)
                 return True
@@ -252,10 +260,13 @@ class _Sim:
         uid = f"u{len(self.msgs)}" if resend_of is None else resend_of.uid
         t0 = self.b.t - 1
         m = _Msg(len(self.msgs), key, msg_id, (ledger, entry, batch), partition, producer, seq, uid, t0)
+        m.sticky = prev.sticky if batch > 0 and prev is not None else key
         self.msgs.append(m)
         self.by_id[msg_id] = m
-        if self.rnd.random() < cfg.receipt_delay_rate:
-            self.pending_receipts.append((self.rnd.randrange(1, 6), m, t0))
+        # a batch's receipts come in one callback, in order: one delayed delays the rest of its entry
+        behind = [d for d, o, _ in self.pending_receipts if batch > 0 and o is prev]
+        if behind or self.rnd.random() < cfg.receipt_delay_rate:
+            self.pending_receipts.append((max([self.rnd.randrange(1, 6), *behind]), m, t0))
         else:
             self.log_receipt(m, t0)
         return m
@@ -263,7 +274,7 @@ class _Sim:
     def log_receipt(self, m: _Msg, t0: int) -> None:
         self.b.publish(m.key, m.msg_id, producer=m.producer, seq=m.seq, uid=m.uid, t0=t0,
                        topic=self.topic_for(m.partition))  # fmt: skip
-        m.receipt_logged = True
+        m.receipt_logged = m.known = True
 
     def tick_receipts(self, flush: bool = False) -> None:
         still = []
@@ -330,8 +341,8 @@ class _Sim:
         for m in self.msgs:
             if m.state != "pending":
                 continue
-            others = [o for o in self.msgs if o.key == m.key and o.partition == m.partition and o.state == "held"]
-            if not others:
+            others = [o for o in self.msgs if o.sticky == m.sticky and o.partition == m.partition and o.state == "held"]
+            if not others or (m.pos[2] > 0 and not self.msgs[m.n - m.pos[2]].known):
                 continue
             intruders = [c for c in self.live if c != others[0].holder]
             if intruders:
@@ -345,10 +356,10 @@ class _Sim:
         for m in self.msgs:
             if m.state != "pending" or not m.receipt_logged:
                 continue
-            same = [o for o in self.msgs if o.key == m.key and o.partition == m.partition]
+            same = [o for o in self.msgs if o.sticky == m.sticky and o.partition == m.partition]
             for later in same:
-                if later.pos > m.pos and later.state == "pending":
-                    c = self.selected(later.key)
+                if later.pos > m.pos and later.state == "pending" and self.msgs[later.n - max(later.pos[2], 0)].known:
+                    c = self.selected(later.sticky)
                     if c is not None and not any(o.state == "held" and o.holder != c for o in same):
                         self.deliver(later, c)
                         return True
@@ -371,8 +382,8 @@ class _Sim:
                 entry = [o for o in self.msgs if o.partition == m.partition and o.pos[:2] == m.pos[:2]]
                 if any(o.state != "acked" for o in entry):
                     continue
-                c = self.selected(m.key)
-                same = [o for o in self.msgs if o.key == m.key and o.partition == m.partition]
+                c = self.selected(m.sticky)
+                same = [o for o in self.msgs if o.sticky == m.sticky and o.partition == m.partition]
                 if c is not None and not any(o.state == "held" and o.holder != c for o in same):
                     self.deliver(m, c)
                     return True
@@ -412,9 +423,9 @@ class _Sim:
         for m in self.msgs:
             if m.state != "pending" or not m.receipt_logged:
                 continue
-            c = self.selected(m.key)
+            c = self.selected(m.sticky)
             wrong = [x for x in self.live if x != c]
-            same = [o for o in self.msgs if o.key == m.key and o.partition == m.partition]
+            same = [o for o in self.msgs if o.sticky == m.sticky and o.partition == m.partition]
             if any(o.state == "held" for o in same):
                 continue
             # only the current membership may have dispatched it: sent after the last change, which was a
