@@ -93,9 +93,10 @@ class StreamingChecker:
         self.first_fault: int | None = None
         self._epoch = 0  # faults so far: an ack armed before the latest fault is disarmed
         self.notes: list[str] = []
-        #: topics a replicated subscription failed over from: what they still hold is judged by the
-        #: replication check (skipped_after_failover), not as undelivered
-        self._left_topics: set[str] = set()
+        #: subscription -> the topics it failed over from: what they still hold *for that subscription* is judged
+        #: by the replication check (skipped_after_failover), not as undelivered; another subscription's messages
+        #: there are still owed to it
+        self._left_topics: dict[str, set[str]] = {}
         #: a failover run (the header lists its clusters): each subscription's copy of the topic it last opened on;
         #: what the other copies still hold is the replication check's too (messages published in any cluster
         #: reach the subscription through replication), not undelivered
@@ -433,7 +434,10 @@ class StreamingChecker:
             self.end_i = row[0]
             self.drained = bool(self._extras(row[15]).get("drained"))
         elif op == "failover":  # the subscription left this cluster's copy of the topic: see checks.replication
-            self._left_topics.add(normalize_topic(str(self._extras(row[15]).get("topic")))[0])
+            extra = self._extras(row[15])
+            name = extra.get("subscription")
+            left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
+            left.add(normalize_topic(str(extra.get("topic")))[0])
 
     def _open(self, row: tuple[Any, ...]) -> None:
         i, t, consumer, result = row[0], row[1], row[3], row[10]
@@ -463,7 +467,7 @@ class StreamingChecker:
         """Whether ``undelivered`` judges ``mkey`` here: not on a copy of a failover run's topic that the
         subscription left or never consumed at the end (the replication check judges those)."""
         topic = _topic(mkey)
-        if self._left_topics and topic in self._left_topics:
+        if self._left_topics and topic in self._left_topics.get(sub.name, ()):
             return False
         return not (self._replicated and topic != self._attached.get(sub.name, topic))
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batch_traces import mixed_batch_traces, second_subscription_failover
 from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
 from conformance.checks import Kind, check_trace
@@ -134,6 +135,8 @@ def hand_written() -> list[TraceBuilder]:
             b.receive("c2", "k", msg), b.ack("c2", msg)
         b.end()
         cases.append(b)
+    cases.extend(b for _name, b, _want in mixed_batch_traces())  # default batches mixing keys: one key per entry
+    cases.extend(second_subscription_failover(dropped) for dropped in (True, False))
     return cases
 
 

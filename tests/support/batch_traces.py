@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 
 from conformance.trace.builder import TraceBuilder
+from conformance.trace.header import SubscriptionSpec, TraceHeader
 
-__all__ = ["mixed_batch_traces"]
+__all__ = ["mixed_batch_traces", "second_subscription_failover"]
 
 
 def _mixed(step: int) -> list[tuple[str, TraceBuilder, Counter[str]]]:
@@ -55,3 +56,23 @@ def _mixed(step: int) -> list[tuple[str, TraceBuilder, Counter[str]]]:
 def mixed_batch_traces() -> list[tuple[str, TraceBuilder, Counter[str]]]:
     """``(name, trace, expected violation kinds)``: each trace with distinct timestamps, then with one for all."""
     return [*_mixed(10), *((f"{name} (one timestamp)", b, want) for name, b, want in _mixed(0))]
+
+
+def second_subscription_failover(dropped: bool, step: int = 10) -> TraceBuilder:
+    """A failover run (clusters r1, r2) in which subscription ``s`` fails over from r1 while a second subscription,
+    ``audit``, keeps consuming on r1.  ``dropped``: r1 never delivers m2 to ``audit`` (``undelivered`` there: the
+    failover of ``s`` excuses nothing of another subscription's)."""
+    header = TraceHeader("model", SubscriptionSpec("s"), extra={"clusters": ["r1", "r2"]})
+    b = TraceBuilder(header, topic="t@r1", step=step)
+    b.open("c1", topic="t@r1"), b.open("a1", subscription="audit", topic="t@r1")
+    for n in (1, 2):
+        b.publish("k", f"1:{n}", uid=f"u{n}", t0=b.t)
+    for n in (1, 2):
+        b.receive("c1", "k", f"1:{n}", uid=f"u{n}"), b.ack("c1", f"1:{n}")
+    for n in (1,) if dropped else (1, 2):
+        b.receive("a1", "k", f"1:{n}", uid=f"u{n}"), b.ack("a1", f"1:{n}")
+    b.close("c1")
+    b.add("failover", topic="t@r1", subscription="s", cluster="r1", to="r2")
+    b.open("c1", topic="t@r2")
+    b.end()
+    return b
