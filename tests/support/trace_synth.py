@@ -68,6 +68,8 @@ class SynthConfig:
     late_receive_rate: float = 0.3  #: chance that a close/crash races with a receive
     receipt_delay_rate: float = 0.2  #: chance that a publish receipt is logged a few steps late
     batch_rate: float = 0.2  #: chance that a publish joins the previous message's batch
+    #: chance that a batch is a default one, mixing keys (routed whole by its first message's key); else key-based
+    mixed_batch_rate: float = 0.5
     fault_rate: float = 0.0
     drain: bool = True
     plant: frozenset[Kind] = field(default_factory=frozenset)
@@ -131,6 +133,7 @@ class _Sim:
         self.planted: dict[Kind, int] = {}
         self.to_plant = set(config.plant)
         self.no_more_opens = False
+        self.batch_mixed = False  #: the open batch is a default one (its messages' keys differ)
         self.faulted = False
         self.crashed = False  # the broker removes a crashed consumer at an unknown later moment
         self.last_change_t = 0
@@ -250,9 +253,12 @@ class _Sim:
         if self.rnd.random() < cfg.batch_rate:
             if prev is not None and prev.pos[2] >= 0 and prev.partition == partition:
                 ledger, entry, batch = prev.pos[0], prev.pos[1], prev.pos[2] + 1  # joins the open batch
+                if resend_of is None and not self.batch_mixed:
+                    key = prev.key  # a key-based batch: one key
             else:
                 ledger, entry, batch = 7, self.entry, 0  # starts a batch
                 self.entry += 1
+                self.batch_mixed = self.rnd.random() < cfg.mixed_batch_rate
         else:
             ledger, entry, batch = 7, self.entry, -1
             self.entry += 1

@@ -28,7 +28,8 @@ def trace(
 ) -> TraceBuilder:
     """m0..m3 published on r1; c1 receives all and acknowledges ``acked``; both clusters' snapshots with
     ``backlogs`` (r1, r2); ``late_acks`` acknowledged after the snapshots; the failover and a drain of r2 that
-    delivers m0..m3 again.  ``stranger_acks``: acknowledged by a consumer of another subscription."""
+    delivers m0..m3 again.  ``stranger_acks``: acknowledged by a consumer of another subscription before the
+    snapshots (the rest after them: that subscription, which stays on r1, is owed every message)."""
     header = TraceHeader(
         target="hand-written", subscription=SubscriptionSpec("s"), deduplication=False, extra={"clusters": ["r1", "r2"]}
     )
@@ -49,6 +50,9 @@ def trace(
         b.add("snapshot", subscription="s", cluster=cluster, backlog=backlog, settled=settled)
     for n in late_acks or ():
         b.ack("c1", f"1:{n}", topic=A)
+    for n in sorted(set(range(4)) - set(stranger_acks)) if stranger_acks else ():  # 'other' owes them too
+        b.receive("x", f"k{n}", f"1:{n}", uid=f"m{n}", topic=A)
+        b.ack("x", f"1:{n}", topic=A)
     b.close("c1")
     b.add("failover", topic=A, subscription="s", cluster="r1", to="r2")
     b.open("c1", topic=B)
