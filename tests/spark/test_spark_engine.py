@@ -215,7 +215,8 @@ def second_subscription(run: Any) -> tuple[TraceHeader, list[Any]]:
 
 def generated(n: int, seed: int) -> list[tuple[TraceHeader, list[Any]]]:
     """``n`` traces: synthesized runs (churn, topic partitions, faults, a planted violation of each kind in
-    turn, some with a second subscription) and fuzzed ones (any op in any order, two subscriptions)."""
+    turn, some with a second subscription, one in eight with default batches mixing keys) and fuzzed ones (any
+    op in any order, two subscriptions)."""
     rnd = random.Random(seed)
     kinds = sorted(PLANTABLE)
     out = []
@@ -226,7 +227,12 @@ def generated(n: int, seed: int) -> list[tuple[TraceHeader, list[Any]]]:
             out.append((run.header, list(run.events)))
             continue
         cfg = SynthConfig(
-            partitions=k % 3, messages=20, keys=3 + k % 4, fault_rate=0.03 if k % 5 == 0 else 0.0, churn=0.1
+            partitions=k % 3,
+            messages=20,
+            keys=3 + k % 4,
+            fault_rate=0.03 if k % 5 == 0 else 0.0,
+            churn=0.1,
+            mixed_batch_rate=0.5 if k % 8 == 1 else 0.0,  # default batches mixing keys: checked whole
         )
         run = synthesize(s, cfg, plant=set() if k % 9 == 0 else {kinds[k % len(kinds)]})
         out.append(second_subscription(run) if k % 2 == 0 else (run.header, list(run.events)))
@@ -238,8 +244,9 @@ def test_both_engines_agree_on_240_generated_traces(spark: Any) -> None:
     traces = generated(240, seed=20251125)
     whole: list[int] = []
     verdicts = check_many(spark, traces, parts=3, whole=whole)
-    assert len(whole) < 70  # only fuzzed traces (a uid published with two (producer, seq)) are checked whole
-    assert all(n % 4 == 3 for n in whole)
+    # only fuzzed traces (a uid published with two (producer, seq)) and batches mixing keys are checked whole
+    assert len(whole) < 100
+    assert all(n % 4 == 3 or n % 8 == 1 for n in whole)
     found: set[Kind] = set()
     invalid = 0
     for (header, events), verdict in zip(traces, verdicts, strict=True):
