@@ -122,6 +122,9 @@ class StreamingChecker:
         #: stream -> (ledger, entry) -> the sticky key of a batch entry (the key on the first event of any of its
         #: messages): the broker dispatches an entry whole by the key of its metadata, the first message's
         self._entry_keys: dict[str, dict[tuple[int, int], str]] = {}
+        #: entries first seen through a message other than their first (never, from a recorder that logs in order)
+        self._entries_unled: set[tuple[str, int, int]] = set()
+        self.entry_order_breaks = 0  #: such entries whose first message then named another key (noted)
         #: message key -> its own first key, for a batch message whose entry's sticky key differs (default batching)
         self._own_keys: dict[str, str] = {}
         self.key_mismatches = 0
@@ -215,7 +218,7 @@ class StreamingChecker:
                 if rec is None:
                     if uid is not None:
                         self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, key, mkey)
+                    sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, batch, key, mkey)
                     scope = self._scope(stream, sticky)
                     acked = bool(sub.acked_early) and mkey in sub.acked_early
                     if acked:
@@ -350,7 +353,7 @@ class StreamingChecker:
                 published.add(mkey)
                 send_t = t if t0 is None else t0
                 if batch >= 0:  # a batch entry is dispatched whole by its first message's key
-                    key = self._entry_key(stream, ledger, entry, key, mkey)
+                    key = self._entry_key(stream, ledger, entry, batch, key, mkey)
                 for sub in self._sub_list:
                     recs = sub.recs
                     if not sub.created:
@@ -396,14 +399,22 @@ class StreamingChecker:
                 self._rare(op, _row(columns, n))
         self.events += stop - start
 
-    def _entry_key(self, stream: str, ledger: int, entry: int, key: str, mkey: str) -> str:
+    def _entry_key(self, stream: str, ledger: int, entry: int, batch: int, key: str, mkey: str) -> str:
         """The sticky key of batch message ``mkey`` (own key ``key``): its entry's, the key on the first event of
         any message of the entry (``docs/checker.md``, "Batches").  With key-based batching it is ``key`` itself;
         with default batching an entry mixing keys goes whole to the consumer of its first message's key."""
         of_stream = self._entry_keys.get(stream)
         if of_stream is None:
             of_stream = self._entry_keys[stream] = {}
-        sticky = of_stream.setdefault((ledger, entry), key)
+        sticky = of_stream.get((ledger, entry))
+        if sticky is None:
+            sticky = of_stream[(ledger, entry)] = key
+            if batch > 0:
+                self._entries_unled.add((stream, ledger, entry))
+        elif batch == 0 and self._entries_unled and (stream, ledger, entry) in self._entries_unled:
+            self._entries_unled.discard((stream, ledger, entry))
+            if sticky != key:
+                self.entry_order_breaks += 1
         if sticky != key and mkey not in self._own_keys:
             self._own_keys[mkey] = key
         return sticky
@@ -538,7 +549,7 @@ class StreamingChecker:
         if mkey in sub.recs or (sub.settled and mkey in sub.settled):
             return  # known already; acknowledged or not, a late receive changes nothing
         if row[14] >= 0:
-            key = self._entry_key(stream, row[12], row[13], key, mkey)
+            key = self._entry_key(stream, row[12], row[13], row[14], key, mkey)
         scope = self._scope(stream, key)
         acked = bool(sub.acked_early) and mkey in sub.acked_early
         rec = [acked, False, None, None, -1, key, scope, (row[12], row[13], row[14]), None, -1, None, 0, None]
@@ -884,6 +895,12 @@ class StreamingChecker:
                 found.append(make_lost_write(ps[0], ps[1], key, ref))
         if self.key_mismatches:
             self.notes.append(key_mismatch_note(self.key_mismatches))
+        if self.entry_order_breaks:
+            self.notes.append(
+                f"batch entries first seen through a later message of their batch, whose first message then named"
+                f" another key: {self.entry_order_breaks}; their messages were judged under the earlier event's key,"
+                " which need not be the one the broker routed them by"
+            )
         return build_verdict(found, self.profile, events=self.events, notes=self.notes, unjudged=unjudged)
 
 

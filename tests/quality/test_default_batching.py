@@ -67,6 +67,20 @@ def test_a_batch_is_judged_under_its_first_messages_key(name: str, trace: TraceB
     assert engine_identities(verdict.violations) == reference_check(trace.header, trace.events)
 
 
+def test_an_entry_first_seen_through_a_later_message_is_noted() -> None:
+    """Recorders log a batch in order; when a trace does not, the entry's key may not be the one the broker
+    routed by, and the verdict says so."""
+    b = TraceBuilder()
+    b.open("c1"), b.publish("B", "1:0:-1:1"), b.publish("A", "1:0:-1:0")
+    b.receive("c1", "A", "1:0:-1:0"), b.receive("c1", "B", "1:0:-1:1"), b.ack("c1", "1:0:-1:0"), b.ack("c1", "1:0:-1:1")
+    b.end()
+    verdict = check_trace(b.events, header=b.header)
+    assert verdict.valid and any("first seen through a later message of their batch" in n for n in verdict.notes)
+    in_order = TraceBuilder()
+    in_order.open("c1"), in_order.publish("A", "1:0:-1:0"), in_order.publish("B", "1:0:-1:1"), in_order.end()
+    assert not any("later message" in n for n in check_trace(in_order.events, header=in_order.header).notes)
+
+
 def test_the_models_mixed_key_batches_are_valid(tmp_path: Path) -> None:
     """The model dispatches a default batch by its first message's key, as Pulsar does: its trace is valid, and
     every one of its batches did mix keys (so the old per-message reading would have failed it)."""
