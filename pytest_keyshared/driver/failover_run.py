@@ -130,7 +130,7 @@ def run_failover_scenario(
     sites = target.replication_sites(
         case=scenario.name, seed=seed, clusters=settings.clusters, delays_ms=delays, **wanted
     )
-    run = _FailoverRun(target, name, sites, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
+    run = _FailoverRun(target, sites, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
     return run.execute()
 
 
@@ -141,7 +141,6 @@ class _FailoverRun(RunLoop):
     def __init__(
         self,
         target: Any,
-        name: str,
         sites: Any,
         scenario: Scenario,
         *,
@@ -150,14 +149,10 @@ class _FailoverRun(RunLoop):
         profile: Any,
         progress: Callable[[Progress], None] | None,
     ) -> None:
-        super().__init__(scenario, seed=seed, out_dir=out_dir, progress=progress)
-        self.target = target
-        self.target_name = name
+        super().__init__(target, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
         self.sites = sites
         self.topic = sites.topic
-        self.profile = profile
         self.tally = _Tally()
-        self.rng = random.Random(seed)
 
     def _open(self, trace_path: Path) -> None:
         claims: Any = getattr(self.target, "claims", None)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
-import random
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -151,14 +150,11 @@ class _Run(RunLoop):
         live_check: bool,
         progress: Callable[[Progress], None] | None,
     ) -> None:
-        super().__init__(scenario, seed=seed, out_dir=out_dir, progress=progress)
-        self.target = target
-        self.target_name = target.name
+        super().__init__(target, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
+        self.target: Target = target
         self.settings = scenario.settings
         self.drains = scenario.settings.drain
-        self.profile = profile
         self.live_check = live_check
-        self.rng = random.Random(seed)
         self.nonce = "0" if target.deterministic else secrets.token_hex(4)
         self.topic = topic_for(scenario, seed, self.nonce)
         self.workers: dict[str, ConsumerWorker] = {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import json
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,7 +112,7 @@ class RunResult:
 class RunLoop(abc.ABC):
     """One run of ``scenario``: :meth:`execute` is the loop; subclasses fill in the hooks.
 
-    A subclass sets ``target_name`` and ``topic`` before :meth:`execute`, and ``writer`` in :meth:`_open`
+    A subclass sets ``topic`` before :meth:`execute`, and ``writer`` in :meth:`_open`
     (the step frames count its events).  ``drained`` and ``quiet`` are what the run reports about its drain:
     set them by the time :meth:`_close` returns.
     """
@@ -123,10 +124,21 @@ class RunLoop(abc.ABC):
     drains: bool = False
 
     def __init__(
-        self, scenario: Scenario, *, seed: int, out_dir: Path, progress: Callable[[Progress], None] | None
+        self,
+        target: Any,
+        scenario: Scenario,
+        *,
+        seed: int,
+        out_dir: Path,
+        profile: Any,
+        progress: Callable[[Progress], None] | None,
     ) -> None:
+        self.target = target
+        self.target_name = str(getattr(target, "name", target))
         self.scenario = scenario
         self.seed = seed
+        self.rng = random.Random(seed)  #: the scenario's random choices (keys drawn by publish steps)
+        self.profile = profile
         self.out_dir = out_dir
         self.progress_cb = progress
         self.outcomes: list[StepOutcome] = []
