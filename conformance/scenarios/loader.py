@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from conformance.scenarios.model import (
     BATCHING_MODES,
@@ -65,31 +65,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 __all__ = ["builtin_scenarios", "load_scenario", "loads_scenario", "parse_scenario"]
 
-STEP_TYPES: dict[str, type] = {
-    cls.do: cls
-    for cls in (
-        Open,
-        Publish,
-        Resend,
-        SetBehaviour,
-        AckHeld,
-        NackHeld,
-        Redeliver,
-        Close,
-        Crash,
-        Pause,
-        Resume,
-        WaitQuiet,
-        WaitReceived,
-        Sleep,
-        RestartBroker,
-        Consume,
-        Snapshot,
-        ClusterDown,
-        ClusterUp,
-        FailOver,
-    )
-}
+#: Each step's ``do`` and its class, in the order of the :data:`Step` union (the one list of steps).
+STEP_TYPES: dict[str, type] = {cls.do: cls for cls in get_args(Step)}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: ``pinned`` is the conformance cases' expected key placement (``conformance/cases/scenarios/pinned/``); a run
 #: ignores it, so those files run as they are (``keyshared run --scenario <file>``).

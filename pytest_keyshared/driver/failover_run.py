@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,12 +32,12 @@ from conformance.scenarios import (
     Sleep,
     Snapshot,
     Step,
-    dump_scenario,
 )
 from conformance.target import ReplicationTarget, UnsupportedByTarget
 from pytest_keyshared.driver.progress import Progress
 from pytest_keyshared.driver.recorder import Counters
 from pytest_keyshared.driver.replication import Failover, failover_header
+from pytest_keyshared.driver.run_loop import RunLoop, RunResult
 
 __all__ = ["run_failover_scenario"]
 
@@ -110,11 +109,8 @@ def run_failover_scenario(
     out_dir: Path,
     profile: Any = None,
     progress: Callable[[Progress], None] | None = None,
-) -> Any:
+) -> RunResult:
     """Run failover ``scenario`` on ``target``'s clusters; a :class:`~.run.RunResult` (see the module doc)."""
-    from conformance.checks import check_trace
-    from pytest_keyshared.driver.run import RunResult, StepOutcome, write_verdict
-
     settings = scenario.settings
     name = str(getattr(target, "name", target))
     if not isinstance(target, ReplicationTarget):
@@ -134,81 +130,70 @@ def run_failover_scenario(
     sites = target.replication_sites(
         case=scenario.name, seed=seed, clusters=settings.clusters, delays_ms=delays, **wanted
     )
-    started = time.monotonic()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    scenario_path = dump_scenario(scenario, out_dir / "scenario.toml")
-    trace_path = out_dir / "trace.jsonl"
-    claims: Any = getattr(target, "claims", None)
-    selector = claims.selector_for("AUTO_SPLIT") if claims is not None else None
-    header = failover_header(
-        target,
-        sites,
-        seed=seed,
-        selector=selector,
-        deduplication=settings.deduplication,
-        extra={"scenario": scenario.name, "topic": sites.topic},
-    )
-    try:
-        run = Failover(sites, header, trace_path)
-    except BaseException:  # the standby subscriptions or the consumer could not be made: release the clusters
-        with contextlib.suppress(Exception):
-            sites.close()
-        raise
-    tally = _Tally()
-    run.writer.add_listener(tally.feed)
-    rng = random.Random(seed)
-    outcomes: list[StepOutcome] = []
-    steps = len(scenario.steps)
+    run = _FailoverRun(target, sites, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
+    return run.execute()
 
-    def report(index: int, label: str, final: bool = False) -> None:
-        if progress is not None:
+
+class _FailoverRun(RunLoop):
+    """A failover scenario on the clusters ``sites``: the steps drive a :class:`Failover`, which writes the
+    trace (its ``end`` event included); the trace is judged once the run has ended."""
+
+    def __init__(
+        self,
+        target: Any,
+        sites: Any,
+        scenario: Scenario,
+        *,
+        seed: int,
+        out_dir: Path,
+        profile: Any,
+        progress: Callable[[Progress], None] | None,
+    ) -> None:
+        super().__init__(target, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
+        self.sites = sites
+        self.topic = sites.topic
+        self.tally = _Tally()
+
+    def _open(self, trace_path: Path) -> None:
+        claims: Any = getattr(self.target, "claims", None)
+        selector = claims.selector_for("AUTO_SPLIT") if claims is not None else None
+        header = failover_header(
+            self.target,
+            self.sites,
+            seed=self.seed,
+            selector=selector,
+            deduplication=self.scenario.settings.deduplication,
+            extra={"scenario": self.scenario.name, "topic": self.sites.topic},
+        )
+        try:
+            self.failover = Failover(self.sites, header, trace_path)
+        except BaseException:  # the standby subscriptions or the consumer could not be made: release the clusters
             with contextlib.suppress(Exception):
-                progress(Progress(index, steps, label, time.monotonic() - started, tally.counters(), final))
+                self.sites.close()
+            raise
+        self.writer = self.failover.writer
+        self.writer.add_listener(self.tally.feed)
+        self.notes = self.failover.notes  # one list: the ``end`` event carries the notes, a failure's included
 
-    failure: BaseException | None = None
-    interrupted = False
-    try:
-        for index, step in enumerate(scenario.steps, start=1):
-            report(index, step.do)
-            began, first, notes = time.monotonic(), run.writer.count, len(run.notes)
-            _apply(run, step, rng)
-            new = run.notes[notes:]
-            outcomes.append(
-                StepOutcome(index, step.do, not new, time.monotonic() - began, "; ".join(new), first, run.writer.count)
-            )
-    except KeyboardInterrupt as exc:
-        interrupted, failure = True, exc
-    except Exception as exc:
-        failure = exc
-        run.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
-    finally:
-        run.close()
-        save_logs = getattr(target, "save_cluster_logs", None)
+    def _apply(self, step: Step) -> tuple[bool, str]:
+        """A step is ok when the workload noted nothing (each bounded wait that expires leaves a note)."""
+        before = len(self.notes)
+        _apply(self.failover, step, self.rng)
+        new = self.notes[before:]
+        return not new, "; ".join(new)
+
+    def _close(self, interrupted: bool, failure: BaseException | None) -> None:
+        self.failover.close()
+        self.drained = self.quiet = self.failover.moved_to is not None
+        save_logs = getattr(self.target, "save_cluster_logs", None)
         if callable(save_logs):
             with contextlib.suppress(Exception):
-                save_logs(out_dir)
-    verdict = check_trace(trace_path, profile=profile)
-    verdict_path = write_verdict(verdict, out_dir)
-    report(steps, "done", final=True)
-    result = RunResult(
-        scenario=scenario.name,
-        target=name,
-        seed=seed,
-        topic=sites.topic,
-        verdict=verdict,
-        trace_path=trace_path,
-        scenario_path=scenario_path,
-        verdict_path=verdict_path,
-        broker_log=None,
-        artifacts_dir=out_dir,
-        duration_s=time.monotonic() - started,
-        drained=run.moved_to is not None,
-        quiet=run.moved_to is not None,
-        counters=tally.counters(),
-        steps=tuple(outcomes),
-        notes=tuple(run.notes),
-        interrupted=interrupted,
-    )
-    if failure is not None:
-        raise failure
-    return result
+                save_logs(self.out_dir)
+
+    def _judge(self, trace_path: Path) -> Any:
+        from conformance.checks import check_trace
+
+        return check_trace(trace_path, profile=self.profile)
+
+    def _counters(self) -> Counters:
+        return self.tally.counters()

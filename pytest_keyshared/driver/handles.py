@@ -22,6 +22,7 @@ __all__ = [
     "OutgoingMessage",
     "ProducerHandle",
     "SendOutcome",
+    "delivery_from_message",
     "delivery_key",
     "format_msg_id",
 ]
@@ -62,6 +63,24 @@ class Delivery:
     producer: str | None = None
     seq: int | None = None
     token: Any = field(default=None, compare=False, repr=False)
+
+
+def delivery_from_message(msg: Any) -> Delivery:
+    """``msg`` as the application received it: one rule for pulsar-client's ``Message`` and the model broker's,
+    which has the same methods (``properties``, ``message_id``, ``producer_name``, ...)."""
+    props = msg.properties() or {}
+    mid = msg.message_id()
+    producer = msg.producer_name() or None
+    seq_text = props.get(PROP_SEQ)
+    return Delivery(
+        key=delivery_key(msg.ordering_key() or None, msg.partition_key() or None, props, producer),
+        msg_id=format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()),
+        uid=props.get(PROP_UID),
+        redelivery_count=int(msg.redelivery_count()),
+        producer=producer,
+        seq=int(seq_text) if seq_text and seq_text.isdigit() else None,
+        token=msg,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.driver.handles import (
-    PROP_SEQ,
-    PROP_UID,
     ConsumerHandle,
     ConsumerSpec,
     Delivery,
@@ -15,7 +13,7 @@ from pytest_keyshared.driver.handles import (
     ProducerHandle,
     SendCallback,
     SendOutcome,
-    delivery_key,
+    delivery_from_message,
     format_msg_id,
 )
 from pytest_keyshared.driver.session import Session, stats_key_hash_ranges
@@ -37,17 +35,7 @@ class ModelConsumerHandle:
         msg = self._consumer.receive(timeout_millis=0)  # the scheduler moves time, not the consumer
         if msg is None:
             return None
-        props = dict(msg.properties())
-        producer = msg.producer_name() or None
-        return Delivery(
-            key=delivery_key(msg.ordering_key() or None, msg.partition_key() or None, props, producer),
-            msg_id=_msg_id(msg.message_id()),
-            uid=props.get(PROP_UID),
-            redelivery_count=int(msg.redelivery_count()),
-            producer=producer,
-            seq=int(props[PROP_SEQ]) if props.get(PROP_SEQ, "").isdigit() else None,
-            token=msg,
-        )
+        return delivery_from_message(msg)
 
     def acknowledge(self, delivery: Delivery) -> None:
         self._consumer.acknowledge(delivery.token)

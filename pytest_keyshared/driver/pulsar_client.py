@@ -25,14 +25,12 @@ from typing import Any
 import pulsar
 
 from pytest_keyshared.driver.handles import (
-    PROP_SEQ,
-    PROP_UID,
     ConsumerSpec,
     Delivery,
     OutgoingMessage,
     SendCallback,
     SendOutcome,
-    delivery_key,
+    delivery_from_message,
     format_msg_id,
 )
 from pytest_keyshared.targets.base import TargetError
@@ -154,22 +152,6 @@ def subscribe(client: pulsar.Client, spec: ConsumerSpec, *, burn_ids: int, burn_
     for _ in range(burn_ids):
         client.subscribe(burn_topic, f"ks-idburn-{burn_tag}", consumer_type=pulsar.ConsumerType.Shared)
     return client.subscribe(spec.topic, spec.subscription, **consumer_options(spec))
-
-
-def delivery_from_message(msg: Any) -> Delivery:
-    props = msg.properties() or {}
-    mid = msg.message_id()
-    producer = msg.producer_name() or None
-    seq_text = props.get(PROP_SEQ)
-    return Delivery(
-        key=delivery_key(msg.ordering_key() or None, msg.partition_key() or None, props, producer),
-        msg_id=format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()),
-        uid=props.get(PROP_UID),
-        redelivery_count=int(msg.redelivery_count()),
-        producer=producer,
-        seq=int(seq_text) if seq_text and seq_text.isdigit() else None,
-        token=msg,
-    )
 
 
 class PulsarConsumer:

@@ -1,10 +1,12 @@
 """``run_scenario``: apply a scenario to a target, record the trace, drain, and judge it.
 
-The run loop executes steps one at a time in the calling thread.  Membership changes (open, close, crash)
-are therefore issued one at a time, each waited for, so trace order is the order the broker applied them.
-Consumers work concurrently (threads against real brokers) or in deterministic steps (the model); see
-:mod:`.workers`.  Every wait is bounded by a scenario setting; a bound that expires is noted in the step's
-outcome and the run goes on, so a stalled broker ends in a saved trace and an ``undelivered`` verdict.
+The shape of the run (artifacts, steps one at a time in the calling thread, drain, ``end`` event, verdict,
+failures) is :class:`~.run_loop.RunLoop`, shared with failover runs; this module holds what a Key_Shared run
+does in it.  Membership changes (open, close, crash) are issued one at a time, each waited for, so trace
+order is the order the broker applied them.  Consumers work concurrently (threads against real brokers) or
+in deterministic steps (the model); see :mod:`.workers`.  Every wait is bounded by a scenario setting; a
+bound that expires is noted in the step's outcome and the run goes on, so a stalled broker ends in a saved
+trace and an ``undelivered`` verdict.
 
 Artifacts in ``out_dir``: ``trace.jsonl`` (written and flushed event by event), ``scenario.toml`` (the exact
 scenario run), ``verdict.json``, ``broker.log`` (the part of the broker's log this run produced),
@@ -18,11 +20,9 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
-import random
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,6 @@ from conformance.scenarios import (
     Step,
     WaitQuiet,
     WaitReceived,
-    dump_scenario,
 )
 from conformance.trace import Op, SubscriptionSpec, TraceHeader, TraceWriter
 from pytest_keyshared.driver.agent import Action, ConsumerAgent
@@ -60,6 +59,7 @@ from pytest_keyshared.driver.live import LiveChecker
 from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.progress import Progress
 from pytest_keyshared.driver.recorder import Counters, Recorder
+from pytest_keyshared.driver.run_loop import RunLoop, RunResult, StepOutcome, write_verdict
 from pytest_keyshared.driver.selfcheck import discipline_problems
 from pytest_keyshared.driver.session import Session, open_session
 from pytest_keyshared.driver.workers import ConsumerWorker
@@ -70,78 +70,6 @@ __all__ = ["RunResult", "StepOutcome", "run_scenario", "topic_for", "write_verdi
 
 #: Consecutive sends without a confirmation after which a publish step gives up (the broker stopped accepting).
 MAX_CONSECUTIVE_UNCONFIRMED = 3
-
-
-@dataclass(frozen=True, slots=True)
-class StepOutcome:
-    """How one step went: ``ok`` is False when a bounded wait expired or the broker refused something."""
-
-    index: int
-    do: str
-    ok: bool
-    duration_s: float
-    note: str = ""
-    #: trace events ``first_event <= i < end_event`` were recorded while the step ran
-    first_event: int = 0
-    end_event: int = 0
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Everything a run produced.  ``verdict`` is the checker's (None only if no checker is installed)."""
-
-    scenario: str
-    target: str
-    seed: int
-    topic: str
-    verdict: Any
-    trace_path: Path
-    scenario_path: Path
-    verdict_path: Path | None
-    broker_log: Path | None
-    artifacts_dir: Path
-    duration_s: float
-    drained: bool
-    quiet: bool
-    counters: Counters
-    steps: tuple[StepOutcome, ...] = ()
-    notes: tuple[str, ...] = ()
-    interrupted: bool = False
-
-    @property
-    def valid(self) -> bool | None:
-        return None if self.verdict is None else bool(self.verdict.valid)
-
-    @property
-    def exit_code(self) -> int:
-        """0 valid, 1 violations found, 3 no verdict (no checker could judge the trace), 4 verdict unknown."""
-        if self.verdict is None:
-            return 3
-        return int(self.verdict.exit_code)
-
-    @property
-    def artifacts(self) -> dict[str, Path]:
-        out = {"trace": self.trace_path, "scenario": self.scenario_path}
-        if self.verdict_path is not None:
-            out["verdict"] = self.verdict_path
-        if self.broker_log is not None:
-            out["broker_log"] = self.broker_log
-        files = (
-            ("client_log", "pulsar-client.log"),
-            ("consumer_process_log", "consumer-processes.log"),
-            ("checker_log", "checker.log"),
-        )
-        for name, file in files:
-            path = self.artifacts_dir / file
-            if path.exists() and path.stat().st_size:
-                out[name] = path
-        return out
-
-    def violation_kinds(self) -> list[str]:
-        """Distinct violation kinds of the verdict, sorted."""
-        if self.verdict is None:
-            return []
-        return sorted({str(getattr(v.kind, "value", v.kind)) for v in self.verdict.violations})
 
 
 def topic_for(scenario: Scenario, seed: int, nonce: str) -> str:
@@ -177,7 +105,7 @@ def run_scenario(
     if scenario.is_failover():  # the replication workload on the target's clusters (docs/scenarios.md)
         from pytest_keyshared.driver.failover_run import run_failover_scenario
 
-        return run_failover_scenario(  # type: ignore[no-any-return]
+        return run_failover_scenario(
             target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, progress=progress
         )
     if scenario.settings.selector or scenario.settings.points:
@@ -208,7 +136,9 @@ def end_fields(counters: Any, quiet: bool, interrupted: bool, failure: BaseExcep
     return fields
 
 
-class _Run:
+class _Run(RunLoop):
+    """A Key_Shared scenario on a target's session: workers per consumer, the recorder, a live checker."""
+
     def __init__(
         self,
         target: Target,
@@ -220,32 +150,23 @@ class _Run:
         live_check: bool,
         progress: Callable[[Progress], None] | None,
     ) -> None:
-        self.target = target
-        self.scenario = scenario
+        super().__init__(target, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
+        self.target: Target = target
         self.settings = scenario.settings
-        self.seed = seed
-        self.out_dir = out_dir
-        self.profile = profile
+        self.drains = scenario.settings.drain
         self.live_check = live_check
-        self.progress_cb = progress
-        self.rng = random.Random(seed)
         self.nonce = "0" if target.deterministic else secrets.token_hex(4)
         self.topic = topic_for(scenario, seed, self.nonce)
         self.workers: dict[str, ConsumerWorker] = {}
         self.next_seq: dict[str, int] = {}
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
-        self.outcomes: list[StepOutcome] = []
-        self.notes: list[str] = []
-        self.step_index = 0
-        self.started = time.monotonic()
+        #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
+        self.ranges: dict[str, list[list[int]]] | None = None
 
     # --- the run ----------------------------------------------------------------------------------------
 
-    def execute(self) -> RunResult:
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        scenario_path = dump_scenario(self.scenario, self.out_dir / "scenario.toml")
-        trace_path = self.out_dir / "trace.jsonl"
-        log_since = self.target.log_position()
+    def _open(self, trace_path: Path) -> None:
+        self.log_since = self.target.log_position()
         self.session: Session = open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
         header = self._header()
         self.pipeline: TracePipeline | None = None
@@ -263,69 +184,41 @@ class _Run:
         self.session.watch_faults(self.recorder)
         self.scheduler = self.session.scheduler
         self.scheduler.on_tick(self._report)
-        drained = quiet = interrupted = False
-        failure: BaseException | None = None
-        ranges: dict[str, list[list[int]]] | None = None
-        try:
-            self._prepare()
-            for index, step in enumerate(self.scenario.steps, start=1):
-                self.step_index = index
-                self._report()
-                self._step(step)
-            if self.settings.drain:
-                self.step_index = len(self.scenario.steps) + 1
-                self._report()
-                quiet = self._drain()
-                drained = True
-            if RECORD_RANGES_TAG in self.scenario.tags:
-                # while the consumers are still connected: what the broker's stats say each one owns
-                ranges = self.session.key_hash_ranges(self.scenario.subscription.name)
-        except KeyboardInterrupt as exc:
-            interrupted, failure = True, exc
-        except Exception as exc:
-            failure = exc
-            self.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
-        finally:
-            self._stop_workers()
-            self.notes.extend(self.session.stop_watching())
-            counters = self.recorder.counters()
-            fields = end_fields(counters, quiet, interrupted, failure)
-            if ranges is not None:
-                fields["key_hash_ranges"] = ranges
-            self.recorder.end(drained=drained, **fields)
-            self._close_handles()
-            self.writer.close()
-            if self.pipeline is not None and not self.pipeline.close():
-                self.live.abandon("the live checker fell behind by more than its bound; checked the saved trace")
-            self.session.close()
+
+    def _after_steps(self) -> None:
+        if self.drains:
+            self.step_index = len(self.scenario.steps) + 1
+            self._report()
+            self.quiet = self._drain()
+            self.drained = True
+        if RECORD_RANGES_TAG in self.scenario.tags:
+            # while the consumers are still connected: what the broker's stats say each one owns
+            self.ranges = self.session.key_hash_ranges(self.scenario.subscription.name)
+
+    def _close(self, interrupted: bool, failure: BaseException | None) -> None:
+        self._stop_workers()
+        self.notes.extend(self.session.stop_watching())
+        fields = end_fields(self.recorder.counters(), self.quiet, interrupted, failure)
+        if self.ranges is not None:
+            fields["key_hash_ranges"] = self.ranges
+        self.recorder.end(drained=self.drained, **fields)
+        self._close_handles()
+        self.writer.close()
+        if self.pipeline is not None and not self.pipeline.close():
+            self.live.abandon("the live checker fell behind by more than its bound; checked the saved trace")
+        self.session.close()
+
+    def _judge(self, trace_path: Path) -> Any:
         verdict = self.live.finish(trace_path)
         self.notes.extend(self.live.notes)
         self.notes.extend(f"harness self-check: {p}" for p in _self_check(trace_path))
-        verdict_path = self._write_verdict(verdict)
-        broker_log = self.target.copy_log(log_since, self.out_dir / "broker.log")
-        result = RunResult(
-            scenario=self.scenario.name,
-            target=self.target.name,
-            seed=self.seed,
-            topic=self.topic,
-            verdict=verdict,
-            trace_path=trace_path,
-            scenario_path=scenario_path,
-            verdict_path=verdict_path,
-            broker_log=broker_log,
-            artifacts_dir=self.out_dir,
-            duration_s=time.monotonic() - self.started,
-            drained=drained,
-            quiet=quiet,
-            counters=self.recorder.counters(),
-            steps=tuple(self.outcomes),
-            notes=tuple(self.notes),
-            interrupted=interrupted,
-        )
-        self._report(final=True)
-        if failure is not None:
-            raise failure
-        return result
+        return verdict
+
+    def _broker_log(self) -> Path | None:
+        return self.target.copy_log(self.log_since, self.out_dir / "broker.log")
+
+    def _counters(self) -> Counters:
+        return self.recorder.counters()
 
     def _header(self) -> TraceHeader:
         sub = self.scenario.subscription
@@ -357,7 +250,7 @@ class _Run:
             extra=extra,
         )
 
-    def _prepare(self) -> None:
+    def _before_steps(self) -> None:
         if self.settings.deduplication and not self.target.claims.deduplication:
             if self.target.capabilities.dedup_switch:
                 self.session.set_deduplication(True)
@@ -369,12 +262,9 @@ class _Run:
 
     # --- steps ------------------------------------------------------------------------------------------
 
-    def _step(self, step: Step) -> None:
-        started, first = time.monotonic(), self.writer.count
-        ok, note = getattr(self, f"_do_{step.do}")(step)
-        self.outcomes.append(
-            StepOutcome(self.step_index, step.do, ok, time.monotonic() - started, note, first, self.writer.count)
-        )
+    def _apply(self, step: Step) -> tuple[bool, str]:
+        do: Callable[[Step], tuple[bool, str]] = getattr(self, f"_do_{step.do}")
+        return do(step)
 
     def _worker(self, name: str) -> ConsumerWorker | None:
         return self.workers.get(name)
@@ -634,43 +524,6 @@ class _Run:
             with contextlib.suppress(Exception):
                 worker.handle.close()
         self.workers.clear()
-
-    def _write_verdict(self, verdict: Any) -> Path | None:
-        return write_verdict(verdict, self.out_dir)
-
-    def _report(self, final: bool = False) -> None:
-        if self.progress_cb is None:
-            return
-        total = len(self.scenario.steps) + (1 if self.settings.drain else 0)
-        index = min(self.step_index, total)
-        if index == 0:
-            label = "starting"
-        elif index > len(self.scenario.steps):
-            label = "drain"
-        else:
-            label = self.scenario.steps[index - 1].do
-        with contextlib.suppress(Exception):
-            self.progress_cb(
-                Progress(
-                    step=index,
-                    steps=total,
-                    label="done" if final else label,
-                    elapsed_s=time.monotonic() - self.started,
-                    counters=self.recorder.counters(),
-                    final=final,
-                )
-            )
-
-
-def write_verdict(verdict: Any, out_dir: Path) -> Path | None:
-    """``verdict.json`` in ``out_dir`` (None without a verdict): every run loop writes the same file."""
-    if verdict is None:
-        return None
-    path = out_dir / "verdict.json"
-    data = verdict.to_json() if hasattr(verdict, "to_json") else verdict
-    text = data if isinstance(data, str) else json.dumps(data, indent=2, sort_keys=True)
-    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    return path
 
 
 def _self_check(trace_path: Path) -> list[str]:

@@ -60,18 +60,3 @@ def pytest_keyshared_make_target(config, spec, artifacts_dir):
 def fake_target_conftest(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(FAKE_TARGET_CONFTEST)
     return pytester
-
-
-def assert_in_order(result: pytest.RunResult, *fragments: str) -> None:
-    """Each fragment appears, literally, in a line after the line of the previous one (no glob patterns:
-    the summary is full of ``[contract]`` brackets, which fnmatch reads as character classes)."""
-    lines = result.outlines
-    at = 0
-    for fragment in fragments:
-        for index in range(at, len(lines)):
-            if fragment in lines[index]:
-                at = index + 1
-                break
-        else:
-            shown = "\n".join(lines)
-            raise AssertionError(f"{fragment!r} not found after line {at} of the output:\n{shown}")

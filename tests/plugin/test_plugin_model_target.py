@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import assert_in_order
+from plugin_helpers import assert_in_order
 
 pytest_plugins = ["pytester"]
 

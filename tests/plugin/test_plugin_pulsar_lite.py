@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assert_in_order
+from plugin_helpers import assert_in_order
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.broker

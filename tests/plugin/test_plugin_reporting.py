@@ -11,7 +11,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import assert_in_order
+from plugin_helpers import assert_in_order
 
 pytest_plugins = ["pytester"]
 

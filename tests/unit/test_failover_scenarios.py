@@ -27,6 +27,7 @@ from conformance.scenarios import (
     Sleep,
     Snapshot,
     dumps_scenario,
+    load_scenario,
     loads_scenario,
     parse_scenario,
 )
@@ -155,3 +156,32 @@ def test_a_target_without_clusters_refuses_before_anything_runs(tmp_path: Path) 
             run_scenario(target, scenario, seed=0, out_dir=tmp_path / "run")
     assert "needs replication" in str(info.value) and info.value.exit_code == 2
     assert not (tmp_path / "run").exists()
+
+
+def _events(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+def test_an_interrupted_failover_run_saves_its_trace_and_propagates(tmp_path: Path) -> None:
+    def interrupt(progress: object) -> None:  # Ctrl-C while the run reports its third step
+        if getattr(progress, "step", 0) == 3 and not getattr(progress, "final", False):
+            raise KeyboardInterrupt
+
+    with open_target("model", artifacts_dir=tmp_path / "t") as target, pytest.raises(KeyboardInterrupt):
+        run_scenario(target, load_scenario(SWITCH), seed=0, out_dir=tmp_path / "run", progress=interrupt)
+    end = _events(tmp_path / "run" / "trace.jsonl")[-1]
+    assert end["op"] == "end" and end["drained"] is False
+    assert (tmp_path / "run" / "scenario.toml").exists() and (tmp_path / "run" / "verdict.json").exists()
+
+
+def test_a_failover_run_whose_step_fails_ends_its_trace_and_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: object, to: str) -> None:
+        raise RuntimeError(f"no way to {to}")
+
+    monkeypatch.setattr("pytest_keyshared.driver.replication.Failover.fail_over", broken)
+    with open_target("model", artifacts_dir=tmp_path / "t") as target, pytest.raises(RuntimeError, match="no way"):
+        run_scenario(target, load_scenario(SWITCH), seed=0, out_dir=tmp_path / "run")
+    end = _events(tmp_path / "run" / "trace.jsonl")[-1]
+    assert end["op"] == "end" and end["notes"] == ["run stopped: RuntimeError: no way to r2"]
