@@ -97,7 +97,7 @@ class TraceWriter:
 
     def emit(
         self,
-        op: Op,
+        op: str,
         topic: str | None = None,
         subscription: str | None = None,
         consumer: str | None = None,
@@ -111,11 +111,23 @@ class TraceWriter:
         extra: dict[str, Any] | None = None,
     ) -> None:
         """Record one event now, as :meth:`record` would, without making an :class:`Event` unless something wants
-        one.  ``result`` is a :class:`Result` value; ``extra`` holds no None values and no core field."""
-        self._commit(
-            op.value, topic, subscription, consumer, producer, key, msg_id, seq, uid, result, redelivery_count, None,
-            extra or None, want_event=False,
-        )  # fmt: skip
+        one.  For the recorder's frequent events (the threads that drive the clients call it): ``op`` is an
+        :class:`Op` value and ``result`` a :class:`Result` value (strings, not checked here), ``extra`` holds no
+        None values and no core field."""
+        with self._lock:
+            t = self._clock()
+            if t < self._last_t:
+                t = self._last_t
+            row = (
+                self._next_i, t, op, topic, subscription, consumer, producer, key, msg_id, seq, uid, result,
+                redelivery_count, None, extra or None,
+            )  # fmt: skip
+            self._next_i += 1
+            self._last_t = t
+            for row_listener in self._row_listeners:
+                row_listener(row)
+            if self._listeners or self._fh is not None or self.events is not None:
+                self._event(row)
 
     def _commit(self, op: str, *fields: Any, want_event: bool) -> Event | None:
         """Give the event its place and time, then hand it to the file and the listeners (under the lock)."""
@@ -130,14 +142,19 @@ class TraceWriter:
             for row_listener in self._row_listeners:
                 row_listener(row)
             if want_event or self._listeners or self._fh is not None or self.events is not None:
-                event = row_event(row)
-                if self._fh is not None:
-                    self._fh.write(event.to_json() + "\n")
-                    self._fh.flush()
-                if self.events is not None:
-                    self.events.append(event)
-                for listener in self._listeners:
-                    listener(event)
+                event = self._event(row)
+        return event
+
+    def _event(self, row: Row) -> Event:
+        """The event of ``row``, written to the file, kept and given to the event listeners (under the lock)."""
+        event = row_event(row)
+        if self._fh is not None:
+            self._fh.write(event.to_json() + "\n")
+            self._fh.flush()
+        if self.events is not None:
+            self.events.append(event)
+        for listener in self._listeners:
+            listener(event)
         return event
 
     @property

@@ -26,6 +26,10 @@ from pytest_keyshared.driver.handles import ConsumerSpec, Delivery, OutgoingMess
 
 __all__ = ["Counters", "Recorder"]
 
+#: Op and Result values, as :meth:`TraceWriter.emit` takes them (an enum's ``.value`` costs a descriptor call).
+_RECEIVE, _ACK, _NACK, _PUBLISH = Op.RECEIVE.value, Op.ACK.value, Op.NACK.value, Op.PUBLISH.value
+_RESULTS = frozenset(r.value for r in Result)
+
 
 @dataclass(frozen=True, slots=True)
 class Counters:
@@ -132,15 +136,15 @@ class Recorder:
         if hook is not None:
             hook(handle)
         self.writer.emit(
-            Op.RECEIVE, self.topic, self.subscription, handle, d.producer, d.key, d.msg_id, d.seq, d.uid, None,
+            _RECEIVE, self.topic, self.subscription, handle, d.producer, d.key, d.msg_id, d.seq, d.uid, None,
             d.redelivery_count,
         )  # fmt: skip
 
     def ack(self, handle: str, d: Delivery) -> None:
-        self.writer.emit(Op.ACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
+        self.writer.emit(_ACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
 
     def nack(self, handle: str, d: Delivery) -> None:
-        self.writer.emit(Op.NACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
+        self.writer.emit(_NACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
 
     def membership(self, op: Op, handle: str, **extra: Any) -> Event:
         """``close``, ``crash`` or ``redeliver`` of one consumer."""
@@ -154,9 +158,12 @@ class Recorder:
             extra["ordering_key"] = message.ordering_key
         if outcome.error is not None:
             extra["error"] = outcome.error
+        result = outcome.result
+        if result not in _RESULTS:
+            result = Result(result).value  # raises, naming the bad value
         self.writer.emit(
-            Op.PUBLISH, self.topic, None, None, producer, message.key, outcome.msg_id, message.seq, message.uid,
-            Result(outcome.result).value, None, extra,
+            _PUBLISH, self.topic, None, None, producer, message.key, outcome.msg_id, message.seq, message.uid, result,
+            None, extra,
         )  # fmt: skip
 
     def fault(self, fault: str, **extra: Any) -> Event:

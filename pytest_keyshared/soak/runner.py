@@ -57,6 +57,9 @@ _CLOSE_BOUND_S = 10.0
 CHUNK_MAX_AGE_S = 10.0
 #: Bound on the trace sink's last chunk and live check after the run (seconds).
 _SINK_BOUND_S = 120.0
+#: How often the recorded rows go to the trace sink (seconds): each hand-over wakes a thread of the clients'
+#: process and the sink; the sink writes chunks every 10 s anyway, and the status line is read every second.
+_HAND_OVER_S = 0.1
 #: Bound on the trace sink's start-up (its imports), waited for before the load (seconds).
 _SINK_READY_S = 30.0
 
@@ -387,7 +390,8 @@ class _SoakRun(_Run):
         self.session.keep_memory_bounded()
         header = self._header()
         deterministic = self.target.deterministic
-        self.writer = TraceWriter(None, header, clock=self.session.clock, keep=False)
+        # the scheduler's clock is the session's (the model's simulated one, or the wall clock read directly)
+        self.writer = TraceWriter(None, header, clock=self.session.scheduler.now_ns, keep=False)
         self.chunks: ChunkWriter | None = None
         self.pipeline: TracePipeline | None = None
         self.sink: TraceSink | None = None
@@ -410,7 +414,9 @@ class _SoakRun(_Run):
                 status_path=self._status_path,
                 log_path=out / "checker.log",
             )
-            self.pipeline = TracePipeline(None, header, [], event_listeners=[self.sink.feed], batch=1024)
+            self.pipeline = TracePipeline(
+                None, header, [], event_listeners=[self.sink.feed], batch=1024, flush_every_s=_HAND_OVER_S
+            )
             self.writer.add_row_listener(self.pipeline.append)  # rows: no Event is made in this process
         self.recorder = SoakRecorder(self.writer, self.topic, self.scenario.subscription.name)
         self.session.watch_faults(self.recorder)

@@ -34,10 +34,12 @@ def _record_all(w: TraceWriter) -> None:
 def _emit_all(w: TraceWriter) -> None:
     """The same events, through ``emit`` where the recorder uses it."""
     w.record("open", topic="t", subscription="s", consumer="c1", result="ok", name="c1", policy={"mode": "x"})
-    w.emit(Op.PUBLISH, "t", None, None, "p", "k", "0:1:-1:-1", 1, "p:1", "ok", None, {"t0": 5, "partition_key": "k"})
-    w.emit(Op.PUBLISH, "t", None, None, "p", "k", None, 2, "p:2", "info", None, {"t0": 6, "error": "Timeout"})
-    w.emit(Op.RECEIVE, "t", "s", "c1", "p", "k", "0:1:-1:-1", 1, "p:1", None, 0)
-    w.emit(Op.ACK, "t", "s", "c1", None, "k", "0:1:-1:-1", None, "p:1")
+    w.emit(
+        Op.PUBLISH.value, "t", None, None, "p", "k", "0:1:-1:-1", 1, "p:1", "ok", None, {"t0": 5, "partition_key": "k"}
+    )
+    w.emit(Op.PUBLISH.value, "t", None, None, "p", "k", None, 2, "p:2", "info", None, {"t0": 6, "error": "Timeout"})
+    w.emit(Op.RECEIVE.value, "t", "s", "c1", "p", "k", "0:1:-1:-1", 1, "p:1", None, 0)
+    w.emit(Op.ACK.value, "t", "s", "c1", None, "k", "0:1:-1:-1", None, "p:1")
     w.record("fault", topic="t", fault="net_delay", consumers=["c1"], seconds=1.5, delay=0.05)
     w.record("fault", topic="t", fault="net_delay", consumers=[], seconds=2)
     w.record("end", topic="t", subscription="s", drained=True)
@@ -59,7 +61,7 @@ def test_no_event_is_made_for_row_listeners_alone() -> None:
     w = TraceWriter(None, HEADER, keep=False)
     rows: list[tuple] = []
     w.add_row_listener(rows.append)
-    w.emit(Op.ACK, "t", "s", "c1", None, "k", "0:1:-1:-1", None, "p:1")
+    w.emit(Op.ACK.value, "t", "s", "c1", None, "k", "0:1:-1:-1", None, "p:1")
     assert w.events is None and rows[0][:3] == (0, rows[0][1], "ack") and w.count == 1
 
 
