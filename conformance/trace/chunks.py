@@ -79,6 +79,23 @@ class ChunkWriter:
         ):
             self.flush()
 
+    def extend_rows(self, rows: list[Row]) -> None:
+        """:meth:`append_row` for a batch of rows in trace order (the age of the chunk is looked at once)."""
+        buffer = self._buffer
+        start = 0
+        while len(rows) - start >= self.rows - len(buffer):  # the batch fills the chunk: write it
+            take = self.rows - len(buffer)
+            buffer.extend(rows[start : start + take])
+            self.events += take
+            start += take
+            self.flush()
+            buffer = self._buffer
+        if start < len(rows):
+            buffer.extend(rows[start:])
+            self.events += len(rows) - start
+            if self.max_age_s is not None and self._clock() - self._started >= self.max_age_s:
+                self.flush()
+
     def extend(self, events: list[Event]) -> None:
         for event in events:
             self.append(event)

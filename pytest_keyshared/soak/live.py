@@ -155,6 +155,21 @@ class LiveCount:
         if len(self._slice) >= self.slice_events:
             self._check_slice()
 
+    def feed_rows(self, rows: list[Any]) -> None:
+        """:meth:`feed` for a batch of rows (:mod:`conformance.trace.rows`), in trace order."""
+        if self.checker is None:
+            return
+        from conformance.trace.rows import row_event
+
+        pending = self._slice
+        pending.extend(map(row_event, rows))
+        while len(pending) >= self.slice_events:
+            self._slice = pending[self.slice_events :]
+            self._check(pending[: self.slice_events])
+            pending = self._slice
+            if self.checker is None:
+                return
+
     def close(self) -> None:
         """Check the events not checked yet."""
         if self.checker is not None and self._slice:
@@ -162,6 +177,9 @@ class LiveCount:
 
     def _check_slice(self) -> None:
         events, self._slice = self._slice, []
+        self._check(events)
+
+    def _check(self, events: list[Any]) -> None:
         checker = self.checker
         try:
             found = checker.feed_many(events)

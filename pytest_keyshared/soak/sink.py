@@ -161,7 +161,6 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
     import pyarrow.parquet  # noqa: F401 - loaded now, before the run's load starts, not at the first chunk
 
     from conformance.trace.chunks import ChunkWriter
-    from conformance.trace.rows import row_event
     from pytest_keyshared.soak.live import LiveCount
 
     with contextlib.suppress(OSError):
@@ -179,15 +178,11 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
         events = written = 0
         _write_status(status, 0, 0)  # ready
         last_chunk = last_status = time.monotonic()
-        append_row = chunks.append_row
         for frame in frames:
             if frame is not None:
-                for row in frame:
-                    append_row(row)
+                chunks.extend_rows(frame)
                 if live is not None:
-                    feed = live.feed
-                    for row in frame:
-                        feed(row_event(row))
+                    live.feed_rows(frame)
                 events += len(frame)
             now = time.monotonic()
             if chunks.chunks != written:  # a full chunk went out

@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.trace import Op, SubscriptionSpec, TraceHeader, TraceWriter, write_parquet
+from conformance.trace.chunks import ChunkWriter, chunk_paths
 from conformance.trace.parquet import write_parquet_rows
 from conformance.trace.rows import event_row, row_event
+from pytest_keyshared.soak.live import LiveCount
 
 HEADER = TraceHeader(target="model", subscription=SubscriptionSpec(name="s"))
 
@@ -77,3 +79,49 @@ def test_a_chunk_written_from_rows_is_the_file_written_from_events(tmp_path: Pat
                                columns={"zeta": "string"})  # fmt: skip
     assert (tmp_path / "rows.parquet").read_bytes() == (tmp_path / "events.parquet").read_bytes()
     assert kinds["zeta"] == "string" and kinds["seconds"] == "float64" and kinds["consumers"] == "json"
+
+
+def test_chunks_from_batches_of_rows_are_the_chunks_from_single_events(tmp_path: Path) -> None:
+    w = _writer()
+    for _ in range(40):
+        _record_all(w)
+    assert w.events is not None
+    rows = [event_row(e) for e in w.events]
+    one = ChunkWriter(tmp_path / "one", HEADER, rows=37)
+    for event in w.events:
+        one.append(event)
+    one.close()
+    batched = ChunkWriter(tmp_path / "batched", HEADER, rows=37)
+    start = 0
+    for size in [1, 36, 37, 38, 100, 5, 0, 74] * 3:  # batches smaller, equal to and larger than a chunk
+        batched.extend_rows(rows[start : start + size])
+        start += size
+    batched.extend_rows(rows[start:])
+    batched.close()
+    assert batched.events == one.events == len(rows) and batched.chunks == one.chunks == -(-len(rows) // 37)
+    for a, b in zip(chunk_paths(tmp_path / "one"), chunk_paths(tmp_path / "batched"), strict=True):
+        assert a.read_bytes() == b.read_bytes()
+
+
+def test_the_live_check_fed_rows_finds_what_it_finds_fed_events() -> None:
+    w = _writer()
+    w.record("open", topic="t", subscription="s", consumer="c1", result="ok", name="c1")
+    for n in range(300):
+        w.record("publish", topic="t", producer="p", key="k", msg_id=f"0:{n}:-1:-1", seq=n, uid=f"p:{n}", result="ok")
+        w.record("receive", topic="t", subscription="s", consumer="c1", producer="p", key="k", msg_id=f"0:{n}:-1:-1",
+                 seq=n, uid=f"p:{n}", redelivery_count=0)  # fmt: skip
+        w.record("ack", topic="t", subscription="s", consumer="c1", key="k", msg_id=f"0:{n}:-1:-1", uid=f"p:{n}")
+        if n % 50 == 7:  # received again after its ack, no fault between: a violation each time
+            w.record("receive", topic="t", subscription="s", consumer="c1", producer="p", key="k",
+                     msg_id=f"0:{n}:-1:-1", seq=n, uid=f"p:{n}", redelivery_count=0)  # fmt: skip
+    assert w.events is not None
+    by_event, by_rows = LiveCount(HEADER, None, slice_events=64), LiveCount(HEADER, None, slice_events=64)
+    for event in w.events:
+        by_event.feed(event)
+    rows = [event_row(e) for e in w.events]
+    for start in range(0, len(rows), 100):
+        by_rows.feed_rows(rows[start : start + 100])
+    by_event.close()
+    by_rows.close()
+    assert by_rows.events == by_event.events == len(rows)
+    assert by_rows.kinds == by_event.kinds == {"redelivered_after_ack": 6}
