@@ -161,7 +161,7 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
     import pyarrow.parquet  # noqa: F401 - loaded now, before the run's load starts, not at the first chunk
 
     from conformance.trace.chunks import ChunkWriter
-    from pytest_keyshared.soak.live import LiveCount
+    from pytest_keyshared.soak.live import SINK_SLICE_EVENTS, LiveCount
 
     with contextlib.suppress(OSError):
         os.nice(NICE)
@@ -173,7 +173,7 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
         header = TraceHeader.from_dict(first["header"])
         chunks = ChunkWriter(Path(first["directory"]), header, rows=first["rows"])  # ages kept here (idle too)
         max_age_s = first["max_age_s"]
-        live = LiveCount(header, first["profile"]) if first["live"] else None
+        live = LiveCount(header, first["profile"], slice_events=SINK_SLICE_EVENTS) if first["live"] else None
         status = Path(first["status_path"])
         events = written = 0
         _write_status(status, 0, 0)  # ready
@@ -192,6 +192,8 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
                 written, last_chunk = chunks.chunks, now
             if now - last_status >= 1.0:
                 last_status = now
+                if live is not None:
+                    live.catch_up()
                 _write_status(status, events, 0 if live is None else live.violations)
         chunks.close()
         if live is not None:
