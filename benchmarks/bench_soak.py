@@ -10,7 +10,11 @@ in the sink process, client-log watch, recorder) and once replayed by a plain pu
 (:func:`raw_round`: the same consumers, producers and messages, nothing recorded).  Throughput is counted from
 the first send to the last acknowledgement (from the trace's timestamps for the soak), so the soak's drain and
 final check are not in it.  Each round prints both figures and their ratio (the harness cost); the order of
-the two sides alternates from round to round.
+the two sides alternates from round to round.  Beside them, CPU time (user + system) per message in the same
+window, read from ``/proc`` every 20 ms (:mod:`cpu_meter`): the raw client's process, and the soak's processes
+(the clients' process, the trace sink, consumer processes if any), with the broker's apart; and the sink's CPU
+over its whole life (start-up and the live check's catching up included).  On a machine shared with other
+jobs throughput moves with the load, CPU-seconds per message much less: compare those across machines.
 
 ``model``: a soak of the reference model with churn and broker restarts, ``--model-duration`` of simulated
 time at ``--model-rate`` messages per (simulated) second; prints events recorded per wall second and the
