@@ -10,7 +10,11 @@ in the sink process, client-log watch, recorder) and once replayed by a plain pu
 (:func:`raw_round`: the same consumers, producers and messages, nothing recorded).  Throughput is counted from
 the first send to the last acknowledgement (from the trace's timestamps for the soak), so the soak's drain and
 final check are not in it.  Each round prints both figures and their ratio (the harness cost); the order of
-the two sides alternates from round to round.
+the two sides alternates from round to round.  Beside them, CPU time (user + system) per message in the same
+window, read from ``/proc`` every 20 ms (:mod:`cpu_meter`): the raw client's process, and the soak's processes
+(the clients' process, the trace sink, consumer processes if any), with the broker's apart; and the sink's CPU
+over its whole life (start-up and the live check's catching up included).  On a machine shared with other
+jobs throughput moves with the load, CPU-seconds per message much less: compare those across machines.
 
 ``model``: a soak of the reference model with churn and broker restarts, ``--model-duration`` of simulated
 time at ``--model-rate`` messages per (simulated) second; prints events recorded per wall second and the
@@ -39,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pulsar
+from cpu_meter import CpuMeter
 
 from conformance.scenarios import Open, Publish
 from conformance.soak import SoakGenerator, SoakPlan, parse_duration
@@ -77,8 +82,9 @@ def lite_plan(args: argparse.Namespace, seed: int) -> SoakPlan:
     )
 
 
-def soak_round(target: PulsarLiteTarget, out: Path, plan: SoakPlan) -> float:
-    """Seconds from the first send to the last acknowledgement of a churn-free, fault-free soak (per its trace)."""
+def soak_round(target: PulsarLiteTarget, out: Path, plan: SoakPlan) -> tuple[float, int, int]:
+    """A churn-free, fault-free soak: seconds from the first send to the last acknowledgement (per its trace),
+    and those two instants (monotonic ns)."""
     result = run_soak(target, plan, out_dir=out)
     first_send = last_ack = None
     for event in read_chunks(result.trace_dir)[1]:
@@ -90,16 +96,16 @@ def soak_round(target: PulsarLiteTarget, out: Path, plan: SoakPlan) -> float:
         raise SystemExit(
             f"soak round: {result.counters.acked_expected} of {plan.messages} acknowledged; {result.notes}"
         )
-    return float(last_ack - first_send) / 1e9
+    return float(last_ack - first_send) / 1e9, int(first_send), int(last_ack)
 
 
-def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> float:
+def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> tuple[float, int, int]:
     """The same load with pulsar-client alone: the soak generator's steps for ``plan``, replayed.
 
     The same consumers (each on its own client and thread, receiving with the driver's 50 ms poll and
     acknowledging at once, with the plan's receiver queue), the same producers (one client, one producer per
     name), the same messages in the same order (payload, properties, partition or ordering key, keyless).
-    Seconds from the first send to the last acknowledgement.
+    Seconds from the first send to the last acknowledgement, and those two instants (monotonic ns).
     """
     logger = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
     url = f"persistent://public/default/{topic}"
@@ -108,6 +114,7 @@ def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> float:
     producers: dict[str, pulsar.Producer] = {}
     producer_client = pulsar.Client(target.service_url, operation_timeout_seconds=10, logger=logger)
     acked = [0]
+    last_ack_ns = [0]
     lock = threading.Lock()
     all_acked = threading.Event()
     stop = threading.Event()
@@ -124,11 +131,12 @@ def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> float:
             with lock:
                 acked[0] += 1
                 if acked[0] >= messages:
+                    last_ack_ns[0] = last_ack_ns[0] or time.monotonic_ns()
                     all_acked.set()
 
     threads: list[threading.Thread] = []
     next_seq: dict[str, int] = {}
-    started: float | None = None
+    started: int | None = None
     generator = SoakGenerator(plan, can_crash=False, can_restart=False)
     for timed in generator:
         step = timed.step
@@ -155,7 +163,7 @@ def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> float:
                 producer = producer_client.create_producer(url, producer_name=step.producer, send_timeout_millis=5000)
                 producers[step.producer] = producer
             if started is None:
-                started = time.monotonic()
+                started = time.monotonic_ns()
             for key in step.keys.keys()[: step.count]:
                 seq = next_seq.get(step.producer, 1)
                 next_seq[step.producer] = seq + 1
@@ -178,7 +186,6 @@ def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> float:
             if generator.published >= messages:
                 break
     finished = all_acked.wait(120)
-    elapsed = time.monotonic() - (started or 0.0)
     stop.set()
     for thread in threads:
         thread.join()
@@ -186,12 +193,28 @@ def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> float:
         client.close()
     if not finished:
         raise SystemExit(f"raw round: only {acked[0]} of {messages} acknowledged within 120 s")
-    return elapsed
+    assert started is not None
+    return (last_ack_ns[0] - started) / 1e9, started, last_ack_ns[0]
+
+
+#: The processes of the soak's side whose CPU is the harness's (the raw side has only ``clients``).
+HARNESS_ROLES = ("clients", "trace sink", "consumer processes", "checker process", "other children")
+
+
+@dataclasses.dataclass
+class Side:
+    """One side's figures over the rounds: seconds, and CPU-seconds per process role in the load window."""
+
+    seconds: list[float] = dataclasses.field(default_factory=list)
+    cpu: list[dict[str, float]] = dataclasses.field(default_factory=list)
+
+    def harness_cpu(self, r: int) -> float:
+        return sum(self.cpu[r].get(role, 0.0) for role in HARNESS_ROLES)
 
 
 def bench_lite(args: argparse.Namespace) -> None:
-    raw_s: list[float] = []
-    soak_s: list[float] = []
+    raw, soak = Side(), Side()
+    sink_life: list[float] = []
     loads: list[float] = []
     load_before = os.getloadavg()[0]
     with (
@@ -199,36 +222,79 @@ def bench_lite(args: argparse.Namespace) -> None:
         open_target("pulsar-lite", artifacts_dir=Path(tmp) / "target") as target,
     ):
         assert isinstance(target, PulsarLiteTarget)
-        warm = dataclasses.replace(lite_plan(args, 99), messages=200)
-        raw_round(target, "bench-warm", warm)  # warm-ups, not counted
-        soak_round(target, Path(tmp) / "warm", warm)
-        for r in range(args.rounds):  # the same plan (seed) on both sides of a round; the order alternates
-            plan = lite_plan(args, r)
-            for side in ("raw", "soak") if r % 2 == 0 else ("soak", "raw"):
-                if side == "raw":
-                    raw_s.append(raw_round(target, f"bench-raw-{r}", plan))
-                else:
-                    soak_s.append(soak_round(target, Path(tmp) / f"soak{r}", plan))
-            loads.append(os.getloadavg()[0])
+        with CpuMeter(lambda: {} if target.pid is None else {target.pid: "broker"}) as meter:
+            warm = dataclasses.replace(lite_plan(args, 99), messages=200)
+            raw_round(target, "bench-warm", warm)  # warm-ups, not counted
+            soak_round(target, Path(tmp) / "warm", warm)
+            for r in range(args.rounds):  # the same plan (seed) on both sides of a round; the order alternates
+                plan = lite_plan(args, r)
+                for side in ("raw", "soak") if r % 2 == 0 else ("soak", "raw"):
+                    if side == "raw":
+                        seconds, t0, t1 = raw_round(target, f"bench-raw-{r}", plan)
+                        meter.sample()
+                        time.sleep(2 * meter.interval_s)  # a sample after the window's end
+                        raw.seconds.append(seconds)
+                        raw.cpu.append(meter.between(t0, t1))
+                    else:
+                        since = time.monotonic_ns()
+                        seconds, t0, t1 = soak_round(target, Path(tmp) / f"soak{r}", plan)
+                        soak.seconds.append(seconds)
+                        soak.cpu.append(meter.between(t0, t1))
+                        sink_life.append(meter.lifetime("trace sink", since))
+                loads.append(os.getloadavg()[0])
+    report_lite(args, raw, soak, sink_life, loads, load_before)
+
+
+def report_lite(
+    args: argparse.Namespace, raw: Side, soak: Side, sink_life: list[float], loads: list[float], load_before: float
+) -> None:
     n = args.messages
+    us = 1e6 / n  # CPU-seconds of a round -> microseconds per message
     print(
         f"pulsar-lite, {n} messages over {args.keys} keys from {args.producers} producers, {args.consumers} Key_Shared"
         f" consumers acknowledging at once (receiver queue {args.receiver_queue}), sync sends; the soak generator's"
-        " load on both sides"
+        " load on both sides.  CPU: user+sys per message from the first send to the last acknowledgement"
     )
-    for r, (raw, soak) in enumerate(zip(raw_s, soak_s, strict=True)):
+    for r in range(args.rounds):
+        rs, ss = raw.seconds[r], soak.seconds[r]
+        rc, sc = raw.cpu[r], soak.cpu[r]
+        parts = ", ".join(f"{role} {sc[role] * us:.0f}" for role in HARNESS_ROLES if sc.get(role))
         print(
-            f"  round {r + 1}: raw pulsar-client {n / raw:7,.0f} msg/s, keyshared soak {n / soak:7,.0f} msg/s:"
-            f" soak/raw time {soak / raw:.3f} (harness cost {100 * (soak / raw - 1):+.1f}%), load {loads[r]:.1f}"
+            f"  round {r + 1}: raw pulsar-client {n / rs:7,.0f} msg/s, keyshared soak {n / ss:7,.0f} msg/s:"
+            f" soak/raw time {ss / rs:.3f} (harness cost {100 * (ss / rs - 1):+.1f}%), load {loads[r]:.1f}"
         )
-    raw, soak = statistics.median(raw_s), statistics.median(soak_s)
-    paired = statistics.median(s / r for s, r in zip(soak_s, raw_s, strict=True))
-    print(f"  raw pulsar-client : {n / raw:8,.0f} msg/s  (median of {args.rounds}: {raw:.2f}s; rounds {_fmt(raw_s)})")
-    print(f"  keyshared soak    : {n / soak:8,.0f} msg/s  (median of {args.rounds}: {soak:.2f}s;", end="")
-    print(f" rounds {_fmt(soak_s)})")
-    total = sum(soak_s) / sum(raw_s)
+        print(
+            f"           CPU us/msg: raw client {raw.harness_cpu(r) * us:.0f} (broker {rc.get('broker', 0) * us:.0f});"
+            f" soak {soak.harness_cpu(r) * us:.0f} ({parts}; broker {sc.get('broker', 0) * us:.0f});"
+            f" the sink's whole life {sink_life[r] * us:.0f}"
+        )
+    med = statistics.median
+    raw_s, soak_s = med(raw.seconds), med(soak.seconds)
+    paired = med(s / r for s, r in zip(soak.seconds, raw.seconds, strict=True))
+    print(f"  raw pulsar-client : {n / raw_s:8,.0f} msg/s  (median of {args.rounds}: {raw_s:.2f}s; rounds"
+          f" {_fmt(raw.seconds)})")  # fmt: skip
+    print(f"  keyshared soak    : {n / soak_s:8,.0f} msg/s  (median of {args.rounds}: {soak_s:.2f}s; rounds"
+          f" {_fmt(soak.seconds)})")  # fmt: skip
+    total = sum(soak.seconds) / sum(raw.seconds)
     print(f"  harness cost      : {100 * (paired - 1):+.1f}% time per message, median of the per-round ratios"
           f" ({100 * (total - 1):+.1f}% over all rounds together; target: under 20%)")  # fmt: skip
+    rounds = range(args.rounds)
+    raw_cpu = med(raw.harness_cpu(r) * us for r in rounds)
+    soak_cpu = med(soak.harness_cpu(r) * us for r in rounds)
+    broker = [med(side.cpu[r].get("broker", 0.0) * us for r in rounds) for side in (raw, soak)]
+    whole = med(
+        (soak.harness_cpu(r) + soak.cpu[r].get("broker", 0.0)) / (raw.harness_cpu(r) + raw.cpu[r].get("broker", 0.0))
+        for r in rounds
+    )
+    by_role = ", ".join(
+        f"{role} {med(soak.cpu[r].get(role, 0.0) * us for r in rounds):.0f}"
+        for role in HARNESS_ROLES
+        if any(soak.cpu[r].get(role) for r in rounds)
+    )
+    print(f"  CPU per message   : raw pulsar-client {raw_cpu:.0f} us, keyshared soak {soak_cpu:.0f} us ({by_role});"
+          f" medians; the sink's whole life {med(sink_life) * us:.0f} us")  # fmt: skip
+    print(f"  broker CPU        : {broker[0]:.0f} us/msg beside the raw client, {broker[1]:.0f} beside the soak;"
+          f" all processes, soak/raw: {whole:.3f} ({100 * (whole - 1):+.1f}%, median of the rounds)")  # fmt: skip
     print(f"  machine load      : {load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs)")
 
 

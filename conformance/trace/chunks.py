@@ -8,7 +8,9 @@ chunks before it (null where its events lack the field), so the union of the chu
 chunk's.  A chunk is written to ``.part-NNNNNN.parquet.tmp`` and renamed when complete, so a reader never sees
 half a chunk, and a run that is killed leaves every finished chunk readable.
 
-The writer keeps at most ``rows`` events in memory (plus pyarrow's buffers while a chunk is written).
+The writer keeps at most ``rows`` events in memory (plus pyarrow's buffers while a chunk is written), as rows
+(:mod:`.rows`): ``append_row`` takes them as the trace writer makes them, and a chunk is written from them
+column by column (:func:`~.parquet.write_parquet_rows`, the same file as from the events).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from pathlib import Path
 
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
-from conformance.trace.parquet import extension_kinds, merge_kinds, write_parquet
+from conformance.trace.parquet import write_parquet, write_parquet_rows
 from conformance.trace.reader import open_trace
+from conformance.trace.rows import Row, event_row
 from conformance.trace.validation import TraceFormatError
 
 __all__ = ["CHUNK_PATTERN", "ChunkWriter", "chunk_paths", "concatenate_chunks", "read_chunks"]
@@ -31,7 +34,8 @@ CHUNK_PATTERN = "part-{:06d}.parquet"
 
 
 class ChunkWriter:
-    """``append(event)`` in trace order; a chunk is written every ``rows`` events or ``max_age_s`` seconds.
+    """``append(event)`` or ``append_row(row)`` in trace order; a chunk is written every ``rows`` events or
+    ``max_age_s`` seconds.
 
     ``max_age_s`` (wall clock) is for runs against real brokers, so a hung run leaves recent chunks on disk;
     runs against the model pass None so that chunk boundaries, like everything else, depend on the seed only.
@@ -57,7 +61,7 @@ class ChunkWriter:
         self.rows = rows
         self.max_age_s = max_age_s
         self._clock = clock
-        self._buffer: list[Event] = []
+        self._buffer: list[Row] = []
         self._started = clock()
         self._columns: dict[str, str] = {}
         self.chunks = 0
@@ -65,11 +69,32 @@ class ChunkWriter:
         self.closed = False
 
     def append(self, event: Event) -> None:
-        self._buffer.append(event)
+        self.append_row(event_row(event))
+
+    def append_row(self, row: Row) -> None:
+        self._buffer.append(row)
         self.events += 1
-        full = len(self._buffer) >= self.rows
-        if full or (self.max_age_s is not None and self._clock() - self._started >= self.max_age_s):
+        if len(self._buffer) >= self.rows or (
+            self.max_age_s is not None and self._clock() - self._started >= self.max_age_s
+        ):
             self.flush()
+
+    def extend_rows(self, rows: list[Row]) -> None:
+        """:meth:`append_row` for a batch of rows in trace order (the age of the chunk is looked at once)."""
+        buffer = self._buffer
+        start = 0
+        while len(rows) - start >= self.rows - len(buffer):  # the batch fills the chunk: write it
+            take = self.rows - len(buffer)
+            buffer.extend(rows[start : start + take])
+            self.events += take
+            start += take
+            self.flush()
+            buffer = self._buffer
+        if start < len(rows):
+            buffer.extend(rows[start:])
+            self.events += len(rows) - start
+            if self.max_age_s is not None and self._clock() - self._started >= self.max_age_s:
+                self.flush()
 
     def extend(self, events: list[Event]) -> None:
         for event in events:
@@ -80,11 +105,10 @@ class ChunkWriter:
         self._started = self._clock()
         if not self._buffer:
             return None
-        events = self._buffer  # cleared only once written: an interrupted write is done again by close()
-        columns = merge_kinds(self._columns, extension_kinds(events))
+        rows = self._buffer  # cleared only once written: an interrupted write is done again by close()
         name = CHUNK_PATTERN.format(self.chunks)
         tmp = self.directory / f".{name}.tmp"
-        write_parquet(tmp, self.header, events, columns=columns)
+        columns = write_parquet_rows(tmp, self.header, rows, columns=self._columns)
         final = self.directory / name
         os.replace(tmp, final)
         self._buffer = []

@@ -21,8 +21,9 @@ from typing import Any
 from conformance.trace.events import CORE_FIELDS, Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.reader import PARQUET_HEADER_KEY, PARQUET_JSON_COLUMNS_KEY, open_trace
+from conformance.trace.rows import EXTRA, Row
 
-__all__ = ["CORE_TYPES", "convert_to_parquet", "extension_kinds", "merge_kinds", "write_parquet"]
+__all__ = ["CORE_TYPES", "convert_to_parquet", "extension_kinds", "merge_kinds", "write_parquet", "write_parquet_rows"]
 
 #: pyarrow type names of the core columns.
 CORE_TYPES: dict[str, str] = {
@@ -100,9 +101,6 @@ def write_parquet(
     ``columns`` (extension column -> kind, see :func:`extension_kinds`) adds columns the events may lack, so
     files written apart (the chunks of :mod:`.chunks`) share one schema; the events' own kinds are merged in.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     if callable(events):
         kinds = _extension_kinds(events())
         rows: Iterable[Event] = events()
@@ -112,6 +110,55 @@ def write_parquet(
         rows = materialized
     if columns is not None:
         kinds = merge_kinds(columns, kinds)
+    schema = _schema(header, kinds)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import pyarrow.parquet as pq
+
+    with pq.ParquetWriter(out, schema) as writer:
+        buffer: list[Event] = []
+        for event in rows:
+            buffer.append(event)
+            if len(buffer) >= _ROW_GROUP:
+                writer.write_batch(_batch(buffer, schema, kinds))
+                buffer.clear()
+        if buffer:
+            writer.write_batch(_batch(buffer, schema, kinds))
+    return out
+
+
+def write_parquet_rows(
+    path: str | Path, header: TraceHeader, rows: list[Row], *, columns: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """:func:`write_parquet` for events given as rows (:mod:`.rows`): the same file, byte for byte, from a column
+    per field taken straight from the tuples (no ``Event`` made).  Returns the extension columns it wrote
+    (``columns`` and the rows' own, as :func:`merge_kinds` gives them)."""
+    kinds: dict[str, str] = {}
+    shadowing = False  # an extension field named like a core field (``to_dict`` lets it fill a None core field)
+    for row in rows:
+        extra = row[EXTRA]
+        if extra:
+            for name, value in extra.items():
+                if name in CORE_TYPES:
+                    shadowing = True
+                elif value is not None:
+                    kinds[name] = _merge_kind(kinds.get(name), _ext_kind(value))
+    kinds = merge_kinds(columns or {}, kinds)
+    schema = _schema(header, kinds)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import pyarrow.parquet as pq
+
+    with pq.ParquetWriter(out, schema) as writer:
+        for start in range(0, len(rows), _ROW_GROUP):
+            writer.write_batch(_row_batch(rows[start : start + _ROW_GROUP], schema, kinds, shadowing))
+    return kinds
+
+
+def _schema(header: TraceHeader, kinds: Mapping[str, str]) -> Any:
+    """The file's schema: the core columns, then the extension columns ``kinds``; the header in the metadata."""
+    import pyarrow as pa
+
     types = {
         "int64": pa.int64(),
         "string": pa.string(),
@@ -126,29 +173,40 @@ def write_parquet(
         PARQUET_HEADER_KEY: header.to_json().encode(),
         PARQUET_JSON_COLUMNS_KEY: json.dumps(json_columns).encode(),
     }
-    schema = pa.schema(fields, metadata=metadata)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with pq.ParquetWriter(out, schema) as writer:
-        buffer: list[Event] = []
-        for event in rows:
-            buffer.append(event)
-            if len(buffer) >= _ROW_GROUP:
-                writer.write_batch(_batch(buffer, schema, kinds))
-                buffer.clear()
-        if buffer:
-            writer.write_batch(_batch(buffer, schema, kinds))
-    return out
+    return pa.schema(fields, metadata=metadata)
 
 
 def _batch(events: list[Event], schema: Any, kinds: dict[str, str]) -> Any:
     """One record batch: the values of ``event.to_dict()`` column by column (built a column at a time, without
     a dict per event: a long soak writes every event through here)."""
+    columns: dict[str, list[Any]] = {name: _core_column(events, name) for name in CORE_FIELDS}
+    extras = [event.extra for event in events]
+    return _to_batch(columns, extras, schema, kinds)
+
+
+def _row_batch(rows: list[Row], schema: Any, kinds: dict[str, str], shadowing: bool) -> Any:
+    """:func:`_batch` for rows: the core columns are the tuples' positions."""
+    values = list(zip(*rows, strict=True))
+    columns: dict[str, Any] = dict(zip(CORE_FIELDS, values, strict=False))
+    extras = [extra or _NO_EXTRA for extra in values[EXTRA]]
+    if shadowing:  # as _core_column: a None core field shows an extension field of the same name
+        for name in CORE_FIELDS:
+            column = list(columns[name])
+            for n, value in enumerate(column):
+                if value is None and name in extras[n]:
+                    column[n] = extras[n][name]
+            columns[name] = column
+    return _to_batch(columns, extras, schema, kinds)
+
+
+_NO_EXTRA: dict[str, Any] = {}
+
+
+def _to_batch(columns: dict[str, Any], extras: list[dict[str, Any]], schema: Any, kinds: dict[str, str]) -> Any:
     import pyarrow as pa
 
-    columns: dict[str, list[Any]] = {name: _core_column(events, name) for name in CORE_FIELDS}
     for name, kind in kinds.items():
-        values = [event.extra.get(name) for event in events]
+        values = [extra.get(name) for extra in extras]
         if kind == "json":
             values = [None if v is None else json.dumps(v, separators=(",", ":"), ensure_ascii=False) for v in values]
         elif kind == "float64":

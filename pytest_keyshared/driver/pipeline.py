@@ -11,7 +11,9 @@ never sits between a client call and the next: the harness must not slow the cli
 Lines are flushed after every batch and at least every ``flush_every_s``, so a run that hangs still leaves
 its trace on disk; :meth:`close` writes and checks everything still queued.  The file is byte for byte what
 ``TraceWriter(path, header)`` writes: the same header line, then ``Event.to_json()`` per event.  With no
-``path`` nothing is written here: ``event_listeners`` (the soak's trace sink) get the events.  Runs against
+``path`` and no ``listeners`` nothing is encoded here: ``event_listeners`` get the items as appended, in
+batches; the soak's trace sink takes rows (``writer.add_row_listener(pipeline.append)``,
+:mod:`conformance.trace.rows`), so no ``Event`` is made in the clients' process at all.  Runs against
 the model need none of this (no threads there): the writer keeps its own file and feeds the checker inline.
 """
 
@@ -23,9 +25,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from conformance.trace import Event, TraceHeader
+from conformance.trace import TraceHeader
 
 __all__ = ["TracePipeline"]
 
@@ -43,7 +45,7 @@ class TracePipeline:
         listeners: list[Callable[[bytes], None]],
         *,
         flush_every_s: float = 0.02,
-        event_listeners: list[Callable[[list[Event]], None]] | None = None,
+        event_listeners: list[Callable[[list[Any]], None]] | None = None,
         batch: int = BATCH,
     ) -> None:
         self.path = path
@@ -59,13 +61,14 @@ class TracePipeline:
         self.errors: list[str] = []
         self._flush_every_s = flush_every_s
         self._batch = batch
-        self._pending: collections.deque[Event] = collections.deque()
+        self._pending: collections.deque[Any] = collections.deque()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ks-trace-pipeline", daemon=True)
         self._thread.start()
 
-    def append(self, event: Event) -> None:
-        """Called by the trace writer, in trace order: one ``deque.append``, which wakes nobody.
+    def append(self, event: Any) -> None:
+        """Called by the trace writer, in trace order (an ``Event``, or a row from a row listener when nothing is
+        encoded here): one ``deque.append``, which wakes nobody.
 
         (A queue whose reader waits on it would wake the pipeline thread at every event, and each wake-up is a
         hand-over of the interpreter between threads; polling every ``flush_every_s`` takes the events in
@@ -78,7 +81,7 @@ class TracePipeline:
         while True:
             closing = self._closing.wait(self._flush_every_s)
             while pending:  # after ``close``: everything appended before it
-                batch: list[Event] = []
+                batch: list[Any] = []
                 popleft = pending.popleft
                 with contextlib.suppress(IndexError):
                     while len(batch) < self._batch:
@@ -88,7 +91,7 @@ class TracePipeline:
             if closing:
                 return
 
-    def _handle(self, batch: list[Event]) -> None:
+    def _handle(self, batch: list[Any]) -> None:
         fh = self._fh
         if fh is not None or self._listeners:
             text = "".join([event.to_json() + "\n" for event in batch])

@@ -6,6 +6,10 @@ returned a message (and after any client reconnect it could follow, see :mod:`.c
 once their outcome is known.  The counters (per-consumer receives, acked and published uids, the time of the
 last receive) are updated under the writer's lock, in trace order, and feed the bounded waits, the drain and
 progress reports.
+
+The frequent events (publish, receive, ack, nack) go through :meth:`TraceWriter.emit` and the counters read
+rows (:mod:`conformance.trace.rows`): against a real broker this runs in the threads that drive the clients,
+and no :class:`~conformance.trace.Event` is made there unless something listens for one.
 """
 
 from __future__ import annotations
@@ -16,10 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.trace import Event, Op, TraceWriter
+from conformance.trace import Event, Op, Result, TraceWriter
+from conformance.trace.rows import Row
 from pytest_keyshared.driver.handles import ConsumerSpec, Delivery, OutgoingMessage, SendOutcome
 
 __all__ = ["Counters", "Recorder"]
+
+#: Op and Result values, as :meth:`TraceWriter.emit` takes them (an enum's ``.value`` costs a descriptor call).
+_RECEIVE, _ACK, _NACK, _PUBLISH = Op.RECEIVE.value, Op.ACK.value, Op.NACK.value, Op.PUBLISH.value
+_RESULTS = frozenset(r.value for r in Result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,26 +63,29 @@ class Recorder:
         #: Called with the consumer's handle before its ``receive`` is recorded (the client-log watch records
         #: reconnect faults first).
         self.before_receive: Callable[[str], object] | None = None
-        writer.add_listener(self._observe)
+        writer.add_row_listener(self._observe)
 
     # --- counters ---------------------------------------------------------------------------------------
 
-    def _observe(self, event: Event) -> None:
+    def _observe(self, row: Row) -> None:
+        """Count one event (a row: ``i, t, op, topic, subscription, consumer, producer, key, msg_id, seq, uid,
+        result, ...``)."""
         with self._lock:
-            if event.op is Op.RECEIVE:
+            op = row[2]
+            if op == "receive":
                 self._received += 1
-                self._received_by[event.consumer or ""] += 1
-                self._last_receive_ns = event.t
-            elif event.op is Op.ACK:
+                self._received_by[row[5] or ""] += 1
+                self._last_receive_ns = row[1]
+            elif op == "ack":
                 self._acked += 1
-                uid = event.uid
+                uid = row[10]
                 if uid is not None and uid not in self._acked_uids:
                     self._acked_uids.add(uid)
                     self._acked_expected += uid in self._ok_uids
-            elif event.op is Op.PUBLISH:
-                result = event.result.value if event.result is not None else "ok"
+            elif op == "publish":
+                result = row[11] or "ok"
                 self._published[result] += 1
-                uid = event.uid
+                uid = row[10]
                 if result == "ok" and uid is not None and uid not in self._ok_uids:
                     self._ok_uids.add(uid)  # a batch receipt may come after the message was acked
                     self._acked_expected += uid in self._acked_uids
@@ -119,59 +131,40 @@ class Recorder:
             error=error,
         )
 
-    def receive(self, handle: str, d: Delivery) -> Event:
+    def receive(self, handle: str, d: Delivery) -> None:
         hook = self.before_receive
         if hook is not None:
             hook(handle)
-        return self.writer.record(
-            Op.RECEIVE,
-            topic=self.topic,
-            subscription=self.subscription,
-            consumer=handle,
-            producer=d.producer,
-            key=d.key,
-            msg_id=d.msg_id,
-            seq=d.seq,
-            uid=d.uid,
-            redelivery_count=d.redelivery_count,
-        )
+        self.writer.emit(
+            _RECEIVE, self.topic, self.subscription, handle, d.producer, d.key, d.msg_id, d.seq, d.uid, None,
+            d.redelivery_count,
+        )  # fmt: skip
 
-    def ack(self, handle: str, d: Delivery) -> Event:
-        return self._about_message(Op.ACK, handle, d)
+    def ack(self, handle: str, d: Delivery) -> None:
+        self.writer.emit(_ACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
 
-    def nack(self, handle: str, d: Delivery) -> Event:
-        return self._about_message(Op.NACK, handle, d)
-
-    def _about_message(self, op: Op, handle: str, d: Delivery) -> Event:
-        return self.writer.record(
-            op,
-            topic=self.topic,
-            subscription=self.subscription,
-            consumer=handle,
-            key=d.key,
-            msg_id=d.msg_id,
-            uid=d.uid,
-        )
+    def nack(self, handle: str, d: Delivery) -> None:
+        self.writer.emit(_NACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
 
     def membership(self, op: Op, handle: str, **extra: Any) -> Event:
         """``close``, ``crash`` or ``redeliver`` of one consumer."""
         return self.writer.record(op, topic=self.topic, subscription=self.subscription, consumer=handle, **extra)
 
-    def publish(self, producer: str, message: OutgoingMessage, outcome: SendOutcome) -> Event:
-        return self.writer.record(
-            Op.PUBLISH,
-            topic=self.topic,
-            producer=producer,
-            key=message.key,
-            msg_id=outcome.msg_id,
-            seq=message.seq,
-            uid=message.uid,
-            result=outcome.result,
-            t0=outcome.t0,
-            partition_key=message.partition_key,
-            ordering_key=message.ordering_key,
-            error=outcome.error,
-        )
+    def publish(self, producer: str, message: OutgoingMessage, outcome: SendOutcome) -> None:
+        extra: dict[str, Any] = {"t0": outcome.t0}
+        if message.partition_key is not None:
+            extra["partition_key"] = message.partition_key
+        if message.ordering_key is not None:
+            extra["ordering_key"] = message.ordering_key
+        if outcome.error is not None:
+            extra["error"] = outcome.error
+        result = outcome.result
+        if result not in _RESULTS:
+            result = Result(result).value  # raises, naming the bad value
+        self.writer.emit(
+            _PUBLISH, self.topic, None, None, producer, message.key, outcome.msg_id, message.seq, message.uid, result,
+            None, extra,
+        )  # fmt: skip
 
     def fault(self, fault: str, **extra: Any) -> Event:
         return self.writer.record(Op.FAULT, topic=self.topic, fault=fault, **extra)

@@ -11,7 +11,7 @@ Every wait is bounded: ``wait_until`` returns False when its bound expires, it n
 
 from __future__ import annotations
 
-import queue
+import collections
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -155,8 +155,8 @@ class ThreadedScheduler(Scheduler):
         self.command_timeout_s = command_timeout_s
         self._threads: dict[int, _Loop] = {}
 
-    def now_ns(self) -> int:
-        return time.monotonic_ns()
+    #: the wall clock itself (no method call between: the trace writer reads it for every event)
+    now_ns = staticmethod(time.monotonic_ns)
 
     def start(self, worker: ConsumerWorker) -> None:
         loop = _Loop(worker, self.poll_ms, self.now_ns)
@@ -179,7 +179,7 @@ class ThreadedScheduler(Scheduler):
             worker.execute(command(worker.agent))
             return
         done = threading.Event()
-        loop.commands.put((command, done))
+        loop.commands.append((command, done))
         loop.wake.set()
         if not done.wait(self.command_timeout_s):
             worker._note(f"command not run within {self.command_timeout_s:g}s (consumer thread blocked)")
@@ -209,17 +209,17 @@ class _Loop:
         self.now_ns = now_ns
         self.stopping = threading.Event()
         self.wake = threading.Event()
-        self.commands: queue.Queue[tuple[Command, threading.Event]] = queue.Queue()
+        #: (command, done) from other threads: a deque, whose ``append`` and ``popleft`` are atomic, so the loop
+        #: looks at it at every turn without taking a lock or raising ``queue.Empty``
+        self.commands: collections.deque[tuple[Command, threading.Event]] = collections.deque()
         self.thread = threading.Thread(target=self.run, name=f"ks-consumer-{worker.name}", daemon=True)
 
     def run(self) -> None:
         worker = self.worker
         while not self.stopping.is_set():
-            while True:
-                try:
-                    command, done = self.commands.get_nowait()
-                except queue.Empty:
-                    break
+            commands = self.commands
+            while commands:
+                command, done = commands.popleft()
                 try:
                     worker.execute(command(worker.agent))
                 except Exception as exc:

@@ -33,8 +33,9 @@ from typing import Any
 
 from conformance.scenarios import Scenario, Settings, SubscriptionSettings
 from conformance.soak import BEHAVIOUR_LABELS, SoakGenerator, SoakPlan
-from conformance.trace import Event, Op, TraceHeader, TraceWriter
+from conformance.trace import TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
+from conformance.trace.rows import Row
 from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.recorder import Counters, Recorder
 from pytest_keyshared.driver.run import StepOutcome, _Run, end_fields
@@ -56,6 +57,11 @@ _CLOSE_BOUND_S = 10.0
 CHUNK_MAX_AGE_S = 10.0
 #: Bound on the trace sink's last chunk and live check after the run (seconds).
 _SINK_BOUND_S = 120.0
+#: How often the recorded rows go to the trace sink (seconds): each hand-over wakes a thread of the clients'
+#: process and the sink; the sink writes chunks every 10 s anyway, and the status line is read every second.
+_HAND_OVER_S = 0.1
+#: Bound on the trace sink's start-up (its imports), waited for before the load (seconds).
+_SINK_READY_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,26 +176,26 @@ class SoakRecorder(Recorder):
         self._ok_count = 0
         super().__init__(writer, topic, subscription)
 
-    def _observe(self, event: Event) -> None:
+    def _observe(self, row: Row) -> None:
         with self._lock:
-            op = event.op
-            if op is Op.RECEIVE:
+            op = row[2]
+            if op == "receive":
                 self._received += 1
-                self._received_by[event.consumer or ""] += 1
-                self._last_receive_ns = event.t
-            elif op is Op.ACK:
+                self._received_by[row[5] or ""] += 1
+                self._last_receive_ns = row[1]
+            elif op == "ack":
                 self._acked += 1
-                uid = event.uid
+                uid = row[10]
                 if uid is not None:
                     if uid in self._open_uids:
                         self._open_uids.discard(uid)
                         self._acked_expected += 1
                     elif len(self._early_acks) < 1_000_000:
                         self._early_acks.add(uid)
-            elif op is Op.PUBLISH:
-                result = event.result.value if event.result is not None else "ok"
+            elif op == "publish":
+                result = row[11] or "ok"
                 self._published[result] += 1
-                uid = event.uid
+                uid = row[10]
                 if result == "ok" and uid is not None:
                     self._ok_count += 1
                     if uid in self._early_acks:
@@ -384,7 +390,8 @@ class _SoakRun(_Run):
         self.session.keep_memory_bounded()
         header = self._header()
         deterministic = self.target.deterministic
-        self.writer = TraceWriter(None, header, clock=self.session.clock, keep=False)
+        # the scheduler's clock is the session's (the model's simulated one, or the wall clock read directly)
+        self.writer = TraceWriter(None, header, clock=self.session.scheduler.now_ns, keep=False)
         self.chunks: ChunkWriter | None = None
         self.pipeline: TracePipeline | None = None
         self.sink: TraceSink | None = None
@@ -392,7 +399,7 @@ class _SoakRun(_Run):
         resolved = _resolve_profile(self.profile)
         if deterministic:  # no threads: everything inline, in trace order
             self.chunks = ChunkWriter(trace_dir, header, rows=CHUNK_ROWS)
-            self.writer.add_listener(self.chunks.append)
+            self.writer.add_row_listener(self.chunks.append_row)
             if self.live_check:
                 self.live_count = LiveCount(header, resolved)
                 self.writer.add_listener(self.live_count.feed)
@@ -407,8 +414,10 @@ class _SoakRun(_Run):
                 status_path=self._status_path,
                 log_path=out / "checker.log",
             )
-            self.pipeline = TracePipeline(None, header, [], event_listeners=[self.sink.feed], batch=1024)
-            self.writer.add_listener(self.pipeline.append)
+            self.pipeline = TracePipeline(
+                None, header, [], event_listeners=[self.sink.feed], batch=1024, flush_every_s=_HAND_OVER_S
+            )
+            self.writer.add_row_listener(self.pipeline.append)  # rows: no Event is made in this process
         self.recorder = SoakRecorder(self.writer, self.topic, self.scenario.subscription.name)
         self.session.watch_faults(self.recorder)
         self.scheduler = self.session.scheduler
@@ -420,6 +429,8 @@ class _SoakRun(_Run):
         drained = quiet = interrupted = False
         failure: BaseException | None = None
         try:
+            if self.sink is not None and not self.sink.wait_ready(_SINK_READY_S):
+                self.notes.append(f"the trace sink was not ready within {_SINK_READY_S:g}s; the load started anyway")
             self._start_nemesis()
             self._load()
             self._stop_nemesis()

@@ -5,16 +5,19 @@ threads it observes (Python runs one thread at a time), and a send waits for wha
 interpreter.  Encoding every event as JSON for a checker process and building Parquet columns for the chunk
 writer cost about 45 us of interpreter time per event in the recording process, three events a message; a
 chunk of 20,000 events held it for most of a second (``benchmarks/bench_soak.py``).  So the recording process
-only turns each batch of events into plain tuples and hands them over in one pickle (about 2 us an event);
-this process rebuilds the events, writes the chunks (:class:`~conformance.trace.chunks.ChunkWriter`) and runs
-the live check (:class:`~.live.LiveCount`, the streaming checker with bounded memory), on another core.
+only makes each event a row (:mod:`conformance.trace.rows`, no ``Event`` object) and hands the rows over in
+one pickle per batch (about 1 us an event); this process writes the chunks from the rows
+(:meth:`~conformance.trace.chunks.ChunkWriter.append_row`) and runs the live check (:class:`~.live.LiveCount`,
+the streaming checker with bounded memory, on the events rebuilt from the rows), on another core.
 
 Wire format.  Parent to child: a 4-byte big-endian length and a pickle, first ``{"directory", "header",
-"rows", "max_age_s", "live", "profile", "status_path"}``, then lists of event tuples (:func:`event_row`);
-end of input means "finish".  Child to parent, at the end: a length and a pickle of ``("done", summary)`` or
-``("error", text)``.  The child is our own program, started by us; nothing else writes to these pipes.  The
-child rewrites ``status_path`` with ``"<events> <violations>"`` about every second (the status line), and
-writes a chunk at least every ``max_age_s`` even when no event comes.  Every wait on it is bounded.
+"rows", "max_age_s", "live", "profile", "status_path"}``, then lists of rows; end of input means "finish".
+Child to parent, at the end: a length and a pickle of ``("done", summary)`` or ``("error", text)``.  The child
+is our own program, started by us; nothing else writes to these pipes.  The child writes ``status_path``
+(``"<events> <violations>"``) once it has loaded what it needs (pyarrow, the checker), which is how the run
+knows it is ready (:meth:`TraceSink.wait_ready`: the run starts its load after that, so the sink's start-up does
+not compete with it), then rewrites it about every second (the status line), and writes a chunk at least
+every ``max_age_s`` even when no event comes.  Every wait on it is bounded.
 """
 
 from __future__ import annotations
@@ -29,38 +32,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.trace import Event, Op, Result, TraceHeader
+from conformance.trace import TraceHeader
 from conformance.trace.chunks import chunk_paths
+from conformance.trace.rows import Row
 from pytest_keyshared.driver.frames import FRAME, ReplyingChild, to_frame
 
-__all__ = ["SinkError", "TraceSink", "child_main", "event_row", "row_event"]
+__all__ = ["SinkError", "TraceSink", "child_main"]
 
 #: Linux's F_SETPIPE_SZ: a larger pipe absorbs bursts without blocking the recording process.
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE_BYTES = 1 << 20
-
-Row = tuple[Any, ...]
-
-
-def event_row(e: Event) -> Row:
-    """An event as a tuple of plain values (pickles ~5x faster than the event itself)."""
-    return (
-        e.i, e.t, e.op.value, e.topic, e.subscription, e.consumer, e.producer, e.key, e.msg_id, e.seq, e.uid,
-        None if e.result is None else e.result.value, e.redelivery_count, e.drained, e.extra or None,
-    )  # fmt: skip
-
-
-_OPS = {op.value: op for op in Op}
-_RESULTS = {r.value: r for r in Result}
-
-
-def row_event(row: Row) -> Event:
-    """The event :func:`event_row` was made from (equal to it)."""
-    i, t, op, topic, sub, consumer, producer, key, msg_id, seq, uid, result, rc, drained, extra = row
-    return Event(
-        i, t, _OPS[op], topic, sub, consumer, producer, key, msg_id, seq, uid,
-        None if result is None else _RESULTS[result], rc, drained, extra or {},
-    )  # fmt: skip
 
 
 class SinkError(Exception):
@@ -92,6 +73,9 @@ class TraceSink:
         with contextlib.suppress(OSError):
             fcntl.fcntl(self._child.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
         self.summary: dict[str, Any] = {}
+        self._status_path = status_path
+        with contextlib.suppress(OSError):
+            status_path.unlink()  # a stale one would say "ready" too early
         self._send(
             {
                 "directory": str(directory),
@@ -113,10 +97,19 @@ class TraceSink:
         """Why the sink stopped reading, once it has (the run goes on; :meth:`finish` reports it)."""
         return self._child.failed
 
-    def feed(self, events: list[Event]) -> None:
-        """A batch of events, in trace order (from one thread)."""
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait (at most ``timeout_s``) until the child has loaded what it needs; False if it has not (or failed)."""
+        deadline = time.monotonic() + timeout_s
+        while not self._status_path.exists():
+            if self._child.proc.poll() is not None or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def feed(self, rows: list[Row]) -> None:
+        """A batch of rows (:mod:`conformance.trace.rows`), in trace order (from one thread)."""
         if self.failed is None:
-            self._send([event_row(e) for e in events])
+            self._send(rows)
 
     def _send(self, obj: Any) -> None:
         self._child.write(to_frame(obj))
@@ -157,9 +150,18 @@ def _frames(fd: int, wait_s: float) -> Any:
 NICE = 5
 
 
+def _write_status(path: Path, events: int, violations: int) -> None:
+    """``"<events> <violations>"``, replaced whole (a reader never sees half a line)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{events} {violations}\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def child_main() -> int:  # pragma: no cover - runs in the child (exercised through the parent by the tests)
+    import pyarrow.parquet  # noqa: F401 - loaded now, before the run's load starts, not at the first chunk
+
     from conformance.trace.chunks import ChunkWriter
-    from pytest_keyshared.soak.live import LiveCount
+    from pytest_keyshared.soak.live import SINK_SLICE_EVENTS, LiveCount
 
     with contextlib.suppress(OSError):
         os.nice(NICE)
@@ -171,17 +173,16 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
         header = TraceHeader.from_dict(first["header"])
         chunks = ChunkWriter(Path(first["directory"]), header, rows=first["rows"])  # ages kept here (idle too)
         max_age_s = first["max_age_s"]
-        live = LiveCount(header, first["profile"]) if first["live"] else None
+        live = LiveCount(header, first["profile"], slice_events=SINK_SLICE_EVENTS) if first["live"] else None
         status = Path(first["status_path"])
         events = written = 0
+        _write_status(status, 0, 0)  # ready
         last_chunk = last_status = time.monotonic()
         for frame in frames:
             if frame is not None:
-                for row in frame:
-                    event = row_event(row)
-                    chunks.append(event)
-                    if live is not None:
-                        live.feed(event)
+                chunks.extend_rows(frame)
+                if live is not None:
+                    live.feed_rows(frame)
                 events += len(frame)
             now = time.monotonic()
             if chunks.chunks != written:  # a full chunk went out
@@ -191,7 +192,9 @@ def child_main() -> int:  # pragma: no cover - runs in the child (exercised thro
                 written, last_chunk = chunks.chunks, now
             if now - last_status >= 1.0:
                 last_status = now
-                status.write_text(f"{events} {0 if live is None else live.violations}\n", encoding="utf-8")
+                if live is not None:
+                    live.catch_up()
+                _write_status(status, events, 0 if live is None else live.violations)
         chunks.close()
         if live is not None:
             live.close()  # the last slice

@@ -11,7 +11,8 @@ import pytest
 
 from conformance.trace import SubscriptionSpec, TraceHeader, TraceWriter
 from conformance.trace.chunks import chunk_paths, read_chunks
-from pytest_keyshared.soak.sink import SinkError, TraceSink, event_row, row_event
+from conformance.trace.rows import event_row, row_event
+from pytest_keyshared.soak.sink import SinkError, TraceSink
 
 
 def _events(n: int, *, redeliver_after_ack: bool = False) -> tuple[TraceHeader, list]:
@@ -48,8 +49,10 @@ def test_rows_round_trip() -> None:
 def test_the_chunks_hold_the_events_fed_and_the_live_check_counts(tmp_path: Path) -> None:
     header, events = _events(120, redeliver_after_ack=True)
     sink = _sink(tmp_path, header)
-    for start in range(0, len(events), 64):  # as the pipeline feeds it: batches in trace order
-        sink.feed(events[start : start + 64])
+    assert sink.wait_ready(60)  # loaded what it needs; a run starts its load after this
+    rows = [event_row(e) for e in events]
+    for start in range(0, len(rows), 64):  # as the pipeline feeds it: batches of rows in trace order
+        sink.feed(rows[start : start + 64])
     summary = sink.finish(60)
     assert summary["events"] == len(events) and summary["chunks"] == len(chunk_paths(tmp_path / "trace")) == 4
     read_header, read = read_chunks(tmp_path / "trace")
@@ -62,7 +65,7 @@ def test_the_chunks_hold_the_events_fed_and_the_live_check_counts(tmp_path: Path
 def test_existing_chunks_are_refused_before_the_sink_starts(tmp_path: Path) -> None:
     header, events = _events(5)
     sink = _sink(tmp_path, header)
-    sink.feed(events)
+    sink.feed([event_row(e) for e in events])
     sink.finish(60)
     with pytest.raises(FileExistsError, match="already holds trace chunks"):
         _sink(tmp_path, header)
@@ -72,7 +75,8 @@ def test_a_dead_sink_is_reported_not_waited_on(tmp_path: Path) -> None:
     header, events = _events(5)
     sink = _sink(tmp_path, header)
     os.kill(sink.pid, signal.SIGKILL)
+    assert not sink.wait_ready(10)  # a dead sink is never ready, and the wait says so at once
     for _ in range(50):  # the pipe breaks once the child is gone
-        sink.feed(events)
+        sink.feed([event_row(e) for e in events])
     with pytest.raises(SinkError, match="trace sink process"):
         sink.finish(10)

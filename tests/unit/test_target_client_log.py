@@ -10,6 +10,7 @@ same against a live broker.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from conformance.trace import SubscriptionSpec, TraceHeader, TraceWriter
@@ -227,6 +228,30 @@ def test_a_receive_is_recorded_after_the_loss_its_client_logged_before_it(tmp_pa
     # c1's client handed over a redelivered message: the watch reads the log before the receive is recorded
     run.recorder.receive("c1", Delivery(key="key-00", msg_id="0:3:-1:-1", uid="p1:4", redelivery_count=1))
     assert run.ops() == ["fault"] * 6 + ["receive"]
+
+
+def test_a_look_while_another_is_under_way_waits_for_its_faults(tmp_path: Path) -> None:
+    """The look skips the lock only when no log grew and no look holds it: a look under way may have read the
+    loss lines past our offset and not recorded them yet, and a receive must come after them."""
+    run = Run(tmp_path)
+    opened(run)
+    assert run.watch.poll() == 0  # nothing new: the quiet look
+    run.write(RESTART)
+    source = run.watch.sources[0]
+    assert source.has_news()
+    with run.watch._lock:  # as another thread's look would: it has read the lines, not yet recorded them
+        lines = source.read_lines(run.watch.chunk_bytes)
+        assert lines and not source.has_news()  # nothing past the offset now, but the look is under way
+        receiver = threading.Thread(
+            target=run.recorder.receive,
+            args=("c1", Delivery(key="key-00", msg_id="0:3:-1:-1", uid="p1:4", redelivery_count=1)),
+        )
+        receiver.start()
+        receiver.join(0.3)
+        assert receiver.is_alive()  # it waits for the look under way instead of recording at once
+        run.watch._process(0, source, lines)
+    receiver.join(10)
+    assert not receiver.is_alive() and run.ops() == ["fault"] * 3 + ["receive"]
 
 
 def test_half_written_lines_wait_for_their_end(tmp_path: Path) -> None:
