@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import gzip
 import sys
 from typing import Any
@@ -67,14 +68,54 @@ def run(args: argparse.Namespace) -> int:
     if args.spark_parts is not None and args.spark_parts < 1:
         raise InvalidArgument(f"--spark-parts must be at least 1, not {args.spark_parts}")
     look_at(args.trace)
-    verdict = check_file(
-        args.trace, profile=args.profile, engine=args.engine, spark_master=args.spark_master, parts=args.spark_parts
-    )
-    if args.json:
-        print(verdict.to_json_text())
-    else:
-        print(verdict.render(max_per_kind=max(args.max_examples, 0)))
-    return verdict_exit(verdict)
+    # the `keyshared` program checking on the Python engine: the process ends after the verdict
+    alone = bool(getattr(args, "whole_process", False)) and args.engine == "python"
+    if alone:
+        _decide_without_pandas()
+        gc.disable()  # the checker pauses it anyway; kept off to the end, see below
+    try:
+        verdict = check_file(
+            args.trace, profile=args.profile, engine=args.engine, spark_master=args.spark_master, parts=args.spark_parts
+        )
+        if args.json:
+            print(verdict.to_json_text())
+        else:
+            print(verdict.render(max_per_kind=max(args.max_examples, 0)))
+        return verdict_exit(verdict)
+    finally:
+        if alone:
+            # The checker's state (millions of objects, in reference cycles) is garbage now.  Collecting it, when
+            # the collector runs again or at exit, would take a cyclic collection over all of it (a tenth of a
+            # second per million events) in a process about to end: frozen, it is left to the operating system.
+            gc.freeze()
+
+
+class _RefusePandas:
+    """A meta-path finder that refuses to import pandas (used for a moment by :func:`_decide_without_pandas`)."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas":
+            raise ImportError("pandas is not needed to check a trace")
+
+
+def _decide_without_pandas() -> None:
+    """Let pyarrow decide, once for the process, that it works without pandas.
+
+    The first time pyarrow converts a Python value it imports pandas (if installed, as with the ``spark``
+    extra) to see whether the value is a pandas object: a third of a second of start-up that the Python engine
+    never needs.  Only for the ``keyshared`` program on the Python engine (the process ends after the check):
+    in that process pyarrow's pandas conversions are then unavailable; ``import pandas`` itself still works.
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    sys.meta_path.insert(0, _RefusePandas)
+    try:
+        pa.scalar(0)  # pyarrow's probe: import pandas, once per process
+    finally:
+        sys.meta_path.remove(_RefusePandas)
 
 
 def check_file(
