@@ -70,12 +70,19 @@ def run(args: argparse.Namespace) -> int:
     look_at(args.trace)
     # the `keyshared` program checking on the Python engine: the process ends after the verdict
     alone = bool(getattr(args, "whole_process", False)) and args.engine == "python"
+    kept: list[Any] | None = None
     if alone:
         _decide_without_pandas()
         gc.disable()  # the checker pauses it anyway; kept off to the end, see below
+        kept = []
     try:
         verdict = check_file(
-            args.trace, profile=args.profile, engine=args.engine, spark_master=args.spark_master, parts=args.spark_parts
+            args.trace,
+            profile=args.profile,
+            engine=args.engine,
+            spark_master=args.spark_master,
+            parts=args.spark_parts,
+            keep=kept,
         )
         if args.json:
             print(verdict.to_json_text())
@@ -83,10 +90,12 @@ def run(args: argparse.Namespace) -> int:
             print(verdict.render(max_per_kind=max(args.max_examples, 0)))
         return verdict_exit(verdict)
     finally:
-        if alone:
-            # The checker's state (millions of objects, in reference cycles) is garbage now.  Collecting it, when
-            # the collector runs again or at exit, would take a cyclic collection over all of it (a tenth of a
-            # second per million events) in a process about to end: frozen, it is left to the operating system.
+        if kept is not None:
+            # The checker's state (millions of objects) is garbage now, in a process about to end.  Freeing it
+            # object by object, and a cyclic collection over all of it (at exit, if not before), would take a
+            # quarter of a second per million events: it is kept alive to the end (a list holding itself, which
+            # no reference count frees) and frozen (no collection looks at it): the operating system frees it.
+            kept.append(kept)
             gc.freeze()
 
 
@@ -125,11 +134,13 @@ def check_file(
     engine: str = "python",
     spark_master: str = "local[*]",
     parts: int | None = None,
+    keep: list[Any] | None = None,
 ) -> Any:
     """The verdict on a stored trace, as every command that judges a file gives it.
 
     A file with no header and no events is refused (:class:`TraceFormatError`, exit 2); a header without events
     is ``unknown``; anything else is judged by ``engine``.  With Spark, a URI only Spark reads goes straight to it.
+    ``keep``: on the Python engine, a list the checker is appended to (:func:`~conformance.checks.api.check_source`).
     """
     from conformance.checks import check_trace, get_profile
     from conformance.trace.reader import open_trace
@@ -142,7 +153,9 @@ def check_file(
         return _nothing_to_judge(check_trace(source, profile=chosen, engine="python"))
     if engine == "spark":
         return _check_on_spark(source, chosen, spark_master, parts)
-    return check_trace(source, profile=chosen, engine="python")
+    from conformance.checks.api import check_source
+
+    return check_source(source, chosen, keep=keep)
 
 
 def _holds_events(source: Any) -> bool:
