@@ -123,3 +123,15 @@ def test_the_program_gives_what_main_gives(tmp_path: Path, capsys: pytest.Captur
     probe += "import pandas, pyarrow; print('pandas', pandas.__name__)"
     ran = subprocess.run([sys.executable, "-c", probe, str(good)], capture_output=True, text=True, timeout=120)
     assert ran.stdout.strip().endswith("pandas pandas"), ran.stderr
+
+
+def test_check_source_keeps_the_checker_it_is_given_a_list_for(tmp_path: Path) -> None:
+    """``keep`` (what the ``keyshared`` program passes) changes nothing but who holds the checker afterwards."""
+    from conformance.checks.api import TraceChecker, check_source
+    from conformance.trace.reader import open_trace
+
+    path = convert_to_parquet(broken().write(tmp_path / "b.jsonl"), tmp_path / "b.parquet")
+    kept: list[object] = []
+    verdict = check_source(open_trace(path), keep=kept)
+    assert [type(c) for c in kept] == [TraceChecker]
+    assert verdict.to_json() == check_source(open_trace(path)).to_json()
