@@ -252,17 +252,28 @@ def check_trace(
     return check_events(trace, header=header, profile=profile)
 
 
-def check_source(source: TraceSource, profile: str | Profile | None = None, *, use_threads: bool = False) -> Verdict:
+def check_source(
+    source: TraceSource,
+    profile: str | Profile | None = None,
+    *,
+    use_threads: bool = False,
+    keep: list[Any] | None = None,
+) -> Verdict:
     """The streaming engine over a stored trace, on the columnar fast path when it can be used.
 
     The cyclic garbage collector is paused meanwhile: the engine allocates millions of small objects that
     live until the end, and CPython's generational collections would rescan them again and again (a third
     of the run time on large traces).  It is restored afterwards, whatever happens.
+
+    ``keep``: a list the checker is appended to, so that its state outlives the call (a process that ends
+    next, the ``keyshared`` program, then never spends the time freeing millions of objects one by one).
     """
     paused = gc.isenabled()
     gc.disable()
     try:
         checker = TraceChecker(source.header, profile)
+        if keep is not None:
+            keep.append(checker)
         try:
             if checker.needs_events:
                 raise FastPathUnavailable("a check of this trace reads typed events")
@@ -270,6 +281,8 @@ def check_source(source: TraceSource, profile: str | Profile | None = None, *, u
                 checker.feed_batch(batch)
         except FastPathUnavailable:
             checker = TraceChecker(source.header, profile)
+            if keep is not None:
+                keep.append(checker)
             for event in source.events():
                 checker.feed(event)
         return checker.finish()

@@ -175,7 +175,12 @@ class Timeline:
         self._members: dict[int, Any] = {}
         self._slots: dict[str, int] = {}
         self._slot_of = empty.state.slot_of
-        self._owner: dict[str, int | None] = {}  # key -> consumer id in the head state (cleared on change)
+        #: key -> consumer id in the head state; on a change, kept for the keys whose slot kept its owner
+        self._owner: dict[str, int | None] = {}
+        #: the head state's table (slot -> consumer) its cached owners were read from, and how many of its slots
+        #: ``select`` reads from it directly (None: every cached owner is forgotten at the next change)
+        self._owner_table: list[Any] | None = None
+        self._owner_direct = 0
 
     # --- feeding ---------------------------------------------------------------------------------------------
     def apply(self, change: Change) -> Refusal | None:
@@ -298,7 +303,31 @@ class Timeline:
         self.frontier = frontier
         self.head = head
         self.heads.append(head)
-        self._owner = {}
+        self._keep_owners(head.state)
+
+    def _keep_owners(self, state: Any) -> None:
+        """The head changed to ``state``: forget the cached owner of every key whose slot may have changed hands.
+
+        A membership change moves a few hash ranges (a join splits one, a leave merges one): the owners of the
+        other keys stay as they were, and clearing them all would send every key back through the selector
+        (a quarter of a million times on a 3M-event trace).  Where ``select`` reads its answer from the state's
+        table, a slot whose entry is the very same consumer object in the old and the new table kept its owner;
+        any other cached key is forgotten (all of them when either table cannot be read that way).
+        """
+        table, direct = _direct_table(state)
+        old, old_direct = self._owner_table, self._owner_direct
+        owners = self._owner
+        if owners:
+            if table is None or old is None or len(old) != len(table):
+                self._owner = {}
+            else:
+                slots = self._slots
+                limit = min(direct, old_direct)
+                for key in list(owners):
+                    slot = slots[key]
+                    if not 0 <= slot < limit or old[slot] is not table[slot]:
+                        del owners[key]
+        self._owner_table, self._owner_direct = table, direct
 
     def _removal_variants(self, node: Node) -> Iterator[Node]:
         """``node`` with each non-empty subset of its pending crashes removed (in crash order)."""
@@ -369,6 +398,25 @@ class Timeline:
             ref = node.state.select(slot)
             names.append("nobody" if ref is None else ref.name)
         return names
+
+
+def _direct_table(state: Any) -> tuple[list[Any] | None, int]:
+    """``(table, n)``: the selector state's slot table, and how many of its first slots ``state.select(slot)``
+    answers with ``table[slot]``; ``(None, 0)`` for a selector whose ``select`` is not that (a ring searched by
+    bisection, or a list of candidates)."""
+    from reference_model.selectors.auto_split import AutoSplitSelector
+    from reference_model.selectors.base import Selector
+
+    select = type(state).select
+    if select is not Selector.select and select is not AutoSplitSelector.select:
+        return None, 0
+    table = state._table
+    if table is None:  # built as Selector.select builds it
+        table = state._table = state._build_table()
+    direct = len(table)
+    if select is AutoSplitSelector.select and state._mod_in_select:
+        direct = min(direct, state._range_size)  # a slot past the range wraps around
+    return table, direct
 
 
 # --- violations --------------------------------------------------------------------------------------------

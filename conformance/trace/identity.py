@@ -127,8 +127,11 @@ def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, 
         def spread(values: Any) -> Any:
             return pa.DictionaryArray.from_arrays(indices, values)
 
+        # the streams of the distinct ids repeat (one per partition): their own dictionary, of distinct streams
+        streams = pc.dictionary_encode(stream)
+        by_stream = pa.DictionaryArray.from_arrays(pc.take(streams.indices, indices), streams.dictionary)
         ledger, entry, batch = (pc.take(x, indices) for x in position)
-        return spread(key), spread(stream), spread(canon), (ledger, entry, batch)
+        return spread(key), by_stream, spread(canon), (ledger, entry, batch)
     base = pc.take(pa.array([b for b, _ in normalized], pa.string()), encoded.indices)
     named = pc.take(pa.array([p for _, p in normalized], pa.int64()), encoded.indices)
     return _derive(base, named, msg_id)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import gzip
 import sys
 from typing import Any
@@ -67,14 +68,63 @@ def run(args: argparse.Namespace) -> int:
     if args.spark_parts is not None and args.spark_parts < 1:
         raise InvalidArgument(f"--spark-parts must be at least 1, not {args.spark_parts}")
     look_at(args.trace)
-    verdict = check_file(
-        args.trace, profile=args.profile, engine=args.engine, spark_master=args.spark_master, parts=args.spark_parts
-    )
-    if args.json:
-        print(verdict.to_json_text())
-    else:
-        print(verdict.render(max_per_kind=max(args.max_examples, 0)))
-    return verdict_exit(verdict)
+    # the `keyshared` program checking on the Python engine: the process ends after the verdict
+    alone = bool(getattr(args, "whole_process", False)) and args.engine == "python"
+    kept: list[Any] | None = None
+    if alone:
+        _decide_without_pandas()
+        gc.disable()  # the checker pauses it anyway; kept off to the end, see below
+        kept = []
+    try:
+        verdict = check_file(
+            args.trace,
+            profile=args.profile,
+            engine=args.engine,
+            spark_master=args.spark_master,
+            parts=args.spark_parts,
+            keep=kept,
+        )
+        if args.json:
+            print(verdict.to_json_text())
+        else:
+            print(verdict.render(max_per_kind=max(args.max_examples, 0)))
+        return verdict_exit(verdict)
+    finally:
+        if kept is not None:
+            # The checker's state (millions of objects) is garbage now, in a process about to end.  Freeing it
+            # object by object, and a cyclic collection over all of it (at exit, if not before), would take a
+            # quarter of a second per million events: it is kept alive to the end (a list holding itself, which
+            # no reference count frees) and frozen (no collection looks at it): the operating system frees it.
+            kept.append(kept)
+            gc.freeze()
+
+
+class _RefusePandas:
+    """A meta-path finder that refuses to import pandas (used for a moment by :func:`_decide_without_pandas`)."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas":
+            raise ImportError("pandas is not needed to check a trace")
+
+
+def _decide_without_pandas() -> None:
+    """Let pyarrow decide, once for the process, that it works without pandas.
+
+    The first time pyarrow converts a Python value it imports pandas (if installed, as with the ``spark``
+    extra) to see whether the value is a pandas object: a third of a second of start-up that the Python engine
+    never needs.  Only for the ``keyshared`` program on the Python engine (the process ends after the check):
+    in that process pyarrow's pandas conversions are then unavailable; ``import pandas`` itself still works.
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    sys.meta_path.insert(0, _RefusePandas)
+    try:
+        pa.scalar(0)  # pyarrow's probe: import pandas, once per process
+    finally:
+        sys.meta_path.remove(_RefusePandas)
 
 
 def check_file(
@@ -84,11 +134,13 @@ def check_file(
     engine: str = "python",
     spark_master: str = "local[*]",
     parts: int | None = None,
+    keep: list[Any] | None = None,
 ) -> Any:
     """The verdict on a stored trace, as every command that judges a file gives it.
 
     A file with no header and no events is refused (:class:`TraceFormatError`, exit 2); a header without events
     is ``unknown``; anything else is judged by ``engine``.  With Spark, a URI only Spark reads goes straight to it.
+    ``keep``: on the Python engine, a list the checker is appended to (:func:`~conformance.checks.api.check_source`).
     """
     from conformance.checks import check_trace, get_profile
     from conformance.trace.reader import open_trace
@@ -101,7 +153,9 @@ def check_file(
         return _nothing_to_judge(check_trace(source, profile=chosen, engine="python"))
     if engine == "spark":
         return _check_on_spark(source, chosen, spark_master, parts)
-    return check_trace(source, profile=chosen, engine="python")
+    from conformance.checks.api import check_source
+
+    return check_source(source, chosen, keep=keep)
 
 
 def _holds_events(source: Any) -> bool:

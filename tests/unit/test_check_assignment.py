@@ -203,3 +203,41 @@ def test_a_bad_selector_in_the_header_leaves_misassigned_unjudged() -> None:
     verdict = check_trace(b.events, header=b.header)
     assert Kind.MISASSIGNED in verdict.unjudged
     assert any("consistent-hashing" in n for n in verdict.notes)  # the did-you-mean survives into the note
+
+
+def test_cached_owners_kept_across_membership_changes_are_the_selectors_answers() -> None:
+    """The timeline keeps a key's cached owner across a change only where the head's slot kept its owner: after
+    every change of a random churn (joins, leaves, crashes), each key's owner as the hot path reads it equals
+    the head state's fresh answer, for every selector kind and era."""
+    import random
+
+    from conformance.checks.assignment import Change, Timeline, selector_factory
+    from reference_model.selectors import SELECTOR_KINDS
+
+    keys = [f"key-{n}" for n in range(120)]
+    checked = 0
+    for kind in SELECTOR_KINDS:
+        for version in ("2.10", "3.0", "4.0"):
+            for classic in (False, True):
+                rng = random.Random(f"{kind}{version}{classic}")
+                tl = Timeline(selector_factory(SelectorSpec(kind, version), classic), kind == "sticky")
+                live: dict[int, str] = {}
+                for index in range(1, 40):
+                    if live and (len(live) >= 5 or rng.random() < 0.45):
+                        inc = rng.choice(sorted(live))
+                        change = Change(index, index, rng.choice(("close", "close", "crash")), inc, live.pop(inc))
+                    else:
+                        lo = rng.randrange(0, 60000)
+                        ranges = ((lo, lo + rng.randrange(1, 5000)),) if kind == "sticky" else None
+                        live[index] = f"c{index}"
+                        change = Change(index, index, "open", index, f"c{index}", ranges)
+                    tl.apply(change)
+                    if tl.broken_at is not None:
+                        break
+                    for key in rng.sample(keys, 30):  # the hot path: fills the cache
+                        tl.latest_owner(key)
+                    for key in keys:
+                        fresh = tl.head.state.select(tl.slot(key))
+                        assert tl.latest_owner(key) == (None if fresh is None else fresh.consumer_id), (kind, key)
+                        checked += 1
+    assert checked > 20_000

@@ -93,3 +93,45 @@ class _no_raise:
 
     def __exit__(self, *exc: object) -> bool:
         return False
+
+
+def test_the_program_gives_what_main_gives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``keyshared check`` as its own process (which skips the final garbage collection and pyarrow's pandas
+    probe) prints the same verdict and exits with the same code as ``main`` in this process; bad input is still
+    one line and exit 2; pandas stays importable in that process."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    good = convert_to_parquet(broken().write(tmp_path / "b.jsonl"), tmp_path / "b.parquet")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"i": 0, "t": 0, "op": "recieve"}\n')
+    for path, code in ((good, 1), (bad, 2)):
+        assert main(["check", str(path), "--json"]) == code
+        inside = capsys.readouterr()
+        ran = subprocess.run(
+            [sys.executable, "-m", "pytest_keyshared.cli", "check", str(path), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (ran.returncode, ran.stdout, ran.stderr) == (code, inside.out, inside.err)
+    if importlib.util.find_spec("pandas") is None:  # installed with the spark extra (as in CI)
+        return
+    probe = "import runpy, sys; sys.argv = ['keyshared', 'check', sys.argv[1]]\n"
+    probe += "try:\n    runpy.run_module('pytest_keyshared.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+    probe += "import pandas, pyarrow; print('pandas', pandas.__name__)"
+    ran = subprocess.run([sys.executable, "-c", probe, str(good)], capture_output=True, text=True, timeout=120)
+    assert ran.stdout.strip().endswith("pandas pandas"), ran.stderr
+
+
+def test_check_source_keeps_the_checker_it_is_given_a_list_for(tmp_path: Path) -> None:
+    """``keep`` (what the ``keyshared`` program passes) changes nothing but who holds the checker afterwards."""
+    from conformance.checks.api import TraceChecker, check_source
+    from conformance.trace.reader import open_trace
+
+    path = convert_to_parquet(broken().write(tmp_path / "b.jsonl"), tmp_path / "b.parquet")
+    kept: list[object] = []
+    verdict = check_source(open_trace(path), keep=kept)
+    assert [type(c) for c in kept] == [TraceChecker]
+    assert verdict.to_json() == check_source(open_trace(path)).to_json()

@@ -122,6 +122,27 @@ def test_read_ahead_stops_its_thread_when_the_caller_stops_reading() -> None:
     assert not thread.is_alive()
 
 
+def test_read_ahead_shortens_the_switch_interval_while_it_runs_and_restores_it() -> None:
+    """The reader thread gets the GIL quickly while a read-ahead runs; afterwards the interval is the caller's,
+    also when the caller stops early or two read-aheads overlap."""
+    import sys
+
+    from conformance.trace.readahead import SWITCH_INTERVAL_S
+
+    before = sys.getswitchinterval()
+    outer = read_ahead(lambda: iter(range(10)), depth=1)
+    assert next(outer) == 0
+    assert sys.getswitchinterval() == pytest.approx(min(before, SWITCH_INTERVAL_S))
+    assert list(read_ahead(lambda: iter(range(3)))) == [0, 1, 2]
+    assert sys.getswitchinterval() == pytest.approx(min(before, SWITCH_INTERVAL_S))  # the outer one still runs
+    outer.close()
+    assert sys.getswitchinterval() == before
+    with pytest.raises(ValueError, match="boom"):
+        for _ in read_ahead(lambda: iter([int("boom")])):
+            pass
+    assert sys.getswitchinterval() == before
+
+
 def test_a_malformed_trace_read_ahead_is_refused_with_the_exact_words(tmp_path: Path) -> None:
     """The read-ahead thread finds the problem; the caller gets the exact path's TraceFormatError."""
     import pyarrow.parquet as pq
