@@ -117,8 +117,16 @@ def _check_source(
     from conformance.trace.reader import FastPathUnavailable
 
     path = str(source.path.resolve())
+    context = getattr(session, "sparkContext", session)
+    n_parts = parts if parts is not None else max(1, int(context.defaultParallelism))
+    if n_parts > 1 and (plan is None or plan.parts != n_parts):
+        # planned once, here, not in every task (each would read the whole trace for it); the tasks then read,
+        # validate and decode only their own rows (conformance.spark.rows)
+        plan = plan_trace(source, n_parts)
+        if plan is None:  # malformed, or a form the plan cannot read: one task checks it whole (or words why not)
+            n_parts = 1
     try:
-        return run_tasks(session, [(source.header, ("path", path))], profile, parts=parts, plans=[plan])[0]
+        return run_tasks(session, [(source.header, ("path", path))], profile, parts=n_parts, plans=[plan])[0]
     except Exception as failure:
         try:
             for _ in source.batches():  # the reader's own words for what is wrong (TraceFormatError)
@@ -297,6 +305,10 @@ def check_task(
     inexact, the whole trace in part 0.  Returns ``(checked whole, [(pass, result)])``."""
     from conformance.spark.split import one_pass_batches, part_batches, plan_source
 
+    if plan is not None and not plan.mixed and parts > 1 and given[0] == "path":
+        own = _own_rows(header, profile, given[1], part, plan, one_pass)
+        if own is not None:
+            return False, own
     full, plan_read = _readers(given)
     if parts == 1:
         return False, [(WHOLE, check_part(header, profile, full()))]
@@ -311,6 +323,27 @@ def check_task(
         scope.feed(scope_batch)
         identity.feed(identity_batch)
     return False, [(SCOPE, scope.result(plan.copies(part))), (IDENTITY, identity.result())]
+
+
+def _own_rows(
+    header: TraceHeader, profile: str | Profile | None, path: str, part: int, plan: Plan, one_pass: bool
+) -> list[tuple[int, PartResult]] | None:
+    """A part of a Parquet trace planned by the driver: only its rows are validated and checked
+    (:mod:`conformance.spark.rows`); None for another format (the task reads it whole)."""
+    from conformance.spark.rows import own_batches, own_part_batches
+    from conformance.trace.reader import open_trace
+
+    source = open_trace(path)
+    if source.format != "parquet":
+        return None
+    if plan.one_pass and one_pass:
+        batches = (rows for rows, _scope, _identity in own_batches(source, plan, part, identity=False))
+        return [(WHOLE, check_part(header, profile, batches, plan.copies(part)))]
+    scope, identity = PartChecker(header, profile), PartChecker(header, profile)
+    for scope_batch, identity_batch in own_part_batches(source, plan, part):
+        scope.feed(scope_batch)
+        identity.feed(identity_batch)
+    return [(SCOPE, scope.result(plan.copies(part))), (IDENTITY, identity.result())]
 
 
 def plan_trace(source: TraceSource, parts: int) -> Plan | None:
