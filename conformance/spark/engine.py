@@ -348,15 +348,19 @@ def _own_rows(
 
 def plan_trace(source: TraceSource, parts: int) -> Plan | None:
     """The split of a stored trace into ``parts`` (None if it cannot be planned: the tasks then check it whole
-    or fail with the reader's error)."""
+    or fail with the reader's error), planned by as many threads as this process has cores."""
+    import os
+
     from conformance.spark.split import plan_source
 
-    _full, plan_read = _readers(("path", str(source.path.resolve())))
-    return plan_source(plan_read, parts)
+    _full, plan_read = _readers(("path", str(source.path.resolve())), plan_batch=1 << 18)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return plan_source(plan_read, parts, threads=cores)
 
 
-def _readers(given: TaskInput) -> tuple[Any, Any]:
-    """``(the trace's batches for the checker, its batches for the plan)``, each a function that reads anew."""
+def _readers(given: TaskInput, *, plan_batch: int = 65536) -> tuple[Any, Any]:
+    """``(the trace's batches for the checker, its batches for the plan)``, each a function that reads anew
+    (a Parquet trace's plan batches: ``plan_batch`` rows)."""
     import pyarrow as pa
 
     kind, payload = given
@@ -381,7 +385,7 @@ def _readers(given: TaskInput) -> tuple[Any, Any]:
         for path in source.files:
             pf = pq.ParquetFile(path)
             present = [c for c in PLAN_COLUMNS if c in pf.schema_arrow.names]
-            yield from pf.iter_batches(batch_size=65536, columns=present, use_threads=False)
+            yield from pf.iter_batches(batch_size=plan_batch, columns=present, use_threads=False)
 
     return source.batches, plan_columns
 
