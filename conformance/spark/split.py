@@ -201,62 +201,90 @@ def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool) -> Plan:
     mixed = False
     # scope pass: each message's events to the part of its key (a message: its hashed (ledger, entry, batch index))
     if len(got["m_row"]):
-        order, starts, group = _groups(got["m_id"])
-        keyed, has_keyed = got["m_keyed"][order], got["m_has_keyed"][order]
-        kmin = np.minimum.reduceat(np.where(has_keyed, keyed, _MAX), starts)
-        kmax = np.maximum.reduceat(np.where(has_keyed, keyed, np.uint64(0)), starts)
-        any_keyed = np.logical_or.reduceat(has_keyed, starts)
+        group, ids = _groups(got["m_id"])
+        keyed, has_keyed, has_any = got["m_keyed"], got["m_has_keyed"], got["m_has_any"]
+        kmin = _least(group, len(ids), np.where(has_keyed, keyed, _MAX))
+        kmax = _most(group, len(ids), np.where(has_keyed, keyed, np.uint64(0)))
+        any_keyed = _any(group, len(ids), has_keyed)
         mixed = bool(np.any(any_keyed & (kmin != kmax)))
-        has_any = got["m_has_any"][order]  # the key hashes again: any event's key, where it carries one
-        amin = np.minimum.reduceat(np.where(has_any, keyed, _MAX), starts)
-        chosen = np.where(any_keyed, kmin, np.where(np.logical_or.reduceat(has_any, starts), amin, _EMPTY))
-        scope[got["m_row"][order]] = (chosen[group] % np.uint64(parts)).astype(np.int32)
+        amin = _least(group, len(ids), np.where(has_any, keyed, _MAX))  # any event's key, where it carries one
+        chosen = np.where(any_keyed, kmin, np.where(_any(group, len(ids), has_any), amin, _EMPTY))
+        scope[got["m_row"]] = (chosen[group] % np.uint64(parts)).astype(np.int32)
     # identity pass: by (producer, seq); a uid's events where its publishes' (producer, seq) goes
     identity = np.full(len(scope), NONE, np.int32)
     p_row, p_ps, own = got["p_row"], got["p_ps"], ~got["p_uid"]  # a publish without a uid: by its own
     identity[p_row[own]] = (p_ps[own] % np.uint64(parts)).astype(np.int32)
     single = one_pass
     if len(got["u_row"]):
-        order, starts, group = _groups(got["u_id"])
-        u_ps, is_pub = got["u_ps"][order], got["u_pub"][order]
-        pmin = np.minimum.reduceat(np.where(is_pub, u_ps, _MAX), starts)
-        pmax = np.maximum.reduceat(np.where(is_pub, u_ps, np.uint64(0)), starts)
-        published = np.logical_or.reduceat(is_pub, starts)
+        group, ids = _groups(got["u_id"])
+        u_ps, is_pub = got["u_ps"], got["u_pub"]
+        pmin = _least(group, len(ids), np.where(is_pub, u_ps, _MAX))
+        pmax = _most(group, len(ids), np.where(is_pub, u_ps, np.uint64(0)))
+        published = _any(group, len(ids), is_pub)
         mixed = mixed or bool(np.any(published & (pmin != pmax)))
-        alone = _mix(got["u_id"][order][starts] ^ np.uint64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
+        alone = _mix(ids ^ np.uint64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
         route = np.where(published, pmin, alone)
-        u_rows = got["u_row"][order]
+        u_rows = got["u_row"]
         identity[u_rows] = (route[group] % np.uint64(parts)).astype(np.int32)
-        single = single and _one_part_per_group(scope[u_rows], starts)  # a uid's publishes and receives
+        single = single and _one_part_per_group(scope[u_rows], group, len(ids))  # a uid's publishes and receives
     if single and not mixed and len(p_row):  # and each (producer, seq)'s publishes, with or without a uid
-        order, starts, _group = _groups(p_ps)
-        single = _one_part_per_group(scope[p_row[order]], starts)
+        group, ids = _groups(p_ps)
+        single = _one_part_per_group(scope[p_row], group, len(ids))
     small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
     return Plan(parts, scope.astype(small), identity.astype(small), mixed, single and not mixed)
 
 
-def _one_part_per_group(parts: Any, starts: Any) -> bool:
-    """Whether each run of ``parts`` (runs starting at ``starts``) holds one value.
+def _one_part_per_group(parts: Any, group: Any, groups: int) -> bool:
+    """Whether the ``parts`` of each group (``group``: each element's group number) are one value.
 
     Used for the one-pass test: the evidence for a (producer, seq) is its publishes and the receives of its
     uids; when every uid's events share a scope part and every (producer, seq)'s publishes do, all of it does.
     """
     import numpy as np
 
-    return bool(np.array_equal(np.minimum.reduceat(parts, starts), np.maximum.reduceat(parts, starts)))
+    wide = parts.astype(np.int64)
+    low = np.full(groups, np.iinfo(np.int64).max, np.int64)
+    high = np.full(groups, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(low, group, wide)
+    np.maximum.at(high, group, wide)
+    return bool(np.array_equal(low, high))
 
 
-def _groups(ids: Any) -> tuple[Any, Any, Any]:
-    """``(order, starts, group)``: ``ids[order]`` sorted, where each run of equal ids starts, and each sorted
-    element's run number."""
+def _groups(ids: Any) -> tuple[Any, Any]:
+    """``(group, uniques)``: each element's group number (equal ids, one group) and each group's id — a hash
+    table (pyarrow's, in C++), not a sort: a trace's ids come in no order worth sorting."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(pa.array(ids))
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_numpy(zero_copy_only=False)
+
+
+def _least(group: Any, groups: int, values: Any) -> Any:
+    """The least uint64 of each group (``_MAX`` for none)."""
     import numpy as np
 
-    order = np.argsort(ids)
-    ranked = ids[order]
-    first = np.empty(len(ranked), bool)
-    first[0] = True
-    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
-    return order, np.flatnonzero(first), np.cumsum(first) - 1
+    out = np.full(groups, _MAX, np.uint64)
+    np.minimum.at(out, group, values)
+    return out
+
+
+def _most(group: Any, groups: int, values: Any) -> Any:
+    """The greatest uint64 of each group (0 for none)."""
+    import numpy as np
+
+    out = np.zeros(groups, np.uint64)
+    np.maximum.at(out, group, values)
+    return out
+
+
+def _any(group: Any, groups: int, flags: Any) -> Any:
+    """Whether any element of each group is flagged."""
+    import numpy as np
+
+    out = np.zeros(groups, bool)
+    out[group[flags]] = True
+    return out
 
 
 def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]]) -> None:

@@ -213,3 +213,12 @@ def test_a_bad_row_in_one_parts_rows_fails_that_task(fault: str, tmp_path: Any) 
     with pytest.raises(TraceFormatError) as python_engine:
         check_trace(path)
     assert python_engine.value.where is not None and python_engine.value.where.startswith("row ")
+
+
+def test_a_plan_made_in_threads_is_the_plan_made_in_one() -> None:
+    """The driver plans batches in several threads (``threads``): the same plan, batch order kept."""
+    for _header, events in traces(6, seed=77):
+        batches = table_of(events).to_batches(max_chunksize=16)  # many batches: the threads interleave
+        one, many = plan_split(batches, 3), plan_split(batches, 3, threads=3)
+        assert np.array_equal(one.scope, many.scope) and np.array_equal(one.identity, many.identity)
+        assert (one.mixed, one.one_pass) == (many.mixed, many.one_pass)
