@@ -6,8 +6,10 @@ The rules are not written here: every part runs the streaming checker itself
 runs the parts.
 
 :func:`run_tasks` (stored traces this machine's executors can read, and events in memory): one Spark job of one
-task per (trace, part); each task reads its trace with pyarrow, plans the split (:mod:`conformance.spark.split`,
-the same plan in every task) and checks its part.  Nothing but a few result rows crosses the JVM: no shuffle.
+task per (trace, part); each task reads its trace with pyarrow and checks its part.  A stored trace is planned
+once, by the driver (:func:`plan_trace`, :mod:`conformance.spark.split`), and each task of a Parquet trace then
+validates and decodes only its own rows (:mod:`conformance.spark.rows`); events in memory (many small traces)
+are planned by each task.  Nothing but a few result rows crosses the JVM: no shuffle.
 Many small traces share one job (the differential tests check 240 in one).
 
 :func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,

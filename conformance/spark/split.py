@@ -17,8 +17,9 @@ for: a uid's receives go where its publishes' ``(producer, seq)`` goes; a publis
 A message whose receives and stored publishes carry two keys, or a uid published with two ``(producer, seq)``,
 makes the split inexact (:attr:`Plan.mixed`): such a trace is checked whole, in one part.
 
-Why a plan and not Spark windows: every task reads the trace itself with pyarrow (the columns the plan needs,
-a few hundred MB/s), computes the same plan with vectorised code, and keeps its own part's events.  Nothing
+Why a plan and not Spark windows: the driver reads the columns the plan needs with pyarrow (a few hundred
+MB/s), computes the plan with vectorised code (message ids, uids and (producer, seq) grouped by a hash table),
+and ships it with the tasks, which keep their own part's events (events in memory: each task plans them).  Nothing
 crosses the JVM but a few result rows — no shuffle, no row conversion — which on a 2-core machine cost ten
 times the checking itself.  A part is a hash of its key (:func:`hash_strings`, the same on every machine),
 modulo the number of parts.  This module imports pyarrow and numpy only (no Spark): the tests run it directly.
