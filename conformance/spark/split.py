@@ -186,11 +186,14 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True, thr
         for name in _PIECES:
             pieces[name] += got[name]
     done.clear()
-    return _planned(pieces, parts, one_pass)
+    return _planned(pieces, parts, one_pass, threads)
 
 
-def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool) -> Plan:
-    """The plan from every batch's pieces (:func:`_plan_batch`, in row order): the groupings across the trace."""
+def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool, threads: int = 1) -> Plan:
+    """The plan from every batch's pieces (:func:`_plan_batch`, in row order): the groupings across the trace
+    (the three hash tables built in ``threads`` threads: pyarrow releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 
     got = {}
@@ -198,11 +201,15 @@ def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool) -> Plan:
         chunks = pieces.pop(name)
         got[name] = np.concatenate(chunks) if chunks else np.zeros(0, _PIECES[name])
         del chunks
+    wanted = {"m_id": len(got["m_row"]), "u_id": len(got["u_row"]), "p_ps": one_pass and len(got["p_row"])}
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, 3)), thread_name_prefix="keyshared-plan") as pool:
+        grouped = {name: pool.submit(_groups, got[name]) for name, needed in wanted.items() if needed}
+        groups = {name: future.result() for name, future in grouped.items()}
     scope = got["scope"]
     mixed = False
     # scope pass: each message's events to the part of its key (a message: its hashed (ledger, entry, batch index))
     if len(got["m_row"]):
-        group, ids = _groups(got["m_id"])
+        group, ids = groups["m_id"]
         keyed, has_keyed, has_any = got["m_keyed"], got["m_has_keyed"], got["m_has_any"]
         kmin = _least(group, len(ids), np.where(has_keyed, keyed, _MAX))
         kmax = _most(group, len(ids), np.where(has_keyed, keyed, np.uint64(0)))
@@ -217,7 +224,7 @@ def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool) -> Plan:
     identity[p_row[own]] = (p_ps[own] % np.uint64(parts)).astype(np.int32)
     single = one_pass
     if len(got["u_row"]):
-        group, ids = _groups(got["u_id"])
+        group, ids = groups["u_id"]
         u_ps, is_pub = got["u_ps"], got["u_pub"]
         pmin = _least(group, len(ids), np.where(is_pub, u_ps, _MAX))
         pmax = _most(group, len(ids), np.where(is_pub, u_ps, np.uint64(0)))
@@ -229,7 +236,7 @@ def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool) -> Plan:
         identity[u_rows] = (route[group] % np.uint64(parts)).astype(np.int32)
         single = single and _one_part_per_group(scope[u_rows], group, len(ids))  # a uid's publishes and receives
     if single and not mixed and len(p_row):  # and each (producer, seq)'s publishes, with or without a uid
-        group, ids = _groups(p_ps)
+        group, ids = groups["p_ps"]
         single = _one_part_per_group(scope[p_row], group, len(ids))
     small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
     return Plan(parts, scope.astype(small), identity.astype(small), mixed, single and not mixed)
