@@ -12,6 +12,8 @@ kind planted; the header names a selector, so all seven checks run) as Parquet (
   and end to end from Parquet and JSON Lines — single-threaded (pyarrow without threads), with the figures it
   found.  The engine runs as built: compiled with mypyc when the package was installed with
   ``KEYSHARED_COMPILE=1`` (the README's test command), and it is timed from source too (``KEYSHARED_PURE=1``);
+* the CPU time of the Spark engine's work for 2 parts against 1, in one process (the driver's plan and each
+  task, called directly: no JVM, no Python worker start; CPU time, so a busy machine moves it little);
 * the Spark engine from Parquet on ``local[1]`` and ``local[2]`` (session start and a warm-up job excluded),
   each confined to as many cores as it has task slots (``--no-pin`` to let both use every core), with peak
   RSS of the Python driver and the JVM, and the speed-up from 1 to 2 cores: the same job (2 parts) on both,
@@ -159,6 +161,31 @@ def run_child(mode: str, path: str, master: str | None, parts: int | None = None
         )
         print(json.dumps(result))
         return
+    elif mode == "spark-cpu":  # the CPU the Spark engine's work costs, in this process (no JVM, no worker start)
+        from conformance.spark.engine import check_task, plan_trace
+        from conformance.trace.reader import TraceSource, open_trace
+
+        source = open_trace(path)
+        n = parts or 2
+        warm = _warmup_source()  # imports and first-call caches, not measured (a Python worker keeps them too)
+        assert isinstance(warm, TraceSource)
+        check_task(warm.header, None, ("path", str(warm.path)), 0, 1)
+        check_task(warm.header, None, ("path", str(warm.path)), 1, n, plan=plan_trace(warm, n))
+        start = time.process_time()  # every thread of this process (the plan runs in several)
+        check_task(source.header, None, ("path", path), 0, 1)
+        one = time.process_time() - start
+        start = time.process_time()
+        plan = plan_trace(source, n)
+        planned = time.process_time() - start
+        tasks = []
+        for part in range(n):
+            start = time.process_time()
+            check_task(source.header, None, ("path", path), part, n, plan=plan)
+            tasks.append(round(time.process_time() - start, 2))
+        result.update(one_part=round(one, 2), plan=round(planned, 2), tasks=tasks, parts=n, load=load())
+        result["ratio"] = round((planned + sum(tasks)) / one, 2)
+        print(json.dumps(result))
+        return
     else:  # spark
         from conformance.spark import build_session, check_with_spark
         from conformance.trace.reader import open_trace
@@ -301,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
                 memory += f", JVM peak {r['jvm_peak_mb']} MB, {r['parts']} part(s)"
             print(
                 f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {memory}  (load {r['load']})"
+            )
+        if not args.no_spark and size <= args.spark_max:
+            r = child("spark-cpu", str(parquet), parts=2)
+            print(
+                f"spark CPU of 2 parts against 1 (in one process, no JVM: the driver's plan + each task): {r['ratio']}x"
+                f" (1 part {r['one_part']}s; 2 parts: plan {r['plan']}s + tasks {r['tasks']}s) (load {r['load']})"
             )
         if args.cluster and not args.no_spark:
             for label, r in cluster_runs(parquet, args.dir, pin=not args.no_pin).items():

@@ -6,8 +6,10 @@ The rules are not written here: every part runs the streaming checker itself
 runs the parts.
 
 :func:`run_tasks` (stored traces this machine's executors can read, and events in memory): one Spark job of one
-task per (trace, part); each task reads its trace with pyarrow, plans the split (:mod:`conformance.spark.split`,
-the same plan in every task) and checks its part.  Nothing but a few result rows crosses the JVM: no shuffle.
+task per (trace, part); each task reads its trace with pyarrow and checks its part.  A stored trace is planned
+once, by the driver (:func:`plan_trace`, :mod:`conformance.spark.split`), and each task of a Parquet trace then
+validates and decodes only its own rows (:mod:`conformance.spark.rows`); events in memory (many small traces)
+are planned by each task.  Nothing but a few result rows crosses the JVM: no shuffle.
 Many small traces share one job (the differential tests check 240 in one).
 
 :func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,
@@ -117,8 +119,16 @@ def _check_source(
     from conformance.trace.reader import FastPathUnavailable
 
     path = str(source.path.resolve())
+    context = getattr(session, "sparkContext", session)
+    n_parts = parts if parts is not None else max(1, int(context.defaultParallelism))
+    if n_parts > 1 and (plan is None or plan.parts != n_parts):
+        # planned once, here, not in every task (each would read the whole trace for it); the tasks then read,
+        # validate and decode only their own rows (conformance.spark.rows)
+        plan = plan_trace(source, n_parts)
+        if plan is None:  # malformed, or a form the plan cannot read: one task checks it whole (or words why not)
+            n_parts = 1
     try:
-        return run_tasks(session, [(source.header, ("path", path))], profile, parts=parts, plans=[plan])[0]
+        return run_tasks(session, [(source.header, ("path", path))], profile, parts=n_parts, plans=[plan])[0]
     except Exception as failure:
         try:
             for _ in source.batches():  # the reader's own words for what is wrong (TraceFormatError)
@@ -297,6 +307,10 @@ def check_task(
     inexact, the whole trace in part 0.  Returns ``(checked whole, [(pass, result)])``."""
     from conformance.spark.split import one_pass_batches, part_batches, plan_source
 
+    if plan is not None and not plan.mixed and parts > 1 and given[0] == "path":
+        own = _own_rows(header, profile, given[1], part, plan, one_pass)
+        if own is not None:
+            return False, own
     full, plan_read = _readers(given)
     if parts == 1:
         return False, [(WHOLE, check_part(header, profile, full()))]
@@ -313,17 +327,42 @@ def check_task(
     return False, [(SCOPE, scope.result(plan.copies(part))), (IDENTITY, identity.result())]
 
 
+def _own_rows(
+    header: TraceHeader, profile: str | Profile | None, path: str, part: int, plan: Plan, one_pass: bool
+) -> list[tuple[int, PartResult]] | None:
+    """A part of a Parquet trace planned by the driver: only its rows are validated and checked
+    (:mod:`conformance.spark.rows`); None for another format (the task reads it whole)."""
+    from conformance.spark.rows import own_batches, own_part_batches
+    from conformance.trace.reader import open_trace
+
+    source = open_trace(path)
+    if source.format != "parquet":
+        return None
+    if plan.one_pass and one_pass:
+        batches = (rows for rows, _scope, _identity in own_batches(source, plan, part, identity=False))
+        return [(WHOLE, check_part(header, profile, batches, plan.copies(part)))]
+    scope, identity = PartChecker(header, profile), PartChecker(header, profile)
+    for scope_batch, identity_batch in own_part_batches(source, plan, part):
+        scope.feed(scope_batch)
+        identity.feed(identity_batch)
+    return [(SCOPE, scope.result(plan.copies(part))), (IDENTITY, identity.result())]
+
+
 def plan_trace(source: TraceSource, parts: int) -> Plan | None:
     """The split of a stored trace into ``parts`` (None if it cannot be planned: the tasks then check it whole
-    or fail with the reader's error)."""
+    or fail with the reader's error), planned by as many threads as this process has cores."""
+    import os
+
     from conformance.spark.split import plan_source
 
-    _full, plan_read = _readers(("path", str(source.path.resolve())))
-    return plan_source(plan_read, parts)
+    _full, plan_read = _readers(("path", str(source.path.resolve())), plan_batch=1 << 18)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return plan_source(plan_read, parts, threads=cores)
 
 
-def _readers(given: TaskInput) -> tuple[Any, Any]:
-    """``(the trace's batches for the checker, its batches for the plan)``, each a function that reads anew."""
+def _readers(given: TaskInput, *, plan_batch: int = 65536) -> tuple[Any, Any]:
+    """``(the trace's batches for the checker, its batches for the plan)``, each a function that reads anew
+    (a Parquet trace's plan batches: ``plan_batch`` rows)."""
     import pyarrow as pa
 
     kind, payload = given
@@ -348,7 +387,7 @@ def _readers(given: TaskInput) -> tuple[Any, Any]:
         for path in source.files:
             pf = pq.ParquetFile(path)
             present = [c for c in PLAN_COLUMNS if c in pf.schema_arrow.names]
-            yield from pf.iter_batches(batch_size=65536, columns=present, use_threads=False)
+            yield from pf.iter_batches(batch_size=plan_batch, columns=present, use_threads=False)
 
     return source.batches, plan_columns
 

@@ -19,8 +19,9 @@ for: a uid's receives go where its publishes' ``(producer, seq)`` goes; a publis
 A message whose receives and stored publishes carry two keys, or a uid published with two ``(producer, seq)``,
 makes the split inexact (:attr:`Plan.mixed`): such a trace is checked whole, in one part.
 
-Why a plan and not Spark windows: every task reads the trace itself with pyarrow (the columns the plan needs,
-a few hundred MB/s), computes the same plan with vectorised code, and keeps its own part's events.  Nothing
+Why a plan and not Spark windows: the driver reads the columns the plan needs with pyarrow (a few hundred
+MB/s), computes the plan with vectorised code (message ids, uids and (producer, seq) grouped by a hash table),
+and ships it with the tasks, which keep their own part's events (events in memory: each task plans them).  Nothing
 crosses the JVM but a few result rows — no shuffle, no row conversion — which on a 2-core machine cost ten
 times the checking itself.  A part is a hash of its key (:func:`hash_strings`, the same on every machine),
 modulo the number of parts.  This module imports pyarrow and numpy only (no Spark): the tests run it directly.
@@ -148,81 +149,152 @@ def _mix(h: Any) -> Any:
     return h ^ (h >> np.uint64(31))
 
 
-def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True) -> Plan:
+def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True, threads: int = 1) -> Plan:
     """The plan of a trace given as record batches in trace order (:data:`PLAN_COLUMNS`; others ignored,
-    missing ones null).  ``one_pass=False``: never :attr:`Plan.one_pass` (the tests check both ways)."""
+    missing ones null).  ``one_pass=False``: never :attr:`Plan.one_pass` (the tests check both ways).
+
+    ``threads``: how many threads plan the batches (each batch's share is pyarrow and numpy kernels, which
+    release the GIL: a driver with two cores plans in about half the time); the batches are read one at a time.
+    """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = iter(batches)
+    lock = threading.Lock()
+    done: list[tuple[int, dict[str, list[Any]]]] = []
+    position = [0, 0]  # the next batch's number and first row
+
+    def work() -> None:
+        while True:
+            with lock:  # the batches come in trace order, numbered
+                batch = next(source, None)
+                if batch is None:
+                    return
+                number, offset = position
+                position[0], position[1] = number + 1, offset + batch.num_rows
+            got: dict[str, list[Any]] = {name: [] for name in _PIECES}
+            _plan_batch(batch, offset, parts, got)
+            with lock:
+                done.append((number, got))
+
+    if threads > 1:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="keyshared-plan") as pool:
+            for future in [pool.submit(work) for _ in range(threads)]:
+                future.result()  # a failure in any thread is the plan's
+    else:
+        work()
+    pieces: dict[str, list[Any]] = {name: [] for name in _PIECES}
+    for _number, got in sorted(done, key=lambda d: d[0]):  # in row order: the scope pieces are joined as they come
+        for name in _PIECES:
+            pieces[name] += got[name]
+    done.clear()
+    return _planned(pieces, parts, one_pass, threads)
+
+
+def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool, threads: int = 1) -> Plan:
+    """The plan from every batch's pieces (:func:`_plan_batch`, in row order): the groupings across the trace
+    (the three hash tables built in ``threads`` threads: pyarrow releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 
-    pieces: dict[str, list[Any]] = {name: [] for name in _PIECES}
-    offset = 0
-    for batch in batches:
-        _plan_batch(batch, offset, parts, pieces)
-        offset += batch.num_rows
     got = {}
     for name in _PIECES:  # one array each; each batch's pieces freed as soon as they are joined
         chunks = pieces.pop(name)
         got[name] = np.concatenate(chunks) if chunks else np.zeros(0, _PIECES[name])
         del chunks
+    wanted = {"m_id": len(got["m_row"]), "u_id": len(got["u_row"]), "p_ps": one_pass and len(got["p_row"])}
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, 3)), thread_name_prefix="keyshared-plan") as pool:
+        grouped = {name: pool.submit(_groups, got[name]) for name, needed in wanted.items() if needed}
+        groups = {name: future.result() for name, future in grouped.items()}
     scope = got["scope"]
     mixed = False
     # scope pass: each message's events to the part of its key (a message: its hashed (ledger, entry, batch index))
     if len(got["m_row"]):
-        order, starts, group = _groups(got["m_id"])
-        keyed, has_keyed = got["m_keyed"][order], got["m_has_keyed"][order]
-        kmin = np.minimum.reduceat(np.where(has_keyed, keyed, _MAX), starts)
-        kmax = np.maximum.reduceat(np.where(has_keyed, keyed, np.uint64(0)), starts)
-        any_keyed = np.logical_or.reduceat(has_keyed, starts)
+        group, ids = groups["m_id"]
+        keyed, has_keyed, has_any = got["m_keyed"], got["m_has_keyed"], got["m_has_any"]
+        kmin = _least(group, len(ids), np.where(has_keyed, keyed, _MAX))
+        kmax = _most(group, len(ids), np.where(has_keyed, keyed, np.uint64(0)))
+        any_keyed = _any(group, len(ids), has_keyed)
         mixed = bool(np.any(any_keyed & (kmin != kmax)))
-        has_any = got["m_has_any"][order]  # the key hashes again: any event's key, where it carries one
-        amin = np.minimum.reduceat(np.where(has_any, keyed, _MAX), starts)
-        chosen = np.where(any_keyed, kmin, np.where(np.logical_or.reduceat(has_any, starts), amin, _EMPTY))
-        scope[got["m_row"][order]] = (chosen[group] % np.uint64(parts)).astype(np.int32)
+        amin = _least(group, len(ids), np.where(has_any, keyed, _MAX))  # any event's key, where it carries one
+        chosen = np.where(any_keyed, kmin, np.where(_any(group, len(ids), has_any), amin, _EMPTY))
+        scope[got["m_row"]] = (chosen[group] % np.uint64(parts)).astype(np.int32)
     # identity pass: by (producer, seq); a uid's events where its publishes' (producer, seq) goes
     identity = np.full(len(scope), NONE, np.int32)
     p_row, p_ps, own = got["p_row"], got["p_ps"], ~got["p_uid"]  # a publish without a uid: by its own
     identity[p_row[own]] = (p_ps[own] % np.uint64(parts)).astype(np.int32)
     single = one_pass
     if len(got["u_row"]):
-        order, starts, group = _groups(got["u_id"])
-        u_ps, is_pub = got["u_ps"][order], got["u_pub"][order]
-        pmin = np.minimum.reduceat(np.where(is_pub, u_ps, _MAX), starts)
-        pmax = np.maximum.reduceat(np.where(is_pub, u_ps, np.uint64(0)), starts)
-        published = np.logical_or.reduceat(is_pub, starts)
+        group, ids = groups["u_id"]
+        u_ps, is_pub = got["u_ps"], got["u_pub"]
+        pmin = _least(group, len(ids), np.where(is_pub, u_ps, _MAX))
+        pmax = _most(group, len(ids), np.where(is_pub, u_ps, np.uint64(0)))
+        published = _any(group, len(ids), is_pub)
         mixed = mixed or bool(np.any(published & (pmin != pmax)))
-        alone = _mix(got["u_id"][order][starts] ^ np.uint64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
+        alone = _mix(ids ^ np.uint64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
         route = np.where(published, pmin, alone)
-        u_rows = got["u_row"][order]
+        u_rows = got["u_row"]
         identity[u_rows] = (route[group] % np.uint64(parts)).astype(np.int32)
-        single = single and _one_part_per_group(scope[u_rows], starts)  # a uid's publishes and receives
+        single = single and _one_part_per_group(scope[u_rows], group, len(ids))  # a uid's publishes and receives
     if single and not mixed and len(p_row):  # and each (producer, seq)'s publishes, with or without a uid
-        order, starts, _group = _groups(p_ps)
-        single = _one_part_per_group(scope[p_row[order]], starts)
+        group, ids = groups["p_ps"]
+        single = _one_part_per_group(scope[p_row], group, len(ids))
     small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
     return Plan(parts, scope.astype(small), identity.astype(small), mixed, single and not mixed)
 
 
-def _one_part_per_group(parts: Any, starts: Any) -> bool:
-    """Whether each run of ``parts`` (runs starting at ``starts``) holds one value.
+def _one_part_per_group(parts: Any, group: Any, groups: int) -> bool:
+    """Whether the ``parts`` of each group (``group``: each element's group number) are one value.
 
     Used for the one-pass test: the evidence for a (producer, seq) is its publishes and the receives of its
     uids; when every uid's events share a scope part and every (producer, seq)'s publishes do, all of it does.
     """
     import numpy as np
 
-    return bool(np.array_equal(np.minimum.reduceat(parts, starts), np.maximum.reduceat(parts, starts)))
+    wide = parts.astype(np.int64)
+    low = np.full(groups, np.iinfo(np.int64).max, np.int64)
+    high = np.full(groups, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(low, group, wide)
+    np.maximum.at(high, group, wide)
+    return bool(np.array_equal(low, high))
 
 
-def _groups(ids: Any) -> tuple[Any, Any, Any]:
-    """``(order, starts, group)``: ``ids[order]`` sorted, where each run of equal ids starts, and each sorted
-    element's run number."""
+def _groups(ids: Any) -> tuple[Any, Any]:
+    """``(group, uniques)``: each element's group number (equal ids, one group) and each group's id — a hash
+    table (pyarrow's, in C++), not a sort: a trace's ids come in no order worth sorting."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(pa.array(ids))
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_numpy(zero_copy_only=False)
+
+
+def _least(group: Any, groups: int, values: Any) -> Any:
+    """The least uint64 of each group (``_MAX`` for none)."""
     import numpy as np
 
-    order = np.argsort(ids)
-    ranked = ids[order]
-    first = np.empty(len(ranked), bool)
-    first[0] = True
-    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
-    return order, np.flatnonzero(first), np.cumsum(first) - 1
+    out = np.full(groups, _MAX, np.uint64)
+    np.minimum.at(out, group, values)
+    return out
+
+
+def _most(group: Any, groups: int, values: Any) -> Any:
+    """The greatest uint64 of each group (0 for none)."""
+    import numpy as np
+
+    out = np.zeros(groups, np.uint64)
+    np.maximum.at(out, group, values)
+    return out
+
+
+def _any(group: Any, groups: int, flags: Any) -> Any:
+    """Whether any element of each group is flagged."""
+    import numpy as np
+
+    out = np.zeros(groups, bool)
+    out[group[flags]] = True
+    return out
 
 
 def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]]) -> None:
@@ -354,10 +426,12 @@ def _sliced(plan: Plan, batches: Iterable[Any]) -> Iterator[tuple[Any, Any, Any]
         raise RuntimeError("the trace holds fewer events than when its split was planned (was it rewritten?)")
 
 
-def plan_source(read: Callable[[], Iterable[Any]], parts: int, *, one_pass: bool = True) -> Plan | None:
+def plan_source(
+    read: Callable[[], Iterable[Any]], parts: int, *, one_pass: bool = True, threads: int = 1
+) -> Plan | None:
     """:func:`plan_split` over ``read()``, or None when that fails (a malformed trace: the checker's own read
     words the problem; or a form the plan cannot read: the trace is checked whole)."""
     try:
-        return plan_split(read(), parts, one_pass=one_pass)
+        return plan_split(read(), parts, one_pass=one_pass, threads=threads)
     except Exception:  # any failure means "no plan": the whole trace in one part is always exact
         return None

@@ -325,3 +325,26 @@ def test_a_malformed_trace_fails_with_the_readers_error_while_spark_checks(spark
     with pytest.raises(TraceFormatError, match=r"bad\.parquet:row 11: .*'i' must increase"):
         check_with_spark(open_trace(path), spark=spark, parts=2)
     assert check_many(spark, [(run.header, list(run.events))], parts=2)[0].events == len(events)  # still usable
+
+
+def test_a_bad_row_only_part_1_reads_fails_with_the_readers_error(spark: Any, tmp_path: Path) -> None:
+    """Each task validates only its own rows: a receive of part 1's key without a consumer fails part 1's task,
+    and the caller gets the Python engine's one-line error (file, row, problem)."""
+    from conformance.checks import TraceFormatError
+    from conformance.spark import check_with_spark
+    from conformance.spark.engine import plan_trace
+
+    run = synthesize(5, SynthConfig(messages=40, keys=6))
+    events = list(run.events)
+    path = write_parquet(tmp_path / "good.parquet", run.header, events)
+    plan = plan_trace(open_trace(path), 2)
+    assert plan is not None
+    target = next(n for n, e in enumerate(events) if e.op.value == "receive" and plan.scope[n] == 1 and n > 20)
+    events[target] = dataclasses.replace(events[target], consumer=None)
+    path = write_parquet(tmp_path / "bad.parquet", run.header, events)
+    with pytest.raises(TraceFormatError) as python_engine:
+        check_trace(path)
+    assert f"row {target}: receive" in str(python_engine.value)
+    with pytest.raises(TraceFormatError) as on_spark:
+        check_with_spark(open_trace(path), spark=spark, parts=2)
+    assert str(on_spark.value) == str(python_engine.value)

@@ -8,6 +8,7 @@ proven in seconds, for both ways a part is checked (most traces take one pass: t
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -17,11 +18,15 @@ import pytest
 from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
 from conformance.checks import check_trace
-from conformance.spark.engine import _in_memory, _merged, check_task
+from conformance.spark.engine import _in_memory, _merged, check_task, plan_trace
 from conformance.spark.load import events_table
+from conformance.spark.rows import OwnRowsInvalid, own_batches
 from conformance.spark.split import ALL, NONE, hash_strings, one_pass_batches, plan_split
 from conformance.trace import SubscriptionSpec, TraceHeader
 from conformance.trace.builder import TraceBuilder
+from conformance.trace.parquet import write_parquet
+from conformance.trace.reader import open_trace
+from conformance.trace.validation import TraceFormatError
 
 
 def table_of(events: Any) -> Any:
@@ -138,3 +143,82 @@ def test_parts_merged_give_the_streaming_verdict(one_pass: bool) -> None:
         modes.add("whole" if whole else "split")
     assert found == set(PLANTABLE)
     assert modes == {"whole", "split"}
+
+
+def stored_in_chunks(directory: Any, header: TraceHeader, events: list[Any], chunks: int = 3) -> Any:
+    """``events`` as a directory of Parquet chunks (a trace several files long: batches and files to cross)."""
+    directory.mkdir()
+    step = -(-len(events) // chunks)
+    for n in range(chunks):
+        write_parquet(directory / f"{n:03d}.parquet", header, events[n * step : (n + 1) * step])
+    return directory
+
+
+@pytest.mark.parametrize("one_pass", [True, False], ids=["one pass where it can", "always two passes"])
+def test_tasks_given_the_drivers_plan_check_only_their_rows_and_agree(one_pass: bool, tmp_path: Any) -> None:
+    """With the driver's plan, a task of a stored Parquet trace reads, validates and checks only its part's rows
+    (``conformance.spark.rows``); merged, the parts give the streaming verdict."""
+    for n, (header, events) in enumerate(traces(12, seed=2211 + one_pass)):
+        path = stored_in_chunks(tmp_path / f"t{n}", header, events)
+        parts = 2 + n % 3
+        plan = plan_trace(open_trace(path), parts)
+        assert plan is not None and plan.events == len(events)
+        results, scope_rows = [], 0
+        for part in range(parts):
+            was_whole, found = check_task(header, None, ("path", str(path)), part, parts, one_pass=one_pass, plan=plan)
+            assert not was_whole or plan.mixed
+            results += [(0, pass_, part, result) for pass_, result in found]
+            if not plan.mixed:
+                own = own_batches(open_trace(path), plan, part, identity=False)
+                scope_rows += sum(rows.num_rows for rows, _s, _i in own)
+        if not plan.mixed:  # every event in one part, the copies in each
+            assert scope_rows == len(events) + (parts - 1) * int(np.count_nonzero(plan.scope == ALL))
+        same_verdicts(_merged(results, {0: header}, None)[0], check_trace(events, header=header))
+
+
+@pytest.mark.parametrize("fault", ["no consumer", "i goes down", "opened twice"])
+def test_a_bad_row_in_one_parts_rows_fails_that_task(fault: str, tmp_path: Any) -> None:
+    """A row only part 1 reads (a receive of its key) breaks a rule: part 1's task fails, and the reader words the
+    problem as on the Python engine; order and membership are judged by every task."""
+    run = synthesize(5, SynthConfig(messages=40, keys=6))
+    events = list(run.events)
+    plan = plan_split(table_of(events).to_batches(), 2)
+    target = next(n for n, e in enumerate(events) if e.op.value == "receive" and plan.scope[n] == 1 and n > 20)
+    if fault == "no consumer":
+        events[target] = dataclasses.replace(events[target], consumer=None)
+    elif fault == "i goes down":
+        events[target] = dataclasses.replace(events[target], i=events[target - 1].i)
+    else:
+        live: dict[str, Any] = {}  # a consumer open at the target row, opened again there
+        for e in events[:target]:
+            if e.op.value == "open" and (e.result is None or e.result.value == "ok"):
+                live[e.consumer] = e
+            elif e.op.value in ("close", "crash"):
+                live.pop(e.consumer, None)
+        opened = next(iter(live.values()))
+        events.insert(target, dataclasses.replace(opened, i=events[target - 1].i, t=events[target - 1].t))
+        events[target + 1 :] = [dataclasses.replace(e, i=e.i + 1) for e in events[target + 1 :]]
+    path = stored_in_chunks(tmp_path / "bad", run.header, events)
+    source = open_trace(path)
+    plan = plan_trace(source, 2)
+    assert plan is not None and not plan.mixed  # the plan does not judge the row
+    assert plan.scope[target] == (ALL if fault == "opened twice" else 1)  # a copy, or a row of part 1 only
+    with pytest.raises(OwnRowsInvalid):
+        check_task(run.header, None, ("path", str(path)), 1, 2, plan=plan)
+    if fault == "no consumer":  # a row rule: only the task holding the row sees it
+        check_task(run.header, None, ("path", str(path)), 0, 2, plan=plan)
+    else:  # order and membership: every task
+        with pytest.raises(OwnRowsInvalid):
+            check_task(run.header, None, ("path", str(path)), 0, 2, plan=plan)
+    with pytest.raises(TraceFormatError) as python_engine:
+        check_trace(path)
+    assert python_engine.value.where is not None and python_engine.value.where.startswith("row ")
+
+
+def test_a_plan_made_in_threads_is_the_plan_made_in_one() -> None:
+    """The driver plans batches in several threads (``threads``): the same plan, batch order kept."""
+    for _header, events in traces(6, seed=77):
+        batches = table_of(events).to_batches(max_chunksize=16)  # many batches: the threads interleave
+        one, many = plan_split(batches, 3), plan_split(batches, 3, threads=3)
+        assert np.array_equal(one.scope, many.scope) and np.array_equal(one.identity, many.identity)
+        assert (one.mixed, one.one_pass) == (many.mixed, many.one_pass)

@@ -1,0 +1,111 @@
+"""A Spark task's own rows of a stored Parquet trace: read, kept by the plan, and only then validated and decoded.
+
+With a plan made once by the driver (:func:`conformance.spark.engine.plan_trace`), a task needs only the events
+of its part: the rows of its key part in the scope pass, the copies every part holds (:data:`~.split.ALL`), and
+its rows of the identity pass.  Each batch is filtered with pyarrow (C++) straight after the Parquet read, so
+the validating check (:func:`conformance.trace.validation.check_batch`: types, required fields, message ids,
+the derived message columns) and the checker's decoding run over the part's rows only, not over the whole trace
+in every task.
+
+Validation stays whole, shared out:
+
+* every row is in the scope pass of exactly one part or copied into all, so the row rules are judged on every
+  row by some task;
+* ``i`` strictly increasing and ``t`` non-decreasing are judged by every task on the full ``i`` and ``t``
+  columns (two integer columns: cheap), across batches and files;
+* the one-incarnation membership rule reads ``open``, ``close`` and ``crash`` only, which the plan copies into
+  every part, so each task judges it on its own events exactly as on the whole trace.
+
+A task that finds a problem raises :class:`OwnRowsInvalid`; the job fails and the driver reads the trace again
+with the reader (:meth:`~conformance.trace.reader.TraceSource.batches`), which words the first problem of the
+trace as the Python engine does: the message never depends on which task found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.spark.split import _RARE_FIELDS, ALL, Plan, scope_batch
+from conformance.trace.reader import TraceSource
+from conformance.trace.validation import BatchState, check_batch
+
+__all__ = ["OwnRowsInvalid", "own_batches", "own_part_batches"]
+
+
+class OwnRowsInvalid(Exception):
+    """A task's rows (or the trace's order) break a rule; the driver words it with the reader."""
+
+
+class _Order:
+    """``i`` strictly increasing and ``t`` non-decreasing over the full columns, batch after batch."""
+
+    def __init__(self) -> None:
+        self.last_i: int | None = None
+        self.last_t: int | None = None
+
+    def check(self, batch: Any) -> None:
+        import pyarrow.compute as pc
+
+        n = batch.num_rows
+        if not n:
+            return
+        i, t = batch.column("i"), batch.column("t")
+        if i.null_count or t.null_count:
+            raise OwnRowsInvalid("missing i or t")
+        if n > 1 and not (
+            pc.all(pc.greater(i.slice(1), i.slice(0, n - 1))).as_py()
+            and pc.all(pc.greater_equal(t.slice(1), t.slice(0, n - 1))).as_py()
+        ):
+            raise OwnRowsInvalid("i or t out of order")
+        first_i, first_t = i[0].as_py(), t[0].as_py()
+        if self.last_i is not None and self.last_t is not None and (first_i <= self.last_i or first_t < self.last_t):
+            raise OwnRowsInvalid("i or t out of order across batches")
+        self.last_i, self.last_t = i[n - 1].as_py(), t[n - 1].as_py()
+
+
+def _raw_batches(source: TraceSource) -> Iterator[Any]:
+    """The trace's Parquet batches as :data:`~conformance.trace.reader.FAST_SCHEMA`, not yet validated."""
+    from conformance.trace import reader
+
+    try:
+        for path in source.files:
+            yield from reader._parquet_file_batches(path)
+    except reader._FastPathFailed as failed:  # a column of the wrong type: the reader words it
+        raise OwnRowsInvalid(failed.problem) from None
+
+
+def own_batches(source: TraceSource, plan: Plan, part: int, *, identity: bool) -> Iterator[tuple[Any, Any, Any]]:
+    """``(validated batch, in scope part, in identity part)`` per batch of a Parquet trace: the batch holds the
+    rows of ``part``'s scope pass (its own and the copies) and, with ``identity``, of its identity pass; the two
+    numpy masks say which of its rows belong to which pass.  Raises :class:`OwnRowsInvalid` (see the module)."""
+    import pyarrow as pa
+
+    order, state = _Order(), BatchState()
+    offset = 0
+    for raw in _raw_batches(source):
+        n = raw.num_rows
+        if offset + n > plan.events:
+            raise RuntimeError("the trace holds more events than when its split was planned (was it rewritten?)")
+        scope = plan.scope[offset : offset + n]
+        in_scope = (scope == part) | (scope == ALL)
+        in_identity = plan.identity[offset : offset + n] == part if identity else None
+        offset += n
+        order.check(raw)
+        keep = in_scope if in_identity is None else in_scope | in_identity
+        problem, rows = check_batch(raw.filter(pa.array(keep)), state)
+        if problem is not None:
+            raise OwnRowsInvalid(problem)
+        yield rows, in_scope[keep], (in_identity[keep] if in_identity is not None else None)
+    if offset != plan.events:
+        raise RuntimeError("the trace holds fewer events than when its split was planned (was it rewritten?)")
+
+
+def own_part_batches(source: TraceSource, plan: Plan, part: int) -> Iterator[tuple[Any, Any]]:
+    """``(scope batch, identity batch)`` of ``part`` per batch (the two-pass way; see :func:`.split.part_batches`)."""
+    import pyarrow as pa
+
+    for rows, in_scope, in_identity in own_batches(source, plan, part, identity=True):
+        names = rows.schema.names
+        keep = [name for name in names if name not in _RARE_FIELDS or (name == "topic" and "mkey" not in names)]
+        yield scope_batch(rows.filter(pa.array(in_scope))), rows.filter(pa.array(in_identity)).select(keep)
