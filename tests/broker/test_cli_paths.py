@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupt import sigint_as_at_a_terminal
 
 from pytest_keyshared.targets.pulsar_lite import find_binary
 
@@ -97,6 +98,7 @@ def test_ctrl_c_exits_130_with_a_complete_trace_and_stops_the_broker(tmp_path: P
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_as_at_a_terminal,
     )
     try:
         assert proc.stdout is not None

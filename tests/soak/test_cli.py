@@ -68,6 +68,8 @@ def test_ctrl_c_completes_the_trace_and_exits_130(tmp_path: Path) -> None:
     import sys
     import time
 
+    from interrupt import sigint_as_at_a_terminal
+
     from conformance.trace.chunks import read_chunks
 
     out = tmp_path / "soak"
@@ -77,6 +79,7 @@ def test_ctrl_c_completes_the_trace_and_exits_130(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_as_at_a_terminal,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
