@@ -39,6 +39,7 @@ from reference_model.errors import InvalidArgument
 
 __all__ = [
     "active_session", "check_frames", "check_many", "check_task", "check_with_spark", "plan_trace", "run_tasks",
+    "warm_workers",
 ]  # fmt: skip
 
 _OUT_SCHEMA = "tid long, pass int, part int, split_exact boolean, result binary"
@@ -390,6 +391,30 @@ def _own_rows(
         batches = _ahead(lambda: (rows for rows, _s, _i in own_batches(source, plan, part, identity=False)))
         return [(WHOLE, check_part(header, profile, batches, plan.copies(part)))]
     return _two_passes(header, profile, lambda: own_part_batches(source, plan, part), plan.copies(part))
+
+
+def warm_workers(spark: Any, slots: int | None = None) -> None:
+    """Start Spark's Python workers and import what a task runs, with a job of one empty task per slot.
+
+    The first job of a session waits for its Python workers: the daemon started, a worker forked per slot, the
+    task's modules imported (about 2 s on a 2-core machine); Spark reuses those workers for the next job.  A
+    driver that is still planning (``keyshared check`` on a large trace) runs this meanwhile, so the job that
+    checks the trace starts on warm workers.
+    """
+    context = getattr(spark, "sparkContext", spark)
+    n = slots if slots is not None else max(1, int(context.defaultParallelism))
+    context.parallelize(range(n), n).mapPartitions(_warm_task).collect()
+
+
+def _warm_task(_tasks: Any) -> Any:
+    import pyarrow.parquet  # noqa: F401  (imported for their cost, in the worker)
+
+    import conformance.checks.streaming
+    import conformance.spark.rows
+    import conformance.trace.decode
+    import conformance.trace.readahead  # noqa: F401
+
+    return iter(())
 
 
 def plan_trace(source: TraceSource, parts: int) -> Plan | None:
