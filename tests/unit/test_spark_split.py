@@ -260,3 +260,20 @@ def test_a_task_pauses_the_collector_and_leaves_the_worker_as_it_found_it(tmp_pa
         with pytest.raises(Exception):  # noqa: B017 - whatever the reader raises, the collector runs again
             check_task(run.header, None, ("path", str(bad)), 0, 1)
         assert gc.isenabled()
+
+
+def test_strings_of_few_lengths_hash_as_strings_of_many() -> None:
+    """Strings of a few lengths (uids, keys) are hashed as one matrix per length, others byte by byte: the same
+    hash either way (a plan must not depend on how a batch's strings happen to be spread)."""
+    import conformance.spark.split as split
+
+    rnd = random.Random(5)
+    cases = [[f"u{k}" for k in range(3000)], ["same-len"] * 7, ["", "", "a"], ["é\x00:", "", "ab" * 40]]
+    cases += [["".join(rnd.choice("ab:é\x00") for _ in range(rnd.randrange(9))) for _ in range(40)] for _ in range(30)]
+    for strings in cases:
+        array = pa.array(strings, pa.large_string())
+        for view in (array, array.slice(1)):
+            few = split._hash_unique(view)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(split, "_FEW_LENGTHS", 0)
+                assert np.array_equal(few, split._hash_unique(view))
