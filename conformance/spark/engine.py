@@ -39,6 +39,7 @@ from reference_model.errors import InvalidArgument
 
 __all__ = [
     "active_session", "check_frames", "check_many", "check_task", "check_with_spark", "plan_trace", "run_tasks",
+    "warm_workers",
 ]  # fmt: skip
 
 _OUT_SCHEMA = "tid long, pass int, part int, split_exact boolean, result binary"
@@ -304,7 +305,34 @@ def check_task(
 ) -> tuple[bool, list[tuple[int, PartResult]]]:
     """One task: ``part`` of ``parts`` of a trace — both passes, or one where the plan allows
     (:attr:`~conformance.spark.split.Plan.one_pass`; ``one_pass=False``: never) — or, if the split would be
-    inexact, the whole trace in part 0.  Returns ``(checked whole, [(pass, result)])``."""
+    inexact, the whole trace in part 0.  Returns ``(checked whole, [(pass, result)])``.
+
+    As on the Python engine (:func:`conformance.checks.api.check_source`), the cyclic garbage collector is
+    paused while the task runs: the checker allocates millions of small objects that live to the end of the
+    part, and generational collections would rescan them again and again.  A Spark Python worker runs task
+    after task: the checker's state is freed (by reference counts) when the task returns, and the collector is
+    restored then, whatever happens.
+    """
+    import gc
+
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _task(header, profile, given, part, parts, one_pass, plan)
+    finally:  # _task's frame, and with it the checker's state, is gone here
+        if paused:
+            gc.enable()
+
+
+def _task(
+    header: TraceHeader,
+    profile: str | Profile | None,
+    given: TaskInput,
+    part: int,
+    parts: int,
+    one_pass: bool,
+    plan: Plan | None,
+) -> tuple[bool, list[tuple[int, PartResult]]]:
     from conformance.spark.split import one_pass_batches, part_batches, plan_source
 
     if plan is not None and not plan.mixed and parts > 1 and given[0] == "path":
@@ -313,18 +341,39 @@ def check_task(
             return False, own
     full, plan_read = _readers(given)
     if parts == 1:
-        return False, [(WHOLE, check_part(header, profile, full()))]
+        return False, [(WHOLE, check_part(header, profile, _ahead(full)))]
     if plan is None:
         plan = plan_source(plan_read, parts, one_pass=one_pass)
     if plan is None or plan.mixed:
-        return True, ([(WHOLE, check_part(header, profile, full()))] if part == 0 else [])
+        return True, ([(WHOLE, check_part(header, profile, _ahead(full)))] if part == 0 else [])
     if plan.one_pass:  # each part judges every kind of what it holds (the identity fields kept)
-        return False, [(WHOLE, check_part(header, profile, one_pass_batches(plan, part, full()), plan.copies(part)))]
+        batches = _ahead(lambda: one_pass_batches(plan, part, full()))
+        return False, [(WHOLE, check_part(header, profile, batches, plan.copies(part)))]
+    return False, _two_passes(header, profile, lambda: part_batches(plan, part, full()), plan.copies(part))
+
+
+def _ahead(make: Any) -> Any:
+    """The batches of ``make()`` in the checker's Arrow form (:func:`~conformance.trace.decode.row_columns`),
+    read, validated, filtered and shaped in a background thread while the checker works on earlier ones
+    (:mod:`conformance.trace.readahead`: pyarrow's kernels release the GIL), as the Python engine reads."""
+    from conformance.trace.decode import row_columns
+    from conformance.trace.readahead import read_ahead
+
+    return read_ahead(lambda: (row_columns(batch) for batch in make()))
+
+
+def _two_passes(
+    header: TraceHeader, profile: str | Profile | None, make: Any, copies: int
+) -> list[tuple[int, PartResult]]:
+    """Both passes of a part, fed from one read: ``make()`` gives ``(scope batch, identity batch)`` pairs."""
+    from conformance.trace.decode import row_columns
+    from conformance.trace.readahead import read_ahead
+
     scope, identity = PartChecker(header, profile), PartChecker(header, profile)
-    for scope_batch, identity_batch in part_batches(plan, part, full()):
+    for scope_batch, identity_batch in read_ahead(lambda: ((row_columns(s), row_columns(i)) for s, i in make())):
         scope.feed(scope_batch)
         identity.feed(identity_batch)
-    return False, [(SCOPE, scope.result(plan.copies(part))), (IDENTITY, identity.result())]
+    return [(SCOPE, scope.result(copies)), (IDENTITY, identity.result())]
 
 
 def _own_rows(
@@ -339,13 +388,33 @@ def _own_rows(
     if source.format != "parquet":
         return None
     if plan.one_pass and one_pass:
-        batches = (rows for rows, _scope, _identity in own_batches(source, plan, part, identity=False))
+        batches = _ahead(lambda: (rows for rows, _s, _i in own_batches(source, plan, part, identity=False)))
         return [(WHOLE, check_part(header, profile, batches, plan.copies(part)))]
-    scope, identity = PartChecker(header, profile), PartChecker(header, profile)
-    for scope_batch, identity_batch in own_part_batches(source, plan, part):
-        scope.feed(scope_batch)
-        identity.feed(identity_batch)
-    return [(SCOPE, scope.result(plan.copies(part))), (IDENTITY, identity.result())]
+    return _two_passes(header, profile, lambda: own_part_batches(source, plan, part), plan.copies(part))
+
+
+def warm_workers(spark: Any, slots: int | None = None) -> None:
+    """Start Spark's Python workers and import what a task runs, with a job of one empty task per slot.
+
+    The first job of a session waits for its Python workers: the daemon started, a worker forked per slot, the
+    task's modules imported (about 2 s on a 2-core machine); Spark reuses those workers for the next job.  A
+    driver that is still planning (``keyshared check`` on a large trace) runs this meanwhile, so the job that
+    checks the trace starts on warm workers.
+    """
+    context = getattr(spark, "sparkContext", spark)
+    n = slots if slots is not None else max(1, int(context.defaultParallelism))
+    context.parallelize(range(n), n).mapPartitions(_warm_task).collect()
+
+
+def _warm_task(_tasks: Any) -> Any:
+    import pyarrow.parquet  # noqa: F401  (imported for their cost, in the worker)
+
+    import conformance.checks.streaming
+    import conformance.spark.rows
+    import conformance.trace.decode
+    import conformance.trace.readahead  # noqa: F401
+
+    return iter(())
 
 
 def plan_trace(source: TraceSource, parts: int) -> Plan | None:

@@ -242,7 +242,8 @@ def _cores(master: str) -> int | None:
 
 def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
     """Plan the split of ``source`` into ``parts`` in a thread while the JVM starts (the driver is idle then);
-    the returned function waits for the plan (None: the tasks plan themselves)."""
+    the returned function, given the started session, waits for the plan (None: the tasks plan themselves),
+    starting Spark's Python workers meanwhile if the plan is not made yet (a large trace)."""
     import threading
 
     from conformance.spark.engine import plan_trace
@@ -257,7 +258,14 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
     thread = threading.Thread(target=plan, name="keyshared-plan", daemon=True)
     thread.start()
 
-    def wait() -> Any:
+    def wait(spark: Any) -> Any:
+        if thread.is_alive():  # Spark is up before the plan (a large trace): start its Python workers meanwhile
+            import contextlib
+
+            from conformance.spark.engine import warm_workers
+
+            with contextlib.suppress(Exception):  # only a head start: the check's own job meets any failure
+                warm_workers(spark, parts)
         thread.join()
         return made[0]
 
@@ -294,7 +302,7 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
         if columnar:
-            plan = planning() if planning is not None else None
+            plan = planning(spark) if planning is not None else None
             verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
         else:
             verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header, parts=parts)

@@ -348,3 +348,17 @@ def test_a_bad_row_only_part_1_reads_fails_with_the_readers_error(spark: Any, tm
     with pytest.raises(TraceFormatError) as on_spark:
         check_with_spark(open_trace(path), spark=spark, parts=2)
     assert str(on_spark.value) == str(python_engine.value)
+
+
+def test_warm_workers_start_the_python_workers_the_next_job_uses(spark: Any, tmp_path: Path) -> None:
+    """``keyshared check`` on a large trace starts Spark's Python workers while its plan is still being made
+    (:func:`~conformance.spark.engine.warm_workers`); the check's own job then runs on them and agrees."""
+    from conformance.spark import check_with_spark
+    from conformance.spark.engine import plan_trace, warm_workers
+
+    run = synthesize(6, SynthConfig(messages=40, keys=6))
+    path = write_parquet(tmp_path / "t.parquet", run.header, list(run.events))
+    warm_workers(spark, 2)
+    verdict = check_with_spark(open_trace(path), spark=spark, parts=2, plan=plan_trace(open_trace(path), 2))
+    same = check_trace(path)
+    assert (verdict.valid, verdict.events, verdict.counts) == (same.valid, same.events, same.counts)

@@ -222,3 +222,58 @@ def test_a_plan_made_in_threads_is_the_plan_made_in_one() -> None:
         one, many = plan_split(batches, 3), plan_split(batches, 3, threads=3)
         assert np.array_equal(one.scope, many.scope) and np.array_equal(one.identity, many.identity)
         assert (one.mixed, one.one_pass) == (many.mixed, many.one_pass)
+
+
+def test_a_task_pauses_the_collector_and_leaves_the_worker_as_it_found_it(tmp_path: Any) -> None:
+    """A task runs with the cyclic collector paused (as the Python engine does) and a Spark Python worker runs
+    task after task: the collector is running again when a task returns or fails, and no checker outlives it."""
+    import gc
+    import weakref
+
+    from conformance.checks.partition import PartChecker
+
+    run = synthesize(5, SynthConfig(messages=40, keys=6))
+    path = stored_in_chunks(tmp_path / "t", run.header, list(run.events))
+    plan = plan_trace(open_trace(path), 2)
+    assert plan is not None and not plan.mixed  # part 1 is checked (a mixed trace is checked whole by part 0)
+    made: list[Any] = []
+    seen: list[bool] = []
+    feed = PartChecker.feed
+
+    def spying(self: PartChecker, batch: Any) -> None:
+        if not made:
+            made.append(weakref.ref(self))
+        seen.append(gc.isenabled())
+        feed(self, batch)
+
+    assert gc.isenabled()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PartChecker, "feed", spying)
+        for part, parts in ((0, 1), (1, 2)):
+            made.clear()
+            seen.clear()
+            check_task(run.header, None, ("path", str(path)), part, parts, plan=plan if parts > 1 else None)
+            assert seen and not any(seen)  # paused while checking
+            assert gc.isenabled() and made and made[0]() is None  # running again; the checker freed by then
+        bad = tmp_path / "bad.parquet"
+        bad.write_bytes(b"PAR1 not a trace")
+        with pytest.raises(Exception):  # noqa: B017 - whatever the reader raises, the collector runs again
+            check_task(run.header, None, ("path", str(bad)), 0, 1)
+        assert gc.isenabled()
+
+
+def test_strings_of_few_lengths_hash_as_strings_of_many() -> None:
+    """Strings of a few lengths (uids, keys) are hashed as one matrix per length, others byte by byte: the same
+    hash either way (a plan must not depend on how a batch's strings happen to be spread)."""
+    import conformance.spark.split as split
+
+    rnd = random.Random(5)
+    cases = [[f"u{k}" for k in range(3000)], ["same-len"] * 7, ["", "", "a"], ["é\x00:", "", "ab" * 40]]
+    cases += [["".join(rnd.choice("ab:é\x00") for _ in range(rnd.randrange(9))) for _ in range(40)] for _ in range(30)]
+    for strings in cases:
+        array = pa.array(strings, pa.large_string())
+        for view in (array, array.slice(1)):
+            few = split._hash_unique(view)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(split, "_FEW_LENGTHS", 0)
+                assert np.array_equal(few, split._hash_unique(view))
