@@ -10,9 +10,10 @@ with the check named in ``Verdict.crashed`` and the exception in the notes.  A m
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "check_events",
     "check_source",
     "check_trace",
+    "collector_paused",
     "crash_note",
     "crashed_check",
     "with_event_checks",
@@ -261,16 +263,12 @@ def check_source(
 ) -> Verdict:
     """The streaming engine over a stored trace, on the columnar fast path when it can be used.
 
-    The cyclic garbage collector is paused meanwhile: the engine allocates millions of small objects that
-    live until the end, and CPython's generational collections would rescan them again and again (a third
-    of the run time on large traces).  It is restored afterwards, whatever happens.
+    The cyclic garbage collector is paused meanwhile (:func:`collector_paused`).
 
     ``keep``: a list the checker is appended to, so that its state outlives the call (a process that ends
     next, the ``keyshared`` program, then never spends the time freeing millions of objects one by one).
     """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         checker = TraceChecker(source.header, profile)
         if keep is not None:
             keep.append(checker)
@@ -286,6 +284,21 @@ def check_source(
             for event in source.events():
                 checker.feed(event)
         return checker.finish()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector for a check, and restore it afterwards, whatever happens.
+
+    A check allocates millions of small objects that live until its end, and generational collections would
+    rescan them again and again (a third of the run time on large traces).  Every engine's check of a trace
+    runs under this: :func:`check_source`, and each Spark task (:func:`conformance.spark.engine.check_task`).
+    A collector already paused by the caller stays paused.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if paused:
             gc.enable()

@@ -313,15 +313,10 @@ def check_task(
     after task: the checker's state is freed (by reference counts) when the task returns, and the collector is
     restored then, whatever happens.
     """
-    import gc
+    from conformance.checks.api import collector_paused
 
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():  # restored once _task's frame, and with it the checker's state, is gone
         return _task(header, profile, given, part, parts, one_pass, plan)
-    finally:  # _task's frame, and with it the checker's state, is gone here
-        if paused:
-            gc.enable()
 
 
 def _task(
