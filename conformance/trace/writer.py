@@ -114,20 +114,10 @@ class TraceWriter:
         one.  For the recorder's frequent events (the threads that drive the clients call it): ``op`` is an
         :class:`Op` value and ``result`` a :class:`Result` value (strings, not checked here), ``extra`` holds no
         None values and no core field."""
-        with self._lock:
-            t = self._clock()
-            if t < self._last_t:
-                t = self._last_t
-            row = (
-                self._next_i, t, op, topic, subscription, consumer, producer, key, msg_id, seq, uid, result,
-                redelivery_count, None, extra or None,
-            )  # fmt: skip
-            self._next_i += 1
-            self._last_t = t
-            for row_listener in self._row_listeners:
-                row_listener(row)
-            if self._listeners or self._fh is not None or self.events is not None:
-                self._event(row)
+        self._commit(
+            op, topic, subscription, consumer, producer, key, msg_id, seq, uid, result, redelivery_count, None,
+            extra or None, want_event=False,
+        )  # fmt: skip
 
     def _commit(self, op: str, *fields: Any, want_event: bool) -> Event | None:
         """Give the event its place and time, then hand it to the file and the listeners (under the lock)."""
