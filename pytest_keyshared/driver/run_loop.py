@@ -1,17 +1,21 @@
-"""The shape of every scenario run, written once: Key_Shared runs (:mod:`.run`) and failover runs
-(:mod:`.failover_run`) differ in how they reach the broker and apply a step, not in how a run goes.
+"""The shape of every run, written once: Key_Shared runs (:mod:`.run`), failover runs (:mod:`.failover_run`)
+and soaks (:mod:`pytest_keyshared.soak.runner`) differ in how they reach the broker, where their steps come
+from and how they apply one, not in how a run goes.
 
 :meth:`RunLoop.execute` is that shape:
 
-1. ``scenario.toml`` goes into the artifacts directory first, then the run opens its side of the broker and
-   its trace writer (:meth:`RunLoop._open`), outside the guard below: a run that cannot start raises at once;
-2. the steps run one at a time in the calling thread, each reported to the progress callback, timed and
-   framed by the trace events it recorded (:class:`StepOutcome`), between :meth:`RunLoop._before_steps` and
-   :meth:`RunLoop._after_steps` (the drain, where the run has one);
+1. the plan goes into the artifacts directory first (:meth:`RunLoop._save_plan`: ``scenario.toml``), then the
+   run opens its side of the broker and its trace writer (:meth:`RunLoop._open`), outside the guard below: a
+   run that cannot start raises at once;
+2. the steps (:meth:`RunLoop._steps`: the scenario's) run one at a time in the calling thread, each reported to
+   the progress callback, timed and framed by the trace events it recorded (:class:`StepOutcome`, kept by
+   :meth:`RunLoop._record_step`), between :meth:`RunLoop._before_steps` and :meth:`RunLoop._after_steps` (the
+   drain, where the run has one);
 3. a failure or Ctrl-C stops the steps and is noted (``run stopped: ...``), and the run still ends:
    :meth:`RunLoop._close` writes the ``end`` event and closes what is open, so the trace is always complete;
-4. then the verdict (:meth:`RunLoop._judge`), ``verdict.json``, the :class:`RunResult` and the final progress
-   report, and only then is the failure raised again.
+4. then the verdict (:meth:`RunLoop._judge`), ``verdict.json``, the :class:`RunResult`, what the run adds to it
+   (:meth:`RunLoop._finish`) and the final progress report, and only then is the failure raised again (Ctrl-C
+   too, unless the run ``returns_on_interrupt``: then its result says ``interrupted``).
 
 Every wait is bounded inside the step (or drain) that waits; a bound that expires is noted in the step's
 outcome and the run goes on.
@@ -24,7 +28,7 @@ import contextlib
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,6 +126,10 @@ class RunLoop(abc.ABC):
     writer: TraceWriter
     #: the run drains after its steps (:meth:`_after_steps`), which the progress counts as one more step
     drains: bool = False
+    #: the trace's name in the artifacts directory (a file, or a directory of chunks)
+    trace_name: str = "trace.jsonl"
+    #: Ctrl-C ends the run with its result (``interrupted``) instead of raising ``KeyboardInterrupt`` again
+    returns_on_interrupt: bool = False
 
     def __init__(
         self,
@@ -149,6 +157,10 @@ class RunLoop(abc.ABC):
 
     # --- what differs -----------------------------------------------------------------------------------
 
+    def _save_plan(self) -> Path:
+        """Write what the run will do into the artifacts directory, before anything starts; its path."""
+        return dump_scenario(self.scenario, self.out_dir / "scenario.toml")
+
     @abc.abstractmethod
     def _open(self, trace_path: Path) -> None:
         """Reach the broker and start the trace at ``trace_path`` (sets ``writer``); nothing to close on error."""
@@ -157,9 +169,17 @@ class RunLoop(abc.ABC):
         """Work before the first step that may fail like a step (and then still ends the trace)."""
         return None
 
+    def _steps(self) -> Iterable[Step]:
+        """The steps to run, in order: the scenario's.  Each is applied before the next is asked for."""
+        return self.scenario.steps
+
     @abc.abstractmethod
     def _apply(self, step: Step) -> tuple[bool, str]:
         """Apply one step: ``(ok, note)`` for its :class:`StepOutcome`."""
+
+    def _record_step(self, outcome: StepOutcome) -> None:
+        """Keep how a step went (every outcome goes into the :class:`RunResult`)."""
+        self.outcomes.append(outcome)
 
     def _after_steps(self) -> None:
         """Work after the last step: the drain, where the run has one."""
@@ -181,18 +201,22 @@ class RunLoop(abc.ABC):
         """Copy the broker's log of this run into the artifacts; its path, if there is one."""
         return None
 
+    def _finish(self, result: RunResult) -> None:
+        """What the run adds once its result is made, before the final progress report (more artifacts)."""
+        return None
+
     # --- the run ----------------------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        scenario_path = dump_scenario(self.scenario, self.out_dir / "scenario.toml")
-        trace_path = self.out_dir / "trace.jsonl"
+        scenario_path = self._save_plan()
+        trace_path = self.out_dir / self.trace_name
         self._open(trace_path)
         interrupted = False
         failure: BaseException | None = None
         try:
             self._before_steps()
-            for index, step in enumerate(self.scenario.steps, start=1):
+            for index, step in enumerate(self._steps(), start=1):
                 self.step_index = index
                 self._report()
                 self._step(step)
@@ -225,15 +249,16 @@ class RunLoop(abc.ABC):
             notes=tuple(self.notes),
             interrupted=interrupted,
         )
+        self._finish(result)
         self._report(final=True)
-        if failure is not None:
+        if failure is not None and not (interrupted and self.returns_on_interrupt):
             raise failure
         return result
 
     def _step(self, step: Step) -> None:
         started, first = time.monotonic(), self.writer.count
         ok, note = self._apply(step)
-        self.outcomes.append(
+        self._record_step(
             StepOutcome(self.step_index, step.do, ok, time.monotonic() - started, note, first, self.writer.count)
         )
 

@@ -1,8 +1,10 @@
 """``run_soak``: a long randomized run (generator + nemesis) on the driver's run loop, traced to Parquet chunks.
 
 The soak is the scenario driver (:mod:`pytest_keyshared.driver.run`) fed an endless step stream instead of a
-scenario's list: :class:`_SoakRun` subclasses its run loop and reuses its steps (publish, open, close, crash,
-behaviours, redeliver, pause, restart), its consumer workers, sessions, recorder and drain.  What differs:
+scenario's list: :class:`_SoakRun` subclasses it, so it runs in the shape every run has
+(:class:`~pytest_keyshared.driver.run_loop.RunLoop`: plan, open, steps, drain, ``end``, verdict, failure) and
+reuses the driver's steps (publish, open, close, crash, behaviours, redeliver, pause, restart), its consumer
+workers, sessions, recorder and drain.  What differs (the loop's hooks):
 
 * steps come from :class:`~conformance.soak.SoakGenerator`, each waited for until due on the run's clock (the
   model's simulated clock against the model, so the same seed gives the same trace byte for byte);
@@ -13,6 +15,8 @@ behaviours, redeliver, pause, restart), its consumer workers, sessions, recorder
   the chunks once the run has ended and drained;
 * the counters the drain needs keep only the uids still outstanding (:class:`SoakRecorder`), and a
   per-second throughput series is kept for the summary.
+* Ctrl-C ends the load, and the soak still ends as any run does, then returns its result (``interrupted``,
+  exit code 130) instead of raising.
 
 Artifacts in ``out_dir``: ``trace/`` (the chunks), ``soak.json`` (the plan), ``verdict.json``, ``summary.json``
 (counters, faults, throughput per second), ``broker.log``, ``pulsar-client.log``, ``consumer-processes.log``,
@@ -26,19 +30,19 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.scenarios import Scenario, Settings, SubscriptionSettings
+from conformance.scenarios import Scenario, Settings, Step, SubscriptionSettings
 from conformance.soak import BEHAVIOUR_LABELS, SoakGenerator, SoakPlan
 from conformance.trace import TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
 from conformance.trace.rows import Row
 from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.recorder import Counters, Recorder
-from pytest_keyshared.driver.run import StepOutcome, _Run, end_fields
+from pytest_keyshared.driver.run import RunResult, StepOutcome, _Run, end_fields
 from pytest_keyshared.driver.session import Session, open_session
 from pytest_keyshared.soak.live import LiveCount
 from pytest_keyshared.soak.sink import SinkError, TraceSink
@@ -287,6 +291,12 @@ def run_soak(
 
 
 class _SoakRun(_Run):
+    """The soak on the run loop's shape (:class:`~pytest_keyshared.driver.run_loop.RunLoop`): its hooks below."""
+
+    trace_name = "trace"  #: a directory of chunks
+    returns_on_interrupt = True  #: Ctrl-C: the chunks are checked, and the result says ``interrupted`` (130)
+    soak_result: SoakResult  #: made by :meth:`_finish`
+
     def __init__(
         self,
         target: Target,
@@ -321,10 +331,12 @@ class _SoakRun(_Run):
         self.series: list[dict[str, float]] = []
         self.phase = "load"
         self._status_lock = threading.Lock()
+        self._status_done = threading.Event()  #: set once the run has ended: the status thread stops
         self._sample_second = 0
         self._sample_counts = (0, 0)
         self.live_count: LiveCount | None = None
         self._live_final: tuple[int, dict[str, int]] | None = None  #: the sink's count, once it finished
+        self._live_final_result: tuple[int, dict[str, int]] = (0, {})  #: the live count when the run ended
         self._sink_failed: str | None = None
         self.nemesis: Any = None
 
@@ -354,14 +366,6 @@ class _SoakRun(_Run):
     def _crashable(self, handle: str) -> bool:
         return handle in self.generator.crashable
 
-    def _step(self, step: Any) -> None:
-        started = time.monotonic()
-        ok, note = getattr(self, f"_do_{step.do}")(step)
-        self.step_counts[step.do] = self.step_counts.get(step.do, 0) + 1
-        if not ok and len(self.failed) < _KEEP_FAILED:
-            self.failed.append(StepOutcome(0, step.do, ok, time.monotonic() - started, note))
-        self.sent.clear()  # the soak never resends: keep no message after its publish step
-
     def _do_restart_broker(self, step: Any) -> tuple[bool, str]:
         self.faults["restart"] = self.faults.get("restart", 0) + 1
         return super()._do_restart_broker(step)
@@ -381,11 +385,21 @@ class _SoakRun(_Run):
         return open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
 
     def execute_soak(self) -> SoakResult:
+        """The run loop's :meth:`~.run_loop.RunLoop.execute`; the soak's own result, made in :meth:`_finish`."""
+        self.execute()
+        return self.soak_result
+
+    def _save_plan(self) -> Path:
+        path = self.out_dir / "soak.json"
+        path.write_text(json.dumps(self.plan.to_dict(), indent=2, sort_keys=True) + "\n")
+        return path
+
+    def _open(self, trace_path: Path) -> None:
+        """The session (proxied, for network faults), the writer and where its rows go: chunks and the live
+        check inline against the model, a sink process fed in batches against real brokers; then the status
+        thread."""
         out = self.out_dir
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "soak.json").write_text(json.dumps(self.plan.to_dict(), indent=2, sort_keys=True) + "\n")
-        trace_dir = out / "trace"
-        log_since = self.target.log_position()
+        self.log_since = self.target.log_position()
         self.session = self._open_session()
         self.session.keep_memory_bounded()
         header = self._header()
@@ -396,21 +410,21 @@ class _SoakRun(_Run):
         self.pipeline: TracePipeline | None = None
         self.sink: TraceSink | None = None
         self._status_path = out / ".live-status"
-        resolved = _resolve_profile(self.profile)
+        self.resolved_profile = _resolve_profile(self.profile)
         if deterministic:  # no threads: everything inline, in trace order
-            self.chunks = ChunkWriter(trace_dir, header, rows=CHUNK_ROWS)
+            self.chunks = ChunkWriter(trace_path, header, rows=CHUNK_ROWS)
             self.writer.add_row_listener(self.chunks.append_row)
             if self.live_check:
-                self.live_count = LiveCount(header, resolved)
+                self.live_count = LiveCount(header, self.resolved_profile)
                 self.writer.add_listener(self.live_count.feed)
         else:  # chunks and live check in a process of their own, fed in batches off the clients' threads
             self.sink = TraceSink(
-                trace_dir,
+                trace_path,
                 header,
                 rows=CHUNK_ROWS,
                 max_age_s=CHUNK_MAX_AGE_S,
                 live=self.live_check,
-                profile=resolved,
+                profile=self.resolved_profile,
                 status_path=self._status_path,
                 log_path=out / "checker.log",
             )
@@ -423,71 +437,99 @@ class _SoakRun(_Run):
         self.scheduler = self.session.scheduler
         self.scheduler.on_tick(self._tick)
         self.started_ns = self.scheduler.now_ns()
-        status_done = threading.Event()
         if self.status_cb is not None:
-            threading.Thread(target=self._status_loop, args=(status_done,), name="ks-soak-status", daemon=True).start()
-        drained = quiet = interrupted = False
-        failure: BaseException | None = None
-        try:
-            if self.sink is not None and not self.sink.wait_ready(_SINK_READY_S):
-                self.notes.append(f"the trace sink was not ready within {_SINK_READY_S:g}s; the load started anyway")
-            self._start_nemesis()
-            self._load()
-            self._stop_nemesis()
-            self.phase = "drain"
-            self._report(force=True)
-            quiet = self._drain()
-            drained = True
-        except KeyboardInterrupt as exc:
-            interrupted, failure = True, exc
-        except Exception as exc:
-            failure = exc
-            self.notes.append(f"run stopped: {type(exc).__name__}: {exc}")
-        finally:
-            timer = _Timer(self.notes)
-            self._stop_nemesis()
-            self._stop_workers()
-            timer.lap("stopping the consumer loops")
-            self.notes.extend(self.session.stop_watching())
-            timer.lap("reading the client logs")
-            counters = self.recorder.counters()
-            self.recorder.end(drained=drained, **end_fields(counters, quiet, interrupted, failure))
-            self._close_handles()
-            timer.lap("closing the consumers")
-            self.writer.close()
-            if self.live_count is not None:
-                self.live_count.close()
-            if self.pipeline is not None:
-                if not self.pipeline.close():
-                    self.notes.append("the trace pipeline did not finish in time; the last events may be missing")
-                self.notes.extend(f"trace sink: {e}" for e in self.pipeline.errors)
-            if self.chunks is not None:
-                self.chunks.close()
-            self._finish_sink()
-            closer = threading.Thread(target=_close_quietly, args=(self.session,), daemon=True)
-            closer.start()
-            closer.join(_CLOSE_BOUND_S)
-            if closer.is_alive():
-                self.notes.append(f"the producers did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
-            timer.lap("closing the session")
-        status_done.set()
-        live_violations, live_kinds = self._live_result()
-        self.phase = "check"
-        self._report(force=True)
-        verdict = self._final_verdict(trace_dir, resolved)
-        verdict_path = self._write_verdict(verdict)
-        broker_log = self.target.copy_log(log_since, out / "broker.log")
+            threading.Thread(target=self._status_loop, name="ks-soak-status", daemon=True).start()
+
+    def _before_steps(self) -> None:
+        if self.sink is not None and not self.sink.wait_ready(_SINK_READY_S):
+            self.notes.append(f"the trace sink was not ready within {_SINK_READY_S:g}s; the load started anyway")
+        self._start_nemesis()
+
+    def _steps(self) -> Iterator[Step]:
+        """The generator's steps, each when due, until the duration, the message count or a stop; after each,
+        nothing kept of its messages (the soak never resends) and the throughput sampled."""
+        plan = self.plan
+        bound_ns = None if plan.duration_s is None else int(plan.duration_s * 1e9)
+        generator = self.generator
+        for timed in generator:
+            due_ns = timed.at_ms * 1_000_000
+            if bound_ns is not None and due_ns >= bound_ns:
+                self._wait_until_ns(bound_ns)
+                return
+            self._wait_until_ns(due_ns)
+            if self.stop_event.is_set():
+                return
+            if bound_ns is not None and self.scheduler.now_ns() - self.started_ns >= bound_ns:
+                return  # running late (a slow broker, a fault): the duration holds all the same
+            yield timed.step
+            self.sent.clear()
+            self._tick()
+            if plan.messages is not None and generator.published >= plan.messages:
+                return
+
+    def _record_step(self, outcome: StepOutcome) -> None:
+        """A count per kind of step, and the first failed ones: a soak's steps are too many to keep."""
+        self.step_counts[outcome.do] = self.step_counts.get(outcome.do, 0) + 1
+        if not outcome.ok and len(self.failed) < _KEEP_FAILED:
+            self.failed.append(outcome)
+
+    def _after_steps(self) -> None:
+        self._stop_nemesis()
+        self._status("drain")
+        self.quiet = self._drain()
+        self.drained = True
+
+    def _close(self, interrupted: bool, failure: BaseException | None) -> None:
+        """Stop the load, write ``end``, close the consumers, the writer, the chunks or the sink, the session:
+        each part bounded, the slow ones noted."""
+        timer = _Timer(self.notes)
+        self._stop_nemesis()
+        self._stop_workers()
+        timer.lap("stopping the consumer loops")
+        self.notes.extend(self.session.stop_watching())
+        timer.lap("reading the client logs")
+        counters = self.recorder.counters()
+        self.recorder.end(drained=self.drained, **end_fields(counters, self.quiet, interrupted, failure))
+        self._close_handles()
+        timer.lap("closing the consumers")
+        self.writer.close()
+        if self.live_count is not None:
+            self.live_count.close()
+        if self.pipeline is not None:
+            if not self.pipeline.close():
+                self.notes.append("the trace pipeline did not finish in time; the last events may be missing")
+            self.notes.extend(f"trace sink: {e}" for e in self.pipeline.errors)
+        if self.chunks is not None:
+            self.chunks.close()
+        self._finish_sink()
+        closer = threading.Thread(target=_close_quietly, args=(self.session,), daemon=True)
+        closer.start()
+        closer.join(_CLOSE_BOUND_S)
+        if closer.is_alive():
+            self.notes.append(f"the producers did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
+        timer.lap("closing the session")
+        self._status_done.set()
+
+    def _judge(self, trace_path: Path) -> Any:
+        """The full Python check of the chunks (the live check only counted)."""
+        self._live_final_result = self._live_result()
+        self._status("check")
+        return self._final_verdict(trace_path, self.resolved_profile)
+
+    def _finish(self, result: RunResult) -> None:
+        """The soak's result and ``summary.json``."""
         self._sample(final=True)
-        result = SoakResult(
+        live_violations, live_kinds = self._live_final_result
+        self.soak_result = SoakResult(
             plan=self.plan,
             target=self.target.name,
             topic=self.topic,
-            verdict=verdict,
-            trace_dir=trace_dir,
-            out_dir=out,
+            verdict=result.verdict,
+            trace_dir=result.trace_path,
+            out_dir=self.out_dir,
             duration_s=time.monotonic() - self.started,
-            drained=drained,
-            quiet=quiet,
+            drained=result.drained,
+            quiet=result.quiet,
             counters=self.recorder.counters(),
             faults=dict(self.faults),
             live_violations=live_violations,
@@ -495,19 +537,21 @@ class _SoakRun(_Run):
             throughput=self.series,
             steps=dict(self.step_counts),
             failed_steps=tuple(self.failed),
-            notes=tuple(self.notes),
-            interrupted=interrupted,
+            notes=result.notes,
+            interrupted=result.interrupted,
             events=self.writer.count,
-            artifacts=self._artifacts(trace_dir, verdict_path, broker_log),
+            artifacts=self._artifacts(result.trace_path, result.verdict_path, result.broker_log),
         )
-        (out / "summary.json").write_text(json.dumps(result.summary(), indent=2, sort_keys=True) + "\n")
-        self.phase = "done"
-        self._report(force=True)
-        with contextlib.suppress(OSError):
-            self._status_path.unlink()
-        if failure is not None and not interrupted:
-            raise failure
-        return result
+        summary = json.dumps(self.soak_result.summary(), indent=2, sort_keys=True)
+        (self.out_dir / "summary.json").write_text(summary + "\n")
+
+    def _report(self, final: bool = False) -> None:
+        """The run loop's progress reports: only its final one is a status report (``done``), the last; the
+        soak reports its phases itself (:meth:`_status`) and its status thread the rest."""
+        if final:
+            self._status("done")
+            with contextlib.suppress(OSError):
+                self._status_path.unlink()
 
     def _start_nemesis(self) -> None:
         from pytest_keyshared.soak.nemesis import Nemesis, ProxiedSession
@@ -532,26 +576,6 @@ class _SoakRun(_Run):
             self.faults[kind] = self.faults.get(kind, 0) + count
         self.notes.extend(f"nemesis: {e}" for e in nemesis.errors)
 
-    def _load(self) -> None:
-        """Run the generator's steps, each when due, until the duration, the message count or a stop."""
-        plan = self.plan
-        bound_ns = None if plan.duration_s is None else int(plan.duration_s * 1e9)
-        generator = self.generator
-        for timed in generator:
-            due_ns = timed.at_ms * 1_000_000
-            if bound_ns is not None and due_ns >= bound_ns:
-                self._wait_until_ns(bound_ns)
-                return
-            self._wait_until_ns(due_ns)
-            if self.stop_event.is_set():
-                return
-            if bound_ns is not None and self.scheduler.now_ns() - self.started_ns >= bound_ns:
-                return  # running late (a slow broker, a fault): the duration holds all the same
-            self._step(timed.step)
-            self._tick()
-            if plan.messages is not None and generator.published >= plan.messages:
-                return
-
     def _wait_until_ns(self, offset_ns: int) -> None:
         """Let the consumers work until ``offset_ns`` after the start on the run's clock (or a stop)."""
         remaining_ms = (self.started_ns + offset_ns - self.scheduler.now_ns()) // 1_000_000
@@ -567,10 +591,10 @@ class _SoakRun(_Run):
     def _tick(self) -> None:
         self._sample()
 
-    def _status_loop(self, done: threading.Event) -> None:
+    def _status_loop(self) -> None:
         """The status reporter's thread: a report every ``status_every_s`` of wall time, whatever blocks the run."""
-        while not done.wait(self.status_every_s):
-            self._report(force=True)
+        while not self._status_done.wait(self.status_every_s):
+            self._emit_status()
 
     def _sample(self, final: bool = False) -> None:
         """One row per whole second of the run's clock (messages published ok and received in it); ``final``
@@ -601,14 +625,19 @@ class _SoakRun(_Run):
                     }
                 )
 
-    def _report(self, force: bool = False) -> None:
-        """A status report (only forced ones: the driver's own progress calls are not the soak's)."""
-        if self.status_cb is None or not force:
-            return
-        with self._status_lock:
-            self._emit_status()
+    def _status(self, phase: str) -> None:
+        """The run is now in ``phase``: a status report says so."""
+        self.phase = phase
+        self._emit_status()
 
     def _emit_status(self) -> None:
+        """One status report (from the run's thread or the status thread, one at a time)."""
+        if self.status_cb is None:
+            return
+        with self._status_lock:
+            self._emit_status_locked()
+
+    def _emit_status_locked(self) -> None:
         assert self.status_cb is not None
         now = time.monotonic()
         c = self.recorder.counters()
