@@ -336,7 +336,7 @@ class _SoakRun(_Run):
         self._sample_counts = (0, 0)
         self.live_count: LiveCount | None = None
         self._live_final: tuple[int, dict[str, int]] | None = None  #: the sink's count, once it finished
-        self._live_final_result: tuple[int, dict[str, int]] = (0, {})  #: the live count when the run ended
+        self._live_at_end: tuple[int, dict[str, int]] = (0, {})  #: the live count when the run ended
         self._sink_failed: str | None = None
         self.nemesis: Any = None
 
@@ -512,14 +512,14 @@ class _SoakRun(_Run):
 
     def _judge(self, trace_path: Path) -> Any:
         """The full Python check of the chunks (the live check only counted)."""
-        self._live_final_result = self._live_result()
+        self._live_at_end = self._live_result()
         self._status("check")
         return self._final_verdict(trace_path, self.resolved_profile)
 
     def _finish(self, result: RunResult) -> None:
         """The soak's result and ``summary.json``."""
         self._sample(final=True)
-        live_violations, live_kinds = self._live_final_result
+        live_violations, live_kinds = self._live_at_end
         self.soak_result = SoakResult(
             plan=self.plan,
             target=self.target.name,
@@ -540,7 +540,7 @@ class _SoakRun(_Run):
             notes=result.notes,
             interrupted=result.interrupted,
             events=self.writer.count,
-            artifacts=self._artifacts(result.trace_path, result.verdict_path, result.broker_log),
+            artifacts=self._artifacts(result),
         )
         summary = json.dumps(self.soak_result.summary(), indent=2, sort_keys=True)
         (self.out_dir / "summary.json").write_text(summary + "\n")
@@ -704,20 +704,10 @@ class _SoakRun(_Run):
             self.notes.append(f"the trace chunks could not be checked: {type(exc).__name__}: {exc}")
             return None
 
-    def _artifacts(self, trace_dir: Path, verdict_path: Path | None, broker_log: Path | None) -> dict[str, Path]:
-        out = {"trace": trace_dir, "plan": self.out_dir / "soak.json", "summary": self.out_dir / "summary.json"}
-        if verdict_path is not None:
-            out["verdict"] = verdict_path
-        if broker_log is not None:
-            out["broker_log"] = broker_log
-        for name, file in (
-            ("client_log", "pulsar-client.log"),
-            ("consumer_process_log", "consumer-processes.log"),
-            ("checker_log", "checker.log"),
-        ):
-            path = self.out_dir / file
-            if path.exists() and path.stat().st_size:
-                out[name] = path
+    def _artifacts(self, result: RunResult) -> dict[str, Path]:
+        """The run's artifacts (:attr:`RunResult.artifacts`), its plan named ``plan``, and ``summary.json``."""
+        out = {"trace": result.trace_path, "plan": result.scenario_path, "summary": self.out_dir / "summary.json"}
+        out.update((name, path) for name, path in result.artifacts.items() if name not in ("trace", "scenario"))
         return out
 
 
