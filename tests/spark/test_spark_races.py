@@ -1,20 +1,17 @@
-"""Both engines on the traces of the reference differential (``tests/quality``): correct and broken brokers with
-acks by non-holders, duplicate and late acks, scoped faults, duplicate receipts and one timestamp for every event.
-One Spark job for all of them."""
+"""Both engines on the traces of the reference differential (``tests/support/raced_traces.py``): correct and
+broken brokers with acks by non-holders, duplicate and late acks, scoped faults, duplicate receipts and one
+timestamp for every event.  One Spark job for all of them."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from raced_traces import FAMILIES, generate
 
 from conformance.checks import check_trace
 from conformance.spark import check_many
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "quality"))
-from raced_traces import FAMILIES, generate
 
 pytestmark = pytest.mark.spark
 
