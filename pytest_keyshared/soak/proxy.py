@@ -23,6 +23,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 
 __all__ = ["ProxyLink", "rewrite_lookup_response"]
 
@@ -197,8 +198,8 @@ class ProxyLink:
             with self._lock:
                 self._conns.append((client, broker))
                 self.connections += 1
-            for target, args in ((self._pump_bytes, (client, broker)), (self._pump_frames, (broker, client))):
-                thread = threading.Thread(target=target, args=args, daemon=True, name=f"ks-proxy-{self.name}")
+            for args in ((client, broker, _unchanged), (broker, client, self._lookups_rewritten())):
+                thread = threading.Thread(target=self._pump, args=args, daemon=True, name=f"ks-proxy-{self.name}")
                 thread.start()
                 self._threads.append(thread)
             self._threads = [t for t in self._threads if t.is_alive()]
@@ -210,48 +211,15 @@ class ProxyLink:
         if self._delay_s:
             time.sleep(self._delay_s)
 
-    def _pump_bytes(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, forward: Callable[[bytes], bytes | bytearray]) -> None:
+        """Send on to ``dst`` what ``forward`` makes of each read from ``src`` (held while stalled or delayed),
+        until either side closes or ``forward`` raises ``OSError``."""
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
-                self._hold()
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            self._drop(src, dst)
-
-    def _pump_frames(self, src: socket.socket, dst: socket.socket) -> None:
-        buffer = bytearray()
-        url = self.url
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                buffer += data
-                out = bytearray()
-                pos = 0
-                while len(buffer) - pos >= 8:
-                    (total,) = _U32.unpack_from(buffer, pos)
-                    if total > _MAX_FRAME:
-                        raise OSError("frame too large")
-                    if len(buffer) - pos < 4 + total:
-                        break
-                    (size,) = _U32.unpack_from(buffer, pos + 4)
-                    frame_end = pos + 4 + total
-                    if size + 4 == total and buffer[pos + 8] == 0x08 and buffer[pos + 9] == _LOOKUP_RESPONSE:
-                        new = rewrite_lookup_response(bytes(buffer[pos + 8 : frame_end]), url)
-                        if new is not None:
-                            self.rewritten += 1
-                            out += _U32.pack(len(new) + 4) + _U32.pack(len(new)) + new
-                            pos = frame_end
-                            continue
-                    out += buffer[pos:frame_end]
-                    pos = frame_end
-                del buffer[:pos]
+                out = forward(data)
                 if out:
                     self._hold()
                     dst.sendall(out)
@@ -259,6 +227,38 @@ class ProxyLink:
             pass
         finally:
             self._drop(src, dst)
+
+    def _lookups_rewritten(self) -> Callable[[bytes], bytes | bytearray]:
+        """The broker's direction of one connection: whole frames only (a partial one waits for the rest of
+        it), each ``LOOKUP_RESPONSE`` pointed at this proxy."""
+        buffer = bytearray()
+        url = self.url
+
+        def forward(data: bytes) -> bytearray:
+            buffer.extend(data)
+            out = bytearray()
+            pos = 0
+            while len(buffer) - pos >= 8:
+                (total,) = _U32.unpack_from(buffer, pos)
+                if total > _MAX_FRAME:
+                    raise OSError("frame too large")
+                if len(buffer) - pos < 4 + total:
+                    break
+                (size,) = _U32.unpack_from(buffer, pos + 4)
+                frame_end = pos + 4 + total
+                if size + 4 == total and buffer[pos + 8] == 0x08 and buffer[pos + 9] == _LOOKUP_RESPONSE:
+                    new = rewrite_lookup_response(bytes(buffer[pos + 8 : frame_end]), url)
+                    if new is not None:
+                        self.rewritten += 1
+                        out += _U32.pack(len(new) + 4) + _U32.pack(len(new)) + new
+                        pos = frame_end
+                        continue
+                out += buffer[pos:frame_end]
+                pos = frame_end
+            del buffer[:pos]
+            return out
+
+        return forward
 
     def _drop(self, a: socket.socket, b: socket.socket) -> None:
         with self._lock:
@@ -278,3 +278,8 @@ class ProxyLink:
         self._accept.join(timeout_s)
         for thread in self._threads:
             thread.join(max(0.0, timeout_s / 4))
+
+
+def _unchanged(data: bytes) -> bytes:
+    """The client's direction: forwarded as read."""
+    return data

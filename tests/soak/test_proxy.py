@@ -70,3 +70,20 @@ def test_proxy_forwards_frames_rewrites_lookups_and_cuts() -> None:
     finally:
         link.close()
         server.close()
+
+
+def test_frames_split_across_reads_come_out_whole_and_rewritten() -> None:
+    """The broker's direction holds a partial frame until the rest arrives, however the reads cut it."""
+    link = ProxyLink(("127.0.0.1", 9), "c1")  # never connects: only its broker-side forward is used
+    try:
+        stream = _frame(b"\x08\x12\x92\x01\x00") + _frame(_lookup_response("pulsar://elsewhere:6650"))
+        want = _frame(b"\x08\x12\x92\x01\x00") + _frame(_lookup_response(link.url))
+        forward = link._lookups_rewritten()
+        pieces = [bytes(forward(stream[i : i + 1])) for i in range(len(stream))]
+        assert b"".join(pieces) == want and link.rewritten == 1
+        assert all(p == b"" for p in pieces[:8])  # nothing goes out before a frame is whole
+        whole = link._lookups_rewritten()
+        assert bytes(whole(stream[:-1])) == _frame(b"\x08\x12\x92\x01\x00")  # the whole first frame only
+        assert bytes(whole(stream[-1:])) == _frame(_lookup_response(link.url))
+    finally:
+        link.close()
