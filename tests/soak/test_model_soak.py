@@ -95,3 +95,15 @@ def test_network_faults_on_the_model_and_restarts_on_a_url_are_refused(tmp_path:
 
     with pytest.raises(UnsupportedByTarget, match="cannot take the fault 'restart'"):
         check_soak_plan(make_target("pulsar://127.0.0.1:1", artifacts_dir=tmp_path), SoakPlan(faults=("restart",)))
+
+
+def test_the_soak_runs_in_the_one_run_shape() -> None:
+    """Soaks, scenario runs and failover runs share one skeleton (``RunLoop.execute``); each fills in hooks."""
+    from pytest_keyshared.driver.failover_run import _FailoverRun
+    from pytest_keyshared.driver.run import _Run
+    from pytest_keyshared.driver.run_loop import RunLoop
+    from pytest_keyshared.soak.runner import _SoakRun
+
+    for run in (_Run, _FailoverRun, _SoakRun):
+        assert issubclass(run, RunLoop) and run.execute is RunLoop.execute, run
+        assert run._step is RunLoop._step, run  # steps are timed and framed in one place
