@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "ALL", "NONE", "PLAN_COLUMNS", "Plan", "hash_strings", "one_pass_batches", "part_batches", "plan_source",
-    "plan_split", "scope_batch",
+    "ALL", "NONE", "PLAN_COLUMNS", "PLAN_DICTIONARIES", "Plan", "hash_strings", "one_pass_batches", "part_batches",
+    "plan_source", "plan_split", "scope_batch",
 ]  # fmt: skip
 
 ALL = -1  #: a scope-pass event copied into every part
@@ -44,6 +44,8 @@ NONE = -2  #: an event the identity pass does not read
 MESSAGE_OPS = ("publish", "receive", "ack", "nack")
 #: The columns the plan reads (a Parquet trace's other columns are not read for it).
 PLAN_COLUMNS: tuple[str, ...] = ("op", "key", "msg_id", "result", "uid", "producer", "seq")
+#: Those best read as dictionaries (few distinct values: :func:`_plan_batch` works on each distinct one once).
+PLAN_DICTIONARIES: tuple[str, ...] = ("op", "key", "result", "producer")
 _IDENTITY_FIELDS = ("uid", "producer", "seq")
 
 _K = 0x100000001B3  # FNV-64 prime: the polynomial hash's base
@@ -314,78 +316,176 @@ def _any(group: Any, groups: int, flags: Any) -> Any:
 
 
 def _plan_batch(batch: Any, offset: int, parts: int, pieces: dict[str, list[Any]]) -> None:
-    """Add one batch's share of the plan to ``pieces`` (numpy arrays, :data:`_PIECES`)."""
+    """Add one batch's share of the plan to ``pieces`` (numpy arrays, :data:`_PIECES`).
+
+    Every string column is worked on as a dictionary (:func:`_coded`: a Parquet trace's plan columns are read
+    so, as they are stored): what a value decides (an op's kind, a key's hash, a message id's parts, a uid's
+    hash) is computed once per distinct value, and each row takes its value's by index.  A message's id comes
+    three times (publish, receive, ack), a uid twice, an op a million times.
+    """
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = batch.num_rows
     names = set(batch.schema.names)
-
-    def column(name: str, kind: Any = None) -> Any:
-        kind = pa.string() if kind is None else kind
-        if name not in names:
-            return pa.nulls(n, kind)
-        array = batch.column(name)
-        return array if array.type == kind else array.cast(kind)
-
-    def flags(mask: Any) -> Any:
-        return pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
-
-    op, msg_id, key = column("op"), column("msg_id"), column("key")
-    rows = np.arange(offset, offset + n, dtype=np.int64)
-    is_op = flags(pc.is_in(op, value_set=pa.array(MESSAGE_OPS)))
-    message = is_op & flags(pc.is_valid(msg_id))
+    u64 = np.uint64
+    op_idx, ops = _coded(batch, names, "op")
+    is_op = _flags(pc.is_in(ops, value_set=pa.array(MESSAGE_OPS)))[op_idx]
+    is_publish = _flags(pc.equal(ops, "publish"))[op_idx]
+    is_receive = _flags(pc.equal(ops, "receive"))[op_idx]
+    msg_idx, msg_ids = _coded(batch, names, "msg_id")
+    key_idx, keys = _coded(batch, names, "key")
+    message = is_op & (msg_idx >= 0)
     scope = np.full(n, ALL, np.int32)
     failed = is_op & ~message  # an event about one message without its msg_id (a failed publish): by its key
+    key_hash, key_idx = _entry_hashes(key_idx, keys, _EMPTY)
     if failed.any():
-        scope[failed] = (hash_strings(pc.filter(key, pa.array(failed))) % np.uint64(parts)).astype(np.int32)
+        scope[failed] = (key_hash[key_idx[failed]] % u64(parts)).astype(np.int32)
     pieces["scope"].append(scope)
     if message.any():
-        where = pa.array(message)
-        ids = pc.split_pattern(pc.filter(msg_id, where), ":")
-        ledger, entry = (pc.cast(pc.list_element(ids, k), pa.int64()).to_numpy(zero_copy_only=False) for k in (0, 1))
-        if pc.min(pc.list_value_length(ids)).as_py() >= 4:  # the canonical "l:e:p:b" (what recorders write)
-            bidx = pc.cast(pc.list_element(ids, 3), pa.int64()).to_numpy(zero_copy_only=False)
-        else:  # "l:e" and "l:e:p" padded with -1 parts: the fourth part is the batch index
-            padded = pc.binary_join_element_wise(pc.filter(msg_id, where), pa.scalar(":-1:-1"), "")
-            bidx = pc.cast(pc.list_element(pc.split_pattern(padded, ":"), 3), pa.int64()).to_numpy(zero_copy_only=False)
-        m_op, m_key = pc.filter(op, where), pc.filter(key, where)
-        publish_ok = flags(pc.and_(pc.equal(m_op, "publish"), pc.equal(pc.filter(column("result"), where), "ok")))
-        keyed = flags(pc.equal(m_op, "receive")) | (publish_ok & (ledger >= 0) & (entry >= 0))
-        u64 = np.uint64
-        pieces["m_row"].append(rows[message])
+        rows = np.flatnonzero(message)
+        local, used = _used(msg_idx[rows], msg_ids)  # only the ids of message events are parsed (as before)
+        ledger, entry, bidx = _message_ids(used)
         entry_of = np.where(bidx >= 0, -2, bidx)  # a batch is one entry, dispatched whole by one sticky key
-        pieces["m_id"].append(_mix(_mix(_mix(ledger.astype(u64)) + entry.astype(u64)) + entry_of.astype(u64)))
-        pieces["m_keyed"].append(hash_strings(m_key))  # a null key counts as "" where keyed
+        m_id = _mix(_mix(_mix(ledger.astype(u64)) + entry.astype(u64)) + entry_of.astype(u64))
+        result_idx, results = _coded(batch, names, "result")
+        ok = _flags(pc.equal(results, "ok"))[result_idx[rows]]
+        stored = (ledger >= 0) & (entry >= 0)
+        keyed = is_receive[rows] | (is_publish[rows] & ok & stored[local])
+        m_key = key_idx[rows]
+        pieces["m_row"].append(rows + offset)
+        pieces["m_id"].append(m_id[local])
+        pieces["m_keyed"].append(key_hash[m_key])  # a null key counts as "" where keyed
         pieces["m_has_keyed"].append(keyed)
-        pieces["m_has_any"].append(flags(pc.is_valid(m_key)))
+        pieces["m_has_any"].append(m_key >= 0)
     # identity pass: publishes, and receives carrying a uid
-    uid = column("uid")
-    is_publish = flags(pc.equal(op, "publish"))
-    with_uid = flags(pc.is_valid(uid))
-    identity = is_publish | (flags(pc.equal(op, "receive")) & with_uid)
+    uid_idx, uids = _coded(batch, names, "uid")
+    with_uid = uid_idx >= 0
+    identity = is_publish | (is_receive & with_uid)
+    p_ps = None
+    if "seq" in names:  # cast whole, as the checker reads it (a column that is not integers fails the plan)
+        seq_column = batch.column("seq")
+        seq_column = seq_column if seq_column.type == pa.int64() else seq_column.cast(pa.int64())
     if is_publish.any():
-        where = pa.array(is_publish)
-        producer = pc.fill_null(pc.filter(column("producer"), where), _NO_PRODUCER)
-        seq = pc.filter(column("seq", pa.int64()), where)
-        seq_np = pc.fill_null(seq, 0).to_numpy(zero_copy_only=False).astype(np.uint64)
-        seq_null = (~flags(pc.is_valid(seq))).astype(np.uint64)
-        pieces["p_row"].append(rows[is_publish])
-        pieces["p_ps"].append(
-            _mix(hash_strings(producer) ^ _mix(seq_np + np.uint64(0x51ED27) + seq_null * np.uint64(1 << 63)))
-        )
-        pieces["p_uid"].append(with_uid[is_publish])
+        rows = np.flatnonzero(is_publish)
+        producer_idx, producers = _coded(batch, names, "producer")
+        producer_hash, producer_idx = _entry_hashes(producer_idx[rows], producers, _no_producer_hash())
+        if "seq" in names:
+            seq_valid = _flags(pc.is_valid(seq_column))[:-1][rows]
+            seq = pc.fill_null(seq_column, 0).to_numpy(zero_copy_only=False)[rows].astype(u64)
+        else:
+            seq_valid, seq = np.zeros(len(rows), bool), np.zeros(len(rows), u64)
+        seq_null = (~seq_valid).astype(u64)
+        p_ps = _mix(producer_hash[producer_idx] ^ _mix(seq + u64(0x51ED27) + seq_null * u64(1 << 63)))
+        pieces["p_row"].append(rows + offset)
+        pieces["p_ps"].append(p_ps)
+        pieces["p_uid"].append(with_uid[rows])
     take = identity & with_uid
     if take.any():
-        uids = pc.filter(uid, pa.array(take)).cast(pa.large_string())
-        ps = np.zeros(n, np.uint64)  # the receives' is never read
-        if is_publish.any():
-            ps[is_publish] = pieces["p_ps"][-1]
-        pieces["u_row"].append(rows[take])
-        pieces["u_id"].append(_hash_unique(uids))
-        pieces["u_ps"].append(ps[take])
-        pieces["u_pub"].append(is_publish[take])
+        rows = np.flatnonzero(take)
+        local, used = _used(uid_idx[rows], uids)
+        ps = np.zeros(n, u64)  # the receives' is never read
+        if p_ps is not None:
+            ps[is_publish] = p_ps
+        pieces["u_row"].append(rows + offset)
+        pieces["u_id"].append(_hash_each(used)[local])
+        pieces["u_ps"].append(ps[rows])
+        pieces["u_pub"].append(is_publish[rows])
+
+
+def _coded(batch: Any, names: set[str], name: str) -> tuple[Any, Any]:
+    """``(each row's index into the distinct values, -1 for null; the distinct values)`` of a column as
+    strings: a dictionary column's own indices and dictionary (no hashing: a Parquet column read as stored),
+    another column dictionary-encoded here.  A missing column is all null."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if name not in names:
+        return np.full(batch.num_rows, -1, np.int32), pa.array([], pa.string())
+    array = batch.column(name)
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array if array.type == pa.string() else array.cast(pa.string()))
+    values = array.dictionary
+    values = values if values.type == pa.string() else values.cast(pa.string())
+    indices = array.indices
+    index = (pc.fill_null(indices, -1) if indices.null_count else indices).to_numpy(zero_copy_only=False)
+    if values.null_count:  # a null value in the dictionary is a null
+        index = np.where(_flags(pc.is_valid(values))[index], index, -1)
+    return index, values
+
+
+def _no_producer_hash() -> int:
+    """The hash a null producer stands in for (:data:`_NO_PRODUCER`'s)."""
+    import pyarrow as pa
+
+    return int(_hash_each(pa.array([_NO_PRODUCER]))[0])
+
+
+def _flags(mask: Any) -> Any:
+    """A boolean array's values (null: False) with one False more, which an index of -1 (null) takes."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    return np.append(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), False)
+
+
+def _used(index: Any, values: Any) -> tuple[Any, Any]:
+    """``(index into the values used, the values used)`` for ``index`` (no -1): the values ``index`` names,
+    and no other (a Parquet dictionary holds the values of a whole row group read so far)."""
+    import numpy as np
+    import pyarrow as pa
+
+    low = int(index.min())
+    span = int(index.max()) - low + 1
+    mark = np.zeros(span, bool)
+    mark[index - low] = True
+    if mark.all():
+        return index - low, values.slice(low, span)
+    keep = np.flatnonzero(mark)
+    return (np.cumsum(mark) - 1)[index - low], values.take(pa.array(keep + low))
+
+
+def _entry_hashes(index: Any, values: Any, null: int) -> tuple[Any, Any]:
+    """``(hashes, index)``: the hash of each value ``index`` names (within its span; ``null`` last), and
+    ``index`` into them (-1: null, which takes the last)."""
+    import numpy as np
+
+    valid = index >= 0
+    if not valid.any():
+        return np.full(1, null, np.uint64), index
+    low = int(index[valid].min())
+    hashes = _hash_each(values.slice(low, int(index.max()) - low + 1))
+    return np.append(hashes, np.uint64(null)), np.where(valid, index - low, -1)
+
+
+def _hash_each(strings: Any) -> Any:
+    """:func:`hash_strings` of each string of a plain array (null: the empty string), without first finding
+    the distinct ones (a dictionary's values are distinct already)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    return _hash_unique(pc.fill_null(strings.cast(pa.large_string()), ""))
+
+
+def _message_ids(ids: Any) -> tuple[Any, Any, Any]:
+    """``(ledger, entry, batch index)`` of message ids (numpy int64; "l:e" and "l:e:p" have batch index -1); an
+    id that is not integers fails the plan."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def part(split: Any, k: int) -> Any:
+        return pc.cast(pc.list_element(split, k), pa.int64()).to_numpy(zero_copy_only=False)
+
+    split = pc.split_pattern(ids, ":")
+    ledger, entry = part(split, 0), part(split, 1)
+    if pc.min(pc.list_value_length(split)).as_py() >= 4:  # the canonical "l:e:p:b" (what recorders write)
+        return ledger, entry, part(split, 3)
+    # "l:e" and "l:e:p" padded with -1 parts: the fourth part is the batch index
+    return ledger, entry, part(pc.split_pattern(pc.binary_join_element_wise(ids, pa.scalar(":-1:-1"), ""), ":"), 3)
 
 
 #: The arrays :func:`_plan_batch` gathers (name: numpy dtype).
