@@ -287,20 +287,22 @@ def _representatives(ids: Any) -> Any:
 
     n = len(ids)
     index = np.int32 if n < 1 << 30 else np.int64
-    group = np.empty(n, index)
-    pending = np.arange(n, dtype=index)
-    keys = ids
     bits = max(4, (2 * n).bit_length())
     table = np.empty(1 << bits, index)  # reused: a round reads only the slots it wrote
+    slot = (ids >> np.uint64(64 - bits)).view(np.int64)
+    table[slot] = np.arange(n, dtype=index)
+    group = table[slot]  # the first round: most settle (with about three slots an id, few ids share one)
+    pending = np.flatnonzero(ids[group] != ids).astype(index)
     factor = 1
     while len(pending):
-        slot = (keys * np.uint64(factor)) >> np.uint64(64 - bits)
+        factor = (factor * 0x9E3779B97F4A7C15 | 1) & _MAX  # odd: other slots for the next round
+        keys = ids[pending]
+        slot = ((keys * np.uint64(factor)) >> np.uint64(64 - bits)).view(np.int64)
         table[slot] = pending
         winner = table[slot]
         settled = ids[winner] == keys
         group[pending[settled]] = winner[settled]
-        pending, keys = pending[~settled], keys[~settled]
-        factor = (factor * 0x9E3779B97F4A7C15 | 1) & _MAX  # odd: other slots for the next round
+        pending = pending[~settled]
     return group
 
 
