@@ -161,7 +161,7 @@ def test_the_plan_is_the_reference_plan_on_random_columns() -> None:
 
 def test_a_plan_fails_where_the_reference_fails() -> None:
     """A message id that is not integers, or a seq column that is not, fails both plans (the trace is then checked
-    whole); an id only a non-message event carries does not."""
+    whole); an id only a non-message event carries does not, nor a partition or a fifth part that is not."""
     table = random_columns(3)
     for column, row, value in (("msg_id", 0, "1:x:-1:-1"), ("msg_id", 1, "7"), ("seq", 2, "s")):
         ops = table.column("op").to_pylist()
@@ -179,9 +179,12 @@ def test_a_plan_fails_where_the_reference_fails() -> None:
     ops = table.column("op").to_pylist()
     ids = table.column("msg_id").to_pylist()
     ops[0], ids[0] = "open", "not:a:message:id"
+    ops[1], ids[1] = "receive", "1:0:x:-1"  # a partition is not read
+    ops[2], ids[2] = "ack", "1:0:-1:-1:y"  # nor a fifth part
     odd = table.set_column(table.schema.get_field_index("op"), "op", pa.array(ops))
     odd = odd.set_column(odd.schema.get_field_index("msg_id"), "msg_id", pa.array(ids))
-    same_plan(plan_split(odd.to_batches(), 2), reference_plan(odd.to_batches(), 2), "an open with an odd id")
+    want = reference_plan(odd.to_batches(), 2)
+    same_plan(plan_split(odd.to_batches(), 2), want, "an open with an odd id, a receive with an odd partition")
 
 
 def test_a_stored_trace_is_planned_as_the_reference_plans_it(tmp_path: Path) -> None:
