@@ -131,25 +131,26 @@ def as_dictionaries(table: pa.Table, rnd: random.Random) -> list[Any]:
 
 
 def batched(table: pa.Table, rnd: random.Random) -> list[Any]:
-    return table.to_batches(max_chunksize=rnd.choice([5, 64, 1000, 1 << 20]))
+    """``table`` in batches of a size drawn at random: a message's events in several (at most 40 batches)."""
+    return table.to_batches(max_chunksize=max(rnd.choice([5, 64, 1000, 1 << 20]), table.num_rows // 40))
 
 
 def test_the_plan_is_the_reference_plan_on_synthesised_traces() -> None:
     rnd = random.Random(14)
-    for k, (_header, _events, table) in enumerate(synthesised(60, seed=1402)):
-        for parts in (2, 3 + k % 4):
-            batches = batched(table, rnd)
-            for one_pass in (True, False):
-                want = reference_plan(batches, parts, one_pass=one_pass)
-                got = plan_split(batches, parts, one_pass=one_pass, threads=rnd.choice([1, 2, 3]))
-                same_plan(got, want, f"trace {k}, {parts} parts, one_pass={one_pass}")
-            same_plan(plan_split(as_dictionaries(table, rnd), parts), reference_plan(batches, parts), f"dict {k}")
+    for k, (_header, _events, table) in enumerate(synthesised(48, seed=1402)):
+        parts = 2 + k % 4
+        batches = batched(table, rnd)
+        one_pass = k % 3 != 0
+        want = reference_plan(batches, parts, one_pass=one_pass)
+        got = plan_split(batches, parts, one_pass=one_pass, threads=rnd.choice([1, 2, 3]))
+        same_plan(got, want, f"trace {k}, {parts} parts, one_pass={one_pass}")
+        same_plan(plan_split(as_dictionaries(table, rnd), parts, one_pass=one_pass), want, f"dict {k}")
 
 
 def test_the_plan_is_the_reference_plan_on_random_columns() -> None:
     rnd = random.Random(15)
     modes = set()
-    for k in range(80):
+    for k in range(64):
         table = random_columns(k)
         parts = rnd.choice([2, 3, 5, 200])
         want = reference_plan(batched(table, rnd), parts)
