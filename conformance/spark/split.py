@@ -180,7 +180,7 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True, thr
     source = iter(batches)
     lock = threading.Lock()
     done: list[tuple[int, dict[str, Any]]] = []
-    position = [0, 0]  # the next batch's number and first row
+    position = [0]  # the next batch's number
 
     def work() -> None:
         while True:
@@ -188,9 +188,9 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True, thr
                 batch = next(source, None)
                 if batch is None:
                     return
-                number, offset = position
-                position[0], position[1] = number + 1, offset + batch.num_rows
-            got = _plan_batch(batch, offset, parts)
+                number = position[0]
+                position[0] += 1
+            got = _plan_batch(batch, parts)
             with lock:
                 done.append((number, got))
 
@@ -210,32 +210,29 @@ def _planned(shares: list[dict[str, Any]], parts: int, one_pass: bool) -> Plan:
 
     A batch brings its messages and its uids already grouped (by its own dictionary of ids): here the groups of
     every batch are grouped again by their hashed id (:func:`_representatives`), a million or so at 3M events,
-    not one per event; each event then takes its group's part by index.
+    not one per event; each batch's events then take their group's part by index.
     """
     import numpy as np
 
     u64 = np.uint64
-    scope = np.concatenate([got["scope"] for got in shares]) if shares else np.zeros(0, np.int32)
+    small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
     mixed = False
+    table: list[Any] = []  # the hash table's slots, reused by each grouping
 
     def joined(name: str, kind: str = "uint64") -> Any:
         chunks = [got[name] for got in shares if name in got]
         return np.concatenate(chunks) if chunks else np.zeros(0, kind)
 
-    def rows_of(name: str) -> tuple[Any, Any]:
-        """Every share's rows of a kind (their place in the trace) and the index of each one's batch group."""
-        rows, groups, first = [], [], 0
-        for got in shares:
-            if name + "_rows" in got:
-                rows.append(got[name + "_rows"])
-                groups.append(got[name + "_group"] + first)
-                first += len(got[name + "_id"])
-        return (np.concatenate(rows), np.concatenate(groups)) if rows else (np.zeros(0, np.int64),) * 2
+    def firsts(name: str) -> list[int]:
+        """Where each share's groups of a kind start among every share's."""
+        sizes = [len(got[name]) if name in got else 0 for got in shares]
+        return [int(x) for x in np.cumsum([0, *sizes[:-1]])] if shares else []
 
     # scope pass: each message's events to the part of its key (a message: its hashed (ledger, entry, batch index))
-    m_rows, m_group = rows_of("m")
-    if len(m_rows):
-        same = _representatives(joined("m_id"))
+    scope = [got["scope"].astype(small) for got in shares]
+    m_ids = joined("m_id")
+    if len(m_ids):
+        same = _representatives(m_ids, table)
         groups = len(same)
         keyed, loose = joined("m_keyed", "bool"), joined("m_has_any", "bool")
         any_keyed = _flagged(same[keyed], groups)
@@ -245,35 +242,58 @@ def _planned(shares: list[dict[str, Any]], parts: int, one_pass: bool) -> Plan:
         any_loose = _flagged(same[loose], groups)  # an event's key, in a message none of whose events is keyed
         amin, _ = _min_max(same[loose], joined("m_amin")[loose], any_loose)
         chosen = np.where(any_keyed, kmin, np.where(any_loose, amin, _EMPTY))
-        part = (chosen[same] % u64(parts)).astype(np.int32)
-        scope[m_rows] = part[m_group]
+        part = (chosen[same] % u64(parts)).astype(small)
+        for got, here, first in zip(shares, scope, firsts("m_id"), strict=True):
+            if "m_rows" in got:
+                here[got["m_rows"]] = part[first : first + len(got["m_id"])][got["m_group"]]
     # identity pass: by (producer, seq); a uid's events where its publishes' (producer, seq) goes
-    identity = np.full(len(scope), NONE, np.int32)
-    p_rows = joined("p_rows", "int64")
-    p_ps, own = joined("p_ps"), ~joined("p_uid", "bool")  # a publish without a uid: by its own
-    identity[p_rows[own]] = (p_ps[own] % u64(parts)).astype(np.int32)
+    identity = [np.full(len(got["scope"]), NONE, small) for got in shares]
+    for got, here in zip(shares, identity, strict=True):
+        if "p_rows" in got:  # a publish without a uid: by its own
+            own = ~got["p_uid"]
+            here[got["p_rows"][own]] = (got["p_ps"][own] % u64(parts)).astype(small)
     single = one_pass
-    u_rows, u_group = rows_of("u")
-    if len(u_rows):
-        ids = joined("u_id")
-        same = _representatives(ids)
+    u_ids = joined("u_id")
+    if len(u_ids):
+        same = _representatives(u_ids, table)
+        groups = len(same)
         published = joined("u_pub", "bool")
-        any_published = _flagged(same[published], len(same))
+        any_published = _flagged(same[published], groups)
         pmin, _ = _min_max(same[published], joined("u_pmin")[published], any_published)
         _, pmax = _min_max(same[published], joined("u_pmax")[published], any_published)
         mixed = mixed or bool(np.any(any_published & (pmin != pmax)))
-        alone = _mix(ids ^ u64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
-        route = np.where(any_published[same], pmin[same], alone)
-        identity[u_rows] = (route % u64(parts)).astype(np.int32)[u_group]
-        # a uid's publishes and receives in one scope part
-        single = single and _one_part_per_group(scope[u_rows], same[u_group], len(same))
-    if single and not mixed and len(p_rows):  # and each (producer, seq)'s publishes, with or without a uid
-        single = _one_part_per_group(scope[p_rows], _representatives(p_ps), len(p_ps))
-    small = np.int8 if parts < 127 else np.int32  # a plan a driver made travels to every task: keep it small
-    return Plan(parts, scope.astype(small), identity.astype(small), mixed, single and not mixed)
+        alone = _mix(u_ids ^ u64(0xA5A5A5A5A5A5A5A5))  # a uid nobody published
+        route = (np.where(any_published[same], pmin[same], alone) % u64(parts)).astype(small)
+        one = np.zeros(groups, small)  # a uid's publishes and receives in one scope part: each group's, any one
+        with_uids = [
+            (got, here, marks, first)
+            for got, here, marks, first in zip(shares, scope, identity, firsts("u_id"), strict=True)
+            if "u_rows" in got
+        ]
+        for got, here, marks, first in with_uids:
+            rows, group = got["u_rows"], got["u_group"]
+            marks[rows] = route[first : first + len(got["u_id"])][group]
+            if single:
+                one[same[first + group]] = here[rows]
+        single = single and all(
+            np.array_equal(one[same[first + got["u_group"]]], here[got["u_rows"]]) for got, here, _m, first in with_uids
+        )
+    if single and not mixed:  # and each (producer, seq)'s publishes, with or without a uid
+        p_ps = joined("p_ps")
+        p_parts = [here[got["p_rows"]] for got, here in zip(shares, scope, strict=True) if "p_rows" in got]
+        if len(p_ps):
+            single = _one_part_per_group(np.concatenate(p_parts), _representatives(p_ps, table), len(p_ps))
+    empty = np.zeros(0, small)
+    return Plan(
+        parts,
+        np.concatenate(scope) if scope else empty,
+        np.concatenate(identity) if identity else empty,
+        mixed,
+        single and not mixed,
+    )
 
 
-def _representatives(ids: Any) -> Any:
+def _representatives(ids: Any, table: list[Any] | None = None) -> Any:
     """Each element's group: the index of one element of equal id, the same for all of them (numpy int64).
 
     A hash table in numpy, built for all elements at once: each element writes its index into the slot its id
@@ -281,25 +301,30 @@ def _representatives(ids: Any) -> Any:
     the others (another id took the slot) try again in a table of other slots.  Every round settles at least
     every winner's id, and with twice as many slots as elements few are left after a round.  ``ids`` are hashes
     (well spread 64-bit values): a slot is the top bits of the id.  Measured 1.7x faster than pyarrow's
-    ``dictionary_encode`` on a million ids.
+    ``dictionary_encode`` on a million ids.  ``table``: a list holding the slots of an earlier call, to reuse
+    (a table is tens of MB: each new one costs its pages).
     """
     import numpy as np
 
     n = len(ids)
     index = np.int32 if n < 1 << 30 else np.int64
-    bits = max(4, (2 * n).bit_length())
-    table = np.empty(1 << bits, index)  # reused: a round reads only the slots it wrote
+    bits = max(4, (n + n // 2).bit_length())  # 1.5 to 3 slots an id
+    if table is None:
+        table = []
+    if not table or len(table[0]) < 1 << bits or table[0].dtype != index:
+        table[:] = [np.empty(1 << bits, index)]  # reused: a round reads only the slots it wrote
+    slots = table[0]
     slot = (ids >> np.uint64(64 - bits)).view(np.int64)
-    table[slot] = np.arange(n, dtype=index)
-    group = table[slot]  # the first round: most settle (with about three slots an id, few ids share one)
+    slots[slot] = np.arange(n, dtype=index)
+    group = slots[slot]  # the first round: most settle (with about three slots an id, few ids share one)
     pending = np.flatnonzero(ids[group] != ids).astype(index)
     factor = 1
     while len(pending):
         factor = (factor * 0x9E3779B97F4A7C15 | 1) & _MAX  # odd: other slots for the next round
         keys = ids[pending]
         slot = ((keys * np.uint64(factor)) >> np.uint64(64 - bits)).view(np.int64)
-        table[slot] = pending
-        winner = table[slot]
+        slots[slot] = pending
+        winner = slots[slot]
         settled = ids[winner] == keys
         group[pending[settled]] = winner[settled]
         pending = pending[~settled]
@@ -344,7 +369,7 @@ def _one_part_per_group(parts: Any, group: Any, groups: int) -> bool:
     return bool(np.array_equal(one[group], parts))
 
 
-def _plan_batch(batch: Any, offset: int, parts: int) -> dict[str, Any]:
+def _plan_batch(batch: Any, parts: int) -> dict[str, Any]:
     """One batch's share of the plan (numpy arrays): each event's scope part where the batch decides it; its
     messages and its uids grouped (each group's id, and what the group's events say), with each message event's
     group and each uid event's; its publishes' ``(producer, seq)``.  :func:`_planned` joins the shares.
@@ -386,7 +411,7 @@ def _plan_batch(batch: Any, offset: int, parts: int) -> dict[str, Any]:
         m_key = key_idx[rows]
         key_of = key_hash[m_key]  # a null key counts as "" where keyed
         size = len(used)
-        got["m_rows"], got["m_group"] = rows + offset, local
+        got["m_rows"], got["m_group"] = rows, local
         got["m_id"] = _mix(_mix(_mix(ledger.astype(u64)) + entry.astype(u64)) + entry_of.astype(u64))
         got["m_keyed"] = with_keyed = _flagged(local[keyed], size)
         got["m_kmin"], got["m_kmax"] = _min_max(local[keyed], key_of[keyed], with_keyed)
@@ -413,14 +438,14 @@ def _plan_batch(batch: Any, offset: int, parts: int) -> dict[str, Any]:
             seq_valid, seq = np.zeros(len(rows), bool), np.zeros(len(rows), u64)
         seq_null = (~seq_valid).astype(u64)
         ps[rows] = _mix(producer_hash[producer_idx] ^ _mix(seq + u64(0x51ED27) + seq_null * u64(1 << 63)))
-        got["p_rows"], got["p_ps"], got["p_uid"] = rows + offset, ps[rows], with_uid[rows]
+        got["p_rows"], got["p_ps"], got["p_uid"] = rows, ps[rows], with_uid[rows]
     take = identity & with_uid
     if take.any():
         rows = np.flatnonzero(take)
         local, used = _used(uid_idx[rows], uids)
         published = is_publish[rows]
         size = len(used)
-        got["u_rows"], got["u_group"], got["u_id"] = rows + offset, local, _hash_each(used)
+        got["u_rows"], got["u_group"], got["u_id"] = rows, local, _hash_each(used)
         got["u_pub"] = with_publish = _flagged(local[published], size)
         got["u_pmin"], got["u_pmax"] = _min_max(local[published], ps[rows][published], with_publish)
     return got
