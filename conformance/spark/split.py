@@ -505,10 +505,12 @@ def _used(index: Any, values: Any) -> tuple[Any, Any]:
 
 
 def _entry_hashes(index: Any, values: Any, null: int) -> tuple[Any, Any]:
-    """``(hashes, index)``: the hash of each value ``index`` names (within its span; ``null`` last), and
-    ``index`` into them (-1: null, which takes the last)."""
+    """``(hashes, index)``: the hash of each value ``index`` names (every value if they are fewer than the
+    rows, else those within its span; ``null`` last), and ``index`` into them (-1: null, which takes the last)."""
     import numpy as np
 
+    if len(values) <= len(index):  # a few keys or producers: hash them all, the rows keep their indices
+        return np.append(_hash_each(values), np.uint64(null)), index
     valid = index >= 0
     if not valid.any():
         return np.full(1, null, np.uint64), index

@@ -117,7 +117,7 @@ def _mix(h: Any) -> Any:
 
 def _planned(pieces: dict[str, list[Any]], parts: int, one_pass: bool) -> Plan:
     """The plan from every batch's pieces (:func:`_plan_batch`, in row order): the groupings across the trace
-    (the three hash tables built in ``threads`` threads: pyarrow releases the GIL)."""
+    (three hash tables)."""
 
     got = {}
     for name in _PIECES:  # one array each; each batch's pieces freed as soon as they are joined
