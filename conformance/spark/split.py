@@ -467,6 +467,8 @@ def _coded(batch: Any, names: set[str], name: str) -> tuple[Any, Any]:
     values = array.dictionary
     values = values if values.type == pa.string() else values.cast(pa.string())
     indices = array.indices
+    if indices.type not in (pa.int32(), pa.int64()):  # narrow or unsigned: -1 must fit, and a group number added
+        indices = indices.cast(pa.int64())
     index = (pc.fill_null(indices, -1) if indices.null_count else indices).to_numpy(zero_copy_only=False)
     if values.null_count:  # a null value in the dictionary is a null
         index = np.where(_flags(pc.is_valid(values))[index], index, -1)

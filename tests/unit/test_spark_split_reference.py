@@ -71,7 +71,8 @@ def random_columns(seed: int) -> pa.Table:
     """Plan columns drawn at random, well-formed or not as the plan reads them: every spelling of a message id
     ("l:e", "l:e:p", "l:e:p:b", batch index -1 or not), a message spelt two ways, null keys and ids (failed
     publishes), keys that differ between a message's events (mixed), uids with two (producer, seq), null
-    producers and sequence numbers, ops the plan copies everywhere."""
+    producers and sequence numbers, a (producer, seq) published in two messages, ops the plan copies
+    everywhere."""
     rnd = random.Random(seed)
     n = rnd.choice([1, 7, 60, 400, 3000])
     messages = rnd.choice([2, 10, 200])
@@ -88,6 +89,7 @@ def random_columns(seed: int) -> pa.Table:
 
     mixing = rnd.random() < 0.3  # a few events name another key than their message's
     uid_twice = rnd.random() < 0.3
+    resent = rnd.random() < 0.4  # two messages published with one (producer, seq) (a resend)
     columns: dict[str, list[Any]] = {name: [] for name in PLAN_COLUMNS}
     for _ in range(n):
         op = rnd.choices(ops, weights)[0]
@@ -96,21 +98,25 @@ def random_columns(seed: int) -> pa.Table:
         key = f"k{m % 7}" if not mixing or rnd.random() > 0.05 else f"k{rnd.randrange(9)}"
         columns["op"].append(op)
         columns["msg_id"].append(spelling(m) if about and rnd.random() > 0.1 else None)
-        columns["key"].append(None if rnd.random() < 0.15 else (key if about or rnd.random() < 0.1 else None))
+        null_key = rnd.random() < (0.3 if op in ("ack", "nack") else 0.02)  # acks rarely carry one
+        columns["key"].append(None if null_key else (key if about or rnd.random() < 0.1 else None))
         columns["result"].append(rnd.choice(["ok", "ok", "ok", "error", None]) if op == "publish" else None)
         uid = f"uid-{m}" + ("x" * (m % 40)) if rnd.random() > 0.2 else None
         columns["uid"].append(uid if op in ("publish", "receive") else (uid if rnd.random() < 0.05 else None))
         producer = rnd.choice(["p1", "p2", "", None]) if uid_twice else f"p{m % 2}"
-        columns["producer"].append(producer if op == "publish" and rnd.random() > 0.05 else None)
         seq = m if not uid_twice else rnd.choice([m, m + 1])
-        columns["seq"].append(seq if op == "publish" and rnd.random() > 0.05 else None)
+        if resent and not uid_twice:  # messages 2j and 2j+1, of two keys
+            producer, seq = "p0", m // 2
+        columns["producer"].append(producer if op == "publish" and m % 11 != 5 else None)  # a message's, always
+        columns["seq"].append(seq if op == "publish" and m % 13 != 7 else None)
     types = {"seq": pa.int64()}
     return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
 
 
 def as_dictionaries(table: pa.Table, rnd: random.Random) -> list[Any]:
     """``table``'s batches with its string columns as dictionaries, as a Parquet reader gives them: one dictionary
-    for several batches (each batch using a part of it), unused and null values in it."""
+    for several batches (each batch using a part of it), unused and null values in it; now and then narrow
+    indices."""
     out = []
     step = max(1, table.num_rows // rnd.choice([1, 3, 7]))
     for start in range(0, table.num_rows, step):
@@ -124,7 +130,9 @@ def as_dictionaries(table: pa.Table, rnd: random.Random) -> list[Any]:
             rnd.shuffle(values)
             values.append(None)  # a null in the dictionary no row names
             where = {v: k for k, v in enumerate(values)}
-            indices = pa.array([None if v is None else where[v] for v in column.to_pylist()], pa.int32())
+            narrow = len(values) < 120 and rnd.random() < 0.3  # another writer's index type
+            kind = rnd.choice([pa.int8(), pa.uint8()]) if narrow else pa.int32()
+            indices = pa.array([None if v is None else where[v] for v in column.to_pylist()], kind)
             arrays.append(pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string())).slice(start, step))
         out.append(pa.RecordBatch.from_arrays(arrays, names=table.column_names))
     return out
