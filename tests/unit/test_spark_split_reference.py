@@ -115,8 +115,8 @@ def random_columns(seed: int) -> pa.Table:
 
 def as_dictionaries(table: pa.Table, rnd: random.Random) -> list[Any]:
     """``table``'s batches with its string columns as dictionaries, as a Parquet reader gives them: one dictionary
-    for several batches (each batch using a part of it), unused and null values in it; now and then narrow
-    indices."""
+    for several batches (each batch using a part of it), unused values and a null in it (some null rows name it);
+    now and then narrow indices."""
     out = []
     step = max(1, table.num_rows // rnd.choice([1, 3, 7]))
     for start in range(0, table.num_rows, step):
@@ -128,11 +128,15 @@ def as_dictionaries(table: pa.Table, rnd: random.Random) -> list[Any]:
                 continue
             values = [*sorted({v for v in column.to_pylist() if v is not None}), "unused:x", "never"]
             rnd.shuffle(values)
-            values.append(None)  # a null in the dictionary no row names
+            values.append(None)  # a null in the dictionary, which some null rows name (a null all the same)
             where = {v: k for k, v in enumerate(values)}
+            by_value = rnd.random() < 0.5
             narrow = len(values) < 120 and rnd.random() < 0.3  # another writer's index type
             kind = rnd.choice([pa.int8(), pa.uint8()]) if narrow else pa.int32()
-            indices = pa.array([None if v is None else where[v] for v in column.to_pylist()], kind)
+            named = [
+                where[v] if v is not None or (by_value and rnd.random() < 0.5) else None for v in column.to_pylist()
+            ]
+            indices = pa.array(named, kind)
             arrays.append(pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string())).slice(start, step))
         out.append(pa.RecordBatch.from_arrays(arrays, names=table.column_names))
     return out
