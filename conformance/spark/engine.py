@@ -443,14 +443,20 @@ def _readers(given: TaskInput, *, plan_batch: int = 65536) -> tuple[Any, Any]:
     if source.format != "parquet":
         return source.batches, source.batches
 
-    def plan_columns() -> Any:  # only the columns the plan reads
+    def plan_columns() -> Any:  # only the columns the plan reads, its strings as dictionaries
         import pyarrow.parquet as pq
 
-        from conformance.spark.split import PLAN_COLUMNS
+        from conformance.spark.split import PLAN_COLUMNS, PLAN_DICTIONARIES
 
         for path in source.files:
-            pf = pq.ParquetFile(path)
-            present = [c for c in PLAN_COLUMNS if c in pf.schema_arrow.names]
+            metadata = pq.read_metadata(path)
+            schema = metadata.schema.to_arrow_schema()
+            present = [c for c in PLAN_COLUMNS if c in schema.names]
+            # the columns of few values as stored (dictionary-encoded): each row's index and the distinct values,
+            # without building every row's string (the plan works on the distinct values); a message id or a uid
+            # is near unique (the writer gives up its dictionary: reading it as one would hash every row)
+            coded = [c for c in present if c in PLAN_DICTIONARIES and pa.types.is_string(schema.field(c).type)]
+            pf = pq.ParquetFile(path, metadata=metadata, read_dictionary=coded)
             yield from pf.iter_batches(batch_size=plan_batch, columns=present, use_threads=False)
 
     return source.batches, plan_columns
