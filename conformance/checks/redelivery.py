@@ -13,11 +13,13 @@ reason to forget the ack:
   ack-grouping tracker; ``closeAsync`` does, so a ``close`` does not excuse a redelivery).
 
 Nor is it one when the message is one of a batch (batch index >= 0) and another message of the same entry (in
-its scope) is unacknowledged at the receive: without batch-index acknowledgements the client acknowledges an
-entry only once all of its messages are, so the broker rightly delivers the whole batch again, the acknowledged
-messages with it (the receive is a late copy, holding no key).
+its scope) was not acknowledged in the same copy of the entry as this one: without batch-index acknowledgements
+the client acknowledges an entry only once every message of one copy of it it received is acknowledged, so the
+broker rightly delivers the whole batch again, the acknowledged messages with it (the receive is a late copy,
+holding no key).  The same copy: armed by the same acker, not disarmed since, and no ``nack`` of the entry by
+the acker between the receives that began the two acknowledged holds (``StreamingChecker._acked_with``).
 
-A later ack that does not arm (the acker did not hold the message) disarms an earlier one.
+A later ack that does not arm (the acker did not hold the message) neither arms nor disarms.
 Witness: the ack and the receive.  Memory: the armed acks since the last fault (one small entry each).
 The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
