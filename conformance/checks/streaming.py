@@ -441,6 +441,8 @@ class StreamingChecker:
             self._open(row)
         elif op == "close" or op == "crash":
             self._leave(row, op)
+        elif op == "gone":
+            self._gone(row)
         elif op == "fault":
             self._fault(row)
         elif op == "end":
@@ -493,6 +495,16 @@ class StreamingChecker:
         if op == "crash":
             inc.last_disarm = i
         self._membership(inc.sub, Change(i, t, op, inc.id, inc.name), inc)
+
+    def _gone(self, row: tuple[Any, ...]) -> None:
+        """The harness saw the broker without the crashed consumer ``row``'s handle last was: its removal, which
+        floats after the crash, happened by this event (:meth:`~conformance.checks.assignment.Timeline.gone`).
+        Nothing when the handle is open again (the event then names no crashed incarnation)."""
+        i, t, consumer = row[0], row[1], row[3]
+        inc = self.last_inc.get(consumer)
+        if inc is None or self.live.get(consumer) is inc or inc.sub.timeline is None:
+            return
+        inc.sub.timeline.gone(inc.id, i, t)
 
     def _nack(self, row: tuple[Any, ...]) -> None:
         i, consumer, mkey = row[0], row[3], row[5]

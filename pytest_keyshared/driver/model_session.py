@@ -52,6 +52,10 @@ class ModelConsumerHandle:
     def crash(self) -> None:
         self._consumer.crash()
 
+    def removed_by_broker(self) -> bool:
+        """After a crash: whether the broker has removed the consumer yet (the run records ``gone`` then)."""
+        return not self._consumer.registered()
+
     def is_connected(self) -> bool:
         return True  # the model has no connections to lose
 

@@ -139,6 +139,9 @@ def end_fields(counters: Any, quiet: bool, interrupted: bool, failure: BaseExcep
 class _Run(RunLoop):
     """A Key_Shared scenario on a target's session: workers per consumer, the recorder, a live checker."""
 
+    #: crashed handles whose removal the target can show and has not shown yet (see _watch_removal)
+    _removals: dict[str, Callable[[], bool]] | None = None
+
     def __init__(
         self,
         target: Target,
@@ -287,6 +290,8 @@ class _Run(RunLoop):
             nack_delay_ms=self.settings.nack_delay_ms,
         )
         crashable = self._crashable(step.consumer)
+        if self._removals:
+            self._removals.pop(step.consumer, None)  # a new incarnation: a later removal would name it
         try:
             handle = self.session.open_consumer(step.consumer, spec, crashable=crashable)
         except (TargetError, KeyboardInterrupt):
@@ -441,7 +446,30 @@ class _Run(RunLoop):
             return False, f"{op.value} {name!r}: {type(exc).__name__}: {exc}"
         finally:
             self.session.consumer_gone(name)
+        if op is Op.CRASH:
+            self._watch_removal(name, worker.handle)
         return True, ""
+
+    def _watch_removal(self, name: str, handle: object) -> None:
+        """Record ``gone`` for crashed ``name`` once the target shows the broker removed it (a handle with
+        ``removed_by_broker``; other targets record nothing).  The removal floats after the crash; this bounds
+        it for the misassigned check (``docs/trace-format.md``)."""
+        removed = getattr(handle, "removed_by_broker", None)
+        if removed is None:
+            return
+        if self._removals is None:  # the first crash the target can follow: poll at every turn of a wait
+            self._removals = {}
+            self.scheduler.on_poll(self._poll_removals)
+        self._removals[name] = removed
+        self._poll_removals()
+
+    def _poll_removals(self) -> None:
+        if not self._removals:
+            return
+        for name, removed in list(self._removals.items()):
+            if removed():
+                del self._removals[name]
+                self.recorder.membership(Op.GONE, name)
 
     def _do_wait_quiet(self, step: WaitQuiet) -> tuple[bool, str]:
         quiet_ms = step.quiet_ms or self.settings.quiet_ms
