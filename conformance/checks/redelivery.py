@@ -35,8 +35,15 @@ __all__ = ["explain", "make_redelivered"]
 
 
 def make_redelivered(
-    subscription: str, key: str, acker: str, ack_ref: Sequence[Any], receiver: str, receive_ref: Sequence[Any]
+    subscription: str,
+    key: str,
+    acker: str,
+    ack_ref: Sequence[Any],
+    receiver: str,
+    receive_ref: Sequence[Any],
+    batch: bool = False,
 ) -> Violation:
+    """``batch``: the message is one of a batch entry (the explanation says its whole copy was acknowledged)."""
     facts = {
         "subscription": subscription,
         "key": key,
@@ -45,6 +52,8 @@ def make_redelivered(
         "msg": receive_ref[3],
         "refs": [list(ack_ref), list(receive_ref)],
     }
+    if batch:
+        facts["batch"] = True
     return Violation(
         Kind.REDELIVERED_AFTER_ACK,
         key,
@@ -65,6 +74,14 @@ def explain(facts: Mapping[str, Any]) -> str:
         [ack, got],
         [
             f"{acker} held {msg} and acknowledged it at E{ack[0]}.",
+            *(
+                [
+                    f"{msg} is one of a batch, and {acker} acknowledged every other message of the same copy of its"
+                    " entry too, so its client acknowledged the entry."
+                ]
+                if facts.get("batch")
+                else []
+            ),
             f"Between E{ack[0]} and E{got[0]} there was no broker fault, and {acker} neither crashed nor asked"
             " for redelivery (either could lose an acknowledgement still in flight).",
             f"However, {facts['receiver']} received {msg} again at E{got[0]}.",

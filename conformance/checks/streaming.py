@@ -737,7 +737,8 @@ class StreamingChecker:
             msg = _msg(mkey)
             ref = (i, "receive", inc.consumer, msg)
             ack_ref = (ack_i, "ack", acker.consumer, msg)
-            self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref))
+            batch = rec[R_POS][2] >= 0
+            self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref, batch))
             return True
         return False
 
