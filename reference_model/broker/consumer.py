@@ -192,11 +192,6 @@ class ModelConsumer:
         raise InvalidArgument("unsubscribe is not modelled; close() the consumers instead.")
 
     # -- introspection (not in pulsar-client) --------------------------------------------------------------
-    def registered(self) -> bool:
-        """Whether the broker still has this consumer: a crashed one until the broker notices (after
-        ``crash_detection_delay_ms``), what a real broker's topic stats would show."""
-        return self._broker._servers.get(self.consumer_id) is not None
-
     def num_prefetched(self) -> int:
         """Messages in the receiver queue: delivered by the broker, not yet taken by the application."""
         return len(self._queue)
