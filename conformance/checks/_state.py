@@ -53,6 +53,7 @@ R_EXEMPT = 1  #: negatively acknowledged or released by a redeliver request, not
 R_FREE = 2
 #: who holds it: None, one Incarnation (received at ``R_HOLD_I``), or a dict Incarnation -> receive index
 R_HOLDER = 3
+#: the receive that began the single holder's hold; after an arming ack, the acknowledged hold's (its copy)
 R_HOLD_I = 4
 R_KEY = 5  #: the key of its first known event
 R_SCOPE = 6  #: stream + "\x1f" + key: what ordering and exclusivity are judged within
@@ -90,7 +91,7 @@ def event_ref(mark: Mark, msg: str | None) -> tuple[int, str, str | None, str | 
 class Incarnation:
     """One consumer handle from its ``open`` (``id`` is that event's ``i``) to its ``close`` or ``crash``."""
 
-    __slots__ = ("consumer", "held", "id", "last_disarm", "name", "policy", "sub", "t_open")
+    __slots__ = ("batch_nacks", "consumer", "held", "id", "last_disarm", "name", "policy", "sub", "t_open")
 
     def __init__(self, inc_id: int, consumer: str, name: str, sub: SubState, policy: Any, t_open: int) -> None:
         self.id = inc_id
@@ -103,6 +104,9 @@ class Incarnation:
         self.held: dict[str, list[Any]] = {}
         #: index of this incarnation's last redeliver or crash (disarms its acknowledgements)
         self.last_disarm = -1
+        #: (scope, ledger, entry) -> indexes of its negative acks of messages of that batch entry: each makes the
+        #: client ask for the whole entry again, so its acknowledgements either side belong to different copies
+        self.batch_nacks: dict[tuple[str, int, int], list[int]] = {}
 
     def __repr__(self) -> str:
         return f"Incarnation({self.consumer!r}, opened at E{self.id})"
@@ -129,10 +133,11 @@ class SubState:
         self.name = name
         #: message key -> record, while the message is not settled (see ``settled``)
         self.recs: dict[str, list[Any]] = {}
-        #: message key -> (scope, key, R_ARM_I, R_ARM_INC, R_ARM_EPOCH) of a *settled* message: acknowledged,
-        #: held by nobody and its publish receipt seen. Its record is dropped; this compact remainder keeps what a
-        #: later receive needs: the message's first key (scope and key are shared strings) and the arming ack.
-        self.settled: dict[str, tuple[str, str, int, Any, int]] = {}
+        #: message key -> (scope, key, R_ARM_I, R_ARM_INC, R_ARM_EPOCH, R_HOLD_I) of a *settled* message:
+        #: acknowledged, held by nobody and its publish receipt seen. Its record is dropped; this compact remainder
+        #: keeps what a later receive needs: the message's first key (scope and key are shared strings), the arming
+        #: ack and the receive that began the hold it acknowledged (which copy of a batch entry the ack was in).
+        self.settled: dict[str, tuple[str, str, int, Any, int, int]] = {}
         #: scope -> incarnation -> how many messages of the scope it holds
         self.holding: dict[str, dict[Incarnation, int]] = {}
         #: scope -> heap of (position, message key) of free messages (lazy: entries may be stale)

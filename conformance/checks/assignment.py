@@ -23,7 +23,9 @@ The :class:`Timeline` therefore keeps every membership the broker could have had
 state, with the window of events it may have been in effect (``lo < r <= hi``) — as the states reachable by
 applying opens and closes in order and each crash's removal at any later point.  Equal states reached by
 different histories are merged; more than :data:`MAX_FRONTIER` live variants make the rest of the
-subscription unjudged (noted, ``unknown``).
+subscription unjudged (noted, ``unknown``).  Each crash whose removal is unknown doubles the variants, so a
+``gone`` event (the harness saw the broker without the crashed consumer) bounds the removal: the states still
+holding it end there and leave the frontier (:meth:`Timeline.gone`).
 
 A receive r with lower bound L (below) is judged against the *candidate* nodes: ``lo < r`` and ``hi >= L``.
 L is known when the message was free just before r: freed by its publish → the send's ``t0`` (compared with the
@@ -108,9 +110,10 @@ class Node:
 
     ``lo``: the state began after event ``lo``; ``hi``/``hi_t``: it ended by event ``hi`` (whose ``t`` is
     ``hi_t``) at the latest — infinite while unknown.  ``pending``: crashed incarnations still members here.
+    ``cut``: its window was ended early by a ``gone`` event (so it may end before older states did).
     """
 
-    __slots__ = ("hi", "hi_t", "lo", "pending", "state")
+    __slots__ = ("cut", "hi", "hi_t", "lo", "pending", "state")
 
     def __init__(self, state: Any, lo: float, pending: frozenset[int]) -> None:
         self.state = state
@@ -118,6 +121,7 @@ class Node:
         self.hi: float = INF
         self.hi_t: float = INF
         self.pending = pending
+        self.cut = False
 
     def __repr__(self) -> str:
         members = ", ".join(f"{c.name}@E{c.consumer_id}" for c in self.state.consumers())
@@ -339,6 +343,25 @@ class Timeline:
                     current = self._without(current, inc_id, node.lo)
             yield current
 
+    def gone(self, inc_id: int, index: int, t: int) -> None:
+        """The harness saw the broker without crashed incarnation ``inc_id`` at event ``index`` (time ``t``): its
+        floating removal happened by then.  Every membership that still holds it ends by ``index`` at the latest
+        (its window is cut there) and leaves the frontier; the variants without it, made at its crash and after
+        each later change, carry on alone.  A later receive is judged against the memberships with it only when
+        it may have been dispatched before ``index`` (its lower bound), as the broker could have had them then."""
+        if self.broken_at is not None:
+            return
+        dropped = [node for node in self.frontier if inc_id in node.pending]
+        if not dropped:
+            return
+        for node in dropped:
+            if node.hi > index:
+                node.hi, node.hi_t = index, t
+            node.cut = True
+        self.frontier = [node for node in self.frontier if not node.cut]
+        self._await_next = [node for node in self._await_next if not node.cut]
+        self._members.pop(inc_id, None)
+
     def _break(self, index: int, reason: str) -> None:
         self.broken_at = index
         self.broken_reason = reason
@@ -370,13 +393,16 @@ class Timeline:
         """The states (newest first) that may have been in effect between the lower bound and receive ``r``.
 
         Windows only grow along :attr:`nodes` (each starts no earlier and ends no earlier than the ones
-        before it), so the walk stops at the first state that ended before the lower bound.
+        before it), so the walk stops at the first state that ended before the lower bound — but a state a
+        ``gone`` event cut short (:meth:`gone`) may end before older ones: it is passed over, not stopped at.
         """
         out = []
         for node in reversed(self.nodes):
             if node.lo >= r:
                 continue
             if lower is not None and (node.hi if lower[0] == "index" else node.hi_t) < lower[1]:
+                if node.cut:
+                    continue
                 break
             out.append(node)
         return out

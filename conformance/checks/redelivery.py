@@ -13,11 +13,13 @@ reason to forget the ack:
   ack-grouping tracker; ``closeAsync`` does, so a ``close`` does not excuse a redelivery).
 
 Nor is it one when the message is one of a batch (batch index >= 0) and another message of the same entry (in
-its scope) is unacknowledged at the receive: without batch-index acknowledgements the client acknowledges an
-entry only once all of its messages are, so the broker rightly delivers the whole batch again, the acknowledged
-messages with it (the receive is a late copy, holding no key).
+its scope) was not acknowledged in the same copy of the entry as this one: without batch-index acknowledgements
+the client acknowledges an entry only once every message of one copy of it it received is acknowledged, so the
+broker rightly delivers the whole batch again, the acknowledged messages with it (the receive is a late copy,
+holding no key).  The same copy: armed by the same acker, not disarmed since, and no ``nack`` of the entry by
+the acker between the receives that began the two acknowledged holds (``StreamingChecker._acked_with``).
 
-A later ack that does not arm (the acker did not hold the message) disarms an earlier one.
+A later ack that does not arm (the acker did not hold the message) neither arms nor disarms.
 Witness: the ack and the receive.  Memory: the armed acks since the last fault (one small entry each).
 The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 """
@@ -33,8 +35,15 @@ __all__ = ["explain", "make_redelivered"]
 
 
 def make_redelivered(
-    subscription: str, key: str, acker: str, ack_ref: Sequence[Any], receiver: str, receive_ref: Sequence[Any]
+    subscription: str,
+    key: str,
+    acker: str,
+    ack_ref: Sequence[Any],
+    receiver: str,
+    receive_ref: Sequence[Any],
+    batch: bool = False,
 ) -> Violation:
+    """``batch``: the message is one of a batch entry (the explanation says its whole copy was acknowledged)."""
     facts = {
         "subscription": subscription,
         "key": key,
@@ -43,6 +52,8 @@ def make_redelivered(
         "msg": receive_ref[3],
         "refs": [list(ack_ref), list(receive_ref)],
     }
+    if batch:
+        facts["batch"] = True
     return Violation(
         Kind.REDELIVERED_AFTER_ACK,
         key,
@@ -63,6 +74,14 @@ def explain(facts: Mapping[str, Any]) -> str:
         [ack, got],
         [
             f"{acker} held {msg} and acknowledged it at E{ack[0]}.",
+            *(
+                [
+                    f"{msg} is one of a batch, and {acker} acknowledged every other message of the same copy of its"
+                    " entry too, so its client acknowledged the entry."
+                ]
+                if facts.get("batch")
+                else []
+            ),
             f"Between E{ack[0]} and E{got[0]} there was no broker fault, and {acker} neither crashed nor asked"
             " for redelivery (either could lose an acknowledgement still in flight).",
             f"However, {facts['receiver']} received {msg} again at E{got[0]}.",

@@ -296,6 +296,8 @@ class StreamingChecker:
                     if holder.__class__ is not dict:
                         holder = (holder,)  # one holder (the common case) or several
                     arms = inc in holder
+                    if arms and holder.__class__ is dict:
+                        rec[4] = holder[inc]  # the acked copy's receive (see _acked_with)
                     if rec[0]:  # received again after an ack: those holds were never counted as the key's
                         for other in holder:
                             del other.held[mkey]
@@ -316,9 +318,9 @@ class StreamingChecker:
                 if mkey in published:  # settled: only the compact remainder stays
                     del sub.recs[mkey]
                     if arms:
-                        sub.settled[mkey] = (rec[6], rec[5], i, inc, self._epoch)
+                        sub.settled[mkey] = (rec[6], rec[5], i, inc, self._epoch, rec[4])
                     else:  # an ack that arms nothing leaves an earlier armed ack armed
-                        sub.settled[mkey] = (rec[6], rec[5], rec[9], rec[10], rec[11])
+                        sub.settled[mkey] = (rec[6], rec[5], rec[9], rec[10], rec[11], rec[4])
                     continue
                 rec[0] = True
                 rec[1] = False
@@ -362,7 +364,7 @@ class StreamingChecker:
                     if known is not None:  # already known from a receive: settled if acknowledged meanwhile
                         if known[0] and known[3] is None:
                             del recs[mkey]
-                            sub.settled[mkey] = (known[6], known[5], known[9], known[10], known[11])
+                            sub.settled[mkey] = (known[6], known[5], known[9], known[10], known[11], known[4])
                         continue
                     t_c = sub.expect_cache.get(stream)
                     if t_c is None:
@@ -371,7 +373,7 @@ class StreamingChecker:
                         continue  # sent strictly before the subscription existed (at an equal t: after)
                     if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
                         sub.acked_early.discard(mkey)
-                        sub.settled[mkey] = (self._scope(stream, key), key, -1, None, 0)
+                        sub.settled[mkey] = (self._scope(stream, key), key, -1, None, 0, -1)
                     else:
                         scope = self._scope(stream, key)
                         pos = (ledger, entry, batch)
@@ -439,6 +441,8 @@ class StreamingChecker:
             self._open(row)
         elif op == "close" or op == "crash":
             self._leave(row, op)
+        elif op == "gone":
+            self._gone(row)
         elif op == "fault":
             self._fault(row)
         elif op == "end":
@@ -492,6 +496,16 @@ class StreamingChecker:
             inc.last_disarm = i
         self._membership(inc.sub, Change(i, t, op, inc.id, inc.name), inc)
 
+    def _gone(self, row: tuple[Any, ...]) -> None:
+        """The harness saw the broker without the crashed consumer ``row``'s handle last was: its removal, which
+        floats after the crash, happened by this event (:meth:`~conformance.checks.assignment.Timeline.gone`).
+        Nothing when the handle is open again (the event then names no crashed incarnation)."""
+        i, t, consumer = row[0], row[1], row[3]
+        inc = self.last_inc.get(consumer)
+        if inc is None or self.live.get(consumer) is inc or inc.sub.timeline is None:
+            return
+        inc.sub.timeline.gone(inc.id, i, t)
+
     def _nack(self, row: tuple[Any, ...]) -> None:
         i, consumer, mkey = row[0], row[3], row[5]
         inc = self.live.get(consumer)
@@ -501,6 +515,9 @@ class StreamingChecker:
         rec = sub.recs.get(mkey)
         if rec is None:
             return
+        ledger, entry, batch = rec[R_POS]
+        if batch >= 0:
+            inc.batch_nacks.setdefault((rec[R_SCOPE], ledger, entry), []).append(i)
         holder = rec[R_HOLDER]
         if holder is inc or (holder.__class__ is dict and inc in holder):
             self._release(sub, rec, mkey, inc, (i, "nack", consumer), True)
@@ -579,7 +596,9 @@ class StreamingChecker:
         rec[R_FREE] = None
         if mkey in self._published:
             del sub.recs[mkey]
-            sub.settled[mkey] = (rec[R_SCOPE], rec[R_KEY], rec[R_ARM_I], rec[R_ARM_INC], rec[R_ARM_EPOCH])
+            sub.settled[mkey] = (
+                rec[R_SCOPE], rec[R_KEY], rec[R_ARM_I], rec[R_ARM_INC], rec[R_ARM_EPOCH], rec[R_HOLD_I]
+            )  # fmt: skip
 
     # --- shared state changes --------------------------------------------------------------------------
     def _sub(self, name: str | None) -> SubState:
@@ -592,8 +611,8 @@ class StreamingChecker:
 
     def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> list[Any]:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
-        scope, key, arm_i, arm_inc, arm_epoch = sub.settled.pop(mkey)
-        rec = [True, False, None, None, -1, key, scope, pos, None, arm_i, arm_inc, arm_epoch, None]
+        scope, key, arm_i, arm_inc, arm_epoch, hold_i = sub.settled.pop(mkey)
+        rec = [True, False, None, None, hold_i, key, scope, pos, None, arm_i, arm_inc, arm_epoch, None]
         sub.recs[mkey] = rec
         return rec
 
@@ -718,22 +737,23 @@ class StreamingChecker:
             msg = _msg(mkey)
             ref = (i, "receive", inc.consumer, msg)
             ack_ref = (ack_i, "ack", acker.consumer, msg)
-            self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref))
+            batch = rec[R_POS][2] >= 0
+            self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref, batch))
             return True
         return False
 
-    @staticmethod
-    def _batch_owed(sub: SubState, rec: list[Any], ack_i: int, acker: Incarnation) -> bool:
+    def _batch_owed(self, sub: SubState, rec: list[Any], ack_i: int, acker: Incarnation) -> bool:
         """Whether ``rec`` is one message of a batch (batch index >= 0) whose entry the broker may rightly deliver
-        whole again: another message of its entry, in its scope, is unacknowledged at this receive, or was
-        acknowledged after the armed ack ``ack_i`` by another consumer than the acker (the entry came back, and its
-        new holder acknowledged that message before this one reached the application).  The client acknowledges a
-        batch's entry only once every message of it is acknowledged (without batch-index acks).  Scanned only at a
-        receive that an armed ack would otherwise judge."""
+        whole again.  Without batch-index acks the client acknowledges an entry only once every message of one
+        copy of it it received is acknowledged (``docs/checker.md``, "Batches"), so the receive is judged only
+        when every other message of the entry, in its scope, was acknowledged in the very copy the acker
+        acknowledged this one in (:meth:`_acked_with`).  Scanned only at a receive an armed ack would judge."""
         ledger, entry, batch = rec[R_POS]
         if batch < 0:
             return False
         scope = rec[R_SCOPE]
+        nacks = acker.batch_nacks.get((scope, ledger, entry)) if acker.batch_nacks else None
+        hold_i = rec[R_HOLD_I]
         for other in sub.recs.values():
             pos = other[R_POS]
             if (
@@ -741,16 +761,41 @@ class StreamingChecker:
                 and pos[0] == ledger
                 and other is not rec
                 and other[R_SCOPE] == scope
-                and (not other[R_ACKED] or (other[R_ARM_I] > ack_i and other[R_ARM_INC] is not acker))
+                and not (
+                    other[R_ACKED]
+                    and self._acked_with(
+                        other[R_ARM_I], other[R_ARM_INC], other[R_ARM_EPOCH], other[R_HOLD_I], acker, hold_i, nacks
+                    )
+                )
             ):
                 return True
         if sub.settled:
-            for mkey, (s_scope, _key, arm_i, arm_inc, _epoch) in sub.settled.items():
-                if s_scope == scope and arm_i > ack_i and arm_inc is not acker:
+            for mkey, (s_scope, _key, arm_i, arm_inc, arm_epoch, s_hold) in sub.settled.items():
+                if s_scope == scope and not self._acked_with(arm_i, arm_inc, arm_epoch, s_hold, acker, hold_i, nacks):
                     lo, en, _b = parse_position(_msg(mkey))
                     if en == entry and lo == ledger:
                         return True
         return False
+
+    def _acked_with(
+        self, arm_i: int, arm_inc: Any, arm_epoch: int, arm_hold: int, acker: Incarnation, hold_i: int,
+        nacks: list[int] | None,
+    ) -> bool:  # fmt: skip
+        """Whether a message of a batch entry whose armed ack is ``(arm_i, arm_inc, arm_epoch)``, acknowledging
+        the hold that began at ``arm_hold``, was acknowledged in the same copy of the entry as the acker's hold
+        that began at ``hold_i``: by the acker itself, holding it (an ack by a non-holder, or by another consumer
+        holding another copy, completes no copy the acker's client tracks), not disarmed since (a fault touching
+        the acker, its crash or its redeliver request may have lost it), and no negative ack of the entry by the
+        acker between the two holds' receives (the client asks for the whole entry again, and what it receives
+        after that nack is another copy)."""
+        if arm_inc is not acker or arm_i < 0 or arm_epoch != self._epoch or acker.last_disarm > arm_i:
+            return False
+        if nacks:
+            lo, hi = (arm_hold, hold_i) if arm_hold < hold_i else (hold_i, arm_hold)
+            for n in nacks:
+                if lo < n < hi:
+                    return False
+        return True
 
     def _overlap(
         self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int]

@@ -137,6 +137,9 @@ class TraceBuilder:
     def crash(self, consumer: str) -> Event:
         return self.add("crash", consumer=consumer)
 
+    def gone(self, consumer: str) -> Event:
+        return self.add("gone", consumer=consumer)
+
     def fault(self, fault: str = "restart") -> Event:
         return self.add("fault", fault=fault)
 

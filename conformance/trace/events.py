@@ -44,6 +44,8 @@ class Op(str, Enum):
     FAILOVER = "failover"
     #: what the harness read of a replicated subscription on one cluster (``cluster``, ``backlog``)
     SNAPSHOT = "snapshot"
+    #: the harness saw that the broker no longer has a crashed consumer (``consumer``: the handle it crashed)
+    GONE = "gone"
 
     def __str__(self) -> str:
         return self.value

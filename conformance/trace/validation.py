@@ -52,6 +52,7 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "end": (),
     "failover": ("topic",),
     "snapshot": (),
+    "gone": ("consumer",),
 }
 
 _STR_FIELDS = ("topic", "subscription", "consumer", "producer", "key", "uid", "name")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from pytest_keyshared.driver.handles import (
     delivery_from_message,
     format_msg_id,
 )
+from pytest_keyshared.driver.removals import stats_consumer_names
 from pytest_keyshared.driver.session import Session, stats_key_hash_ranges
 from pytest_keyshared.driver.workers import SteppedScheduler
 from pytest_keyshared.targets.base import Target
@@ -154,3 +156,6 @@ class ModelSession(Session):
 
     def key_hash_ranges(self, subscription: str) -> dict[str, list[list[int]]] | None:
         return stats_key_hash_ranges(self.broker.topic_stats(self.topic), subscription)
+
+    def consumer_names(self, subscription: str) -> Counter[str] | None:
+        return stats_consumer_names(self.broker.topic_stats(self.topic), subscription)

@@ -59,6 +59,7 @@ from pytest_keyshared.driver.live import LiveChecker
 from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.progress import Progress
 from pytest_keyshared.driver.recorder import Counters, Recorder
+from pytest_keyshared.driver.removals import RemovalWatch
 from pytest_keyshared.driver.run_loop import RunLoop, RunResult, StepOutcome, write_verdict
 from pytest_keyshared.driver.selfcheck import discipline_problems
 from pytest_keyshared.driver.session import Session, open_session
@@ -138,6 +139,11 @@ def end_fields(counters: Any, quiet: bool, interrupted: bool, failure: BaseExcep
 
 class _Run(RunLoop):
     """A Key_Shared scenario on a target's session: workers per consumer, the recorder, a live checker."""
+
+    #: crashed consumers waiting for the broker's stats to show their removal (``driver/removals.py``)
+    _removal_watch: RemovalWatch | None = None
+    #: handle -> the consumer name it subscribed with (the name the broker's stats show)
+    _broker_names: dict[str, str] | None = None
 
     def __init__(
         self,
@@ -287,6 +293,8 @@ class _Run(RunLoop):
             nack_delay_ms=self.settings.nack_delay_ms,
         )
         crashable = self._crashable(step.consumer)
+        if self._removal_watch is not None:
+            self._removal_watch.reopened(step.consumer)
         try:
             handle = self.session.open_consumer(step.consumer, spec, crashable=crashable)
         except (TargetError, KeyboardInterrupt):
@@ -296,6 +304,9 @@ class _Run(RunLoop):
             self.recorder.open(step.consumer, spec, ok=False, error=error)
             return False, f"open {step.consumer!r} failed: {error}"
         self.recorder.open(step.consumer, spec, ok=True)
+        if self._broker_names is None:
+            self._broker_names = {}
+        self._broker_names[step.consumer] = spec.name
         worker = ConsumerWorker(
             step.consumer, handle, ConsumerAgent(step.consumer, step.behaviour, paused=step.paused), self.recorder
         )
@@ -441,7 +452,25 @@ class _Run(RunLoop):
             return False, f"{op.value} {name!r}: {type(exc).__name__}: {exc}"
         finally:
             self.session.consumer_gone(name)
+        if op is Op.CRASH:
+            self._watch_removal(name)
         return True, ""
+
+    def _watch_removal(self, name: str) -> None:
+        """Record ``gone`` for crashed ``name`` once the broker's stats no longer list it (targets that show
+        stats; ``driver/removals.py``): it bounds the crash's floating removal for the misassigned check."""
+        names = self._broker_names or {}
+        watch = self._removal_watch
+        if watch is None:  # the first crash: look at every turn of a wait (at most every 100 ms of the clock)
+            subscription = self.scenario.subscription.name
+            watch = self._removal_watch = RemovalWatch(
+                lambda: self.session.consumer_names(subscription),
+                lambda: [names.get(handle, handle) for handle in self.workers],
+                lambda handle: self.recorder.membership(Op.GONE, handle),
+                self.scheduler.now_ns,
+            )
+            self.scheduler.on_poll(watch.poll)
+        watch.crashed(name, names.get(name, name))
 
     def _do_wait_quiet(self, step: WaitQuiet) -> tuple[bool, str]:
         quiet_ms = step.quiet_ms or self.settings.quiet_ms

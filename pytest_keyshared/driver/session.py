@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.driver.client_log import ClientLogWatch, LogSource
 from pytest_keyshared.driver.consumer_process import ProcessConsumer
 from pytest_keyshared.driver.handles import ConsumerHandle, ConsumerSpec, ProducerHandle
+from pytest_keyshared.driver.removals import stats_consumer_names
 from pytest_keyshared.driver.workers import Scheduler, ThreadedScheduler
 from pytest_keyshared.targets.base import PulsarTarget, Target, TargetError
 
@@ -120,6 +122,11 @@ class Session(ABC):
 
     def consumer_gone(self, handle_name: str) -> None:
         """Consumer ``handle_name`` was closed or crashed on purpose."""
+        return None
+
+    def consumer_names(self, subscription: str) -> Counter[str] | None:
+        """How many consumers of each name the broker's topic stats list for ``subscription`` now, or ``None``
+        when the target shows no stats (``driver/removals.py`` reads it after a crash)."""
         return None
 
     def stop_watching(self) -> list[str]:
@@ -270,16 +277,24 @@ class PulsarSession(Session):
         return PulsarConsumer(settings, spec, burn_tag)
 
     def key_hash_ranges(self, subscription: str) -> dict[str, list[list[int]]] | None:
+        stats = self._topic_stats()
+        return None if stats is None else stats_key_hash_ranges(stats, subscription)
+
+    def consumer_names(self, subscription: str) -> Counter[str] | None:
+        stats = self._topic_stats()
+        return None if stats is None else stats_consumer_names(stats, subscription)
+
+    def _topic_stats(self) -> Any:
+        """The topic's stats from the admin API, or ``None`` (no admin API, or one that cannot answer)."""
         admin_url = self.pulsar_target.admin_url
         if admin_url is None:
             return None
         from pytest_keyshared.targets.admin import AdminClient
 
         try:
-            stats = AdminClient(admin_url).topic_stats(self.topic)
-        except Exception:  # an admin API that cannot answer: nothing to judge
+            return AdminClient(admin_url).topic_stats(self.topic)
+        except Exception:  # an admin API that cannot answer: nothing to tell
             return None
-        return stats_key_hash_ranges(stats, subscription)
 
     def _follow_process_log(self) -> None:
         """Start reading the consumer processes' log (once, before the first one is started)."""

@@ -280,6 +280,7 @@ class SteppedScheduler(Scheduler):
         deadline = self._now_ns() + timeout_ms * 1_000_000
         while True:
             self.pump()
+            self._polled()
             if predicate():
                 return True
             if self._now_ns() >= deadline:

@@ -88,11 +88,11 @@ def drop_per_key_leftovers(checker: Any, cache_bound: int) -> int:
         forgotten += _drop_stale(sub.free_heaps, sub.recs, R_FREE, still=_is_free)
         forgotten += _drop_stale(sub.exempt_heaps, sub.recs, R_EXEMPT, still=bool)
         timeline = sub.timeline
-        if timeline is not None:
-            for cache in (timeline._slots, timeline._owner):
-                if len(cache) > cache_bound:
-                    forgotten += len(cache)
-                    cache.clear()
+        if timeline is not None and len(timeline._slots) > cache_bound:
+            # both at once: a membership change reads every cached owner's slot from the slot cache
+            forgotten += len(timeline._slots) + len(timeline._owner)
+            timeline._slots.clear()
+            timeline._owner.clear()
     scopes: dict[str, dict[str, str]] = checker._scopes
     if sum(len(of_stream) for of_stream in scopes.values()) > cache_bound:
         forgotten += sum(len(of_stream) for of_stream in scopes.values())

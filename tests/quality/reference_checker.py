@@ -32,6 +32,8 @@ class Inc:
     consumer: str
     sub: str
     disarms: list[int] = field(default_factory=list)  # its crash, redeliver requests, faults touching it
+    # (scope, (ledger, entry)) -> its negative acks of messages of that batch entry (each asks for the entry again)
+    batch_nacks: dict[tuple[tuple[str, str], tuple[int, int]], list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,7 +47,7 @@ class Msg:
     exempt: bool = False
     holders: dict[Inc, int] = field(default_factory=dict)  # incarnation -> the receive that started its hold
     since: int | None = None  # while free: the event that made it free
-    armed: tuple[int, Inc] | None = None  # (ack index, acker)
+    armed: tuple[int, Inc, int] | None = None  # (ack index, acker, the receive that began the acker's hold)
 
     def free(self) -> bool:
         return not self.acked and not self.holders
@@ -186,18 +188,24 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if inc is None or inc in m.holders:
                     continue  # late, or absorbed: judged by nothing
                 if m.armed is not None:
-                    ack_i, acker = m.armed
+                    ack_i, acker, hold_i = m.armed
                     m.armed = None
+                    nacks = acker.batch_nacks.get((m.scope, m.pos[:2]), [])
+
+                    def same_copy(
+                        x: Msg, acker: Inc = acker, hold_i: int = hold_i, nacks: list[int] = nacks, i: int = i
+                    ) -> bool:
+                        # acknowledged by the acker holding it, not disarmed since, no nack of the entry between
+                        # the receives that began the two acknowledged holds
+                        if not x.acked or x.armed is None or x.armed[1] is not acker:
+                            return False
+                        lo, hi = sorted((x.armed[2], hold_i))
+                        return not disarmed(x.armed[0], acker, i) and not any(lo < n < hi for n in nacks)
+
                     batch_owed = (
                         m.pos[2] >= 0
-                        and any(  # a whole batch again: another of its entry is owed
-                            x is not m
-                            and x.scope == m.scope
-                            and x.pos[:2] == m.pos[:2]
-                            # unacknowledged, or acknowledged since by the entry's new holder
-                            and (
-                                not x.acked or (x.armed is not None and x.armed[0] > ack_i and x.armed[1] is not acker)
-                            )
+                        and any(  # a whole batch again: not every copy was acknowledged
+                            x is not m and x.scope == m.scope and x.pos[:2] == m.pos[:2] and not same_copy(x)
                             for x in records.values()
                         )
                     )
@@ -223,15 +231,17 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if m is None:
                     acked_early.setdefault(sub, set()).add(mkey)
                     continue
-                arms = inc is not None and inc in m.holders
+                held_since = m.holders.get(inc) if inc is not None else None  # None: it arms nothing
                 m.holders.clear()
                 m.acked, m.exempt, m.since = True, False, None
-                if arms:
+                if held_since is not None:
                     assert inc is not None
-                    m.armed = (i, inc)
+                    m.armed = (i, inc, held_since)
             else:  # nack
                 if inc is None or m is None:
                     continue
+                if m.pos[2] >= 0:
+                    inc.batch_nacks.setdefault((m.scope, m.pos[:2]), []).append(i)
                 if inc in m.holders:
                     release(inc, m, i, op, True)
                 elif not m.acked:

@@ -1,4 +1,5 @@
-"""Small traces of default (non-key-based) batches whose messages carry several keys.
+"""Small traces of batches: default (non-key-based) batches whose messages carry several keys, and entries
+delivered whole again until one copy of them is acknowledged whole.
 
 Pulsar dispatches a batch entry whole, by the key of its metadata: the C++ client copies the first message's
 ``partition_key`` / ``ordering_key`` into it (``Commands::initBatchMessageMetadata``) and the broker reads only
@@ -14,7 +15,14 @@ from collections import Counter
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 
-__all__ = ["mixed_batch_traces", "second_subscription_failover"]
+__all__ = [
+    "acked_across_a_reconnect",
+    "handed_over_twice",
+    "mixed_batch_traces",
+    "nacked_and_back",
+    "second_subscription_failover",
+    "whole_then_again",
+]
 
 
 def _mixed(step: int) -> list[tuple[str, TraceBuilder, Counter[str]]]:
@@ -74,5 +82,83 @@ def second_subscription_failover(dropped: bool, step: int = 10) -> TraceBuilder:
     b.close("c1")
     b.add("failover", topic="t@r1", subscription="s", cluster="r1", to="r2")
     b.open("c1", topic="t@r2")
+    b.end()
+    return b
+
+
+# --- a batch entry comes back whole until one copy of it is acknowledged whole (tests/quality/test_batch_copies.py)
+M0, M1 = "1:5:-1:0", "1:5:-1:1"  # one entry of two messages of key k
+
+
+def _start(step: int, *consumers: str) -> TraceBuilder:
+    b = TraceBuilder(step=step)
+    for name in consumers:
+        b.open(name)
+    b.publish("k", M0)
+    b.publish("k", M1)
+    return b
+
+
+def handed_over_twice(*, step: int, whole_at_c3: bool = False, planted: bool = False) -> TraceBuilder:
+    """c1 acknowledges M0 and closes; c2 gets the entry again and acknowledges only M1 before closing (its
+    ack of M0 arrived first, from c1, recorded before c2's arming ack); c3 gets the entry a third time, rightly.
+    ``planted``: c3 acknowledges both, closes, and c4 still gets the entry."""
+    b = _start(step, "c1", "c2", "c3", "c4")
+    b.receive("c1", "k", M0), b.receive("c1", "k", M1), b.ack("c1", M0), b.close("c1")
+    b.receive("c2", "k", M0), b.receive("c2", "k", M1), b.ack("c2", M1), b.close("c2")
+    b.receive("c3", "k", M0), b.receive("c3", "k", M1)
+    if planted:
+        b.ack("c3", M0), b.ack("c3", M1), b.close("c3")
+        b.receive("c4", "k", M0), b.receive("c4", "k", M1), b.ack("c4", M0), b.ack("c4", M1)
+    else:
+        b.ack("c3", M0), b.ack("c3", M1)
+    b.end()
+    return b
+
+
+def nacked_and_back(*, step: int, nack_first: bool = False, planted: bool = False) -> TraceBuilder:
+    """c1 acknowledges M1 and negatively acknowledges M0 (``nack_first``: in the other order): the client asks
+    for the entry again and c1 gets both back, acknowledges M0 first, then receives M1 again (rightly: no copy
+    was acknowledged whole).  ``planted``: c1 acknowledges that second copy whole and gets the entry a third
+    time."""
+    b = _start(step, "c1")
+    b.receive("c1", "k", M0), b.receive("c1", "k", M1)
+    if nack_first:
+        b.nack("c1", M0), b.ack("c1", M1)
+    else:
+        b.ack("c1", M1), b.nack("c1", M0)
+    b.receive("c1", "k", M0), b.ack("c1", M0), b.receive("c1", "k", M1), b.ack("c1", M1)
+    if planted:
+        b.receive("c1", "k", M0), b.receive("c1", "k", M1), b.ack("c1", M0), b.ack("c1", M1)
+    b.end()
+    return b
+
+
+def acked_across_a_reconnect(*, step: int) -> TraceBuilder:
+    """c2's connection drops while it holds the entry, which goes to c1; c2's application then acknowledges
+    M0 (an ack by a consumer that no longer holds it, recorded before c1's arming ack of M1): two copies, each
+    partly acknowledged, so the entry comes back to c3 when c1 closes."""
+    b = _start(step, "c1", "c2", "c3")
+    b.receive("c2", "k", M0), b.receive("c2", "k", M1)
+    b.add("fault", fault="client_reconnect", consumers=["c2"])
+    b.receive("c1", "k", M0), b.receive("c1", "k", M1)
+    b.ack("c2", M0)
+    b.ack("c1", M1), b.close("c1")
+    b.receive("c3", "k", M0), b.receive("c3", "k", M1), b.ack("c3", M0), b.ack("c3", M1)
+    b.end()
+    return b
+
+
+def whole_then_again(*, step: int, raced: bool) -> TraceBuilder:
+    """Planted: c1 acknowledges its copy whole, closes, and c2 gets the entry again.  ``raced``: c3, which never
+    held it, acknowledges each message too, right after c1 (a duplicate ack racing in the trace)."""
+    b = _start(step, "c1", "c2", "c3")
+    b.receive("c1", "k", M0), b.receive("c1", "k", M1)
+    for msg in (M0, M1):
+        b.ack("c1", msg)
+        if raced:
+            b.ack("c3", msg)
+    b.close("c1")
+    b.receive("c2", "k", M0), b.receive("c2", "k", M1), b.ack("c2", M0), b.ack("c2", M1)
     b.end()
     return b

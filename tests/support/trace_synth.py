@@ -8,7 +8,10 @@ deliberately conservative dispatch rule, so a clean run satisfies every property
   hash of the key over the live consumers), only when no other consumer holds k, and only when every earlier
   message of k is acknowledged or held by that consumer (unless a nack or redeliver exempted the key);
 * releases (nack, redeliver, close, crash, fault) make messages pending again; the drain delivers and
-  acknowledges everything.
+  acknowledges everything;
+* every other crash is followed by a ``gone`` (the broker removes a crashed consumer at once here, and the
+  harness saw it); after a crash without one, no misassignment is planted (a membership with the crashed
+  consumer still in it may explain it).
 
 It also produces the recording races a real harness sees: publish receipts logged after the receive, receives
 logged just after their consumer's close ("late" receives), acks and nacks in any order, messages in batches,
@@ -135,7 +138,8 @@ class _Sim:
         self.no_more_opens = False
         self.batch_mixed = False  #: the open batch is a default one (its messages' keys differ)
         self.faulted = False
-        self.crashed = False  # the broker removes a crashed consumer at an unknown later moment
+        self.crashed = False  # a crash without a gone: the broker removes it at an unknown later moment
+        self.crashes = 0
         self.last_change_t = 0
         self.acked_once: list[_Msg] = []
         self.sel: Any = None
@@ -183,9 +187,12 @@ class _Sim:
         for m in self.msgs:
             if m.state == "held" and m.holder == name:
                 m.state, m.holder = "pending", None
+        gone = False
         if how == "crash":
             self.last_disarm[name] = len(self.b.events)
-            self.crashed = True
+            self.crashes += 1
+            gone = self.crashes % 2 == 1  # every other crash: the harness saw the broker remove it (at once here)
+            self.crashed = self.crashed or not gone
         getattr(self.b, how)(name)
         self.live.remove(name)
         self.last_change_open = False
@@ -197,6 +204,8 @@ class _Sim:
         if late is not None:  # dispatched just before the close; its receive is logged just after
             topic, msg_id = self.receive_msg_id(late)
             self.b.receive(name, late.key, msg_id, uid=late.uid, topic=topic)
+        if gone:
+            self.b.gone(name)
 
     # --- dispatch ----------------------------------------------------------------------------------------
     def selected(self, key: str) -> str | None:
@@ -424,7 +433,7 @@ class _Sim:
 
     def _plant_misassigned(self) -> bool:
         if self.sel is None or len(self.live) < 2 or self.faulted or self.crashed:
-            return False  # after a crash, a membership with the crashed consumer still in it may explain any
+            return False  # after a crash without a gone, a membership with the crashed consumer in it may explain any
 
         for m in self.msgs:
             if m.state != "pending" or not m.receipt_logged:

@@ -80,7 +80,7 @@ def test_the_plan_keeps_a_key_together_and_copies_membership() -> None:
     for n in message:
         by_id.setdefault(ids[n].split(":")[1], set()).add(int(plan.scope[n]))
     assert all(len(p) == 1 for p in by_id.values())  # an ack goes with its message (acks carry no key here)
-    cross = [n for n, op in enumerate(ops) if op in ("open", "close", "crash", "redeliver", "fault", "end")]
+    cross = [n for n, op in enumerate(ops) if op in ("open", "close", "crash", "gone", "redeliver", "fault", "end")]
     assert cross and all(plan.scope[n] == ALL for n in cross)  # copied into every part
     assert plan.copies(0) == 0 and plan.copies(3) == len(cross)  # counted once
     by_uid: dict[str, set[int]] = {}
