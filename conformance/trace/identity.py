@@ -100,7 +100,7 @@ def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, 
     dictionary-encoded.
 
     ``msg_id`` may come dictionary-encoded already (``pyarrow.compute.dictionary_encode``: a caller that also
-    checks the distinct ids), with no value its rows do not use.
+    checks the distinct ids), with no value its rows do not use; ``topic`` too (of string values), as it is.
 
     Raises ``pyarrow.ArrowInvalid`` if a message id is not two to four integers (callers validate first, or
     treat that as "malformed").
@@ -111,8 +111,11 @@ def derive_message_columns_with_position(topic: Any, msg_id: Any) -> tuple[Any, 
     topic = pa.array(topic, pa.string()) if not isinstance(topic, (pa.Array, pa.ChunkedArray)) else topic
     msg_id = pa.array(msg_id, pa.string()) if not isinstance(msg_id, (pa.Array, pa.ChunkedArray)) else msg_id
     given_ids = pa.types.is_dictionary(msg_id.type)
-    topic, msg_id = topic.cast(pa.string()), msg_id if given_ids else msg_id.cast(pa.string())
-    # Topics repeat: normalise the distinct values in Python (same code as above), then take.
+    msg_id = msg_id if given_ids else msg_id.cast(pa.string())
+    if not pa.types.is_dictionary(topic.type):
+        topic = topic.cast(pa.string())
+    # Topics repeat: normalise the distinct values in Python (same code as above), then take.  (A topic column
+    # read dictionary-encoded is taken as it is: a value no row uses is normalised for nothing, no more.)
     encoded = pc.dictionary_encode(topic)
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()

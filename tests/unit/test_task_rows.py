@@ -146,3 +146,38 @@ def test_a_task_reads_ahead_only_with_a_core_to_spare(monkeypatch: pytest.Monkey
     assert engine._reads_ahead(_Context("spark://127.0.0.1:7077", task_cpus="2"), 2)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     assert not engine._reads_ahead(_Context("local[1]"), 1)  # pinned to one core (taskset -c 0)
+
+
+@pytest.mark.parametrize("fault", ["unknown op", "unknown result", "publish ok without msg_id"])
+def test_a_bad_value_in_a_column_read_as_a_dictionary_fails_the_task_holding_it(fault: str, tmp_path: Path) -> None:
+    """A task reads the columns of few values (op, result, ...) dictionary-encoded: the vector check still finds a
+    bad value there, in the task whose rows hold it, and the reader words it in one line."""
+    from conformance.spark.split import ALL
+
+    run = synthesize(9, SynthConfig(messages=40, keys=5))
+    good = tmp_path / "good.parquet"
+    write_parquet(good, run.header, list(run.events))
+    table = pq.read_table(good)
+    ops, results = table.column("op").to_pylist(), table.column("result").to_pylist()
+    target = next(n for n, op in enumerate(ops) if op == "publish" and n > 20 and results[n] == "ok")
+    if fault == "unknown op":
+        ops[target] = "publsh"
+    elif fault == "unknown result":
+        results[target] = "okay"
+    else:
+        ids = table.column("msg_id").to_pylist()
+        ids[target] = None
+        table = table.set_column(table.schema.get_field_index("msg_id"), "msg_id", pa.array(ids, pa.string()))
+    table = table.set_column(table.schema.get_field_index("op"), "op", pa.array(ops, pa.string()))
+    table = table.set_column(table.schema.get_field_index("result"), "result", pa.array(results, pa.string()))
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(table, bad)
+    plan = plan_trace(open_trace(good), 2)  # the good trace's plan: the same rows, so the same parts
+    assert plan is not None
+    holders = [0, 1] if plan.scope[target] == ALL else [int(plan.scope[target])]
+    for part in holders:
+        with pytest.raises(OwnRowsInvalid):
+            list(own_batches(open_trace(bad), plan, part, identity=False))
+    with pytest.raises(TraceFormatError) as error:
+        check_trace(bad)
+    assert "\n" not in str(error.value) and f"row {target}:" in str(error.value)

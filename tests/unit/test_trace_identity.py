@@ -53,8 +53,20 @@ msg_ids = st.builds(
 @given(st.lists(st.tuples(topics, st.one_of(st.none(), msg_ids)), min_size=1, max_size=30))
 def test_the_vectorised_derivation_equals_the_python_one(rows: list[tuple[str, str | None]]) -> None:
     ids = pa.array([m for _, m in rows], pa.string())
-    for form in (ids, pc.dictionary_encode(ids)):  # the ids as text, or encoded by the caller (check_batch)
-        keys, streams, canon = derive_message_columns(pa.array([t for t, _ in rows]), form)
+    names = pa.array([t for t, _ in rows], pa.string())
+    encoded = pc.dictionary_encode(names)
+    # a topic column as Parquet gives it, dictionary-encoded with a value no row uses
+    stored = pa.DictionaryArray.from_arrays(
+        pc.add(encoded.indices, 1), pa.concat_arrays([pa.array(["unused-partition-9"]), encoded.dictionary])
+    )
+    # the ids as text, or encoded by the caller (check_batch); the topics as text, or as stored
+    for topics_in, form in (
+        (names, ids),
+        (names, pc.dictionary_encode(ids)),
+        (stored, ids),
+        (stored, pc.dictionary_encode(ids)),
+    ):
+        keys, streams, canon = derive_message_columns(topics_in, form)
         for (topic, msg_id), key, stream, msg in zip(
             rows, keys.to_pylist(), streams.to_pylist(), canon.to_pylist(), strict=True
         ):
