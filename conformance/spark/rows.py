@@ -5,7 +5,9 @@ of its part: the rows of its key part in the scope pass, the copies every part h
 its rows of the identity pass.  Each batch is filtered with pyarrow (C++) straight after the Parquet read, so
 the validating check (:func:`conformance.trace.validation.check_batch`: types, required fields, message ids,
 the derived message columns) and the checker's decoding run over the part's rows only, not over the whole trace
-in every task.
+in every task.  What every task still reads whole is the Parquet file itself (the reader's unvalidated batches,
+:meth:`~conformance.trace.reader.TraceSource.unchecked_batches`), so that read is made cheap: in the task's one
+thread, and the string columns of few values dictionary-encoded as Parquet stores them.
 
 Validation stays whole, shared out:
 
