@@ -129,4 +129,5 @@ def own_part_batches(source: TraceSource, plan: Plan, part: int) -> Iterator[tup
     for rows, in_scope, in_identity in own_batches(source, plan, part, identity=True):
         names = rows.schema.names
         keep = [name for name in names if name not in _RARE_FIELDS or (name == "topic" and "mkey" not in names)]
-        yield scope_batch(rows.filter(pa.array(in_scope))), rows.filter(pa.array(in_identity)).select(keep)
+        # the identity batch's few columns chosen before its rows: the rare ones are never filtered for it
+        yield scope_batch(rows.filter(pa.array(in_scope))), rows.select(keep).filter(pa.array(in_identity))
