@@ -282,9 +282,10 @@ def _reads_ahead(context: Any, at_once: int) -> bool:
 
     Spark gives a task ``spark.task.cpus`` cores (1 by default) and runs as many tasks at once as it has slots;
     a task that also reads in a second thread then competes with the other tasks for their cores, and every
-    hand-off of the GIL between its two threads waits for a core (measured at 3M events: two tasks of 2 parts on
-    2 cores, each 6.1-6.8 s without the thread, 8.5-9.5 s with it).  On a local master the slots may be fewer
-    than the machine's cores (``local[1]`` on two cores): the thread then runs on a core no task uses.
+    hand-off of the GIL between its two threads waits for a core (measured at 3M events, load 2-4: the two tasks
+    of 2 parts at once on 2 cores took 8.2-9.5 s each with the thread, 5.6-6.8 s without).  On a local master
+    the slots may be fewer than the machine's cores (``local[1]`` on two cores): the thread then runs on a core
+    no task uses.
     """
     import os
 
