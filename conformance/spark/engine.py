@@ -281,11 +281,11 @@ def _reads_ahead(context: Any, at_once: int) -> bool:
     of its own for that thread.
 
     Spark gives a task ``spark.task.cpus`` cores (1 by default) and runs as many tasks at once as it has slots;
-    a task that also reads in a second thread then competes with the other tasks for their cores, and every
-    hand-off of the GIL between its two threads waits for a core (measured at 3M events, load 2-4: the two tasks
-    of 2 parts at once on 2 cores took 8.2-9.5 s each with the thread, 5.6-6.8 s without).  On a local master
-    the slots may be fewer than the machine's cores (``local[1]`` on two cores): the thread then runs on a core
-    no task uses.
+    a task that also reads in a second thread then takes its time from the other tasks' cores and gains nothing,
+    while the thread costs CPU of its own: its hand-offs of the GIL (measured at 3M events, min of 4, load 2.1-2.3:
+    a part of 2 with the thread 3.98 s of CPU, without 3.74 s; the whole trace pinned to one core 7.61 s against
+    7.07 s, wall likewise).  On a local master the slots may be fewer than the machine's cores (``local[1]`` on
+    two cores): the thread then runs on a core no task uses, and pays (the same part: 3.48 s wall against 3.78 s).
     """
     import os
 
