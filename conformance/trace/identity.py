@@ -171,7 +171,7 @@ def _derive(base: Any, named: Any, msg_id: Any) -> tuple[Any, Any, Any, tuple[An
 def _derive_uniform(base: Any, named: Any, msg_id: Any, width: int) -> tuple[Any, Any, Any, tuple[Any, Any, Any]]:
     """:func:`_derive` where every id is present and has ``width`` parts, on one topic (the distinct ids of a
     batch, nearly always): the same casts, text to integer and back, done once over all the parts together
-    rather than part by part (measured about twice as fast on a trace's ids)."""
+    rather than part by part (measured on the 1M distinct ids of a 3M-event trace: 0.29 s of CPU against 0.43 s)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -203,11 +203,12 @@ class TraceSource:
         (a Spark task checking its own part: :mod:`conformance.spark.rows`); everything else reads
         :meth:`batches`.  ``use_threads``: let pyarrow decode a batch in its thread pool (worth it only with a
         core to spare); ``block_size``: bytes of JSON Lines per batch (a Parquet batch is 65,536 rows).
-        ``dictionaries``: string columns a Parquet file gives dictionary-encoded, as it stores them (its columns
-        of few distinct values, such as ``op``, ``consumer`` or ``key``, then cost no string per row: measured
+        ``dictionaries``: string columns a Parquet file gives dictionary-encoded, as it stores them (columns of
+        few distinct values, such as ``op``, ``consumer`` or ``result``, then cost no string per row: measured
         four times cheaper to read); their type is then ``dictionary<int32, string>``, which
         :func:`~conformance.trace.validation.check_batch` and :func:`~conformance.trace.decode.row_columns` take.
-        A column of many distinct values (``msg_id``, ``uid``) costs more so.  JSON Lines ignores it.
+        A column of many distinct values (``msg_id``, ``uid``, and the keys of a trace that gives each message
+        its own) costs more so, every batch carrying the dictionary of its row group.  JSON Lines ignores it.
 
         Raises :class:`FastPathFailed` when pyarrow cannot read the trace as that schema (a column of another
         type, text that is not JSON); its ``problem`` is terse: :meth:`batches` words the trace's first problem
