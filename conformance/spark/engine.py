@@ -265,7 +265,7 @@ def run_tasks(
         return []
     # one task per part of a single trace; many small traces share tasks (a task costs Spark more than they do)
     slices = n_parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(context.defaultParallelism)))
-    run = _task_runner(jobs, profile, n_parts)
+    run = _task_runner(jobs, profile, n_parts, _reads_ahead(context, min(slices, int(context.defaultParallelism))))
     # Spark Core, not a DataFrame: a first SQL job costs seconds of planning a one-row plan (measured: twice
     # the whole job for a small trace); the results are a few pickled rows
     rows = context.parallelize(range(tasks), slices).mapPartitions(run).collect()
@@ -276,8 +276,32 @@ def run_tasks(
     return [verdicts[tid] for tid in range(len(traces))]
 
 
+def _reads_ahead(context: Any, at_once: int) -> bool:
+    """Whether a task may read ahead in a second thread (:func:`check_task`'s ``read_ahead``): only with a core
+    of its own for that thread.
+
+    Spark gives a task ``spark.task.cpus`` cores (1 by default) and runs as many tasks at once as it has slots;
+    a task that also reads in a second thread then takes its time from the other tasks' cores and gains nothing,
+    while the thread costs CPU of its own: its hand-offs of the GIL (measured at 3M events, min of 4, load 2.1-2.3:
+    a part of 2 with the thread 3.98 s of CPU, without 3.74 s; the whole trace pinned to one core 7.61 s against
+    7.07 s, wall likewise).  On a local master the slots may be fewer than the machine's cores (``local[1]`` on
+    two cores): the thread then runs on a core no task uses, and pays (the same part: 3.48 s wall against 3.78 s).
+    """
+    import os
+
+    if int(context.getConf().get("spark.task.cpus", "1")) >= 2:
+        return True
+    if not str(context.master).startswith("local"):
+        return False
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores >= 2 * max(1, at_once)
+
+
 def _task_runner(
-    jobs: list[tuple[int, TraceHeader, TaskInput, Plan | None]], profile: str | Profile | None, parts: int
+    jobs: list[tuple[int, TraceHeader, TaskInput, Plan | None]],
+    profile: str | Profile | None,
+    parts: int,
+    read_ahead: bool = False,
 ) -> Any:
     """The function Spark's Python workers run: for each task id, ``(trace, part)``'s results as
     ``(tid, pass, part, checked whole, PartResult)`` (none for a part of a trace part 0 checked whole)."""
@@ -286,7 +310,7 @@ def _task_runner(
         for task in tasks:
             tid, header, given, plan = jobs[task // parts]
             part = task % parts
-            was_whole, results = check_task(header, profile, given, part, parts, plan=plan)
+            was_whole, results = check_task(header, profile, given, part, parts, plan=plan, read_ahead=read_ahead)
             for pass_, result in results:
                 yield (tid, pass_, part, was_whole, result)
 
@@ -302,10 +326,15 @@ def check_task(
     *,
     one_pass: bool = True,
     plan: Plan | None = None,
+    read_ahead: bool = False,
 ) -> tuple[bool, list[tuple[int, PartResult]]]:
     """One task: ``part`` of ``parts`` of a trace — both passes, or one where the plan allows
     (:attr:`~conformance.spark.split.Plan.one_pass`; ``one_pass=False``: never) — or, if the split would be
     inexact, the whole trace in part 0.  Returns ``(checked whole, [(pass, result)])``.
+
+    ``read_ahead``: read, validate and shape the batches in a second thread while the checker works
+    (:mod:`conformance.trace.readahead`); worth it only with a core free for that thread, which a Spark task
+    has only when given two (:func:`run_tasks` decides).  Without it the task runs in one thread, the same work.
 
     As on the Python engine (:func:`conformance.checks.api.check_source`), the cyclic garbage collector is
     paused while the task runs: the checker allocates millions of small objects that live to the end of the
@@ -316,7 +345,7 @@ def check_task(
     from conformance.checks.api import collector_paused
 
     with collector_paused():  # restored once _task's frame, and with it the checker's state, is gone
-        return _task(header, profile, given, part, parts, one_pass, plan)
+        return _task(header, profile, given, part, parts, one_pass, plan, read_ahead)
 
 
 def _task(
@@ -327,52 +356,71 @@ def _task(
     parts: int,
     one_pass: bool,
     plan: Plan | None,
+    ahead: bool,
 ) -> tuple[bool, list[tuple[int, PartResult]]]:
     from conformance.spark.split import one_pass_batches, part_batches, plan_source
 
     if plan is not None and not plan.mixed and parts > 1 and given[0] == "path":
-        own = _own_rows(header, profile, given[1], part, plan, one_pass)
+        own = _own_rows(header, profile, given[1], part, plan, one_pass, ahead)
         if own is not None:
             return False, own
     full, plan_read = _readers(given)
     if parts == 1:
-        return False, [(WHOLE, check_part(header, profile, _ahead(full)))]
+        return False, [(WHOLE, check_part(header, profile, _shaped(full, ahead)))]
     if plan is None:
         plan = plan_source(plan_read, parts, one_pass=one_pass)
     if plan is None or plan.mixed:
-        return True, ([(WHOLE, check_part(header, profile, _ahead(full)))] if part == 0 else [])
+        return True, ([(WHOLE, check_part(header, profile, _shaped(full, ahead)))] if part == 0 else [])
     if plan.one_pass:  # each part judges every kind of what it holds (the identity fields kept)
-        batches = _ahead(lambda: one_pass_batches(plan, part, full()))
+        batches = _shaped(lambda: one_pass_batches(plan, part, full()), ahead)
         return False, [(WHOLE, check_part(header, profile, batches, plan.copies(part)))]
-    return False, _two_passes(header, profile, lambda: part_batches(plan, part, full()), plan.copies(part))
+    return False, _two_passes(header, profile, lambda: part_batches(plan, part, full()), plan.copies(part), ahead)
 
 
-def _ahead(make: Any) -> Any:
-    """The batches of ``make()`` in the checker's Arrow form (:func:`~conformance.trace.decode.row_columns`),
-    read, validated, filtered and shaped in a background thread while the checker works on earlier ones
-    (:mod:`conformance.trace.readahead`: pyarrow's kernels release the GIL), as the Python engine reads."""
+def _shaped(make: Any, ahead: bool) -> Any:
+    """The batches of ``make()`` in the checker's Arrow form (:func:`~conformance.trace.decode.row_columns`);
+    with ``ahead``, read, validated, filtered and shaped in a background thread while the checker works on
+    earlier ones (:mod:`conformance.trace.readahead`: pyarrow's kernels release the GIL), as the Python engine
+    reads."""
     from conformance.trace.decode import row_columns
+
+    if not ahead:
+        return (row_columns(batch) for batch in make())
     from conformance.trace.readahead import read_ahead
 
     return read_ahead(lambda: (row_columns(batch) for batch in make()))
 
 
 def _two_passes(
-    header: TraceHeader, profile: str | Profile | None, make: Any, copies: int
+    header: TraceHeader, profile: str | Profile | None, make: Any, copies: int, ahead: bool
 ) -> list[tuple[int, PartResult]]:
     """Both passes of a part, fed from one read: ``make()`` gives ``(scope batch, identity batch)`` pairs."""
     from conformance.trace.decode import row_columns
-    from conformance.trace.readahead import read_ahead
+
+    def pairs() -> Any:
+        return ((row_columns(s), row_columns(i)) for s, i in make())
 
     scope, identity = PartChecker(header, profile), PartChecker(header, profile)
-    for scope_batch, identity_batch in read_ahead(lambda: ((row_columns(s), row_columns(i)) for s, i in make())):
+    if ahead:
+        from conformance.trace.readahead import read_ahead
+
+        shaped = read_ahead(pairs)
+    else:
+        shaped = pairs()
+    for scope_batch, identity_batch in shaped:
         scope.feed(scope_batch)
         identity.feed(identity_batch)
     return [(SCOPE, scope.result(copies)), (IDENTITY, identity.result())]
 
 
 def _own_rows(
-    header: TraceHeader, profile: str | Profile | None, path: str, part: int, plan: Plan, one_pass: bool
+    header: TraceHeader,
+    profile: str | Profile | None,
+    path: str,
+    part: int,
+    plan: Plan,
+    one_pass: bool,
+    ahead: bool,
 ) -> list[tuple[int, PartResult]] | None:
     """A part of a Parquet trace planned by the driver: only its rows are validated and checked
     (:mod:`conformance.spark.rows`); None for another format (the task reads it whole)."""
@@ -383,9 +431,9 @@ def _own_rows(
     if source.format != "parquet":
         return None
     if plan.one_pass and one_pass:
-        batches = _ahead(lambda: (rows for rows, _s, _i in own_batches(source, plan, part, identity=False)))
+        batches = _shaped(lambda: (rows for rows, _s, _i in own_batches(source, plan, part, identity=False)), ahead)
         return [(WHOLE, check_part(header, profile, batches, plan.copies(part)))]
-    return _two_passes(header, profile, lambda: own_part_batches(source, plan, part), plan.copies(part))
+    return _two_passes(header, profile, lambda: own_part_batches(source, plan, part), plan.copies(part), ahead)
 
 
 def warm_workers(spark: Any, slots: int | None = None) -> None:

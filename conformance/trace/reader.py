@@ -10,7 +10,8 @@ Two ways to read the same trace:
   do not use are dropped.  If anything looks wrong, the input is re-read with the exact path to name the line
   and the problem, so both paths raise the same :class:`~conformance.trace.validation.TraceFormatError`.
   :meth:`TraceSource.row_batches` is the same, shaped for the streaming checker (:mod:`.decode`) and read
-  ahead in a background thread.
+  ahead in a background thread.  :meth:`TraceSource.unchecked_batches` is the same read before the vector
+  checks, for a caller that keeps only some rows and checks those itself (a Spark task, its own part).
 
 A malformed trace always raises ``TraceFormatError`` (an ``InvalidArgument``: exit code 2 in the CLI), with
 the file, the line (or Parquet row) and what is wrong.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -32,6 +33,7 @@ from conformance.trace.validation import BatchState, EventValidator, TraceFormat
 __all__ = [
     "PARQUET_HEADER_KEY",
     "PARQUET_JSON_COLUMNS_KEY",
+    "FastPathFailed",
     "FastPathUnavailable",
     "TraceSource",
     "decode_json_column",
@@ -183,12 +185,40 @@ class TraceSource:
         derived ``mkey``, ``stream``, ``ledger``, ``entry``, ``bidx``
         (:data:`~conformance.trace.validation.DERIVED_COLUMNS`)."""
         try:
-            if self.format == "parquet":
-                yield from self._checked(self._parquet_batches())
-            else:
-                yield from self._checked(self._jsonl_batches(use_threads, block_size))
-        except _FastPathFailed as failed:
+            # (Parquet: pyarrow decodes a batch's columns in its thread pool, as it does by default)
+            threads = use_threads or self.format == "parquet"
+            yield from self._checked(self.unchecked_batches(use_threads=threads, block_size=block_size))
+        except FastPathFailed as failed:
             self._locate(failed.problem)
+
+    def unchecked_batches(
+        self, *, use_threads: bool = False, block_size: int = 8 << 20, dictionaries: Collection[str] = ()
+    ) -> Iterator[Any]:
+        """The trace's pyarrow record batches as stored, in trace order, *not yet validated*: the columns of
+        :data:`FAST_SCHEMA` (a column the file lacks is null; a Parquet file's JSON columns decoded), without the
+        derived columns.
+
+        For a caller that keeps only some rows and validates those itself, batch after batch, with
+        :func:`~conformance.trace.validation.check_batch` and one :class:`~conformance.trace.validation.BatchState`
+        (a Spark task checking its own part: :mod:`conformance.spark.rows`); everything else reads
+        :meth:`batches`.  ``use_threads``: let pyarrow decode a batch in its thread pool (worth it only with a
+        core to spare); ``block_size``: bytes of JSON Lines per batch (a Parquet batch is 65,536 rows).
+        ``dictionaries``: string columns a Parquet file gives dictionary-encoded, as it stores them (columns of
+        few distinct values, such as ``op``, ``consumer`` or ``result``, then cost no string per row: measured
+        four times cheaper to read); their type is then ``dictionary<int32, string>``, which
+        :func:`~conformance.trace.validation.check_batch` and :func:`~conformance.trace.decode.row_columns` take.
+        A column of many distinct values (``msg_id``, ``uid``, and the keys of a trace that gives each message
+        its own) costs more so, every batch carrying the dictionary of its row group.  JSON Lines ignores it.
+
+        Raises :class:`FastPathFailed` when pyarrow cannot read the trace as that schema (a column of another
+        type, text that is not JSON); its ``problem`` is terse: :meth:`batches` words the trace's first problem
+        for users (:class:`~conformance.trace.validation.TraceFormatError`, or :class:`FastPathUnavailable`).
+        """
+        if self.format == "parquet":
+            for path in self.files:
+                yield from _parquet_file_batches(path, use_threads, frozenset(dictionaries))
+        else:
+            yield from self._jsonl_batches(use_threads, block_size)
 
     def row_batches(self, *, use_threads: bool = False, read_ahead: bool = True) -> Iterator[Any]:
         """:meth:`batches` in the form the streaming checker decodes (:func:`~conformance.trace.decode.row_columns`),
@@ -211,7 +241,7 @@ class TraceSource:
         for batch in batches:
             problem, derived = check_batch(batch, state)
             if problem is not None:
-                raise _FastPathFailed(problem)
+                raise FastPathFailed(problem)
             yield derived
 
     def _jsonl_batches(self, use_threads: bool, block_size: int) -> Iterator[Any]:
@@ -236,11 +266,7 @@ class TraceSource:
                         break
                     yield batch
             except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, EOFError) as exc:
-                raise _FastPathFailed(str(exc)) from None
-
-    def _parquet_batches(self) -> Iterator[Any]:
-        for path in self.files:
-            yield from _parquet_file_batches(path)
+                raise FastPathFailed(str(exc)) from None
 
     def _locate(self, problem: str) -> None:
         """The fast path saw a problem: find and word it with the exact path (which raises).
@@ -257,14 +283,23 @@ class FastPathUnavailable(Exception):
     """The columnar path cannot read this (valid) trace; read it with :meth:`TraceSource.events`."""
 
 
-class _FastPathFailed(Exception):
+class FastPathFailed(Exception):
+    """The columnar path cannot take this trace as it is (:meth:`TraceSource.unchecked_batches`, or a problem
+    :func:`~conformance.trace.validation.check_batch` found).
+
+    ``problem`` says what in a few words, without the row: it is not meant for users.  :meth:`TraceSource.batches`
+    reads the trace again with the exact path to word its first problem (a ``TraceFormatError`` naming the file,
+    the row and the rule), so a message never depends on which path, or which Spark task, saw it first.
+    """
+
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
 
 
-def _parquet_file_batches(path: Path) -> Iterator[Any]:
-    """The batches of one Parquet file as :data:`FAST_SCHEMA` (missing columns null, JSON columns decoded)."""
+def _parquet_file_batches(path: Path, use_threads: bool, dictionaries: frozenset[str] = frozenset()) -> Iterator[Any]:
+    """The batches of one Parquet file as :data:`FAST_SCHEMA` (missing columns null, JSON columns decoded; the
+    string columns named in ``dictionaries`` dictionary-encoded)."""
     import pyarrow as pa
 
     schema = _SCHEMA.get()
@@ -276,8 +311,14 @@ def _parquet_file_batches(path: Path) -> Iterator[Any]:
         if f.name in file_schema.names and f.name not in json_columns:
             have = file_schema.field(f.name).type
             if have != f.type and not _castable(have, f.type):
-                raise _FastPathFailed(f"column {f.name!r} has type {have}, not {f.type}")
-    for batch in pf.iter_batches(batch_size=65536, columns=present):
+                raise FastPathFailed(f"column {f.name!r} has type {have}, not {f.type}")
+    encoded = [name for name in present if name in dictionaries and name not in json_columns]
+    if encoded:
+        schema = pa.schema(
+            [pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in encoded else f for f in schema]
+        )
+        pf = _open_parquet(path, read_dictionary=encoded)
+    for batch in pf.iter_batches(batch_size=65536, columns=present, use_threads=use_threads):
         arrays = []
         for f in schema:
             if f.name not in batch.schema.names:
@@ -318,7 +359,7 @@ def decode_json_column(column: Any, want: Any) -> Any:
         positions = pc.subtract(pc.cumulative_sum(present.cast(pa.int64())), 1)
         return pc.if_else(present, pc.take(decoded, pc.max_element_wise(positions, 0)), pa.nulls(n, want))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, json.JSONDecodeError) as exc:
-        raise _FastPathFailed(str(exc)) from None
+        raise FastPathFailed(str(exc)) from None
 
 
 def _json_columns(metadata: dict[bytes, bytes] | None) -> frozenset[str]:
@@ -330,12 +371,12 @@ def _json_columns(metadata: dict[bytes, bytes] | None) -> frozenset[str]:
         return frozenset()
 
 
-def _open_parquet(path: Path) -> Any:
+def _open_parquet(path: Path, read_dictionary: list[str] | None = None) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, read_dictionary=read_dictionary)
     except (pa.ArrowInvalid, OSError) as exc:
         raise TraceFormatError(str(path), None, f"not a readable Parquet file ({exc})") from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,14 +52,28 @@ msg_ids = st.builds(
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(topics, st.one_of(st.none(), msg_ids)), min_size=1, max_size=30))
 def test_the_vectorised_derivation_equals_the_python_one(rows: list[tuple[str, str | None]]) -> None:
-    keys, streams, canon = derive_message_columns(pa.array([t for t, _ in rows]), pa.array([m for _, m in rows]))
-    for (topic, msg_id), key, stream, msg in zip(
-        rows, keys.to_pylist(), streams.to_pylist(), canon.to_pylist(), strict=True
+    ids = pa.array([m for _, m in rows], pa.string())
+    names = pa.array([t for t, _ in rows], pa.string())
+    encoded = pc.dictionary_encode(names)
+    # a topic column as Parquet gives it, dictionary-encoded with a value no row uses
+    stored = pa.DictionaryArray.from_arrays(
+        pc.add(encoded.indices, 1), pa.concat_arrays([pa.array(["unused-partition-9"]), encoded.dictionary])
+    )
+    # the ids as text, or encoded by the caller (check_batch); the topics as text, or as stored
+    for topics_in, form in (
+        (names, ids),
+        (names, pc.dictionary_encode(ids)),
+        (stored, ids),
+        (stored, pc.dictionary_encode(ids)),
     ):
-        if msg_id is None:
-            assert (key, stream, msg) == (None, None, None)
-        else:
-            assert (key, stream, msg) == canonical_message(topic, msg_id)
+        keys, streams, canon = derive_message_columns(topics_in, form)
+        for (topic, msg_id), key, stream, msg in zip(
+            rows, keys.to_pylist(), streams.to_pylist(), canon.to_pylist(), strict=True
+        ):
+            if msg_id is None:
+                assert (key, stream, msg) == (None, None, None)
+            else:
+                assert (key, stream, msg) == canonical_message(topic, msg_id)
 
 
 @settings(max_examples=50, deadline=None)
@@ -82,3 +97,17 @@ def test_one_topic_is_derived_once_per_distinct_id(topic: str, distinct: list[st
         else:
             assert (key, stream, msg) == canonical_message(topic, msg_id)
             assert tuple(at) == parse_position(msg)
+
+
+@settings(max_examples=50, deadline=None)
+@given(topics, st.integers(2, 4), st.lists(st.lists(ints, min_size=4, max_size=4), min_size=1, max_size=30))
+def test_ids_of_one_width_on_one_topic_follow_the_python_rules(topic: str, width: int, ids: list[list[int]]) -> None:
+    """Every id with as many parts (a trace's ids, nearly always) takes a shorter way: the same values."""
+    from conformance.trace.identity import derive_message_columns_with_position
+
+    texts = [":".join(str(p) for p in parts[:width]) for parts in ids]
+    keys, streams, canon, position = derive_message_columns_with_position(pa.array([topic] * len(texts)), texts)
+    for n, msg_id in enumerate(texts):
+        expected = canonical_message(topic, msg_id)
+        assert (keys[n].as_py(), streams[n].as_py(), canon[n].as_py()) == expected
+        assert tuple(p[n].as_py() for p in position) == parse_position(expected[2])

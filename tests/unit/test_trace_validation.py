@@ -96,3 +96,38 @@ def test_an_open_with_a_null_result_counts_as_open_on_both_paths(tmp_path: Path)
             assert str(exc).startswith(f"{path}:2: consumer 'c1' opened again (i=1)")
         else:
             raise AssertionError("a second open of a consumer still open was read")
+
+
+@settings(max_examples=100, deadline=None)
+@given(events())
+def test_the_vector_check_judges_columns_read_as_dictionaries_alike(evs: list[dict[str, object]]) -> None:
+    """A Spark task reads the string columns of few values dictionary-encoded (``conformance.spark.rows``): the
+    vector check finds a problem in such a batch exactly when it finds one in the same batch of plain strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from conformance.spark.rows import _FEW_VALUES
+    from conformance.trace.reader import FastPathFailed
+    from conformance.trace.validation import BatchState, check_batch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.jsonl"
+        path.write_text("\n".join(json.dumps(e) for e in evs) + "\n")
+        try:
+            batches = list(open_trace(path).unchecked_batches())
+        except FastPathFailed:
+            return
+    plain_state, encoded_state = BatchState(), BatchState()
+    for batch in batches:
+        encoded = pa.RecordBatch.from_arrays(
+            [
+                pc.dictionary_encode(column) if name in _FEW_VALUES else column
+                for name, column in zip(batch.schema.names, batch.columns, strict=True)
+            ],
+            names=batch.schema.names,
+        )
+        plain, _rows = check_batch(batch, plain_state)
+        dictionary, _rows = check_batch(encoded, encoded_state)
+        assert (plain is None) == (dictionary is None), (plain, dictionary)
+        if plain is not None:
+            break
