@@ -535,28 +535,22 @@ def _hash_each(strings: Any) -> Any:
 def _message_ids(ids: Any) -> tuple[Any, Any, Any]:
     """``(ledger, entry, batch index)`` of message ids (numpy int64; "l:e" and "l:e:p" have batch index -1); an
     id that is not integers fails the plan (a partition that is not is not read)."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from conformance.trace.identity import id_number_table
 
     def part(split: Any, k: int) -> Any:
         return pc.cast(pc.list_element(split, k), pa.int64()).to_numpy(zero_copy_only=False)
 
     split = pc.split_pattern(ids, ":")
-    lengths = pc.list_value_length(split).to_numpy(zero_copy_only=False)
-    if len(lengths) and lengths.min() >= 2:
-        try:  # every part at once (one cast, not one a part): each id's parts from where its list starts
-            values = pc.cast(split.values, pa.int64()).to_numpy(zero_copy_only=False)
+    if len(ids) and pc.min(pc.list_value_length(split)).as_py() >= 2:
+        try:  # every part at once (one cast, not one a part), as the reader parses them
+            table = id_number_table(split)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a part is not an integer: which one matters
-            values = None
-        if values is not None:
-            first = split.offsets.to_numpy(zero_copy_only=False)[:-1]
-            fourth = values[first + np.minimum(lengths, 4) - 1]
-            return (
-                values[first],
-                values[first + 1],
-                fourth if lengths.min() >= 4 else np.where(lengths >= 4, fourth, -1),
-            )
+            table = None
+        if table is not None:
+            return table[:, 0], table[:, 1], table[:, 3]
     ledger, entry = part(split, 0), part(split, 1)
     if pc.min(pc.list_value_length(split)).as_py() >= 4:  # the canonical "l:e:p:b" (what recorders write)
         return ledger, entry, part(split, 3)
