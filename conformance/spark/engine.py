@@ -287,14 +287,19 @@ def _reads_ahead(context: Any, at_once: int) -> bool:
     7.07 s, wall likewise).  On a local master the slots may be fewer than the machine's cores (``local[1]`` on
     two cores): the thread then runs on a core no task uses, and pays (the same part: 3.48 s wall against 3.78 s).
     """
-    import os
-
     if int(context.getConf().get("spark.task.cpus", "1")) >= 2:
         return True
     if not str(context.master).startswith("local"):
         return False
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = _usable_cores()
     return cores >= 2 * max(1, at_once)
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a pinned process has fewer than the machine)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _task_runner(
@@ -463,13 +468,10 @@ def _warm_task(_tasks: Any) -> Any:
 def plan_trace(source: TraceSource, parts: int) -> Plan | None:
     """The split of a stored trace into ``parts`` (None if it cannot be planned: the tasks then check it whole
     or fail with the reader's error), planned by as many threads as this process has cores."""
-    import os
-
     from conformance.spark.split import plan_source
 
     _full, plan_read = _readers(("path", str(source.path.resolve())), plan_batch=1 << 18)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return plan_source(plan_read, parts, threads=cores)
+    return plan_source(plan_read, parts, threads=_usable_cores())
 
 
 def _readers(given: TaskInput, *, plan_batch: int = 65536) -> tuple[Any, Any]:
