@@ -468,10 +468,12 @@ def _warm_task(_tasks: Any) -> Any:
 def plan_trace(source: TraceSource, parts: int) -> Plan | None:
     """The split of a stored trace into ``parts`` (None if it cannot be planned: the tasks then check it whole
     or fail with the reader's error), planned by as many threads as this process has cores."""
+    from conformance.spark.arrow_pool import system_pool
     from conformance.spark.split import plan_source
 
     _full, plan_read = _readers(("path", str(source.path.resolve())), plan_batch=1 << 18)
-    return plan_source(plan_read, parts, threads=_usable_cores())
+    with system_pool():  # a driver plans once: pyarrow's default pool would pay for fresh memory
+        return plan_source(plan_read, parts, threads=_usable_cores())
 
 
 def _readers(given: TaskInput, *, plan_batch: int = 65536) -> tuple[Any, Any]:

@@ -19,7 +19,8 @@ __all__ = ["build_context", "build_session", "session_config"]
 def session_config(
     master: str, *, for_tests: bool = False, driver_memory: str | None = None, small: bool = False
 ) -> dict[str, str]:
-    """The builder settings :func:`build_session` applies (pure data, for inspection and tests).
+    """The builder settings :func:`build_session` applies (data, for inspection and tests; the one thing read
+    from the environment is a pyarrow memory pool the user chose, passed on to the workers).
 
     ``small``: the JVM has little to do — a small trace, or any trace the engine's tasks read themselves (the
     JVM then carries no rows of it): the quick-start JIT settings of ``for_tests`` and 1g of driver memory
@@ -43,6 +44,10 @@ def session_config(
         # a caller that caches a trace (the engine itself does not): compressing the columns costs more CPU than
         # reading them back saves
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # the Python workers' pyarrow allocates through the C library, not its default mimalloc, which made each
+        # task's first large trace cost 0.3-0.9 s more CPU, mostly system time (conformance.spark.arrow_pool);
+        # a pool the user chose for this process is passed on instead
+        "spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or "system",
     }
     if for_tests or small:
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"

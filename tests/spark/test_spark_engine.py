@@ -362,3 +362,15 @@ def test_warm_workers_start_the_python_workers_the_next_job_uses(spark: Any, tmp
     verdict = check_with_spark(open_trace(path), spark=spark, parts=2, plan=plan_trace(open_trace(path), 2))
     same = check_trace(path)
     assert (verdict.valid, verdict.events, verdict.counts) == (same.valid, same.events, same.counts)
+
+
+def test_the_sessions_python_workers_allocate_through_the_c_library(spark: Any) -> None:
+    """``session_config`` hands the workers ``ARROW_DEFAULT_MEMORY_POOL=system`` (``conformance.spark.arrow_pool``):
+    what a task's pyarrow really uses, asked in the task."""
+
+    def pools(_rows: Any) -> Any:
+        import pyarrow as pa
+
+        yield pa.default_memory_pool().backend_name
+
+    assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(pools).collect() == ["system", "system"]
