@@ -121,6 +121,28 @@ def run_scenario(
 RECORD_RANGES_TAG = "record:key-hash-ranges"
 
 
+#: How often (on the run's clock) a drain asks the clients whether a consumer is away: a consumer in a process
+#: of its own answers by a round trip, and the drain's predicate runs every few milliseconds.
+_AWAY_EVERY_NS = 250_000_000
+
+
+class _Every:
+    """``ask()``'s answer, asked again only once ``every_ns`` have passed on ``clock`` since it was last asked
+    (the first call always asks): a cheap predicate for :meth:`Scheduler.wait_until`, which may call it every
+    few milliseconds.  The answer may be up to ``every_ns`` old."""
+
+    def __init__(self, ask: Callable[[], list[str]], every_ns: int, clock: Callable[[], int]) -> None:
+        self.ask, self.every_ns, self.clock = ask, every_ns, clock
+        self.at: int | None = None  #: when ``ask`` last answered, on ``clock``
+        self.answer: list[str] = []
+
+    def __call__(self) -> list[str]:
+        now = self.clock()
+        if self.at is None or now - self.at >= self.every_ns:
+            self.answer, self.at = self.ask(), now
+        return self.answer
+
+
 def end_fields(counters: Any, quiet: bool, interrupted: bool, failure: BaseException | None) -> dict[str, Any]:
     """The fields of a run's ``end`` event (every run loop writes the same): what was received, expected and
     acknowledged, whether the drain went quiet, and why the run stopped early, if it did."""
@@ -144,6 +166,8 @@ class _Run(RunLoop):
     _removal_watch: RemovalWatch | None = None
     #: handle -> the consumer name it subscribed with (the name the broker's stats show)
     _broker_names: dict[str, str] | None = None
+    #: open consumers not connected when the drain ended, messages still unacknowledged (see :meth:`_drain`)
+    unreachable: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -171,9 +195,13 @@ class _Run(RunLoop):
 
     # --- the run ----------------------------------------------------------------------------------------
 
+    def _open_session(self) -> Session:
+        """The run's session on the target (the soak's puts a fault-injecting proxy before each client)."""
+        return open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
+
     def _open(self, trace_path: Path) -> None:
         self.log_since = self.target.log_position()
-        self.session: Session = open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
+        self.session: Session = self._open_session()
         header = self._header()
         self.pipeline: TracePipeline | None = None
         if self.target.deterministic:  # no threads against the model: the writer keeps its file, checks inline
@@ -196,7 +224,7 @@ class _Run(RunLoop):
             self.step_index = len(self.scenario.steps) + 1
             self._report()
             self.quiet = self._drain()
-            self.drained = True
+            self.drained = not self.unreachable
         if RECORD_RANGES_TAG in self.scenario.tags:
             # while the consumers are still connected: what the broker's stats say each one owns
             self.ranges = self.session.key_hash_ranges(self.scenario.subscription.name)
@@ -204,10 +232,7 @@ class _Run(RunLoop):
     def _close(self, interrupted: bool, failure: BaseException | None) -> None:
         self._stop_workers()
         self.notes.extend(self.session.stop_watching())
-        fields = end_fields(self.recorder.counters(), self.quiet, interrupted, failure)
-        if self.ranges is not None:
-            fields["key_hash_ranges"] = self.ranges
-        self.recorder.end(drained=self.drained, **fields)
+        self._end(interrupted, failure, **({"key_hash_ranges": self.ranges} if self.ranges is not None else {}))
         self._close_handles()
         self.writer.close()
         if self.pipeline is not None and not self.pipeline.close():
@@ -512,30 +537,72 @@ class _Run(RunLoop):
     # --- drain and teardown -----------------------------------------------------------------------------
 
     def _drain(self) -> bool:
-        """Every open consumer resumes, acks what it holds and everything after; until quiet or the bound."""
+        """Every open consumer resumes, acks what it holds and everything after; until quiet or the bound.
+
+        Silence proves nothing while an open consumer is away from the broker: cut off by a fault, its client
+        waits to reconnect (after a long fault it backs off for seconds), and what the broker owes it cannot
+        arrive.  So while messages are missing the drain gives up on silence only once every open consumer is
+        connected, and counts the silence from the last moment one was seen away (what a returning consumer is
+        owed has ``drain_quiet_ms`` to arrive), within the same bound.  A consumer whose client cannot say is
+        counted away (:meth:`Session.unreachable_consumers`).  Once everything published is acknowledged, who is
+        away does not matter: nothing is owed.  Else the consumers still away when the drain ends are named in
+        :attr:`unreachable`, and the run is not drained (``end`` says ``drained: false`` and ``unreachable``):
+        whether the broker still owed the missing messages to a consumer nobody could reach cannot be told, so
+        ``undelivered`` is not judged.  Returns whether the drain ended quiet (not by its bound).
+        """
         for worker in list(self.workers.values()):
             self.scheduler.call(worker, lambda agent: agent.start_drain())
-        settle_ms = self.settings.quiet_ms
+        settle_ns = self.settings.quiet_ms * 1_000_000
         give_up_ns = self.settings.drain_quiet_ms * 1_000_000
-        since = self.scheduler.now_ns()
+        clock = self.scheduler.now_ns
+        since = clock()
+        away = _Every(self.session.unreachable_consumers, _AWAY_EVERY_NS, clock)
+        seen_away = since  # the last time a consumer was seen away (or the drain's start)
 
         def drained() -> bool:
+            nonlocal seen_away
             counters = self.recorder.counters()
-            silent_ns = self.scheduler.now_ns() - max(since, counters.last_receive_ns)
+            now = clock()
+            silent_ns = now - max(since, counters.last_receive_ns)
             if counters.acked_expected >= counters.expected_uids:
-                return silent_ns >= settle_ms * 1_000_000
-            return silent_ns >= give_up_ns
+                return silent_ns >= settle_ns
+            if silent_ns < give_up_ns:
+                return False
+            if away():
+                seen_away = now
+                return False
+            return now - max(seen_away, counters.last_receive_ns) >= give_up_ns
 
         started, first = time.monotonic(), self.writer.count
-        quiet = self.scheduler.wait_until(drained, self.settings.drain_timeout_ms)
+        bound_ms = self.settings.drain_timeout_ms
+        quiet = self.scheduler.wait_until(drained, bound_ms)
         counters = self.recorder.counters()
         complete = counters.acked_expected >= counters.expected_uids
+        # the answer the wait went by (asked again only if it is older than _AWAY_EVERY_NS)
+        self.unreachable = () if complete else tuple(away())
         note = f"{counters.acked_expected} of {counters.expected_uids} published messages acknowledged"
-        if not quiet:
-            note += f"; still receiving when the {self.settings.drain_timeout_ms} ms drain bound expired"
+        if self.unreachable:
+            names = ", ".join(repr(h) for h in self.unreachable)
+            when = f"the {bound_ms} ms drain bound expired" if not quiet else "the drain ended"
+            note += f"; consumer {names} not connected when {when}"
+            self.notes.append(
+                f"the drain could not reach consumer {names} (not connected when it ended, with"
+                f" {counters.expected_uids - counters.acked_expected} published messages unacknowledged):"
+                " the run is not counted as drained, so what it left undelivered is not judged"
+            )
+        elif not quiet:
+            note += f"; still receiving when the {bound_ms} ms drain bound expired"
         elapsed = time.monotonic() - started
         self.outcomes.append(StepOutcome(self.step_index, "drain", complete, elapsed, note, first, self.writer.count))
         return quiet
+
+    def _end(self, interrupted: bool, failure: BaseException | None, **more: Any) -> None:
+        """Write the run's ``end`` event: ``drained`` as the drain left it (:meth:`_after_steps`: it ran and reached
+        every consumer it needed to), and ``unreachable`` naming the consumers it could not reach."""
+        fields = end_fields(self.recorder.counters(), self.quiet, interrupted, failure)
+        if self.unreachable:
+            fields["unreachable"] = list(self.unreachable)
+        self.recorder.end(drained=self.drained, **fields, **more)
 
     def _stop_workers(self) -> None:
         for worker in self.workers.values():

@@ -99,6 +99,12 @@ class Session(ABC):
         """
         return True, ""
 
+    def unreachable_consumers(self) -> list[str]:
+        """The open consumers, by handle, whose client does not say it is connected to a broker now: cut off by
+        a fault, still waiting to reconnect, or unable to answer (the drain cannot show such a consumer received
+        what it was owed, ``driver/run.py``).  None on a target without connections (the model)."""
+        return []
+
     def set_deduplication(self, enabled: bool) -> None:
         self.ensure_topic()
         self.target.set_topic_deduplication(self.topic, enabled)
@@ -227,6 +233,11 @@ class PulsarSession(Session):
         if back:
             return True, ""
         return False, f"not on the broker again within {timeout_ms} ms: {', '.join(waiting())}"
+
+    def unreachable_consumers(self) -> list[str]:
+        # ``None`` (a consumer process that cannot answer) counts too: the client-log watch reads it as "no
+        # return yet", and the drain must not read silence from a consumer it cannot hear from as proof
+        return [h for h in list(self._consumers) if self._is_connected("consumer", h) is not True]
 
     def consumer_gone(self, handle_name: str) -> None:
         self._consumers.pop(handle_name, None)

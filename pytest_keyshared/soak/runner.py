@@ -42,7 +42,7 @@ from conformance.trace.chunks import ChunkWriter, read_chunks
 from conformance.trace.rows import Row
 from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.recorder import Counters, Recorder
-from pytest_keyshared.driver.run import RunResult, StepOutcome, _Run, end_fields
+from pytest_keyshared.driver.run import RunResult, StepOutcome, _Run
 from pytest_keyshared.driver.session import Session, open_session
 from pytest_keyshared.soak.live import LiveCount
 from pytest_keyshared.soak.sink import SinkError, TraceSink
@@ -477,7 +477,7 @@ class _SoakRun(_Run):
         self._stop_nemesis()
         self._status("drain")
         self.quiet = self._drain()
-        self.drained = True
+        self.drained = not self.unreachable
 
     def _close(self, interrupted: bool, failure: BaseException | None) -> None:
         """Stop the load, write ``end``, close the consumers, the writer, the chunks or the sink, the session:
@@ -488,8 +488,7 @@ class _SoakRun(_Run):
         timer.lap("stopping the consumer loops")
         self.notes.extend(self.session.stop_watching())
         timer.lap("reading the client logs")
-        counters = self.recorder.counters()
-        self.recorder.end(drained=self.drained, **end_fields(counters, self.quiet, interrupted, failure))
+        self._end(interrupted, failure)
         self._close_handles()
         timer.lap("closing the consumers")
         self.writer.close()
