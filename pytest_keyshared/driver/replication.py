@@ -9,7 +9,8 @@ subscription backlog the harness read after waiting for replication to settle (a
 :meth:`Failover.snapshot` and before the switch; the application's ``failover``; and the consumer's
 re-attachment on the other cluster (an ``open`` whose topic names that cluster).  Each cluster's
 copy of the topic is written ``<topic>@<cluster>`` (docs/trace-format.md, "Failover runs").  The trace ends
-with ``end`` ``drained: true`` once the consumer on the other cluster received until quiet.  The checkers judge
+with ``end`` ``drained: true`` once the consumer on the other cluster received until quiet, connected (one still
+away then, with messages unacknowledged, is named in ``unreachable``, and the run is not drained).  The checkers judge
 it (``skipped_after_failover``, ``replicated_cursor_ahead``: :mod:`conformance.checks.replication`); ``keyshared
 check`` works on it.  A failover scenario (``[settings] clusters``) drives this workload step by step
 (:mod:`pytest_keyshared.driver.failover_run`), so ``keyshared run`` and ``keyshared replay`` run failovers too.
@@ -54,6 +55,9 @@ __all__ = [
 SUBSCRIPTION = "ks-replicated-sub"
 PRODUCER = "ks-p"
 CONSUMER = "c1"  #: the application's consumer handle, on one cluster and then on another
+#: Receive windows (``failover_timeout_ms`` each) the drain after a failover waits on for a consumer that is not
+#: connected, once nothing arrives (the scenario driver's drain waits the same way, ``driver/run.py``).
+AWAY_WINDOWS = 3
 
 
 def failover_header(
@@ -103,6 +107,9 @@ class Failover:
         self.sent = 0
         self.held: list[Delivery] = []
         self._received: set[str] = set()
+        self._acked: set[str] = set()  #: payloads acknowledged, on any cluster
+        #: the consumer, when the drain after the failover ended with it not connected and messages unacknowledged
+        self.unreachable: list[str] = []
         self.notes: list[str] = []
         self.moved_to: str | None = None
         self._drained = False
@@ -164,6 +171,7 @@ class Failover:
     def _ack(self, consumer: SiteConsumer, cluster: str, got: Delivery) -> None:
         self._record("ack", cluster, consumer=CONSUMER, key=got.key, msg_id=got.msg_id)
         consumer.acknowledge(got.token)
+        self._acked.add(got.payload)
 
     def consume(self, ack: Callable[[int], bool]) -> None:
         """Receive what is there; acknowledge message number ``n`` iff ``ack(n)``, hold the others."""
@@ -237,13 +245,42 @@ class Failover:
         standby = self.sites.subscribe(to)
         self._record("open", to, consumer=CONSUMER, result="ok", subscription=self.sites.subscription)
         try:
-            while (got := self._receive(standby, to, self.sites.failover_timeout_ms)) is not None:
-                self._ack(standby, to, got)
-            self._drained = True
+            self._drain(standby, to)
         finally:
             self._record("close", to, consumer=CONSUMER)
             standby.close()
         self.moved_to = to
+
+    def _drain(self, standby: SiteConsumer, to: str) -> None:
+        """Receive and acknowledge in ``to`` until a receive times out with the consumer connected throughout.
+
+        Silence proves nothing while the consumer is not connected (its client says so: ``is_connected()``, where
+        the sites' consumers have it; the model's are always connected), nor in a window it was away at the start
+        of (what it is owed on its return is still on its way): the drain then receives for up to
+        :data:`AWAY_WINDOWS` more windows.  If the consumer is still away at the end with messages unacknowledged,
+        the run is not drained and ``end`` names it in ``unreachable`` (docs/trace-format.md).
+        """
+        timeout_ms = self.sites.failover_timeout_ms
+        windows = 0
+        while True:
+            connected = _connected(standby)
+            got = self._receive(standby, to, timeout_ms)
+            if got is not None:
+                self._ack(standby, to, got)
+                windows = 0
+            elif (connected and _connected(standby)) or windows >= AWAY_WINDOWS:
+                break
+            else:
+                windows += 1
+        if _connected(standby) or len(self._acked) >= self.sent:
+            self._drained = True
+            return
+        self.unreachable = [CONSUMER]
+        self.notes.append(
+            f"the drain in {to} could not reach consumer {CONSUMER!r} (not connected after"
+            f" {AWAY_WINDOWS} more receive windows of {timeout_ms} ms, {self.sent - len(self._acked)} published"
+            " messages unacknowledged): the run is not counted as drained"
+        )
 
     def close(self) -> Path | None:
         """Write the ``end`` event, close what is still open (also after a failure half-way); the trace path."""
@@ -256,7 +293,9 @@ class Failover:
                 self._record("close", self.home, consumer=CONSUMER)
                 consumer.close()
         finally:
-            self.writer.record("end", drained=self._drained, notes=self.notes or None)
+            self.writer.record(
+                "end", drained=self._drained, notes=self.notes or None, unreachable=self.unreachable or None
+            )
             self.writer.close()
             self.sites.close()
         return self.trace_path
@@ -331,6 +370,18 @@ def _subscribe(client: Any, topic: str, subscription: str) -> Any:
     )
 
 
+def _connected(consumer: SiteConsumer) -> bool:
+    """Whether ``consumer``'s client says it is connected (a consumer that cannot tell counts as away); one
+    without ``is_connected`` (the model's) has no connection to lose."""
+    ask = getattr(consumer, "is_connected", None)
+    if ask is None:
+        return True
+    try:
+        return ask() is True
+    except Exception:
+        return False
+
+
 def _format_id(mid: Any) -> str:
     return f"{mid.ledger_id()}:{mid.entry_id()}:{mid.partition()}:{mid.batch_index()}"
 
@@ -351,6 +402,9 @@ class _Consumer:
 
     def acknowledge(self, token: Any) -> None:
         self._consumer.acknowledge(token)
+
+    def is_connected(self) -> bool:
+        return bool(self._consumer.is_connected())
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

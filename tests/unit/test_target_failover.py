@@ -181,3 +181,83 @@ def test_a_run_abandoned_half_way_still_ends_its_trace(tmp_path: Path) -> None:
     assert [e["op"] for e in trace[-2:]] == ["close", "end"] and trace[-1]["drained"] is False
     verdict = check_trace(tmp_path / "t.jsonl")
     assert verdict.validity is Validity.UNKNOWN  # not drained: delivery could not be judged
+
+
+class _Away:
+    """A consumer whose client says it is not connected for its first ``receives`` receives (each then times
+    out, as a cut-off client's does), then is the wrapped consumer (None: away for good)."""
+
+    def __init__(self, consumer: SiteConsumer, receives: int | None) -> None:
+        self.consumer = consumer
+        self.left = receives
+        self.receives = 0
+
+    def is_connected(self) -> bool:
+        return self.left == 0
+
+    def receive(self, timeout_ms: int) -> Delivery | None:
+        self.receives += 1
+        if self.left == 0:
+            return self.consumer.receive(timeout_ms)
+        if self.left is not None:
+            self.left -= 1
+        return None
+
+    def acknowledge(self, token: Any) -> None:
+        self.consumer.acknowledge(token)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class AwaySites(ModelSites):
+    """Model clusters whose consumer on ``r2`` (after the failover) is away for its first ``receives``."""
+
+    def __init__(self, receives: int | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.receives = receives
+        self.away: list[_Away] = []
+
+    def subscribe(self, cluster: str) -> SiteConsumer:
+        consumer = super().subscribe(cluster)
+        if cluster != "r2" or len(self.away) < 1:  # the standby subscription's creation at the start: as is
+            if cluster == "r2":
+                self.away.append(_Away(consumer, 0))
+            return consumer
+        self.away.append(_Away(consumer, self.receives))
+        return self.away[-1]
+
+
+def test_the_drain_after_a_failover_waits_for_a_consumer_that_comes_back(tmp_path: Path) -> None:
+    """Away for two receive windows after the failover, then back: drained, every message received in r2."""
+    sites = AwaySites(2, seed=3)
+    path = switch_to_standby(recorded(sites, tmp_path / "t.jsonl"))
+    end = events(path)[-1]
+    assert end["drained"] is True and "unreachable" not in end
+    assert check_trace(path).valid  # without the wait: skipped_after_failover for every message owed in r2
+
+
+def test_a_consumer_away_to_the_end_of_the_drain_after_a_failover_is_named(tmp_path: Path) -> None:
+    from pytest_keyshared.driver.replication import AWAY_WINDOWS
+
+    sites = AwaySites(None, seed=3)
+    path = switch_to_standby(recorded(sites, tmp_path / "t.jsonl"))
+    assert sites.away[-1].receives == 1 + AWAY_WINDOWS  # bounded: the silent receive, then the windows
+    end = events(path)[-1]
+    assert end["drained"] is False and end["unreachable"] == ["c1"]
+    assert any("could not reach consumer 'c1'" in note for note in end["notes"]), end["notes"]
+    verdict = check_trace(path)
+    assert verdict.validity is Validity.UNKNOWN and not verdict.violations  # not judged, not invalid
+
+
+def test_after_a_failover_with_everything_acknowledged_an_away_consumer_does_not_matter(tmp_path: Path) -> None:
+    sites = AwaySites(None, seed=3)
+    with recorded(sites, tmp_path / "t.jsonl") as run:
+        run.publish(10)
+        run.advance(10)
+        run.consume(lambda i: True)
+        run.advance(3 * SNAPSHOT_MS)
+        run.fail_over("r2")
+    end = events(tmp_path / "t.jsonl")[-1]
+    assert end["drained"] is True and "unreachable" not in end
+    assert check_trace(tmp_path / "t.jsonl").valid
