@@ -177,6 +177,35 @@ def test_hand_written_traces_and_stored_files(spark: Any, tmp_path: Path) -> Non
         same_verdicts(verdicts[len(cases) + k], python[origin[k]])
 
 
+def test_an_end_naming_unreachable_consumers_is_judged_alike_in_every_form(spark: Any, tmp_path: Path) -> None:
+    """``end`` with ``unreachable`` (a list, written when the drain could not reach a consumer) and
+    ``drained: false``: the tasks' path (JSON Lines, Parquet, a chunk directory whose last chunk alone has the
+    column) and the DataFrame path give the Python verdict; its drained twin is judged ``undelivered``."""
+    from small_traces import cut_off_at_the_end
+
+    from conformance.spark.load import path_frame
+    from conformance.trace.chunks import ChunkWriter
+
+    cases = []
+    for drained in (False, True):
+        b = cut_off_at_the_end(drained=drained)
+        out = tmp_path / f"drained-{drained}"
+        jsonl = b.write(out / "t.jsonl")
+        chunks = ChunkWriter(out / "chunks", b.header, rows=3)
+        for event in b.events:
+            chunks.append(event)
+        chunks.close()
+        stored = (jsonl, write_parquet(out / "t.parquet", b.header, b.events), out / "chunks")
+        cases.append((check_trace(b.events, header=b.header), stored))
+    for python, stored in cases:
+        for path in stored:
+            same_verdicts(check_trace(path, engine="spark", spark=spark), python)
+        frame, header = path_frame(spark, str(stored[2]))  # as for a URI only Spark reads
+        same_verdicts(check_frames(spark, frame, {0: header})[0], python)
+    kinds = [(python.validity.value, [v.kind for v in python.violations]) for python, _ in cases]
+    assert kinds == [("unknown", []), ("invalid", [Kind.UNDELIVERED])]
+
+
 def test_an_empty_trace_beside_others(spark: Any) -> None:
     b = TraceBuilder()
     b.open("c1"), b.publish("k", "1:0"), b.receive("c1", "k", "1:0"), b.ack("c1", "1:0"), b.end()

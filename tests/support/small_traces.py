@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conformance.trace.builder import TraceBuilder
 
-__all__ = ["key_overlap"]
+__all__ = ["cut_off_at_the_end", "key_overlap"]
 
 
 def key_overlap(*, end: bool = True) -> TraceBuilder:
@@ -24,4 +24,21 @@ def key_overlap(*, end: bool = True) -> TraceBuilder:
     b.ack("c2", "1:1")
     if end:
         b.end()
+    return b
+
+
+def cut_off_at_the_end(*, drained: bool) -> TraceBuilder:
+    """c2 is cut off (a partition, recorded naming it) before it receives 1:1 of key ``j``; the run ends with c2
+    still away.  Not ``drained``: ``end`` names c2 in ``unreachable``, as the driver writes it, and
+    ``undelivered`` is not judged; ``drained``: 1:1 is ``undelivered``."""
+    b = TraceBuilder()
+    b.open("c1")
+    b.open("c2")
+    b.publish("k", "1:0")
+    b.publish("j", "1:1")
+    b.receive("c1", "k", "1:0")
+    b.add("fault", fault="net_partition", client="c2", consumers=["c2"])
+    b.ack("c1", "1:0")
+    unreachable = None if drained else ["c2"]
+    b.add("end", drained=drained, quiet=False, received=1, expected=2, acked=1, unreachable=unreachable)
     return b

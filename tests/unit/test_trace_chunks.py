@@ -50,3 +50,35 @@ def test_a_chunk_out_of_order_is_named(tmp_path: Path) -> None:
 def test_an_empty_directory_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match="directory without Parquet chunks"):
         open_trace(tmp_path)
+
+
+def test_an_end_naming_unreachable_consumers_round_trips_through_every_form(tmp_path: Path) -> None:
+    """``unreachable`` (a list, on ``end``) is an extension field: kept by JSON Lines, Parquet (a JSON text
+    column) and chunk directories (a column only the last chunk has), and every form is judged alike."""
+    from small_traces import cut_off_at_the_end
+
+    from conformance.trace.chunks import ChunkWriter, read_chunks
+    from conformance.trace.parquet import convert_to_parquet
+    from conformance.trace.reader import read_trace
+
+    b = cut_off_at_the_end(drained=False)
+    jsonl = b.write(tmp_path / "t.jsonl")
+    gz = b.write(tmp_path / "t.jsonl.gz")
+    parquet = convert_to_parquet(jsonl, tmp_path / "t.parquet") or tmp_path / "t.parquet"
+    chunks = ChunkWriter(tmp_path / "chunks", b.header, rows=3)  # the soak's writer: rows, 3 chunks
+    for event in b.events:
+        chunks.append(event)
+    chunks.close()
+    assert chunks.chunks == 3
+    for path in (jsonl, gz, parquet):
+        header, events = read_trace(path)
+        assert events == b.events and events[-1].extra["unreachable"] == ["c2"], path
+    header, chunked = read_chunks(tmp_path / "chunks")
+    assert list(chunked) == b.events and header == b.header
+    verdicts = [check_trace(path) for path in (jsonl, gz, parquet, tmp_path / "chunks")]
+    for verdict in verdicts:
+        assert verdict.validity.value == "unknown" and verdict.unjudged == (Kind.UNDELIVERED,)
+        assert not verdict.violations and verdict.notes == verdicts[0].notes
+    # the same trace drained: the message c2 never received is judged, and lost
+    drained = check_trace(cut_off_at_the_end(drained=True).write(tmp_path / "drained.jsonl"))
+    assert [v.kind for v in drained.violations] == [Kind.UNDELIVERED]
