@@ -125,7 +125,8 @@ class ReplicationSites(Protocol):
 
     ``topic`` and ``subscription`` name the replicated topic and subscription (the same on every cluster).
     ``consume_timeout_ms`` bounds each receive while consuming in the first cluster, ``failover_timeout_ms``
-    each receive after the failover (the consumer stops at the first receive that times out).  ``now_ns``
+    each receive after the failover (the consumer stops at the first receive that times out while it is
+    connected; a consumer may offer ``is_connected()``, else it counts as always connected).  ``now_ns``
     is the clock of the trace (the model's simulated one, so a seed gives the same trace byte for byte);
     ``elapse`` lets time pass; ``settle`` waits, bounded, until replication is idle and returns a note when
     its bound expired; ``backlog`` reads the subscription's backlog on a cluster (None: it cannot be read).

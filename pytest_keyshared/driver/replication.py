@@ -94,7 +94,8 @@ class Failover:
 
     Message ``n`` carries payload (and trace ``uid``) ``m<n>`` and partition key ``k<n mod keys>``.  Every wait
     is bounded by the sites' receive timeouts: the consumer keeps receiving while messages arrive and stops at
-    the first receive that times out, or as soon as it has everything that was sent.  Use as a context
+    the first receive that times out (after the failover: with the consumer connected through it, see
+    :meth:`_drain`), or as soon as it has everything that was sent.  Use as a context
     manager, or call :meth:`close`: it writes the ``end`` event and closes what is still open.
     """
 
