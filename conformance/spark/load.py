@@ -85,7 +85,9 @@ def path_frame(spark: Any, uri: str, header: TraceHeader | None = None, tid: int
 
     Parquet (a file or a directory of chunks, told by a ``.parquet`` name or a directory) carries its header in
     its metadata, which Spark's Hadoop file system reads; JSON Lines (``.jsonl``, ``.json``, ``.gz``) has its
-    header line skipped and ``header`` (default: unknown) stands for it.
+    header line skipped and ``header`` (default: unknown) stands for it.  Every file of a directory is read
+    with the same schema of the event columns (:func:`_stored_schema`), so a column only later chunks have is
+    read from them.
     """
     from conformance.trace.reader import PARQUET_HEADER_KEY
 
@@ -129,25 +131,54 @@ def _hadoop_parquet_metadata(spark: Any, uri: str) -> dict[str, str]:
 
 def _frame(spark: Any, path: str, fmt: str, json_columns: frozenset[str], tid: int) -> Any:
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     schema = spark_schema()
     if fmt == "parquet":
-        raw = spark.read.parquet(path)
-        present = set(raw.columns)
+        # Spark takes a directory's schema from its first file, and reads a column only later files have (a
+        # chunk directory's extension columns grow: a fault's 'consumers') as null: read the files with the
+        # schema of every column the checker reads instead, as they are stored (a column a file lacks is null
+        # in that file only, whichever file has it; columns the checker ignores are not read, so a kind that
+        # widens from chunk to chunk in one of those does not matter)
+        stored = _stored_schema(spark.read.parquet(path).schema)
         cols = []
         for field in schema.fields:
-            if field.name not in present:
-                cols.append(F.lit(None).cast(field.dataType).alias(field.name))
-            elif field.name in json_columns:
+            text = _nested(field.dataType) and isinstance(stored[field.name].dataType, T.StringType)
+            if field.name in json_columns or text:  # JSON text (as the format stores an object or a list)
                 cols.append(F.from_json(F.col(field.name), field.dataType).alias(field.name))
             else:
                 cols.append(F.col(field.name).cast(field.dataType).alias(field.name))
-        df = raw.select(*cols)
+        df = spark.read.schema(stored).parquet(path).select(*cols)
     else:
         df = spark.read.schema(schema).option("mode", "PERMISSIVE").json(path).where(F.col("op").isNotNull())
     # No repartition here: the engine's first shuffle (by message) spreads the rows over the cores before any
     # per-row work, so a single Parquet row group or a gzip file costs only its read.
     return df.select(F.lit(tid).cast("long").alias("tid"), *EVENT_COLUMNS)
+
+
+def _stored_schema(first: Any) -> Any:
+    """The Spark schema to read every event column of a Parquet trace with, given ``first``, the schema Spark
+    found in its first file: a column that file has keeps its type there (an integer column widened to 64 bits,
+    so that a later file's int64 reads too); a column it lacks has the type the trace format stores it as (an
+    object or a list as JSON text, ``docs/trace-format.md``; a core or scalar column its own)."""
+    from pyspark.sql import types as T
+
+    present = {f.name: f.dataType for f in first.fields}
+    fields = []
+    for field in spark_schema().fields:
+        kind = present.get(field.name)
+        if kind is None:
+            kind = T.StringType() if _nested(field.dataType) else field.dataType
+        elif isinstance(kind, (T.ByteType, T.ShortType, T.IntegerType)) and isinstance(field.dataType, T.LongType):
+            kind = T.LongType()
+        fields.append(T.StructField(field.name, kind))
+    return T.StructType(fields)
+
+
+def _nested(kind: Any) -> bool:
+    from pyspark.sql import types as T
+
+    return isinstance(kind, (T.StructType, T.ArrayType, T.MapType))
 
 
 def _json_columns(source: TraceSource) -> frozenset[str]:

@@ -82,3 +82,35 @@ def test_an_end_naming_unreachable_consumers_round_trips_through_every_form(tmp_
     # the same trace drained: the message c2 never received is judged, and lost
     drained = check_trace(cut_off_at_the_end(drained=True).write(tmp_path / "drained.jsonl"))
     assert [v.kind for v in drained.violations] == [Kind.UNDELIVERED]
+
+
+@pytest.mark.parametrize("rows", [4, 6], ids=["fault in chunk 1", "fault in chunk 0"])
+def test_a_column_only_later_chunks_have_is_read_chunk_by_chunk(rows: int, tmp_path: Path) -> None:
+    """A fault naming c2 in a chunk after one without a ``consumers`` column: the reader (pyarrow, each chunk
+    with its own schema) keeps the list, so c1's hold stands (``key_overlap``), on the Python engine and in the
+    Spark engine's tasks (which read a local trace the same way, part by part, with the driver's plan)."""
+    import pyarrow.parquet as pq
+    from chunk_traces import scoped_fault, write_chunks
+
+    from conformance.spark.engine import _merged, check_task, plan_trace
+
+    b = scoped_fault(["c2"])
+    chunks = write_chunks(b, tmp_path / "chunks", rows=rows)
+    source = open_trace(chunks)
+    assert ("consumers" in pq.ParquetFile(source.files[0]).schema_arrow.names) == (rows == 6)
+    faults = [
+        c
+        for batch in source.batches()
+        for op, c in zip(batch["op"].to_pylist(), batch["consumers"].to_pylist(), strict=True)
+        if op == "fault"
+    ]
+    assert faults == [["c2"]]
+    python = check_trace(chunks)
+    assert python.identities() == check_trace(b.events, header=b.header).identities()
+    assert {v.kind for v in python.violations} == {Kind.KEY_OVERLAP, Kind.OUT_OF_ORDER}
+    plan = plan_trace(source, 2)
+    results = []
+    for part in range(2):
+        _whole, found = check_task(b.header, None, ("path", str(chunks)), part, 2, plan=plan)
+        results += [(0, pass_, part, result) for pass_, result in found]
+    assert _merged(results, {0: b.header}, None)[0].identities() == python.identities()
