@@ -61,6 +61,8 @@ class Verdict:
     notes: tuple[str, ...] = ()
     unjudged: tuple[Kind, ...] = ()  #: kinds that could not be judged on this trace
     engine: str = "python"
+    #: what the engine adds about how it judged (JSON values): the Spark engine's ``split`` of the trace ("key",
+    #: "plan", "whole" or "one part") and its ``parts``
     extra: Mapping[str, Any] = field(default_factory=dict)
     crashed: tuple[str, ...] = ()  #: checks that raised (their findings are incomplete); see the notes
 
@@ -97,6 +99,7 @@ class Verdict:
             "notes": list(self.notes),
             "engine": self.engine,
             "crashed": list(self.crashed),
+            **({"extra": dict(self.extra)} if self.extra else {}),
         }
 
     def to_json_text(self, indent: int | None = None) -> str:

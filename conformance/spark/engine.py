@@ -6,23 +6,28 @@ The rules are not written here: every part runs the streaming checker itself
 runs the parts.
 
 :func:`run_tasks` (stored traces this machine's executors can read, and events in memory): one Spark job of one
-task per (trace, part); each task reads its trace with pyarrow and checks its part.  A stored trace is planned
-once, by the driver (:func:`plan_trace`, :mod:`conformance.spark.split`), and each task of a Parquet trace then
-validates and decodes only its own rows (:mod:`conformance.spark.rows`); events in memory (many small traces)
-are planned by each task.  Nothing but a few result rows crosses the JVM: no shuffle.
-Many small traces share one job (the differential tests check 240 in one).
+task per (trace, part); each task reads its trace with pyarrow and checks its part.  A trace whose acks carry
+their message's key (this project's recorders write them so) is split by key: each task routes the events
+itself and returns its part's footprint, and the driver keeps the verdict only if no message entry, uid or
+(producer, seq) lies in two parts (:mod:`conformance.spark.router`); the driver reads nothing of the trace but a
+first batch.  Any other trace, and one whose routed split did not hold, is split by a plan
+(:mod:`conformance.spark.split`): made once by the driver for a stored trace (:func:`plan_trace`), by each task
+for events in memory.  Each task of a Parquet trace validates and decodes only its own rows
+(:mod:`conformance.spark.rows`).  Nothing but a few result rows crosses the JVM: no shuffle.  Many small traces
+share one job (the differential tests check 240 in one).
 
 :func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,
 :mod:`conformance.spark.route` routes its rows with windows, and one ``groupBy(tid, pass, part).applyInArrow``
 runs the same per-part checker — two shuffles, much slower, for the inputs the tasks cannot open.
 
-A split is exact when each message's publish and receive events carry one key, and each uid's publishes one
-producer (what every broker and client writes); otherwise the trace is checked in one part.  The session is
-the caller's.
+A planned split is exact when each message's publish and receive events carry one key, and each uid's
+publishes one producer (what every broker and client writes); otherwise the trace is checked in one part.  The
+session is the caller's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from collections.abc import Sequence
 from typing import Any
@@ -38,8 +43,8 @@ from conformance.verdict import Verdict
 from reference_model.errors import InvalidArgument
 
 __all__ = [
-    "active_session", "check_frames", "check_many", "check_task", "check_with_spark", "plan_trace", "run_tasks",
-    "warm_workers",
+    "active_session", "check_frames", "check_many", "check_routed_task", "check_task", "check_with_spark",
+    "looks_routable", "plan_trace", "run_tasks", "warm_workers",
 ]  # fmt: skip
 
 _OUT_SCHEMA = "tid long, pass int, part int, split_exact boolean, result binary"
@@ -120,16 +125,8 @@ def _check_source(
     from conformance.trace.reader import FastPathUnavailable
 
     path = str(source.path.resolve())
-    context = getattr(session, "sparkContext", session)
-    n_parts = parts if parts is not None else max(1, int(context.defaultParallelism))
-    if n_parts > 1 and (plan is None or plan.parts != n_parts):
-        # planned once, here, not in every task (each would read the whole trace for it); the tasks then read,
-        # validate and decode only their own rows (conformance.spark.rows)
-        plan = plan_trace(source, n_parts)
-        if plan is None:  # malformed, or a form the plan cannot read: one task checks it whole (or words why not)
-            n_parts = 1
     try:
-        return run_tasks(session, [(source.header, ("path", path))], profile, parts=n_parts, plans=[plan])[0]
+        return run_tasks(session, [(source.header, ("path", path))], profile, parts=parts, plans=[plan])[0]
     except Exception as failure:
         try:
             for _ in source.batches():  # the reader's own words for what is wrong (TraceFormatError)
@@ -147,11 +144,13 @@ def check_many(
     *,
     parts: int | None = None,
     whole: list[int] | None = None,
+    routed: list[int] | None = None,
 ) -> list[Verdict]:
-    """Check several traces in one Spark job; verdicts in the same order (``whole``: see :func:`run_tasks`)."""
+    """Check several traces in one Spark job (and a second for those whose split by key did not hold); verdicts
+    in the same order (``whole``, ``routed``: see :func:`run_tasks`)."""
     session = active_session(spark)
     jobs = [(header, _in_memory(_validated(list(events)))) for header, events in traces]
-    return run_tasks(session, jobs, profile, parts=parts, whole=whole)
+    return run_tasks(session, jobs, profile, parts=parts, whole=whole, routed=routed)
 
 
 def _validated(events: list[Event]) -> list[Event]:
@@ -239,41 +238,136 @@ def run_tasks(
     parts: int | None = None,
     whole: list[int] | None = None,
     plans: Sequence[Plan | None] | None = None,
+    routed: list[int] | None = None,
 ) -> list[Verdict]:
-    """Check traces in one Spark job without a shuffle: one task per (trace, part) reads its trace, plans the
-    split (:mod:`conformance.spark.split`) and runs the streaming checker over its part of both passes.
+    """Check traces in Spark without a shuffle: one task per (trace, part) reads its trace, keeps its part's
+    events and runs the streaming checker over them.
 
-    ``plans``: a plan per trace the caller made already (:func:`plan_trace`, e.g. while Spark started), for
-    this many parts; a task then does not plan (a plan for another number of parts is not used).
+    A trace is split by key where it looks routable (:mod:`conformance.spark.router`): each task routes the
+    events itself and returns its part's footprint, and the parts prove the split held (one pass judges every
+    kind).  A trace whose routed split did not hold is checked again, in a second job, split by a plan
+    (:mod:`conformance.spark.split`), as is at once a trace that does not look routable: a stored trace's plan
+    made here, once, events' by each task.  ``routed``: receives the indexes of the traces whose routed split
+    held.
+
+    ``plans``: a plan per trace the caller made already (:func:`plan_trace`), for this many parts; such a trace is
+    split by its plan (a plan for another number of parts is not used).
 
     ``parts``: how many parts each trace is split into (default: Spark's default parallelism, the cores of a
-    local master or of a cluster's executors); a trace with a message of two keys or a uid of two (producer,
-    seq) is checked whole in one part instead, and its index is appended to ``whole`` if given.
+    local master or of a cluster's executors); a trace the plan finds with a message of two keys or a uid of two
+    (producer, seq) is checked whole in one part instead, and its index is appended to ``whole`` if given.
     """
     context = getattr(spark, "sparkContext", spark)  # a session's, or a SparkContext given as such
     n_parts = parts if parts is not None else max(1, int(context.defaultParallelism))
     if n_parts < 1:
         raise InvalidArgument(f"parts must be at least 1, not {n_parts}")
     headers = {tid: header for tid, (header, _input) in enumerate(traces)}
-    made = list(plans) if plans is not None else [None] * len(traces)
-    jobs = [
-        (tid, header, given, plan if plan is not None and plan.parts == n_parts else None)
-        for tid, ((header, given), plan) in enumerate(zip(traces, made, strict=True))
+    made = [plan if plan is not None and plan.parts == n_parts else None for plan in (plans or [None] * len(traces))]
+    if len(made) != len(traces):
+        raise InvalidArgument(f"{len(made)} plans for {len(traces)} traces")
+    route = [
+        n_parts > 1 and plan is None and looks_routable(given) for (_h, given), plan in zip(traces, made, strict=True)
     ]
-    tasks = len(jobs) * n_parts
+    jobs = [
+        (tid, header, given, plan if plan is not None or routes else _driver_plan(given, n_parts), routes)
+        for tid, ((header, given), plan, routes) in enumerate(zip(traces, made, route, strict=True))
+    ]
+    rows = _job(context, jobs, profile, n_parts)
+    unproven = _unproven(rows, route)
+    if unproven:  # checked again, split by a plan: what the routed parts found is not used
+        rows = [row for row in rows if row[0] not in unproven]
+        again = [(tid, h, put, _driver_plan(put, n_parts), False) for tid, h, put, _p, _r in jobs if tid in unproven]
+        rows += _job(context, again, profile, n_parts)
+    held = [tid for tid, routes in enumerate(route) if routes and tid not in unproven]
+    checked_whole = sorted({row[0] for row in rows if row[3]})  # part 0 of a trace checked whole says so
+    if routed is not None:
+        routed.extend(held)
+    if whole is not None:
+        whole.extend(checked_whole)
+    verdicts = _merged([(tid, pass_, part, result) for tid, pass_, part, _w, result, _f in rows], headers, profile)
+    split = {tid: "key" for tid in held} | {tid: "whole" for tid in checked_whole}
+    return [
+        dataclasses.replace(
+            verdicts[tid],
+            extra={
+                **verdicts[tid].extra,
+                "split": "one part" if n_parts == 1 else split.get(tid, "plan"),
+                "parts": n_parts,
+            },
+        )
+        for tid in range(len(traces))
+    ]
+
+
+#: A task's row: ``(trace, pass, part, checked whole, PartResult, footprint or None)``.
+TaskRow = tuple[int, int, int, bool, PartResult, Any]
+
+
+#: A job's trace: ``(trace, header, input, plan or None, routed by key)``.
+Job = tuple[int, TraceHeader, TaskInput, "Plan | None", bool]
+
+
+def _job(context: Any, jobs: list[Job], profile: str | Profile | None, parts: int) -> list[TaskRow]:
+    """One Spark job of a task per (trace, part) of ``jobs``; every task's rows."""
+    tasks = len(jobs) * parts
     if not tasks:
         return []
     # one task per part of a single trace; many small traces share tasks (a task costs Spark more than they do)
-    slices = n_parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(context.defaultParallelism)))
-    run = _task_runner(jobs, profile, n_parts, _reads_ahead(context, min(slices, int(context.defaultParallelism))))
+    slices = parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(context.defaultParallelism)))
+    run = _task_runner(jobs, profile, parts, _reads_ahead(context, min(slices, int(context.defaultParallelism))))
     # Spark Core, not a DataFrame: a first SQL job costs seconds of planning a one-row plan (measured: twice
     # the whole job for a small trace); the results are a few pickled rows
-    rows = context.parallelize(range(tasks), slices).mapPartitions(run).collect()
-    results = [(tid, pass_, part, result) for tid, pass_, part, _whole, result in rows]
-    if whole is not None:  # part 0 of a trace checked whole says so
-        whole.extend(sorted({tid for tid, _p, _n, was_whole, _r in rows if was_whole}))
-    verdicts = _merged(results, headers, profile)
-    return [verdicts[tid] for tid in range(len(traces))]
+    return list(context.parallelize(range(tasks), slices).mapPartitions(run).collect())
+
+
+def _unproven(rows: list[TaskRow], route: list[bool]) -> set[int]:
+    """The traces split by key whose parts' footprints overlap (:func:`~conformance.spark.router.overlap`)."""
+    from conformance.spark.router import overlap
+
+    footprints: dict[int, list[Any]] = {}
+    for tid, _pass, _part, _whole, _result, footprint in rows:
+        if route[tid]:
+            footprints.setdefault(tid, []).append(footprint)
+    return {tid for tid, prints in footprints.items() if overlap(prints) is not None}
+
+
+def _driver_plan(given: TaskInput, parts: int) -> Plan | None:
+    """A stored trace's plan, made here once (None for events: each task plans those it is sent)."""
+    if given[0] != "path" or parts < 2:
+        return None
+    from conformance.trace.reader import open_trace
+
+    return plan_trace(open_trace(given[1]), parts)
+
+
+def looks_routable(given: TaskInput) -> bool:
+    """Whether a trace's first events look routable by key (:func:`~conformance.spark.router.routable`); a trace
+    the sample cannot be read from is left to the tasks (they word what is wrong)."""
+    import pyarrow as pa
+
+    from conformance.spark.router import routable
+
+    kind, payload = given
+    columns = ["op", "key", "msg_id"]
+    try:
+        if kind == "arrow":
+            reader = pa.ipc.open_stream(payload)
+            sample = next(iter(reader), None)
+        else:
+            from conformance.trace.reader import open_trace
+
+            source = open_trace(payload)
+            if source.format == "parquet":
+                import pyarrow.parquet as pq
+
+                first = pq.ParquetFile(source.files[0])
+                present = [c for c in columns if c in first.schema_arrow.names]
+                sample = next(first.iter_batches(batch_size=65536, columns=present, use_threads=False), None)
+            else:
+                sample = next(source.unchecked_batches(block_size=1 << 20), None)
+    except Exception:  # only a guess: the tasks meet and word any problem
+        return True
+    return sample is None or routable(sample)
 
 
 def _reads_ahead(context: Any, at_once: int) -> bool:
@@ -303,23 +397,104 @@ def _usable_cores() -> int:
 
 
 def _task_runner(
-    jobs: list[tuple[int, TraceHeader, TaskInput, Plan | None]],
+    jobs: list[Job],
     profile: str | Profile | None,
     parts: int,
     read_ahead: bool = False,
 ) -> Any:
-    """The function Spark's Python workers run: for each task id, ``(trace, part)``'s results as
-    ``(tid, pass, part, checked whole, PartResult)`` (none for a part of a trace part 0 checked whole)."""
+    """The function Spark's Python workers run: for each task id, ``(trace, part)``'s rows (:data:`TaskRow`;
+    none for a part of a trace part 0 checked whole): routed by key, or by the trace's plan."""
 
     def run(tasks: Any) -> Any:
         for task in tasks:
-            tid, header, given, plan = jobs[task // parts]
+            tid, header, given, plan, route = jobs[task // parts]
             part = task % parts
+            if route:
+                result, footprint = check_routed_task(header, profile, given, part, parts, read_ahead=read_ahead)
+                yield (tid, WHOLE, part, False, result, footprint)
+                continue
             was_whole, results = check_task(header, profile, given, part, parts, plan=plan, read_ahead=read_ahead)
             for pass_, result in results:
-                yield (tid, pass_, part, was_whole, result)
+                yield (tid, pass_, part, was_whole, result, None)
 
     return run
+
+
+def check_routed_task(
+    header: TraceHeader,
+    profile: str | Profile | None,
+    given: TaskInput,
+    part: int,
+    parts: int,
+    *,
+    read_ahead: bool = False,
+) -> tuple[PartResult, dict[str, Any]]:
+    """One task of a split by key (:mod:`conformance.spark.router`): ``part`` of ``parts`` — the events about
+    messages whose key is in the part and the copies of every other event — checked in one pass, identity fields
+    kept; and the part's footprint (:meth:`~conformance.spark.router.Footprint.arrays`), by which the driver
+    tells whether the split held.  A Parquet trace's rows are validated by the task that keeps them (as
+    :func:`check_task` with a plan); another trace is read, validated, whole by each task.  The collector is
+    paused as in :func:`check_task`."""
+    from conformance.checks.api import collector_paused
+
+    with collector_paused():
+        return _routed_task(header, profile, given, part, parts, read_ahead)
+
+
+def _routed_task(
+    header: TraceHeader, profile: str | Profile | None, given: TaskInput, part: int, parts: int, ahead: bool
+) -> tuple[PartResult, dict[str, Any]]:
+    from conformance.spark.router import Footprint
+    from conformance.trace.decode import row_columns
+
+    copies: list[int] = []  # per batch, the rows copied into every part
+    make = _routed_reader(given, part, parts, copies)
+    footprint = Footprint()
+
+    def shaped() -> Any:
+        for batch in make():
+            rows = row_columns(batch)
+            footprint.add(rows)
+            yield rows
+
+    checker = PartChecker(header, profile)
+    if ahead:
+        from conformance.trace.readahead import read_ahead
+
+        batches = read_ahead(shaped)
+    else:
+        batches = shaped()
+    for batch in batches:
+        checker.feed(batch)
+    return checker.result(sum(copies) if part else 0), footprint.arrays()
+
+
+def _routed_reader(given: TaskInput, part: int, parts: int, copies: list[int]) -> Any:
+    """A function giving ``part``'s validated batches of a trace routed by key (counting the copies kept)."""
+    if given[0] == "path":
+        from conformance.trace.reader import open_trace
+
+        source = open_trace(given[1])
+        if source.format == "parquet":
+            from conformance.spark.rows import routed_batches
+
+            return lambda: routed_batches(source, parts, part, copies)
+    full, _plan_read = _readers(given)
+
+    def kept() -> Any:
+        import pyarrow as pa
+
+        from conformance.spark.router import KeyRouter
+        from conformance.spark.split import ALL
+
+        router = KeyRouter(parts)
+        for batch in full():
+            routed = router.parts_of(batch)
+            shared = routed == ALL
+            copies.append(int(shared.sum()))
+            yield batch.filter(pa.array((routed == part) | shared))
+
+    return kept
 
 
 def check_task(

@@ -1,8 +1,10 @@
-"""A Spark task's own rows of a stored Parquet trace: read, kept by the plan, and only then validated and decoded.
+"""A Spark task's own rows of a stored Parquet trace: read, kept by key or by the plan, and only then validated
+and decoded.
 
-With a plan made once by the driver (:func:`conformance.spark.engine.plan_trace`), a task needs only the events
-of its part: the rows of its key part in the scope pass, the copies every part holds (:data:`~.split.ALL`), and
-its rows of the identity pass.  Each batch is filtered with pyarrow (C++) straight after the Parquet read, so
+A task needs only the events of its part: the rows of its key part in the scope pass, the copies every part
+holds (:data:`~.split.ALL`), and (with a plan made once by the driver, :func:`conformance.spark.engine.plan_trace`)
+its rows of the identity pass.  Routed by key (:func:`routed_batches`), a task knows its rows from the ``op`` and
+``key`` columns of each batch (:class:`~conformance.spark.router.KeyRouter`).  Each batch is filtered with pyarrow (C++) straight after the Parquet read, so
 the validating check (:func:`conformance.trace.validation.check_batch`: types, required fields, message ids,
 the derived message columns) and the checker's decoding run over the part's rows only, not over the whole trace
 in every task.  What every task still reads whole is the Parquet file itself (the reader's unvalidated batches,
@@ -15,7 +17,7 @@ Validation stays whole, shared out:
   row by some task;
 * ``i`` strictly increasing and ``t`` non-decreasing are judged by every task on the full ``i`` and ``t``
   columns (two integer columns: cheap), across batches and files;
-* the one-incarnation membership rule reads ``open``, ``close`` and ``crash`` only, which the plan copies into
+* the one-incarnation membership rule reads ``open``, ``close`` and ``crash`` only, which every split copies into
   every part, so each task judges it on its own events exactly as on the whole trace.
 
 A task that finds a problem raises :class:`OwnRowsInvalid`; the job fails and the driver reads the trace again
@@ -32,7 +34,7 @@ from conformance.spark.split import _RARE_FIELDS, ALL, Plan, scope_batch
 from conformance.trace.reader import FastPathFailed, TraceSource
 from conformance.trace.validation import BatchState, check_batch
 
-__all__ = ["OwnRowsInvalid", "own_batches", "own_part_batches"]
+__all__ = ["OwnRowsInvalid", "own_batches", "own_part_batches", "routed_batches"]
 
 
 class OwnRowsInvalid(Exception):
@@ -73,13 +75,35 @@ _FEW_VALUES = ("op", "topic", "subscription", "consumer", "producer", "result", 
 
 
 def _raw_batches(source: TraceSource) -> Iterator[Any]:
-    """The trace's batches as :data:`~conformance.trace.reader.FAST_SCHEMA` (:data:`_FEW_VALUES` encoded), not
-    yet validated, read in this thread only (a task has one core: pyarrow's thread pool would take it from the
-    other tasks)."""
+    """The trace's batches as :data:`~conformance.trace.reader.FAST_SCHEMA` (:data:`_FEW_VALUES` encoded, and
+    ``key`` where the files store it so: :func:`_keys_coded`), not yet validated, read in this thread only (a
+    task has one core: pyarrow's thread pool would take it from the other tasks)."""
+    coded = (*_FEW_VALUES, "key") if _keys_coded(source) else _FEW_VALUES
     try:
-        yield from source.unchecked_batches(use_threads=False, dictionaries=_FEW_VALUES)
+        yield from source.unchecked_batches(use_threads=False, dictionaries=coded)
     except FastPathFailed as failed:  # a column of the wrong type: the reader words it
         raise OwnRowsInvalid(failed.problem) from None
+
+
+def _keys_coded(source: TraceSource) -> bool:
+    """Whether every row group of the trace stores ``key`` dictionary-encoded (its data pages hold indices: at
+    most 4 bytes a value, beside a dictionary page of at most 1 MB): read so, the keys cost no string per row
+    (measured at 3M events: 0.04 s instead of 0.15 s).  Where a writer gave up its dictionary (many distinct
+    keys), reading the column as one would hash every row, and every batch would carry the row group's
+    dictionary so far."""
+    import pyarrow.parquet as pq
+
+    for path in source.files:
+        metadata = pq.read_metadata(path)
+        names = metadata.schema.to_arrow_schema().names
+        if "key" not in names:
+            return False
+        index = names.index("key")
+        for group in range(metadata.num_row_groups):
+            chunk = metadata.row_group(group).column(index)
+            if not chunk.has_dictionary_page or chunk.total_uncompressed_size > 4 * chunk.num_values + (1 << 20):
+                return False
+    return True
 
 
 def own_batches(source: TraceSource, plan: Plan, part: int, *, identity: bool) -> Iterator[tuple[Any, Any, Any]]:
@@ -87,24 +111,57 @@ def own_batches(source: TraceSource, plan: Plan, part: int, *, identity: bool) -
     rows of ``part``'s scope pass (its own and the copies) and, with ``identity``, of its identity pass; the two
     numpy masks say which of its rows belong to which pass.  Raises :class:`OwnRowsInvalid` (see the module)."""
 
-    order, state = _Order(), BatchState()
-    offset = 0
-    for raw in _raw_batches(source):
+    def choose(raw: Any, offset: int) -> tuple[Any, Any]:
         n = raw.num_rows
         if offset + n > plan.events:
             raise RuntimeError("the trace holds more events than when its split was planned (was it rewritten?)")
         scope = plan.scope[offset : offset + n]
         in_scope = (scope == part) | (scope == ALL)
-        in_identity = plan.identity[offset : offset + n] == part if identity else None
+        return in_scope, plan.identity[offset : offset + n] == part if identity else None
+
+    offset = 0
+    for rows, in_scope, in_identity, n in _chosen(source, choose):
+        offset += n
+        yield rows, in_scope, in_identity
+    if offset != plan.events:
+        raise RuntimeError("the trace holds fewer events than when its split was planned (was it rewritten?)")
+
+
+def routed_batches(source: TraceSource, parts: int, part: int, copies: list[int]) -> Iterator[Any]:
+    """The validated rows of ``part`` of a Parquet trace routed by key (:func:`~conformance.spark.router.key_parts`:
+    its own rows and the copies), batch by batch; ``copies`` gets one count per batch of the copies kept (rows
+    every part holds).  Raises :class:`OwnRowsInvalid` (see the module)."""
+    from conformance.spark.router import KeyRouter
+
+    router = KeyRouter(parts)
+
+    def choose(raw: Any, _offset: int) -> tuple[Any, None]:
+        routed = router.parts_of(raw)
+        shared = routed == ALL
+        copies.append(int(shared.sum()))
+        return (routed == part) | shared, None
+
+    for rows, _s, _i, _n in _chosen(source, choose):
+        yield rows
+
+
+def _chosen(source: TraceSource, choose: Any) -> Iterator[tuple[Any, Any, Any, int]]:
+    """``(validated rows kept, in scope, in identity, rows read)`` per batch: ``choose(raw batch, offset)`` gives
+    the numpy mask of a batch's rows in the scope pass and, or None, of those in the identity pass; the rows in
+    either are validated (:func:`~conformance.trace.validation.check_batch`), and ``i``/``t`` order is judged on
+    every row read."""
+    order, state = _Order(), BatchState()
+    offset = 0
+    for raw in _raw_batches(source):
+        n = raw.num_rows
+        in_scope, in_identity = choose(raw, offset)
         offset += n
         order.check(raw)
         keep = in_scope if in_identity is None else in_scope | in_identity
         problem, rows = check_batch(_kept(raw, keep), state)
         if problem is not None:
             raise OwnRowsInvalid(problem)
-        yield rows, in_scope[keep], (in_identity[keep] if in_identity is not None else None)
-    if offset != plan.events:
-        raise RuntimeError("the trace holds fewer events than when its split was planned (was it rewritten?)")
+        yield rows, in_scope[keep], (in_identity[keep] if in_identity is not None else None), n
 
 
 def _kept(batch: Any, keep: Any) -> Any:

@@ -1,4 +1,6 @@
-"""Where each event of a trace goes when the Spark engine checks it in parts: a plan made in Python, by each task.
+"""Where each event of a trace goes when the Spark engine checks it in parts and cannot route it by the keys its
+events carry (:mod:`conformance.spark.router`; acks written without their message's key, or a routed split that
+did not hold): a plan made in Python before the tasks check, by the driver for a stored trace.
 
 The split is the one :mod:`conformance.checks.partition` proves exact (``docs/checker.md``, "Spark"):
 
@@ -104,11 +106,15 @@ def hash_strings(values: Any) -> Any:
 
 
 def _hash_unique(strings: Any) -> Any:
+    """The hash of each string of a pyarrow string or large string array without nulls."""
     import numpy as np
+    import pyarrow as pa
 
     n = len(strings)
     _validity, offsets_buf, data_buf = strings.buffers()
-    offsets = np.frombuffer(offsets_buf, np.int64)[strings.offset : strings.offset + n + 1]
+    wide = pa.types.is_large_string(strings.type)
+    offsets = np.frombuffer(offsets_buf, np.int64 if wide else np.int32)[strings.offset : strings.offset + n + 1]
+    offsets = offsets.astype(np.int64)
     lengths = np.diff(offsets)
     h = np.zeros(n, np.uint64)
     total = int(offsets[-1] - offsets[0])
@@ -127,12 +133,27 @@ def _hash_unique(strings: Any) -> Any:
     else:  # the strings of each length as a matrix, one row each: the same sums, without the per-byte indices
         for width in (int(w) for w in widths if w):
             if len(widths) == 1:  # one length: the bytes are the matrix
-                h = ((data.reshape(n, width).astype(np.uint64) + np.uint64(1)) * powers[:width]).sum(axis=1)
+                h = _byte_sums(data.reshape(n, width), powers)
                 break
             these = np.flatnonzero(lengths == width)
-            rows = data[starts[these, None] + np.arange(width)].astype(np.uint64)
-            h[these] = ((rows + np.uint64(1)) * powers[:width]).sum(axis=1)
+            h[these] = _byte_sums(data[starts[these, None] + np.arange(width)], powers)
     return _mix(h ^ (lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)))
+
+
+def _byte_sums(rows: Any, powers: Any) -> Any:
+    """Each row's sum of (byte + 1) times the power of its column (numpy uint64, wrapping), column by column:
+    a multiply-add over all rows per column, not a product matrix summed along its short rows (measured 10x
+    faster on 22k eight-byte strings)."""
+    import numpy as np
+
+    columns = np.ascontiguousarray(rows.T)
+    h = np.zeros(rows.shape[0], np.uint64)
+    term = np.empty(rows.shape[0], np.uint64)
+    for j in range(rows.shape[1]):
+        np.add(columns[j], np.uint64(1), out=term, dtype=np.uint64)
+        term *= powers[j]
+        h += term
+    return h
 
 
 _POWERS: list[Any] = []
@@ -529,7 +550,9 @@ def _hash_each(strings: Any) -> Any:
 
     if isinstance(strings, pa.ChunkedArray):
         strings = strings.combine_chunks()
-    return _hash_unique(pc.fill_null(strings.cast(pa.large_string()), ""))
+    if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
+        strings = strings.cast(pa.large_string())
+    return _hash_unique(pc.fill_null(strings, "") if strings.null_count else strings)
 
 
 def _message_ids(ids: Any) -> tuple[Any, Any, Any]:

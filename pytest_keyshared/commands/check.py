@@ -241,14 +241,15 @@ def _cores(master: str) -> int | None:
 
 
 def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
-    """Plan the split of ``source`` into ``parts`` in a thread while the JVM starts (the driver is idle then);
-    the returned function, given the started session, waits for the plan (None: the tasks plan themselves),
-    starting Spark's Python workers meanwhile if the plan is not made yet (a large trace)."""
+    """For a trace the tasks cannot split by key (its acks carry no key: ``conformance.spark.router``), plan the
+    split of ``source`` into ``parts`` in a thread while the JVM starts (the driver is idle then); the returned
+    function, given the started session, waits for the plan, starting Spark's Python workers meanwhile if the
+    plan is not made yet (a large trace).  None for a trace split by key (the tasks route it: nothing to plan)."""
     import threading
 
-    from conformance.spark.engine import plan_trace
+    from conformance.spark.engine import looks_routable, plan_trace
 
-    if parts is None or parts < 2:
+    if parts is None or parts < 2 or looks_routable(("path", str(source.path.resolve()))):
         return None
     made: list[Any] = [None]
 

@@ -245,14 +245,15 @@ def second_subscription(run: Any) -> tuple[TraceHeader, list[Any]]:
 def generated(n: int, seed: int) -> list[tuple[TraceHeader, list[Any]]]:
     """``n`` traces: synthesized runs (churn, topic partitions, faults, a planted violation of each kind in
     turn, some with a second subscription, one in eight with default batches mixing keys) and fuzzed ones (any
-    op in any order, two subscriptions)."""
+    op in any order, two subscriptions); in half of each, acks carry their message's key (as this project's
+    recorders write them: the engine splits those by key), in the other half none (split by the plan)."""
     rnd = random.Random(seed)
     kinds = sorted(PLANTABLE)
     out = []
     for k in range(n):
         s = rnd.randrange(2**32)
         if k % 4 == 3:
-            run = fuzz(s, faults=k % 8 == 3, selector=None if k % 12 == 7 else "auto-split")
+            run = fuzz(s, faults=k % 8 == 3, selector=None if k % 12 == 7 else "auto-split", keyed_acks=k % 16 < 8)
             out.append((run.header, list(run.events)))
             continue
         cfg = SynthConfig(
@@ -262,6 +263,7 @@ def generated(n: int, seed: int) -> list[tuple[TraceHeader, list[Any]]]:
             fault_rate=0.03 if k % 5 == 0 else 0.0,
             churn=0.1,
             mixed_batch_rate=0.5 if k % 8 == 1 else 0.0,  # default batches mixing keys: checked whole
+            keyed_acks=k % 16 < 8,
         )
         run = synthesize(s, cfg, plant=set() if k % 9 == 0 else {kinds[k % len(kinds)]})
         out.append(second_subscription(run) if k % 2 == 0 else (run.header, list(run.events)))
@@ -272,18 +274,24 @@ def test_both_engines_agree_on_240_generated_traces(spark: Any) -> None:
     """One job for all of them (three parts per trace), each verdict equal to the streaming engine's."""
     traces = generated(240, seed=20251125)
     whole: list[int] = []
-    verdicts = check_many(spark, traces, parts=3, whole=whole)
+    routed: list[int] = []
+    verdicts = check_many(spark, traces, parts=3, whole=whole, routed=routed)
     # only fuzzed traces (a uid published with two (producer, seq)) and batches mixing keys are checked whole
     assert len(whole) < 100
     assert all(n % 4 == 3 or n % 8 == 1 for n in whole)
+    # split by key: most traces whose acks carry their key, no other (the rest took the plan)
+    assert all(n % 16 < 8 for n in routed) and len(routed) > 80
     found: set[Kind] = set()
+    found_routed: set[Kind] = set()
     invalid = 0
-    for (header, events), verdict in zip(traces, verdicts, strict=True):
+    for n, ((header, events), verdict) in enumerate(zip(traces, verdicts, strict=True)):
         python = check_trace(events, header=header)
         same_verdicts(verdict, python)
         found |= {v.kind for v in python.all_violations()}
+        if n in routed:
+            found_routed |= {v.kind for v in python.all_violations()}
         invalid += not python.valid
-    assert found == set(PLANTABLE)  # every plantable kind was planted and found, on both engines
+    assert found == found_routed == set(PLANTABLE)  # every plantable kind planted and found, both splits too
     assert 40 < invalid < 230  # clean traces and violating ones
 
 

@@ -75,6 +75,9 @@ class SynthConfig:
     mixed_batch_rate: float = 0.5
     fault_rate: float = 0.0
     drain: bool = True
+    #: acks and nacks carry their message's key, as this project's recorders write them (the Spark engine then
+    #: routes a trace by key); else they carry none, as some other recorders write them
+    keyed_acks: bool = False
     plant: frozenset[Kind] = field(default_factory=frozenset)
 
 
@@ -308,10 +311,14 @@ class _Sim:
         consumer = m.holder
         assert consumer is not None
         m.acker, m.ack_index = consumer, len(self.b.events)
-        self.b.ack(consumer, m.msg_id, topic=self.topic_for(m.partition))
+        self.b.ack(consumer, m.msg_id, key=self.ack_key(m), topic=self.topic_for(m.partition))
         m.state, m.holder = "acked", None
         self.acked_once.append(m)
         self.exempt_msgs.discard(m.n)
+
+    def ack_key(self, m: _Msg) -> str | None:
+        """The key an ack or nack of ``m`` carries (see :attr:`SynthConfig.keyed_acks`)."""
+        return m.key if self.cfg.keyed_acks else None
 
     def make_exempt(self, m: _Msg) -> None:
         self.exempt_msgs.add(m.n)
@@ -325,7 +332,7 @@ class _Sim:
         roll = self.rnd.random()
         if roll < self.cfg.nack_rate:
             m = self.rnd.choice(held)
-            self.b.nack(c, m.msg_id, topic=self.topic_for(m.partition))
+            self.b.nack(c, m.msg_id, key=self.ack_key(m), topic=self.topic_for(m.partition))
             m.state, m.holder = "pending", None
             self.make_exempt(m)
         elif roll < self.cfg.nack_rate + self.cfg.redeliver_rate:
@@ -417,7 +424,7 @@ class _Sim:
             return False
         ghost = _Msg(-1, "ghost", f"9:{len(self.b.events)}:-1:-1", (9, 0, -1), -1, "nobody", 0, "ghost-uid")
         self.b.receive(c, ghost.key, ghost.msg_id, uid=ghost.uid)
-        self.b.ack(c, ghost.msg_id)
+        self.b.ack(c, ghost.msg_id, key=self.ack_key(ghost))
         return True
 
     def _plant_lost_write(self) -> bool:
@@ -535,8 +542,11 @@ def fuzz(
     messages: int = 8,
     selector: str | None = "auto-split",
     faults: bool = True,
+    keyed_acks: bool = False,
 ) -> Synthesized:
-    """A well-formed trace with arbitrary semantics: any op on any consumer and message, in any order."""
+    """A well-formed trace with arbitrary semantics: any op on any consumer and message, in any order
+    (``keyed_acks``: acks and nacks carry their message's key, as recorders write them, and then the messages
+    of a batch entry share its key and a stray uid is one key's, so that a split by key can hold)."""
     rnd = random.Random(seed)
     header = TraceHeader(
         target="fuzz",
@@ -551,6 +561,15 @@ def fuzz(
     ids = [f"3:{n}:-1:-1" for n in range(messages)] + ["3:1:-1:0", "3:1:-1:1"]
     keys = ["a", "b", None]
     key_of = {m: rnd.choice(keys) for m in ids}
+    if keyed_acks:  # key-based batching; a uid nobody published stays with one key
+        key_of["3:1:-1:0"] = key_of["3:1:-1:1"] = key_of["3:1:-1:-1"]
+
+    def own_seqs(m: str) -> int:  # with keyed_acks, each key's sequence ids apart
+        return 4 * keys.index(key_of[m]) if keyed_acks else 0
+
+    def stray(m: str) -> str:
+        return f"x{key_of[m]}{rnd.randrange(3)}" if keyed_acks else f"x{rnd.randrange(3)}"
+
     for _ in range(events):
         roll = rnd.random()
         c = rnd.choice(names)
@@ -567,27 +586,27 @@ def fuzz(
         elif roll < 0.35:
             result = rnd.choice(["ok", "ok", "ok", "info", "fail"])
             msg = m if rnd.random() < 0.9 else "-1:-1:-1:-1"
-            b.publish(key_of[m], msg, producer=rnd.choice(["p", "q"]), seq=rnd.randrange(4),
-                      uid=rnd.choice([b.uid_of(m), f"x{rnd.randrange(3)}"]), result=result,
+            b.publish(key_of[m], msg, producer=rnd.choice(["p", "q"]), seq=rnd.randrange(4) + own_seqs(m),
+                      uid=rnd.choice([b.uid_of(m), stray(m)]), result=result,
                       t0=b.t - rnd.randrange(0, 30))  # fmt: skip
         elif roll < 0.6:
-            uid = rnd.choice([b.uid_of(m), f"x{rnd.randrange(3)}", None])
+            uid = rnd.choice([b.uid_of(m), stray(m), None])
             if uid is None:
                 b.add("receive", consumer=c, topic=rnd.choice(["t", "persistent://public/default/t"]), key=key_of[m],
                       msg_id=m)  # fmt: skip
             else:
                 b.receive(c, key_of[m], m, uid=uid)
         elif roll < 0.78:
-            b.ack(c, m)
+            b.ack(c, m, key=key_of[m] if keyed_acks else None)
         elif roll < 0.86:
-            b.nack(c, m)
+            b.nack(c, m, key=key_of[m] if keyed_acks else None)
         elif roll < 0.92:
             b.redeliver(c)
         elif roll < 0.93 and faults:
             b.fault()
         elif live:  # a receive right after an ack: redelivery checks get something to judge
             c = rnd.choice(sorted(live))
-            b.ack(c, m)
+            b.ack(c, m, key=key_of[m] if keyed_acks else None)
             b.receive(rnd.choice(sorted(live)), key_of[m], m)
     b.end(drained=rnd.random() < 0.8)
     return Synthesized(header, b.events, {})

@@ -1,0 +1,322 @@
+"""The Spark engine's first way to split a trace: each task routes the events by the key they carry, and the
+parts prove afterwards that the split held.
+
+The split :mod:`conformance.checks.partition` proves exact puts every event about a message in the part of its
+key, copies the events that act across keys into every part, and (to judge the identity kinds in the same pass)
+keeps the evidence for each uid and each (producer, seq) in one part.  :mod:`conformance.spark.split` plans
+that in the driver: a join of every ack with its message, over the whole trace, before any task starts.  Most
+traces need no join: the recorders of this project write the message's key on every event about it (publish,
+receive, ack, nack), so an event's part is its own key's.  Routing that way costs each task a hash per distinct
+key of a batch; the driver reads nothing.
+
+Whether the split held is then a fact about the parts, not an assumption about the trace.  Each part gives its
+:class:`Footprint`: the batch entries (stream, ledger, entry) its message events name, the (producer, seq) of its
+publishes and the uids its publishes and receives carry.  :func:`overlap` says whether any of them is in two
+parts.  When none is:
+
+* every message, and every batch entry, has all its events in one part, so a part holds the whole state of
+  each message and each key it holds (what the scope pass needs; a key's events share its part by routing);
+* every uid's events, and every (producer, seq)'s publishes, are in one part; a receive is evidence for its
+  uid's (producer, seq), whose publish carries that uid, so all the evidence for each lies in one part, and
+  each part judges the identity kinds too (one pass).
+
+An id in two parts (an ack written without its message's key, an entry of default batching mixing keys, a
+(producer, seq) resent under another key) makes the routed split unproven: the engine checks the trace again by
+the driver's plan (:mod:`~conformance.spark.split`), which handles every case.  Two ids that hash alike only
+ever cost that second check, never a verdict.
+
+A failed publish (no message id) goes to its own key's part; a publish the broker did not store names no
+message (the scope pass reads nothing of it) and is evidence only for its uid and (producer, seq).
+
+:func:`routable` looks at the start of a trace (the driver, before the job) for acks written without their
+message's key, to take the plan at once rather than after a routed check that cannot prove itself.
+
+This module imports pyarrow and numpy only (no Spark): the tests run it directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.spark.split import ALL, MESSAGE_OPS, _coded, _hash_each, _mix, hash_strings
+
+__all__ = ["FOOTPRINT_KINDS", "Footprint", "KeyRouter", "key_parts", "overlap", "routable"]
+
+#: What a part's footprint holds, each a set no other part may share.
+FOOTPRINT_KINDS: tuple[str, ...] = ("entries", "uids", "sequences")
+
+_RELEASING = ("receive", "ack", "nack")  #: message events that always name a stored message
+
+
+class KeyRouter:
+    """The part of every event of a trace's batches, in one task: its key's (null: the empty key) for an event
+    about one message, :data:`~conformance.spark.split.ALL` for any other op (copied into every part).
+
+    A key column read dictionary-encoded carries its row group's dictionary in every batch: its keys are
+    hashed once, while batches carry an equal dictionary."""
+
+    def __init__(self, parts: int) -> None:
+        self.parts = parts
+        self._dictionary: Any = None
+        self._hashes: Any = None
+
+    def parts_of(self, batch: Any) -> Any:
+        """Each event's part (numpy int32)."""
+        import numpy as np
+        import pyarrow as pa
+
+        n = batch.num_rows
+        names = set(batch.schema.names)
+        op_idx, ops = _coded(batch, names, "op")
+        message = np.append(np.isin(np.asarray(ops.to_pylist(), dtype=object), MESSAGE_OPS), False)[op_idx]
+        out = np.full(n, ALL, np.int32)
+        if message.any():
+            keys = batch.column("key") if "key" in names else pa.nulls(n, pa.string())
+            out[message] = (self._key_hashes(keys)[message] % np.uint64(self.parts)).astype(np.int32)
+        return out
+
+    def _key_hashes(self, keys: Any) -> Any:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not pa.types.is_dictionary(keys.type):
+            return hash_strings(keys)
+        dictionary = keys.dictionary
+        if self._dictionary is None or not self._dictionary.equals(dictionary):
+            self._dictionary = dictionary
+            self._hashes = np.append(_hash_each(dictionary), np.uint64(0))  # a null value: the empty key's hash
+        indices = keys.indices
+        index = (pc.fill_null(indices, -1) if indices.null_count else indices).to_numpy(zero_copy_only=False)
+        return self._hashes[index]
+
+
+def key_parts(batch: Any, parts: int) -> Any:
+    """The part of every event of ``batch`` (numpy int32; see :class:`KeyRouter`)."""
+    return KeyRouter(parts).parts_of(batch)
+
+
+class Footprint:
+    """What one part holds that no other part may: its batch entries, its uids and its (producer, seq).
+
+    Fed the part's batches as the checker reads them (:func:`~conformance.trace.decode.row_columns`: the
+    derived ``stream``, ``ledger`` and ``entry`` present).  :meth:`arrays` gives, per kind, what the driver
+    compares (:func:`overlap`): entries as positions within their (stream, ledger) and sequence ids within their
+    producer — each group's a bit set over the span of its values, which Pulsar numbers densely (a bit an id,
+    where a 64-bit id each would be a 64th of the bytes to send and sort), or its values where they are sparse —
+    and uids as 64-bit hashes, sorted."""
+
+    def __init__(self) -> None:
+        #: per batch, (group, positions): the group an int where one group holds the batch's, else an array
+        self._entries: list[tuple[Any, Any]] = []
+        self._sequences: list[tuple[Any, Any]] = []
+        self._uids: list[Any] = []
+        self._labels: dict[tuple[str | None, ...], Any] = {}  #: the hashes of a dictionary of few labels
+
+    def add(self, batch: Any) -> None:
+        import numpy as np
+        import pyarrow.compute as pc
+
+        n = batch.num_rows
+        if not n:
+            return
+        u64 = np.uint64
+        names = set(batch.schema.names)
+        op_idx, ops = _coded(batch, names, "op")
+        op_names = np.asarray(ops.to_pylist(), dtype=object)
+
+        def op_is(*wanted: str) -> Any:
+            return np.append(np.isin(op_names, wanted), False)[op_idx]
+
+        publish = op_is("publish")
+        ledger = _integers(batch, "ledger", -1)
+        entry = _integers(batch, "entry", -1)
+        result_idx, results = _coded(batch, names, "result")
+        ok = np.append(np.asarray(results.to_pylist(), dtype=object) == "ok", False)[result_idx]
+        stored = publish & ok & (ledger >= 0) & (entry >= 0)
+        stream_idx, streams = _coded(batch, names, "stream")
+        entries = (op_is(*_RELEASING) | stored) & (stream_idx >= 0)
+        if entries.any():
+            where, ledgers = stream_idx[entries], ledger[entries]
+            stream_hash = self._label_hashes(streams)
+            if where.min() == where.max() and ledgers.min() == ledgers.max():  # one stream and ledger: one group
+                group: Any = int(_mix(stream_hash[where[:1]] ^ _mix(ledgers[:1].astype(u64) + u64(0x51ED27)))[0])
+            else:
+                group = _mix(stream_hash[where] ^ _mix(ledgers.astype(u64) + u64(0x51ED27)))
+            self._entries.append((group, entry[entries]))
+        uid_idx, uids = _coded(batch, names, "uid")
+        carrying = (publish | op_is("receive")) & (uid_idx >= 0)
+        if carrying.any():
+            self._uids.append(np.append(_hash_each(uids), u64(0))[uid_idx[carrying]])
+        producer_idx, producers = _coded(batch, names, "producer")
+        seq_column = batch.column("seq") if "seq" in names else None
+        if seq_column is not None and publish.any():
+            seq_valid = np.asarray(pc.is_valid(seq_column).to_numpy(zero_copy_only=False), bool)
+            sequenced = publish & (producer_idx >= 0) & seq_valid
+            if sequenced.any():
+                seq = np.asarray(pc.fill_null(seq_column, 0).to_numpy(zero_copy_only=False), np.int64)
+                which = producer_idx[sequenced]
+                hashes = self._label_hashes(producers)
+                group = int(hashes[which[0]]) if which.min() == which.max() else hashes[which]
+                self._sequences.append((group, seq[sequenced]))
+
+    def _label_hashes(self, values: Any) -> Any:
+        """The hashes of a dictionary's values (streams, producers: a few, the same batch after batch)."""
+        import numpy as np
+
+        if len(values) > 64:
+            return np.append(_hash_each(values), np.uint64(0))
+        labels = tuple(values.to_pylist())
+        hashes = self._labels.get(labels)
+        if hashes is None:
+            hashes = self._labels[labels] = np.append(_hash_each(values), np.uint64(0))
+        return hashes
+
+    def arrays(self) -> dict[str, Any]:
+        """Per kind: ``entries`` and ``sequences`` as :func:`_positions`, ``uids`` as sorted distinct hashes."""
+        return {
+            "entries": _positions(self._entries),
+            "sequences": _positions(self._sequences),
+            "uids": _distinct(self._uids),
+        }
+
+
+#: A group's positions: ``(lowest, bits)`` — numpy uint8 bits packed from ``lowest`` on — or ``(lowest, values)``,
+#: numpy int64 sorted distinct values, where a bit set would be larger than 64 bits a value.
+Positions = dict[int, tuple[int, Any]]
+
+
+def _positions(chunks: list[tuple[Any, Any]]) -> Positions:
+    """Each group's positions (:data:`Positions`) from ``(group, position)`` arrays (a group: one int for
+    all the positions of its chunk, or one per position)."""
+    import numpy as np
+
+    if not chunks:
+        return {}
+    values = np.concatenate([v for _g, v in chunks])
+    first = chunks[0][0]
+    if all(isinstance(g, int) and g == first for g, _v in chunks):  # one stream and ledger, one producer
+        spans = [(first, values)]
+    else:
+        groups = np.concatenate([np.full(len(v), g, np.uint64) if isinstance(g, int) else g for g, v in chunks])
+        order = np.argsort(groups, stable=True)
+        groups, values = groups[order], values[order]
+        cuts = np.flatnonzero(groups[1:] != groups[:-1]) + 1
+        spans = [
+            (int(groups[start]), values[start:stop])
+            for start, stop in zip([0, *cuts], [*cuts, len(groups)], strict=True)
+        ]
+    out: Positions = {}
+    for group, these in spans:
+        lowest, highest = int(these.min()), int(these.max())
+        if highest - lowest < 64 * len(these):
+            bits = np.zeros(highest - lowest + 1, bool)
+            bits[these - lowest] = True
+            out[group] = (lowest, np.packbits(bits))
+        else:
+            out[group] = (lowest, _distinct([these]))
+    return out
+
+
+def _distinct(chunks: list[Any]) -> Any:
+    """The distinct values of numpy arrays of one type, sorted (a sort, then the first of each run: numpy's
+    ``unique`` hashes, measured ten times slower on a million ids)."""
+    import numpy as np
+
+    if not chunks:
+        return np.zeros(0, np.uint64)
+    ids = np.concatenate(chunks)
+    ids.sort()
+    first = np.empty(len(ids), bool)
+    first[:1] = True
+    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    return ids[first]
+
+
+def _integers(batch: Any, name: str, null: int) -> Any:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if name not in batch.schema.names:
+        return np.full(batch.num_rows, null, np.int64)
+    column = batch.column(name)
+    if column.null_count:
+        column = pc.fill_null(column, null)
+    return np.asarray(column.to_numpy(zero_copy_only=False), np.int64)
+
+
+def overlap(footprints: list[dict[str, Any]]) -> str | None:
+    """The first kind of :data:`FOOTPRINT_KINDS` with an id in two of the parts' footprints
+    (:meth:`Footprint.arrays`), or None: the routed split held."""
+    import numpy as np
+
+    for kind in FOOTPRINT_KINDS:
+        if kind == "uids":
+            arrays = [fp[kind] for fp in footprints if len(fp[kind])]
+            if len(arrays) > 1 and _repeats(np.concatenate(arrays)):
+                return kind
+        elif _positions_overlap([fp[kind] for fp in footprints]):
+            return kind
+    return None
+
+
+def _repeats(ids: Any) -> bool:
+    ids = ids.copy()
+    ids.sort()
+    return bool((ids[1:] == ids[:-1]).any())
+
+
+def _positions_overlap(parts: list[Positions]) -> bool:
+    """Whether a position of a group is in two parts' :data:`Positions`."""
+    import numpy as np
+
+    by_group: dict[int, list[tuple[int, Any]]] = {}
+    for positions in parts:
+        for group, held in positions.items():
+            by_group.setdefault(group, []).append(held)
+    for held in by_group.values():
+        if len(held) < 2:
+            continue
+        bit_sets = [(lowest, np.unpackbits(bits).view(bool)) for lowest, bits in held if bits.dtype == np.uint8]
+        if len(bit_sets) == len(held):
+            lowest = min(low for low, _b in bit_sets)
+            span = max(low + len(bits) for low, bits in bit_sets) - lowest
+            if span <= 2 * sum(len(bits) for _l, bits in bit_sets):  # the bits side by side: an AND each
+                seen = np.zeros(span, bool)
+                for low, bits in bit_sets:
+                    window = seen[low - lowest : low - lowest + len(bits)]
+                    if bool((window & bits).any()):
+                        return True
+                    window |= bits
+                continue
+        values = [
+            np.flatnonzero(np.unpackbits(bits)) + lowest if bits.dtype == np.uint8 else bits for lowest, bits in held
+        ]
+        if _repeats(np.concatenate(values)):
+            return True
+    return False
+
+
+def routable(sample: Any) -> bool:
+    """Whether a trace whose first events are ``sample`` (a record batch or table with ``op``, ``key`` and
+    ``msg_id``) looks routable by key: no message id there has events with two keys (a null key is the empty
+    key), as when acks are written without their message's key.  A guess to skip a routed check that would not
+    prove itself; :func:`overlap` decides."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = set(sample.schema.names)
+    if sample.num_rows == 0 or "msg_id" not in names:
+        return True
+    table = pa.table(
+        {
+            "msg_id": sample.column("msg_id"),
+            "key": pc.fill_null(sample.column("key").cast(pa.string()), "")
+            if "key" in names
+            else pa.array([""] * sample.num_rows),
+        }
+    ).filter(pc.is_valid(sample.column("msg_id")))
+    if not table.num_rows:
+        return True
+    keys = table.group_by("msg_id").aggregate([("key", "count_distinct")])
+    return bool(pc.max(keys.column("key_count_distinct")).as_py() <= 1)

@@ -1,0 +1,112 @@
+"""The Spark engine's split by key in Spark's workers: a stored trace whose acks carry their message's key is
+checked in one job, each task routing its events itself; a trace whose routed split does not hold is checked
+again by the plan; a trace that does not look routable takes the plan at once.  Every verdict is the streaming
+engine's (``tests/unit/test_spark_router.py`` proves the split task by task without Spark)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from trace_synth import PLANTABLE, SynthConfig, synthesize
+
+from conformance.checks import Kind, check_trace
+from conformance.spark import check_with_spark
+from conformance.spark.engine import run_tasks
+from conformance.spark.split import hash_strings
+from conformance.trace.parquet import write_parquet
+
+pytestmark = pytest.mark.spark
+
+
+def same_verdicts(got: Any, want: Any) -> None:
+    assert got.identities() == want.identities()
+    assert (got.validity, got.counts, got.events) == (want.validity, want.counts, want.events)
+    assert (got.notes, got.unjudged) == (want.notes, want.unjudged)
+    texts = sorted((v.identity(), v.explanation) for v in got.all_violations())
+    assert texts == sorted((v.identity(), v.explanation) for v in want.all_violations())
+
+
+def chunked(directory: Path, header: Any, events: list[Any], chunks: int = 3) -> Path:
+    directory.mkdir()
+    step = -(-len(events) // chunks)
+    for n in range(chunks):
+        write_parquet(directory / f"{n:03d}.parquet", header, events[n * step : (n + 1) * step])
+    return directory
+
+
+def recorded(seed: int, **config: Any) -> Any:
+    cfg = SynthConfig(
+        **{
+            "partitions": 2,
+            "messages": 80,
+            "keys": 6,
+            "churn": 0.08,
+            "keyed_acks": True,
+            "mixed_batch_rate": 0.0,
+            **config,
+        }
+    )
+    return synthesize(seed, cfg, plant={Kind.OUT_OF_ORDER, Kind.DUPLICATE_PUBLISH, Kind.KEY_OVERLAP})
+
+
+def test_stored_traces_whose_acks_carry_their_key_are_split_by_key(spark: Any, tmp_path: Path) -> None:
+    """Parquet chunks and JSON Lines, in one job each: routed, and the streaming verdict."""
+    run = recorded(31)
+    events = list(run.events)
+    chunks = chunked(tmp_path / "chunks", run.header, events)
+    jsonl = tmp_path / "trace.jsonl"
+    jsonl.write_text("\n".join([run.header.to_json(), *(e.to_json() for e in events)]) + "\n", encoding="utf-8")
+    want = check_trace(events, header=run.header)
+    assert not want.valid
+    for path in (chunks, jsonl):
+        routed: list[int] = []
+        (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=3, routed=routed)
+        assert routed == [0]
+        same_verdicts(verdict, want)
+        same_verdicts(check_with_spark(str(path), spark=spark, parts=3), want)
+
+
+def test_a_trace_whose_routed_split_does_not_hold_is_checked_again_by_the_plan(spark: Any, tmp_path: Path) -> None:
+    """A late ack written with another key than its message's: the entries overlap, the trace is checked again,
+    split by the driver's plan, with the streaming verdict."""
+    run = recorded(32)
+    events = list(run.events)
+    keys = sorted({e.key for e in events if e.key is not None})
+    part = dict(zip(keys, (int(h) % 2 for h in hash_strings(pa.array(keys))), strict=True))
+    n, ack = next((n, e) for n, e in enumerate(events) if e.op.value == "ack" and n > len(events) // 2)
+    events[n] = dataclasses.replace(ack, key=next(k for k in keys if part[k] != part[ack.key]))  # another part's
+    path = chunked(tmp_path / "chunks", run.header, events)
+    routed: list[int] = []
+    whole: list[int] = []
+    (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=2, routed=routed, whole=whole)
+    assert routed == [] and whole == []  # the plan gives the ack its message's key: split, not whole
+    same_verdicts(verdict, check_trace(events, header=run.header))
+
+
+def test_a_trace_whose_acks_carry_no_key_takes_the_plan_at_once(spark: Any, tmp_path: Path) -> None:
+    run = recorded(33, keyed_acks=False)
+    path = chunked(tmp_path / "chunks", run.header, list(run.events))
+    routed: list[int] = []
+    (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=2, routed=routed)
+    assert routed == []
+    same_verdicts(verdict, check_trace(list(run.events), header=run.header))
+
+
+def test_many_traces_in_one_job_each_split_its_own_way(spark: Any) -> None:
+    """Events sent from the driver: routed where the split holds, the plan for the others, in order."""
+    from conformance.spark import check_many
+
+    runs = [recorded(40 + n, keyed_acks=n % 3 != 2, mixed_batch_rate=0.5 if n % 3 == 1 else 0.0) for n in range(9)]
+    routed: list[int] = []
+    verdicts = check_many(spark, [(r.header, list(r.events)) for r in runs], parts=2, routed=routed)
+    assert set(routed) <= {n for n in range(9) if n % 3 != 2} and {0, 3, 6} <= set(routed)
+    found: set[Kind] = set()
+    for run, verdict in zip(runs, verdicts, strict=True):
+        want = check_trace(list(run.events), header=run.header)
+        same_verdicts(verdict, want)
+        found |= {v.kind for v in want.all_violations()}
+    assert found >= {Kind.OUT_OF_ORDER, Kind.DUPLICATE_PUBLISH, Kind.KEY_OVERLAP} and found <= set(PLANTABLE)
