@@ -1,15 +1,15 @@
 """A Spark task's own rows of a stored Parquet trace: read, kept by key or by the plan, and only then validated
 and decoded.
 
-A task needs only the events of its part: the rows of its key part in the scope pass, the copies every part
-holds (:data:`~.split.ALL`), and (with a plan made once by the driver, :func:`conformance.spark.engine.plan_trace`)
-its rows of the identity pass.  Routed by key (:func:`routed_batches`), a task knows its rows from the ``op`` and
-``key`` columns of each batch (:class:`~conformance.spark.router.KeyRouter`).  Each batch is filtered with pyarrow (C++) straight after the Parquet read, so
-the validating check (:func:`conformance.trace.validation.check_batch`: types, required fields, message ids,
-the derived message columns) and the checker's decoding run over the part's rows only, not over the whole trace
-in every task.  What every task still reads whole is the Parquet file itself (the reader's unvalidated batches,
-:meth:`~conformance.trace.reader.TraceSource.unchecked_batches`), so that read is made cheap: in the task's one
-thread, and the string columns of few values dictionary-encoded as Parquet stores them.
+A task needs only the events of its part: the rows of its key part in the scope pass, the copies every part holds
+(:data:`~.split.ALL`), and (with a plan made once by the driver, :func:`conformance.spark.engine.plan_trace`) its
+rows of the identity pass. Routed by key (:func:`routed_batches`), a task knows its rows from the ``op`` and ``key``
+columns of each batch (:class:`~conformance.spark.router.KeyRouter`). Each batch is filtered with pyarrow (C++)
+straight after the Parquet read, so the validating check (:func:`conformance.trace.validation.check_batch`: types,
+required fields, message ids, the derived message columns) and the checker's decoding run over the part's rows only,
+not over the whole trace in every task. What every task still reads whole is the Parquet file itself (the reader's
+unvalidated batches, :meth:`~conformance.trace.reader.TraceSource.unchecked_batches`), so that read is made cheap:
+in the task's one thread, and the string columns of few values dictionary-encoded as Parquet stores them.
 
 Validation stays whole, shared out:
 
