@@ -596,15 +596,16 @@ def keyshared_spark() -> Generator[Any, None, None]:
     Requested only by cases that check with the Spark engine; needs the ``spark`` extra and a Java runtime.
     """
     try:
-        from conformance.spark.session import build_session
+        from conformance.spark.session import build_session, stop
 
-        spark = build_session("local[2]", for_tests=True)  # many small traces: the settings for small jobs
+        # many small traces: the settings for small jobs; the driver's classes from an archive after the first run
+        spark = build_session("local[2]", for_tests=True, class_cache=True)
     except Exception as exc:
         pytest.fail(
             f"keyshared: --keyshared-engine=spark needs pyspark and Java: {type(exc).__name__}: {exc}", pytrace=False
         )
     yield spark
-    spark.stop()
+    stop(spark)
 
 
 @pytest.fixture

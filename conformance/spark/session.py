@@ -4,7 +4,9 @@ The checker functions take a session (or use the active one); they never start o
 master, the memory and the JIT flags.  :func:`build_session` gathers the settings measured on our 2-core
 machines (``/work/shared/research/pyspark.md``): loopback only (``SPARK_LOCAL_IP`` and the driver address),
 workers on this interpreter (``PYSPARK_PYTHON``), no UI, few shuffle partitions.  ``for_tests`` adds the
-C1-only JIT and no whole-stage codegen: ~40% faster for many small jobs, slower for big ones.
+C1-only JIT and no whole-stage codegen: ~40% faster for many small jobs, slower for big ones.  ``class_cache``
+loads the driver JVM's classes from an archive a first run made (:mod:`conformance.spark.class_cache`); such a
+session is stopped with :func:`stop`, which keeps the archive a first run dumps.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["build_context", "build_session", "session_config"]
+__all__ = ["build_context", "build_session", "session_config", "stop"]
 
 
 def session_config(
@@ -57,36 +59,111 @@ def session_config(
 
 
 def build_session(
-    master: str = "local[*]", *, for_tests: bool = False, driver_memory: str | None = None, small: bool = False
+    master: str = "local[*]",
+    *,
+    for_tests: bool = False,
+    driver_memory: str | None = None,
+    small: bool = False,
+    class_cache: bool = False,
 ) -> Any:
-    """Start (or join) a SparkSession with this project's settings; the caller stops it."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    """Start (or join) a SparkSession with this project's settings; the caller stops it (:func:`stop`, which
+    a ``class_cache`` run needs: see :mod:`conformance.spark.class_cache`)."""
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder
-    for key, value in session_config(master, for_tests=for_tests, driver_memory=driver_memory, small=small).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    _environment()
+    conf = session_config(master, for_tests=for_tests, driver_memory=driver_memory, small=small)
+
+    def start(settings: dict[str, str]) -> Any:
+        builder = SparkSession.builder
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+
+    spark, cache = _started(start, conf, class_cache)
     spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext._keyshared_class_cache = cache
     return spark
 
 
-def build_context(master: str = "local[*]", *, driver_memory: str | None = None) -> Any:
+def build_context(master: str = "local[*]", *, driver_memory: str | None = None, class_cache: bool = False) -> Any:
     """Start a SparkContext alone, with the settings of :func:`build_session` for traces the engine's tasks
-    read (``small``); the caller stops it.
+    read (``small``); the caller stops it (:func:`stop`).
 
     The engine's tasks need Spark Core only.  A SparkSession on top costs seconds more to start (the builder
     applies its settings to the SQL session state, which builds it); ``keyshared check`` starts a session only
     for a URI only Spark reads.
     """
+    from pyspark import SparkConf, SparkContext
+
+    _environment()
+    conf = session_config(master, driver_memory=driver_memory, small=True)
+    context, cache = _started(
+        lambda settings: SparkContext.getOrCreate(SparkConf().setAll(list(settings.items()))), conf, class_cache
+    )
+    context.setLogLevel("ERROR")
+    context._keyshared_class_cache = cache
+    return context
+
+
+def stop(spark: Any) -> None:
+    """Stop a session or context this module started; a run dumping the driver's class archive then waits for
+    its JVM to exit (bounded) and keeps the archive (:meth:`~conformance.spark.class_cache.ClassCache.finish`)."""
+    context = getattr(spark, "sparkContext", spark)
+    cache = getattr(context, "_keyshared_class_cache", None)
+    spark.stop()
+    if cache is None or not cache.dumping or getattr(context, "_jsc", None) is not None:
+        return  # nothing to keep, or a session lent to the caller (its stop did not stop it)
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if process is None:
+        cache.abandon()
+        return
+    import subprocess
+
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None  # a later context starts a JVM of its own
+    if process.stdin is not None:
+        process.stdin.close()  # the gateway's JVM exits when its stdin closes, dumping the classes it loaded
+    try:
+        process.wait(timeout=_DUMP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        cache.abandon()
+        return
+    if process.returncode == 0:
+        cache.finish()
+    else:
+        cache.abandon()
+
+
+#: How long a JVM dumping its class archive may take to exit (measured: a few seconds on 2 cores).
+_DUMP_TIMEOUT_S = 120
+
+
+def _environment() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
 
-    conf = SparkConf().setAll(list(session_config(master, driver_memory=driver_memory, small=True).items()))
-    context = SparkContext.getOrCreate(conf)
-    context.setLogLevel("ERROR")
-    return context
+
+def _started(start: Any, conf: dict[str, str], class_cache: bool) -> tuple[Any, Any]:
+    """``start(settings)`` with the driver's class archive (:mod:`conformance.spark.class_cache`) where asked
+    and possible, else without; ``(what started, the cache or None)``.  A JVM that will not start with the
+    archive is started again without it, and the archive removed."""
+    from conformance.spark.class_cache import ClassCache
+
+    if not class_cache or not ClassCache.enabled():
+        return start(conf), None
+    key = "spark.driver.extraJavaOptions"
+    cache = ClassCache(conf.get(key, ""), conf.get("spark.driver.memory", ""))
+    options = cache.java_options()
+    if not options:
+        return start(conf), None
+    try:
+        return start({**conf, key: f"{conf.get(key, '')} {options}".strip()}), cache
+    except Exception:  # the archive (or the dump) is the suspect: once more without it
+        cache.abandon()
+        return start(conf), None

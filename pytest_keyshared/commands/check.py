@@ -275,7 +275,7 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
 
 def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -> Any:
     from conformance.spark import build_session, check_with_spark
-    from conformance.spark.session import build_context
+    from conformance.spark.session import build_context, stop
     from conformance.trace.reader import FastPathUnavailable
     from reference_model.errors import InvalidArgument
 
@@ -298,7 +298,10 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
     planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, parts or _cores(master))
     try:
         # a trace the tasks read needs Spark Core only (no SQL session: seconds less to start); the JVM idles
-        spark = build_session(master) if isinstance(source, str) else build_context(master)
+        if isinstance(source, str):
+            spark = build_session(master, class_cache=True)
+        else:
+            spark = build_context(master, class_cache=True)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
@@ -313,5 +316,5 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
 
         return with_event_checks(verdict, source)
     finally:
-        spark.stop()
+        stop(spark)
         sys.stdout.flush()

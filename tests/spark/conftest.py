@@ -15,7 +15,8 @@ import pytest
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from conformance.spark import build_session
+    from conformance.spark.session import stop
 
-    session = build_session("local[2]", for_tests=True)
+    session = build_session("local[2]", for_tests=True, class_cache=True)
     yield session
-    session.stop()
+    stop(session)
