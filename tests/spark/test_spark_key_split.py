@@ -11,31 +11,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from part_checks import same_verdicts, stored_in_chunks
 from trace_synth import PLANTABLE, SynthConfig, synthesize
 
 from conformance.checks import Kind, check_trace
 from conformance.spark import check_with_spark
 from conformance.spark.engine import run_tasks
 from conformance.spark.split import hash_strings
-from conformance.trace.parquet import write_parquet
 
 pytestmark = pytest.mark.spark
-
-
-def same_verdicts(got: Any, want: Any) -> None:
-    assert got.identities() == want.identities()
-    assert (got.validity, got.counts, got.events) == (want.validity, want.counts, want.events)
-    assert (got.notes, got.unjudged) == (want.notes, want.unjudged)
-    texts = sorted((v.identity(), v.explanation) for v in got.all_violations())
-    assert texts == sorted((v.identity(), v.explanation) for v in want.all_violations())
-
-
-def chunked(directory: Path, header: Any, events: list[Any], chunks: int = 3) -> Path:
-    directory.mkdir()
-    step = -(-len(events) // chunks)
-    for n in range(chunks):
-        write_parquet(directory / f"{n:03d}.parquet", header, events[n * step : (n + 1) * step])
-    return directory
 
 
 def recorded(seed: int, **config: Any) -> Any:
@@ -57,7 +41,7 @@ def test_stored_traces_whose_acks_carry_their_key_are_split_by_key(spark: Any, t
     """Parquet chunks and JSON Lines, in one job each: routed, and the streaming verdict."""
     run = recorded(31)
     events = list(run.events)
-    chunks = chunked(tmp_path / "chunks", run.header, events)
+    chunks = stored_in_chunks(tmp_path / "chunks", run.header, events)
     jsonl = tmp_path / "trace.jsonl"
     jsonl.write_text("\n".join([run.header.to_json(), *(e.to_json() for e in events)]) + "\n", encoding="utf-8")
     want = check_trace(events, header=run.header)
@@ -79,7 +63,7 @@ def test_a_trace_whose_routed_split_does_not_hold_is_checked_again_by_the_plan(s
     part = dict(zip(keys, (int(h) % 2 for h in hash_strings(pa.array(keys))), strict=True))
     n, ack = next((n, e) for n, e in enumerate(events) if e.op.value == "ack" and n > len(events) // 2)
     events[n] = dataclasses.replace(ack, key=next(k for k in keys if part[k] != part[ack.key]))  # another part's
-    path = chunked(tmp_path / "chunks", run.header, events)
+    path = stored_in_chunks(tmp_path / "chunks", run.header, events)
     routed: list[int] = []
     whole: list[int] = []
     (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=2, routed=routed, whole=whole)
@@ -89,7 +73,7 @@ def test_a_trace_whose_routed_split_does_not_hold_is_checked_again_by_the_plan(s
 
 def test_a_trace_whose_acks_carry_no_key_takes_the_plan_at_once(spark: Any, tmp_path: Path) -> None:
     run = recorded(33, keyed_acks=False)
-    path = chunked(tmp_path / "chunks", run.header, list(run.events))
+    path = stored_in_chunks(tmp_path / "chunks", run.header, list(run.events))
     routed: list[int] = []
     (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=2, routed=routed)
     assert routed == []

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from part_checks import same_verdicts, stored_in_chunks
 from raced_traces import race
 from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
@@ -30,7 +31,6 @@ from conformance.spark.rows import OwnRowsInvalid, routed_batches
 from conformance.spark.split import ALL, hash_strings
 from conformance.trace import SubscriptionSpec, TraceHeader
 from conformance.trace.builder import TraceBuilder
-from conformance.trace.parquet import write_parquet
 from conformance.trace.reader import open_trace
 from conformance.trace.validation import TraceFormatError
 
@@ -50,14 +50,6 @@ def routed_in_parts(header: TraceHeader, events: list[Any], parts: int, given: A
         results.append((0, WHOLE, part, result))
         footprints.append(footprint)
     return _merged(results, {0: header}, None)[0], overlap(footprints)
-
-
-def same_verdicts(got: Any, want: Any) -> None:
-    assert got.identities() == want.identities()
-    assert (got.validity, got.counts, got.events) == (want.validity, want.counts, want.events)
-    assert (got.notes, got.unjudged) == (want.notes, want.unjudged)
-    texts = sorted((v.identity(), v.explanation) for v in got.all_violations())
-    assert texts == sorted((v.identity(), v.explanation) for v in want.all_violations())
 
 
 def keys_in_other_parts(parts: int = 2) -> tuple[str, str]:
@@ -239,14 +231,6 @@ def test_a_uid_under_two_keys_is_an_overlap() -> None:
     t.end(drained=True)
     _verdict, overlapping = routed_in_parts(t.header, t.events, 2)
     assert overlapping == "uids"
-
-
-def stored_in_chunks(directory: Any, trace_header: TraceHeader, events: list[Any], chunks: int = 3) -> Any:
-    directory.mkdir()
-    step = -(-len(events) // chunks)
-    for n in range(chunks):
-        write_parquet(directory / f"{n:03d}.parquet", trace_header, events[n * step : (n + 1) * step])
-    return directory
 
 
 def test_tasks_of_a_stored_trace_validate_only_their_rows_and_agree(tmp_path: Any) -> None:

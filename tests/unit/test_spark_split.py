@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from part_checks import same_verdicts, stored_in_chunks
 from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
 from conformance.checks import check_trace
@@ -24,7 +25,6 @@ from conformance.spark.rows import OwnRowsInvalid, own_batches
 from conformance.spark.split import ALL, NONE, hash_strings, one_pass_batches, plan_split
 from conformance.trace import SubscriptionSpec, TraceHeader
 from conformance.trace.builder import TraceBuilder
-from conformance.trace.parquet import write_parquet
 from conformance.trace.reader import open_trace
 from conformance.trace.validation import TraceFormatError
 
@@ -42,14 +42,6 @@ def checked_in_parts(header: TraceHeader, events: list[Any], parts: int, *, one_
         whole |= was_whole
         results += [(0, pass_, part, result) for pass_, result in found]
     return _merged(results, {0: header}, None)[0], whole
-
-
-def same_verdicts(got: Any, want: Any) -> None:
-    assert got.identities() == want.identities()
-    assert (got.validity, got.counts, got.events) == (want.validity, want.counts, want.events)
-    assert (got.notes, got.unjudged) == (want.notes, want.unjudged)
-    texts = sorted((v.identity(), v.explanation) for v in got.all_violations())
-    assert texts == sorted((v.identity(), v.explanation) for v in want.all_violations())
 
 
 def test_hash_is_fixed_and_a_null_is_the_empty_string() -> None:
@@ -143,15 +135,6 @@ def test_parts_merged_give_the_streaming_verdict(one_pass: bool) -> None:
         modes.add("whole" if whole else "split")
     assert found == set(PLANTABLE)
     assert modes == {"whole", "split"}
-
-
-def stored_in_chunks(directory: Any, header: TraceHeader, events: list[Any], chunks: int = 3) -> Any:
-    """``events`` as a directory of Parquet chunks (a trace several files long: batches and files to cross)."""
-    directory.mkdir()
-    step = -(-len(events) // chunks)
-    for n in range(chunks):
-        write_parquet(directory / f"{n:03d}.parquet", header, events[n * step : (n + 1) * step])
-    return directory
 
 
 @pytest.mark.parametrize("one_pass", [True, False], ids=["one pass where it can", "always two passes"])
