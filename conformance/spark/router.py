@@ -272,8 +272,8 @@ def _positions_overlap(parts: list[Positions]) -> bool:
 
     by_group: dict[int, list[tuple[int, Any]]] = {}
     for positions in parts:
-        for group, held in positions.items():
-            by_group.setdefault(group, []).append(held)
+        for group, group_held in positions.items():
+            by_group.setdefault(group, []).append(group_held)
     for held in by_group.values():
         if len(held) < 2:
             continue

@@ -115,7 +115,7 @@ def stop(spark: Any) -> None:
         return  # nothing to keep, or a session lent to the caller (its stop did not stop it)
     from pyspark import SparkContext
 
-    gateway = SparkContext._gateway
+    gateway: Any = SparkContext._gateway
     process = getattr(gateway, "proc", None)
     if process is None:
         cache.abandon()
