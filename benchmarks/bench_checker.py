@@ -12,17 +12,21 @@ kind planted; the header names a selector, so all seven checks run) as Parquet (
   and end to end from Parquet and JSON Lines — single-threaded (pyarrow without threads), with the figures it
   found.  The engine runs as built: compiled with mypyc when the package was installed with
   ``KEYSHARED_COMPILE=1`` (the README's test command), and it is timed from source too (``KEYSHARED_PURE=1``);
-* the CPU time of the Spark engine's work for 2 parts against 1, in one process (the driver's plan and each
-  task, called directly: no JVM, no Python worker start; CPU time, so a busy machine moves it little);
+* the CPU time of the Spark engine's work for 2 parts against 1, in one process (each task reading the trace
+  and routing its own rows by key, and the driver's proof from the parts' footprints that the split held;
+  called directly: no JVM, no Python worker start; CPU time, so a busy machine moves it little);
 * the Spark engine from Parquet on ``local[1]`` and ``local[2]`` (session start and a warm-up job excluded),
   each confined to as many cores as it has task slots (``--no-pin`` to let both use every core), with peak
-  RSS of the Python driver and the JVM, and the speed-up from 1 to 2 cores: the same job (2 parts) on both,
-  and ``local[1]`` as it runs by default (1 part: no split, no plan) against ``local[2]``;
+  RSS of the Python driver and the JVM, how the verdict's trace was split (``key``, ``plan``, ...), and the
+  speed-up from 1 to 2 cores: the same job (2 parts) on both, and ``local[1]`` as it runs by default (1 part:
+  no split) against ``local[2]``.  ``--spark-repeat N`` runs these N rounds, interleaved, and compares the
+  medians: on a shared machine one pair of runs can differ by a fifth either way;
 * end to end, as a user runs it (``keyshared check``, a fresh process: Spark's session start and the Python
   reader's validation included): the Python engine and ``--engine spark --spark-master local[2]``, side by
   side with their ratio, and a 20-event trace on Spark;
 * with ``--cluster``, the Spark engine on a standalone cluster on loopback (``conformance.spark.standalone``)
-  of one worker, then two workers, of one core each (session start excluded, as for ``local[N]``).
+  of one worker, then two workers, of one core each (session start excluded, as for ``local[N]``; as many
+  rounds as ``--spark-repeat``).
 
 It prints the machine's load average next to every figure: on a shared machine, read them with that in mind.
 """

@@ -18,7 +18,8 @@ share one job (the differential tests check 240 in one).
 
 :func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,
 :mod:`conformance.spark.route` routes its rows with windows, and one ``groupBy(tid, pass, part).applyInArrow``
-runs the same per-part checker — two shuffles, much slower, for the inputs the tasks cannot open.
+runs the same per-part checker — two shuffles, much slower, for the inputs the tasks cannot open.  Each part
+is validated there as the reader validates a batch (a malformed trace: one-line ``TraceFormatError``).
 
 A planned split is exact when each message's publish and receive events carry one key, and each uid's
 publishes one producer (what every broker and client writes); otherwise the trace is checked in one part.  The
@@ -97,9 +98,9 @@ def check_with_spark(
         trace = open_trace(_local_path(trace))  # type: ignore[arg-type]
     if isinstance(trace, TraceSource):
         return _check_source(session, trace, profile, parts, plan)
-    if isinstance(trace, str):  # a URI only Spark reads (hdfs://, s3a://, ...): Spark parses it, unvalidated
+    if isinstance(trace, str):  # a URI only Spark reads (hdfs://, s3a://, ...): Spark parses it, parts validate
         df, head = path_frame(session, trace, header)
-        return check_frames(session, df, {0: head}, profile, parts=parts)[0]
+        return check_frames(session, df, {0: head}, profile, parts=parts, names={0: trace})[0]
     if header is None and hasattr(trace, "header") and hasattr(trace, "events"):
         header, trace = trace.header, trace.events or ()
     events = _validated(list(trace))
@@ -170,22 +171,28 @@ def check_frames(
     *,
     parts: int | None = None,
     whole: list[int] | None = None,
+    names: dict[int, str] | None = None,
 ) -> dict[int, Verdict]:
     """Check every trace of ``df`` (column ``tid``; ``headers`` gives each trace's contract).
 
     ``parts``: how many parts each pass splits a trace into (default: ``spark.sql.shuffle.partitions``).
     ``whole``: if given, receives the ids of the traces that had to be checked again in one part.
+    Every part is validated as the Python reader validates a batch (Spark parsed the file, not the reader): a
+    malformed trace raises :class:`~conformance.trace.validation.TraceFormatError` naming the trace
+    (``names[tid]``, else ``trace <tid>``), the events where the problem is and the problem.
     """
     from pyspark.sql import functions as F
 
     n_parts = parts if parts is not None else int(spark.conf.get("spark.sql.shuffle.partitions"))
     if n_parts < 1:
         raise InvalidArgument(f"parts must be at least 1, not {n_parts}")
-    results = _run(df, headers, profile, n_parts)
+    results = _well_formed(_run(df, headers, profile, n_parts), names or {})
     inexact = sorted({(tid, pass_) for tid, pass_, _n, exact, _r in results if not exact})
     if inexact:  # those passes of those traces again, whole (the whole result stands in for the pass)
         tids = sorted({tid for tid, _p in inexact})
-        again = {r[0]: r for r in _run(df.where(F.col("tid").isin(tids)), headers, profile, 1)}
+        again = {
+            r[0]: r for r in _well_formed(_run(df.where(F.col("tid").isin(tids)), headers, profile, 1), names or {})
+        }
         results = [r for r in results if (r[0], r[1]) not in set(inexact)]
         results += [(tid, pass_, 0, True, again[tid][4]) for tid, pass_ in inexact if tid in again]
     if whole is not None:
@@ -689,10 +696,53 @@ def _readers(given: TaskInput, *, plan_batch: int = 65536) -> tuple[Any, Any]:
     return source.batches, plan_columns
 
 
+@dataclasses.dataclass(frozen=True)
+class Malformed:
+    """What a part of a DataFrame found wrong with its events instead of a :class:`PartResult`: the problem,
+    as :func:`~conformance.trace.validation.check_batch` names it, in the batch of events ``first`` to ``last``
+    (their ``i``)."""
+
+    first: int
+    last: int
+    problem: str
+
+
+def _validated_batches(batches: list[Any]) -> list[Any] | Malformed:
+    """A part's batches (in ``i`` order) validated as the reader validates its own, with the columns the
+    validation derives; or the first problem."""
+    from conformance.trace.validation import BatchState, check_batch
+
+    state = BatchState()
+    checked = []
+    for batch in batches:
+        problem, batch = check_batch(batch, state)
+        if problem is not None:
+            first, last = (batch.column("i")[n].as_py() for n in (0, batch.num_rows - 1))
+            return Malformed(first, last, problem)
+        checked.append(batch)
+    return checked
+
+
+def _well_formed(
+    results: list[tuple[int, int, int, bool, PartResult | Malformed]], names: dict[int, str]
+) -> list[tuple[int, int, int, bool, PartResult]]:
+    """``results`` if no part found its events malformed; else the first problem (by trace, then events) raised,
+    naming its trace."""
+    from conformance.trace.validation import TraceFormatError
+
+    bad = sorted((tid, r.first, r.last, r.problem) for tid, _p, _n, _e, r in results if isinstance(r, Malformed))
+    if bad:
+        tid, first, last, problem = bad[0]
+        where = f"events i={first}..{last}"
+        raise TraceFormatError(names.get(tid, f"trace {tid}"), where, f"{problem} (as Spark read it)")
+    return [(tid, p, n, e, r) for tid, p, n, e, r in results if isinstance(r, PartResult)]
+
+
 def _run(
     df: Any, headers: dict[int, TraceHeader], profile: str | Profile | None, n_parts: int
-) -> list[tuple[int, int, int, bool, PartResult]]:
-    """One Spark job: route, then the streaming checker over every (trace, pass, part)."""
+) -> list[tuple[int, int, int, bool, PartResult | Malformed]]:
+    """One Spark job: route, then the streaming checker over every (trace, pass, part) whose events are
+    well formed."""
     from conformance.spark.route import routed
 
     check = _part_checker(headers, profile)
@@ -727,7 +777,8 @@ def _part_checker(headers: dict[int, TraceHeader], profile: str | Profile | None
             "policy",
             decode_json_column(events.column(policy).combine_chunks(), fast_schema().field("policy").type),
         )
-        result = check_part(headers.get(tid), profile, events.to_batches(max_chunksize=65536), copies)
+        batches = _validated_batches(events.to_batches(max_chunksize=65536))
+        result = batches if isinstance(batches, Malformed) else check_part(headers.get(tid), profile, batches, copies)
         return pa.table(
             {
                 "tid": pa.array([tid], pa.int64()),

@@ -2,8 +2,11 @@
 
 Every DataFrame the engine works on has the columns of :data:`conformance.trace.reader.FAST_SCHEMA` plus
 ``tid``, a trace id, so that many (small) traces can be checked in one Spark job (the differential tests do).
-The trace is validated by the Python reader before Spark sees it (one vectorised pass), so a malformed trace
-fails with the same one-line error on both engines.
+Events in memory are validated before Spark sees them.  A file Spark parses itself (:func:`path_frame`) is
+not read by the Python reader: each part of it is validated in the worker that checks it, as the reader
+validates a batch (:func:`conformance.spark.engine.check_frames`), so a malformed trace still fails with one line
+(the trace, the events, the problem), though not the reader's own words for a row.  Spark keeps no order of the
+file's rows: each part is checked in the order of ``i``.
 """
 
 from __future__ import annotations

@@ -364,6 +364,41 @@ def test_a_malformed_trace_fails_with_the_readers_error_while_spark_checks(spark
     assert check_many(spark, [(run.header, list(run.events))], parts=2)[0].events == len(events)  # still usable
 
 
+def _jsonl(path: Path, header: TraceHeader, events: list[Any]) -> Path:
+    path.write_text("\n".join([header.to_json(), *(e.to_json() for e in events)]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_malformed_trace_only_spark_reads_fails_with_one_line(spark: Any, tmp_path: Path) -> None:
+    """The DataFrame path (a URI only Spark reads): the reader never sees the file, so each part validates its
+    events as the reader validates a batch; a problem in any part is a TraceFormatError naming the trace, the
+    events and the problem, while the same file unbroken gives the Python verdict."""
+    from conformance.checks import TraceFormatError
+    from conformance.spark.load import path_frame
+
+    run = synthesize(7, SynthConfig(messages=40, keys=6))
+    events = list(run.events)
+    good = write_parquet(tmp_path / "good.parquet", run.header, events)
+    frame, header = path_frame(spark, str(good))
+    same_verdicts(check_frames(spark, frame, {0: header}, parts=2)[0], check_trace(good))
+    rewound = list(events)  # (Spark keeps no file order: each part sorts its events by 'i', so a time going back)
+    rewound[30] = dataclasses.replace(events[30], t=events[0].t - 1)
+    receive = next(n for n, e in enumerate(events) if e.op.value == "receive" and n > 20)
+    keyless = list(events)
+    keyless[receive] = dataclasses.replace(events[receive], consumer=None)
+    cases = [
+        (write_parquet(tmp_path / "rewound.parquet", run.header, rewound), "t decreasing"),
+        (_jsonl(tmp_path / "keyless.jsonl", run.header, keyless), "missing consumer"),
+    ]
+    for path, problem in cases:
+        frame, header = path_frame(spark, str(path), run.header)
+        with pytest.raises(TraceFormatError) as caught:
+            check_frames(spark, frame, {0: header}, parts=2, names={0: "s3a://bucket/run"})
+        message = str(caught.value)
+        assert message.startswith("s3a://bucket/run:events i=") and message.endswith(f"{problem} (as Spark read it)")
+        assert "\n" not in message
+
+
 def test_a_bad_row_only_part_1_reads_fails_with_the_readers_error(spark: Any, tmp_path: Path) -> None:
     """Each task validates only its own rows: a receive of part 1's key without a consumer fails part 1's task,
     and the caller gets the Python engine's one-line error (file, row, problem)."""
