@@ -51,11 +51,25 @@ def session_config(
         # a pool the user chose for this process is passed on instead
         "spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or "system",
     }
+    driver_options = [_log_option()]
     if for_tests or small:
-        conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        driver_options.append("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         conf["spark.executor.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # on a cluster
         conf["spark.sql.codegen.wholeStage"] = "false"
+    if any(driver_options):
+        conf["spark.driver.extraJavaOptions"] = " ".join(option for option in driver_options if option)
     return conf
+
+
+def _log_option() -> str:
+    """The driver JVM's logging: this package's ``log4j2.properties`` (warnings and errors, without Spark's
+    start-up chatter on the terminal of ``keyshared check``), unless the user configures Spark
+    (``SPARK_CONF_DIR``: their own ``log4j2.properties`` is read from there)."""
+    if os.environ.get("SPARK_CONF_DIR"):
+        return ""
+    from pathlib import Path
+
+    return f"-Dlog4j2.configurationFile={(Path(__file__).parent / 'log4j2.properties').as_uri()}"
 
 
 def build_session(

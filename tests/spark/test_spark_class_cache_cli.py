@@ -1,6 +1,7 @@
 """``keyshared check --engine spark`` with the driver's class archive, in real JVMs (each a process of its own):
 the first run leaves an archive, the next reads it, and a run finding a truncated archive (which kills a JVM
-reading it) still checks the trace, and removes it.  Every run gives the Python engine's verdict."""
+reading it) still checks the trace, and removes it.  Every run gives the Python engine's verdict, and none
+prints Spark's start-up chatter (the package's log4j2.properties)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ def check(path: Path, cache: Path) -> dict[str, Any]:
         timeout=300,
     )
     assert done.returncode == 1, done.stderr[-2000:]
+    for chatter in ("default log4j profile", "Setting default log level", "NativeCodeLoader"):  # log4j2.properties
+        assert chatter not in done.stderr, done.stderr
     return dict(json.loads(done.stdout))
 
 
