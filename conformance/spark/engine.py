@@ -492,14 +492,10 @@ def _routed_reader(given: TaskInput, part: int, parts: int, copies: list[int]) -
         import pyarrow as pa
 
         from conformance.spark.router import KeyRouter
-        from conformance.spark.split import ALL
 
         router = KeyRouter(parts)
         for batch in full():
-            routed = router.parts_of(batch)
-            shared = routed == ALL
-            copies.append(int(shared.sum()))
-            yield batch.filter(pa.array((routed == part) | shared))
+            yield batch.filter(pa.array(router.kept(batch, part, copies)))
 
     return kept
 

@@ -75,6 +75,14 @@ class KeyRouter:
             out[message] = (self._key_hashes(keys)[message] % np.uint64(self.parts)).astype(np.int32)
         return out
 
+    def kept(self, batch: Any, part: int, copies: list[int]) -> Any:
+        """The numpy mask of ``batch``'s rows that ``part`` keeps: its own and the copies every part holds (their
+        count appended to ``copies``)."""
+        routed = self.parts_of(batch)
+        shared = routed == ALL
+        copies.append(int(shared.sum()))
+        return (routed == part) | shared
+
     def _key_hashes(self, keys: Any) -> Any:
         import numpy as np
         import pyarrow as pa

@@ -136,10 +136,7 @@ def routed_batches(source: TraceSource, parts: int, part: int, copies: list[int]
     router = KeyRouter(parts)
 
     def choose(raw: Any, _offset: int) -> tuple[Any, None]:
-        routed = router.parts_of(raw)
-        shared = routed == ALL
-        copies.append(int(shared.sum()))
-        return (routed == part) | shared, None
+        return router.kept(raw, part, copies), None
 
     for rows, _s, _i, _n in _chosen(source, choose):
         yield rows

@@ -51,13 +51,13 @@ def session_config(
         # a pool the user chose for this process is passed on instead
         "spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or "system",
     }
-    driver_options = [_log_option()]
+    quick_jit = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     if for_tests or small:
-        driver_options.append("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        conf["spark.executor.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # on a cluster
+        conf["spark.executor.extraJavaOptions"] = quick_jit  # on a cluster
         conf["spark.sql.codegen.wholeStage"] = "false"
-    if any(driver_options):
-        conf["spark.driver.extraJavaOptions"] = " ".join(option for option in driver_options if option)
+    driver_options = " ".join(filter(None, [_log_option(), quick_jit if for_tests or small else ""]))
+    if driver_options:
+        conf["spark.driver.extraJavaOptions"] = driver_options
     return conf
 
 
