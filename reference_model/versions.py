@@ -39,17 +39,21 @@ __all__ = [
     "DRAINING_REASSIGNMENT_FIX",
     "GATES",
     "KNOWN_LINES",
+    "LOOKAHEAD_ONLY_WITH_MORE_ENTRIES",
     "MIN_MODEL_VERSION",
     "MIN_SELECTOR_VERSION",
     "NO_KEY_FALLBACK",
+    "OUT_OF_ORDER_REPLAY_FILTERED",
     "PIP_379",
     "PIP_379_REPLAY_FILTER_FIX",
+    "PLACED_FIXES",
     "RELEASES",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
     "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
     "STATS_RANGES_BY_CONSUMER",
     "STICKY_GAP_FIX",
     "Fix",
+    "Placement",
     "PulsarVersion",
     "check_released",
     "newest_patch",
@@ -57,12 +61,15 @@ __all__ = [
 ]
 
 #: Every release line the model knows, with its newest released patch.  Read from Apache Pulsar's release notes
-#: (apache/pulsar-site ``release-notes/versioned/pulsar-X.Y.Z.md``): 3.0 ends at 3.0.17, 3.3 at 3.3.9 (end of
-#: life), 4.0 at 4.0.14, 4.1 at 4.1.3, 4.2 at 4.2.1.  A newer release is refused until it is added here.
+#: (apache/pulsar-site ``release-notes/versioned/pulsar-X.Y.Z.md``, newest snapshot read 2026-11-29; no 3.0.18,
+#: 3.3.10, 4.0.15, 4.1.4, 4.2.6 or 4.3.0 notes exist there): 3.0 ends at 3.0.17 (``Release 3.0.17``, 2026-05-12),
+#: 3.3 at 3.3.9 (2025-09-24, end of life), 4.0 at 4.0.14 (notes dated 2026-10-05), 4.1 at 4.1.3 (notes dated
+#: 2026-02-19), 4.2 at 4.2.5 (4.2.2 2026-06-08, 4.2.3 2026-07-06, 4.2.4 2026-08-03; 4.2.5's notes repeat 4.2.4's
+#: date but list the fixes of 4.0.14, merged to 2026-09).  A newer release is refused until it is added here.
 RELEASES: dict[tuple[int, int], int] = {
     (2, 6): 4, (2, 7): 5, (2, 8): 4, (2, 9): 5, (2, 10): 6, (2, 11): 4,
     (3, 0): 17, (3, 1): 3, (3, 2): 4, (3, 3): 9,
-    (4, 0): 14, (4, 1): 3, (4, 2): 1,
+    (4, 0): 14, (4, 1): 3, (4, 2): 5,
 }  # fmt: skip
 #: Release lines the model has rules for (major, minor).
 KNOWN_LINES: tuple[tuple[int, int], ...] = tuple(RELEASES)
@@ -325,6 +332,28 @@ CLASSIC_UNSELECTED_TO_REPLAY = Fix("unselected entries go to replay", "apache/pu
 CLASSIC_REPLAY_PRECEDENCE_AFTER_READ = Fix(
     "replay precedence after an in-flight read", "apache/pulsar#12890", ("2.8.3", "2.9.1")
 )
+#: PIP-379 dispatcher: a look-ahead triggered while every entry of a round was filtered skips the next replay only
+#: while the cursor has more entries (``cursor.hasMoreEntries()``), with ordered delivery; out-of-order delivery kept
+#: engaging it unconditionally until :data:`OUT_OF_ORDER_REPLAY_FILTERED`. Before, the skipped replay at the end of
+#: the topic left deliverable replay-queue messages behind a read that waits for new entries (issue #21554,
+#: ``testLookAheadNotEngagedWhenCursorHasNoMoreEntries``). Releases: ``Release 4.0.13`` and ``Release 4.2.4``
+#: (ascentstream/pulsar, 2026-07-26) contain the branch-4.0 and branch-4.2 cherry-picks; the 4.2.4 notes list it.
+#: 4.1 ended (4.1.3) before the merge (2026-07-25); the 3.x lines have no PIP-379 dispatcher.
+LOOKAHEAD_ONLY_WITH_MORE_ENTRIES = Fix(
+    "look-ahead only while the cursor has more entries", "apache/pulsar#26236", ("4.0.13", "4.2.4")
+)
+#: PIP-379 dispatcher with ``allowOutOfOrderDelivery``: the replay queue records each position's sticky-key hash and
+#: the replay filter skips positions whose consumer has no permits (or no consumer), blocking no hash for ordering;
+#: positions without a hash still pass; look-ahead engages only while the cursor has more entries, as ordered
+#: delivery since :data:`LOOKAHEAD_ONLY_WITH_MORE_ENTRIES`. Before, every replay position was read in order, so
+#: positions of a consumer without permits spent the read budget, dispatch re-queued them, the look-ahead skipped
+#: the next replay and, at the end of the topic, the other consumers' replayed messages starved
+#: (``testOutOfOrderReplayFilterDoesNotSpendReadBudgetOnConsumerWithoutPermits``,
+#: ``...IncludesPositionWithoutStickyKeyHash``). Release notes ``pulsar-4.0.14.md`` and ``pulsar-4.2.5.md`` list it
+#: (merged 2026-08-17, after 4.0.13 and 4.2.4).
+OUT_OF_ORDER_REPLAY_FILTERED = Fix(
+    "out-of-order replay filtered by permits", "apache/pulsar#26268", ("4.0.14", "4.2.5")
+)
 
 #: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
 GATES: tuple[Fix, ...] = (
@@ -351,4 +380,177 @@ GATES: tuple[Fix, ...] = (
     STATS_RANGES_BY_CONSUMER,
     CLASSIC_UNSELECTED_TO_REPLAY,
     CLASSIC_REPLAY_PRECEDENCE_AFTER_READ,
+    LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
+    OUT_OF_ORDER_REPLAY_FILTERED,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A Pulsar fix placed by release: the first release of each line that carries it, and whether the model does.
+
+    ``gate`` is the :class:`Fix` the model asks for it, or ``None`` when the model does not model what it changed;
+    then ``missing`` says what the model lacks (a placed fix is never silently "the same on every release").
+    Releases come from the release notes (apache/pulsar-site) and the ``Release X.Y.Z`` commits of
+    ascentstream/pulsar (a mirror of apache/pulsar whose history ends 2026-08-20).
+    """
+
+    reference: str
+    title: str
+    area: str
+    releases: tuple[str, ...]
+    gate: Fix | None = None
+    missing: str = ""
+
+
+#: Every fix since 4.0.10 / 4.2.1 that touches Key_Shared, deduplication, replicated subscriptions or the cursor,
+#: placed by release (``docs/model.md`` §1 lists the same; a test keeps them equal). None reached 3.0 (3.0.17,
+#: 2026-05-12, is the last 3.0 release and branch-3.0 has none of them), 3.3 (ended at 3.3.9) or 4.1 (ended at 4.1.3,
+#: before every merge here).
+PLACED_FIXES: tuple[Placement, ...] = (
+    Placement(
+        "apache/pulsar#25581",
+        "Decrement unacked counter when removeAllUpTo removes pending acks",
+        "cursor",
+        ("4.0.11", "4.2.2"),
+        missing=(
+            "the consumer's unacked counter is not separate from its pending acks in the model (PendingAcks sums"
+            " them), and its one path that moves the mark-delete position past pending entries (a replicated"
+            " subscription's update from a remote cluster) lowers it on every release; no expiry, skip,"
+            " clear-backlog or batch-index acknowledgement. The 4.2.2 PendingAcksMapTest methods (removeAllUpTo"
+            " with its callback) are pinned against PendingAcks.remove_all_up_to"
+        ),
+    ),
+    Placement(
+        "apache/pulsar#25592",
+        "Move pending acks cleanup to selected mark-delete callbacks",
+        "cursor",
+        ("4.0.11", "4.2.2"),
+        missing="message expiry, skip and clear-backlog are not modelled (the paths the cleanup moved to)",
+    ),
+    Placement(
+        "apache/pulsar#25589",
+        "Fix race in pending acks removal in redeliverUnacknowledgedMessages",
+        "Key_Shared",
+        ("4.0.11", "4.2.2"),
+        missing="a thread race: the model runs one event at a time, so the removal never interleaves",
+    ),
+    Placement(
+        "apache/pulsar#25998",
+        "Fix compacted read could be stuck forever or message loss due to cursor mark delete",
+        "cursor",
+        ("4.0.12", "4.2.3"),
+        missing="compaction and compacted reads are not modelled",
+    ),
+    Placement(
+        "apache/pulsar#26002",
+        "Fix geo-replication stuck after a failed publish to the remote cluster",
+        "replicated subscriptions",
+        ("4.0.12", "4.2.3"),
+        missing="a replicator's publish to the remote cluster never fails in the model",
+    ),
+    Placement(
+        "apache/pulsar#26106",
+        "Fix replication stall when a cursor rewind skips an in-flight read",
+        "replicated subscriptions",
+        ("4.0.13", "4.2.3"),
+        missing=(
+            "the replicator's reads complete at once in the model (no read in flight to skip). The 4.2.3 notes list"
+            " it; of the Release commits only 4.0.13's and 4.2.4's contain it"
+        ),
+    ),
+    Placement(
+        "apache/pulsar#26119",
+        "Prevent completing replicated snapshot before marker publish",
+        "replicated subscriptions",
+        ("4.0.13", "4.2.4"),
+        missing=(
+            "marker writes never fail and complete at once in the model, so a snapshot completes after its marker"
+            " is written on every release (the fix: completion waits for the publish; a failed publish leaves it"
+            " pending; a duplicate response writes no second marker)"
+        ),
+    ),
+    Placement(
+        "apache/pulsar#26236",
+        "Fix Key_Shared delivery stall when look-ahead triggers at the end of the topic",
+        "Key_Shared",
+        ("4.0.13", "4.2.4"),
+        gate=LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
+    ),
+    Placement(
+        "apache/pulsar#26268",
+        "Prevent Key_Shared out-of-order replay starvation at the end of topic",
+        "Key_Shared",
+        ("4.0.14", "4.2.5"),
+        gate=OUT_OF_ORDER_REPLAY_FILTERED,
+    ),
+    Placement(
+        "apache/pulsar#26677",
+        "Bound classic Key_Shared dispatcher replay queue look-ahead",
+        "Key_Shared",
+        ("4.0.14", "4.2.5"),
+        missing=(
+            "the classic dispatcher honours keySharedLookAheadMsgInReplayThresholdPerSubscription from it; the"
+            " merged code was not read (the PR was open when the stored copy was taken, the mirror ends before"
+            " the merge), so the model's classic dispatcher keeps reading past any replay-queue size on every"
+            " release"
+        ),
+    ),
+    Placement(
+        "apache/pulsar#26422",
+        "Debit un-acked messages only when the consumer is actually removed",
+        "Key_Shared",
+        ("4.0.14", "4.2.5"),
+        missing=(
+            "a consumer removed twice (consumerSet and consumerList out of step, #22270) debited the subscription's"
+            " unacked count twice; the model removes a consumer once, so the count never goes negative on any"
+            " release"
+        ),
+    ),
+    Placement(
+        "apache/pulsar#26471",
+        "Prevent NPE when the last ACK races with sticky hash reassignment",
+        "Key_Shared",
+        ("4.0.14", "4.2.5"),
+        missing=(
+            "a thread race in DrainingHashesTracker.reduceRefCount (an NPE, and a stale ack removing a replacement"
+            " entry); the model's acknowledgement and reassignment never interleave"
+        ),
+    ),
+    Placement(
+        "apache/pulsar#26474",
+        "Fix batch ACK index loss when recovering cursor from MetadataStore",
+        "cursor",
+        ("4.0.14", "4.2.5"),
+        missing="batch-index acknowledgement and the cursor's metadata-store recovery path are not modelled",
+    ),
+    Placement(
+        "apache/pulsar#26505",
+        "Prevent automatic TTL expiry from skipping reader messages",
+        "cursor",
+        ("4.0.14", "4.2.5"),
+        missing="message TTL and readers (non-durable cursors) are not modelled",
+    ),
+    Placement(
+        "apache/pulsar#26780",
+        "Preserve replicated subscription activity on activation",
+        "replicated subscriptions",
+        ("4.0.14", "4.2.5"),
+        missing=(
+            "placed by the release notes only: the PR is in neither stored copy (issues corpus, mirror to"
+            " 2026-08-20), so what it changed was not read; the model keeps no subscription activity timestamps"
+            " (inactive-subscription expiry)"
+        ),
+    ),
+    Placement(
+        "apache/pulsar#26289",
+        "Fix persistent throughput degradation caused by permit loss during frequent reconnects on Shared"
+        " subscriptions",
+        "Key_Shared",
+        ("4.0.14", "4.2.5"),
+        missing=(
+            "a permit race in the multiple-consumers dispatcher Key_Shared extends; the model's flow and removal"
+            " never interleave, and it was not read further"
+        ),
+    ),
 )

@@ -36,6 +36,7 @@ from reference_model.errors import InvalidArgument, did_you_mean
 __all__ = [
     "CAPABILITY_NAMES",
     "DEFAULT_TARGET",
+    "TARGET_EXAMPLES",
     "TARGET_KINDS",
     "Capabilities",
     "Claims",
@@ -52,10 +53,20 @@ __all__ = [
 
 DEFAULT_TARGET = "pulsar-lite"
 TARGET_KINDS: tuple[str, ...] = ("pulsar-lite", "url", "testcontainers", "testcontainers-geo", "model")
-_EXAMPLES = (
-    "pulsar-lite, pulsar://127.0.0.1:6650, testcontainers, testcontainers:apachepulsar/pulsar:4.0.13,"
-    " testcontainers-geo, model, model:classic"
+#: One example of each target string, the one list the unknown-target error and README.md show (a test keeps the
+#: README equal to it, and the testcontainers tag equal to ``testcontainers.DEFAULT_TAG``).
+TARGET_EXAMPLES: tuple[str, ...] = (
+    "pulsar-lite",
+    "pulsar://127.0.0.1:6650",
+    "testcontainers",
+    "testcontainers:apachepulsar/pulsar:4.0.13",
+    "testcontainers-geo",
+    "model",
+    "model:classic",
+    "model:pulsar-3.3",
+    "model:4.2.5",
 )
+_EXAMPLES = ", ".join(TARGET_EXAMPLES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,16 +30,26 @@ from reference_model.keyshared.consumer import DispatchConsumer
 from reference_model.keyshared.dispatcher import KeySharedDispatcher, ReadType
 from reference_model.keyshared.draining import DrainingHashesTracker
 from reference_model.keyshared.ranges import RangeSet
+from reference_model.keyshared.replay_queue import ReplayQueue
 from reference_model.keyshared.settings import effective_lookahead_limit
 from reference_model.selectors import AssignmentSnapshot, ConsumerRef, ImpactedRanges, diff_ranges
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position
-from reference_model.versions import DRAINING_REASSIGNMENT_FIX, PIP_379_REPLAY_FILTER_FIX
+from reference_model.versions import (
+    DRAINING_REASSIGNMENT_FIX,
+    LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
+    OUT_OF_ORDER_REPLAY_FILTERED,
+    PIP_379_REPLAY_FILTER_FIX,
+)
 
 __all__ = ["DRAINING_REASSIGNMENT_FIX", "Pip379Dispatcher"]  # the fix lives in ``versions``; re-exported here
 
 #: "not in the slot -> consumer cache" (``None`` there means "no consumer")
 _UNKNOWN: Any = object()
+
+
+def _ignore(slot: int) -> None:
+    """``blockStickyKeyHashIfOrderingRequired`` when out-of-order delivery is allowed: block nothing."""
 
 
 class Pip379Dispatcher(KeySharedDispatcher):
@@ -57,6 +67,15 @@ class Pip379Dispatcher(KeySharedDispatcher):
         self._lookahead_value = effective_lookahead_limit(self.settings, len(self.consumers))
         self.replay_filter_fix = self.version.has(PIP_379_REPLAY_FILTER_FIX)
         self.reassignment_fix = self.version.has(DRAINING_REASSIGNMENT_FIX)
+        #: apache/pulsar#26236 (ordered delivery) and #26268 (out-of-order too): look-ahead only with more entries
+        self.lookahead_needs_more_entries = self.version.has(OUT_OF_ORDER_REPLAY_FILTERED) or (
+            self.version.has(LOOKAHEAD_ONLY_WITH_MORE_ENTRIES) and not self.allow_out_of_order
+        )
+        #: apache/pulsar#26268: out-of-order replay records each position's hash (not counted: nothing blocks) and
+        #: the replay filter skips positions whose consumer has no permits
+        self.out_of_order_replay_filtered = self.allow_out_of_order and self.version.has(OUT_OF_ORDER_REPLAY_FILTERED)
+        if self.out_of_order_replay_filtered:
+            self.replay = ReplayQueue(track_hashes=True, count_hashes=False)
         self._assignments: AssignmentSnapshot | None = (
             self.selector.snapshot() if self.draining_required and self.reassignment_fix else None
         )
@@ -204,16 +223,28 @@ class Pip379Dispatcher(KeySharedDispatcher):
         if not self.replay.positions:
             return []
         if self.allow_out_of_order:
-            return self.replay.select(max_positions)
+            if not self.out_of_order_replay_filtered:
+                return self.replay.select(max_positions)
+            accept, _ = self._make_replay_filter(block_for_ordering=False)
+            return self.replay.select(max_positions, accept, None)
         accept, blocked = self._make_replay_filter()
         # with the fix, a blocked hash is rejected at once and nothing else happens (unless a test interleaves)
         rejected = blocked if self.replay_filter_fix and self._filter_interleave is None else None
         return self.replay.select(max_positions, accept, rejected)
 
-    def _make_replay_filter(self) -> tuple[Callable[[Position, int | None], bool], set[int]]:
-        """A stateful ``ReplayPositionFilter`` for one pass, and the set of hashes it blocks as it goes."""
+    def _make_replay_filter(
+        self, *, block_for_ordering: bool = True
+    ) -> tuple[Callable[[Position, int | None], bool], set[int]]:
+        """A stateful ``ReplayPositionFilter`` for one pass, and the set of hashes it blocks as it goes.
+
+        ``block_for_ordering=False`` (out-of-order delivery from apache/pulsar#26268): a rejected position blocks
+        nothing later in the pass (``blockStickyKeyHashIfOrderingRequired``); only "no consumer" and "no permits"
+        reject (an out-of-order dispatcher has no draining hashes).
+        """
         permits: dict[DispatchConsumer, int] = {}
         blocked: set[int] = set()
+        # out of order, the set stays empty: nothing is blocked for ordering
+        block = blocked.add if block_for_ordering else _ignore
         fix = self.replay_filter_fix
         tracker = self.tracker
 
@@ -225,16 +256,16 @@ class Pip379Dispatcher(KeySharedDispatcher):
                     return False
                 consumer = self.select(slot)
                 if consumer is None:
-                    blocked.add(slot)
+                    block(slot)
                     return False
                 left = permits.get(consumer)
                 if left is None:
                     left = permits[consumer] = self.available_permits(consumer)
                 if left <= 0:
-                    blocked.add(slot)
+                    block(slot)
                     return False
                 if tracker is not None and tracker.should_block(consumer, slot):
-                    blocked.add(slot)
+                    block(slot)
                     return False
                 permits[consumer] = left - 1
                 return True
@@ -284,7 +315,7 @@ class Pip379Dispatcher(KeySharedDispatcher):
             trigger = hash_blocked or any(
                 c is not consumer and self.available_permits(c) > 0 for c in self.consumers.values()
             )
-            if trigger:
+            if trigger and self._lookahead_may_engage():
                 if not self.skip_next_replay:
                     self._lookahead_triggered = True
                 self.skip_next_replay = True
@@ -358,11 +389,23 @@ class Pip379Dispatcher(KeySharedDispatcher):
                     replay.remove(entry.position)
                 if self._send(consumer, entry, slot):
                     sent += 1
-        if trigger:
+        if trigger and self._lookahead_may_engage():
             if not self.skip_next_replay:
                 self._lookahead_triggered = True
             self.skip_next_replay = True
         return sent
+
+    def _lookahead_may_engage(self) -> bool:
+        """Whether a triggered look-ahead may skip the next replay (``skipNextReplayToTriggerLookAhead``).
+
+        From apache/pulsar#26236 (ordered delivery) and #26268 (out-of-order delivery as well) only while the cursor
+        has more entries (``cursor.hasMoreEntries()``): at the end of the topic the skipped replay left deliverable
+        messages in the replay queue behind a read that waits for new entries. Before, always.
+        """
+        if not self.lookahead_needs_more_entries:
+            return True
+        last = self.log._last
+        return last is not None and self.cursor.read_position <= last
 
     def _add_pending_if_allowed(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:
         """R4 (``handleAddingPendingAck``): refuse a slot that drains at another consumer."""

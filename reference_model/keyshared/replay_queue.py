@@ -20,10 +20,14 @@ __all__ = ["ReplayQueue"]
 class ReplayQueue:
     """Positions waiting for redelivery; O(log n) membership order, O(1) hash lookups."""
 
-    __slots__ = ("_selecting", "_slots", "positions", "slot_counts", "track_hashes", "version")
+    __slots__ = ("_selecting", "_slots", "count_hashes", "positions", "slot_counts", "track_hashes", "version")
 
-    def __init__(self, *, track_hashes: bool) -> None:
+    def __init__(self, *, track_hashes: bool, count_hashes: bool | None = None) -> None:
         self.track_hashes = track_hashes
+        #: whether ``slot_counts`` counts the recorded hashes (R1 blocking); ``False`` records each position's hash
+        #: for the replay filter only: out-of-order delivery from apache/pulsar#26268 (``positionToStickyKeyHash``
+        #: without ``hashesRefCount``)
+        self.count_hashes = track_hashes if count_hashes is None else count_hashes
         #: the queued positions, sorted; read-only for callers (the dispatcher tests it on every read round, where
         #: ``len(queue)`` would cost a method call). Always the same list object.
         self.positions: list[Position] = []
@@ -69,15 +73,16 @@ class ReplayQueue:
                 self._keep_order_for_select()
             bisect.insort(self.positions, position)
             self._slots[position] = new_slot
-            if new_slot:
+            if new_slot and self.count_hashes:
                 self.slot_counts[new_slot] = self.slot_counts.get(new_slot, 0) + 1
             return True
         if new_slot and new_slot != current:
             self.version += 1
-            if current:
-                self._unref(current)
             self._slots[position] = new_slot
-            self.slot_counts[new_slot] = self.slot_counts.get(new_slot, 0) + 1
+            if self.count_hashes:
+                if current:
+                    self._unref(current)
+                self.slot_counts[new_slot] = self.slot_counts.get(new_slot, 0) + 1
         return False
 
     def remove(self, position: Position) -> bool:
@@ -89,7 +94,7 @@ class ReplayQueue:
             self._keep_order_for_select()
         i = bisect.bisect_left(self.positions, position)
         del self.positions[i]
-        if slot:
+        if slot and self.count_hashes:
             self._unref(slot)
         return True
 
@@ -107,9 +112,10 @@ class ReplayQueue:
             self.version += 1
             if self._selecting is not None:
                 self._keep_order_for_select()
+        counted = self.count_hashes
         for p in self.positions[:i]:
             slot = self._slots.pop(p)
-            if slot:
+            if slot and counted:
                 self._unref(slot)
         del self.positions[:i]
         return i

@@ -200,7 +200,7 @@ STICKY_GAPS: tuple[StickyGapVector, ...] = (
 DEDUP_TEST = "MessageDuplicationTest"
 DEDUP_SOURCE = "apache/pulsar master, lhotari/pulsar@1acaf107c3fc"
 #: The newest patch of every release line the model reproduces.
-NEWEST_PATCHES = ("2.10.6", "2.11.4", "3.0.17", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.1")
+NEWEST_PATCHES = ("2.10.6", "2.11.4", "3.0.17", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.5")
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,7 @@ DEDUP_FLAGS: tuple[DedupFlagVector, ...] = (
         f"{DEDUP_TEST}.testMessageDeduplication",
         DEDUP_SOURCE,
         "apache/pulsar#21193",
-        ("3.0.3", "3.0.17", "3.1.1", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.1"),
+        ("3.0.3", "3.0.17", "3.1.1", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.5"),
         True,
     ),
     # __change_events is never deduplicated, with the broker, the namespace and the topic policy all on.
@@ -272,7 +272,7 @@ DEDUP_FLAGS: tuple[DedupFlagVector, ...] = (
         f"{DEDUP_TEST}.testMessageDeduplicationShouldNotWorkForSystemTopic",
         DEDUP_SOURCE,
         "apache/pulsar#22582",
-        ("3.0.5", "3.0.17", "3.2.3", "3.2.4", "3.3.0", "3.3.9", "4.0.14", "4.1.3", "4.2.1"),
+        ("3.0.5", "3.0.17", "3.2.3", "3.2.4", "3.3.0", "3.3.9", "4.0.14", "4.1.3", "4.2.5"),
         False,
     ),
 )

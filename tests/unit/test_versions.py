@@ -11,7 +11,7 @@ from pytest_keyshared.targets.model import parse_model_spec
 from reference_model import versions
 from reference_model.broker import ModelBroker
 from reference_model.errors import UnknownVersion
-from reference_model.versions import GATES, RELEASES, Fix, check_released, newest_patch
+from reference_model.versions import GATES, PLACED_FIXES, RELEASES, Fix, check_released, newest_patch
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "model.md"
 
@@ -50,7 +50,10 @@ def test_every_released_version_from_2_8_0_is_accepted(line: tuple[int, int]) ->
     [
         ("3.0.18", "the 3.0 line ends at 3.0.17"),
         ("4.0.15", "the 4.0 line ends at 4.0.14"),
-        ("2.7.5", "older than the model reproduces: give a release from 2.8.0 to 4.2.1"),
+        ("2.7.5", "older than the model reproduces: give a release from 2.8.0 to 4.2.5"),
+        ("4.2.6", "the 4.2 line ends at 4.2.5"),
+        ("4.1.4", "the 4.1 line ends at 4.1.3"),
+        ("3.3.10", "the 3.3 line ends at 3.3.9"),
         ("5.0", "not a release line the model knows"),
         ("latest", "like '4.0' or '3.0.7'"),
     ],
@@ -66,3 +69,45 @@ def test_other_versions_are_refused_in_one_line(text: str, fragment: str) -> Non
 def test_a_line_without_patch_behaves_as_its_newest_release(line: tuple[int, int]) -> None:
     plain, newest = check_released(f"{line[0]}.{line[1]}"), newest_patch(f"{line[0]}.{line[1]}")
     assert [gate.present_in(plain) for gate in GATES] == [gate.present_in(newest) for gate in GATES]
+
+
+def test_the_newest_release_of_every_supported_line() -> None:
+    """Apache Pulsar's release notes (apache/pulsar-site, read 2026-11-29) end at these; a line name means them."""
+    newest = {f"{a}.{b}": str(newest_patch(f"{a}.{b}")) for a, b in ((3, 0), (3, 3), (4, 0), (4, 1), (4, 2))}
+    assert newest == {"3.0": "3.0.17", "3.3": "3.3.9", "4.0": "4.0.14", "4.1": "4.1.3", "4.2": "4.2.5"}
+    for release in newest.values():
+        assert parse_model_spec(f"model:{release}")[0] == release
+
+
+def test_every_placed_fix_names_released_versions_and_its_gate_or_what_is_missing() -> None:
+    for placed in PLACED_FIXES:
+        for release in placed.releases:
+            check_released(release)
+        if placed.gate is not None:
+            assert placed.gate in GATES and placed.gate.reference == placed.reference, placed.reference
+            assert placed.gate.first_releases == placed.releases, placed.reference
+            assert not placed.missing, placed.reference
+        else:
+            assert placed.missing, f"{placed.reference} is placed but neither gated nor explained"
+    assert len({p.reference for p in PLACED_FIXES}) == len(PLACED_FIXES)
+
+
+def test_docs_place_every_fix_with_its_releases() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| #(\d+) \|.*$", text, re.MULTILINE)}
+    for placed in PLACED_FIXES:
+        number = placed.reference.rsplit("#", 1)[1]
+        assert number in rows, placed.reference
+        for release in placed.releases:
+            assert release in rows[number], (placed.reference, release)
+        gate_names = [name for name, value in vars(versions).items() if value is placed.gate]
+        expected = f"`{gate_names[0]}`" if placed.gate else "not modelled"
+        assert expected in rows[number], placed.reference
+
+
+def test_the_vectors_newest_patches_follow_the_release_table() -> None:
+    """Pulsar's test vectors run at the newest patch of every line; the release notes of 4.2.2-4.2.5 change no
+    deduplication or selector rule, so moving 4.2 from 4.2.1 to 4.2.5 moves the vectors with it."""
+    from tests.unit.pulsar_vectors import NEWEST_PATCHES
+
+    assert tuple(str(newest_patch(f"{a}.{b}")) for a, b in RELEASES if (a, b) >= (2, 10)) == NEWEST_PATCHES
