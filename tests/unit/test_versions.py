@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pulsar_vectors import NEWEST_PATCHES
 
 from pytest_keyshared.targets.model import parse_model_spec
 from reference_model import versions
@@ -108,6 +109,4 @@ def test_docs_place_every_fix_with_its_releases() -> None:
 def test_the_vectors_newest_patches_follow_the_release_table() -> None:
     """Pulsar's test vectors run at the newest patch of every line; the release notes of 4.2.2-4.2.5 change no
     deduplication or selector rule, so moving 4.2 from 4.2.1 to 4.2.5 moves the vectors with it."""
-    from tests.unit.pulsar_vectors import NEWEST_PATCHES
-
     assert tuple(str(newest_patch(f"{a}.{b}")) for a, b in RELEASES if (a, b) >= (2, 10)) == NEWEST_PATCHES
