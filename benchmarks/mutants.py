@@ -155,7 +155,7 @@ def _replay_forgets_hashes() -> None:
     from reference_model.keyshared.replay_queue import ReplayQueue
 
     def make(orig: Any) -> Any:
-        def init(self: Any, *, track_hashes: bool) -> None:
+        def init(self: Any, *, track_hashes: bool, count_hashes: bool | None = None) -> None:
             orig(self, track_hashes=False)
 
         return init

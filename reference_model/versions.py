@@ -65,7 +65,7 @@ __all__ = [
 #: 3.3.10, 4.0.15, 4.1.4, 4.2.6 or 4.3.0 notes exist there): 3.0 ends at 3.0.17 (``Release 3.0.17``, 2026-05-12),
 #: 3.3 at 3.3.9 (2025-09-24, end of life), 4.0 at 4.0.14 (notes dated 2026-10-05), 4.1 at 4.1.3 (notes dated
 #: 2026-02-19), 4.2 at 4.2.5 (4.2.2 2026-06-08, 4.2.3 2026-07-06, 4.2.4 2026-08-03; 4.2.5's notes repeat 4.2.4's
-#: date but list the fixes of 4.0.14, merged to 2026-09).  A newer release is refused until it is added here.
+#: date but list 4.0.14's fixes, among them #26677, opened 2026-09-21).  A newer release is refused until added here.
 RELEASES: dict[tuple[int, int], int] = {
     (2, 6): 4, (2, 7): 5, (2, 8): 4, (2, 9): 5, (2, 10): 6, (2, 11): 4,
     (3, 0): 17, (3, 1): 3, (3, 2): 4, (3, 3): 9,

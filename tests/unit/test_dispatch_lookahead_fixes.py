@@ -113,3 +113,17 @@ def test_a_triggered_lookahead_at_the_end_of_the_topic_engages_per_release(
     dispatcher = broker._topics[TOPIC].subscriptions[SUB].dispatcher
     assert dispatcher is not None
     assert dispatcher._lookahead_may_engage() is engages  # type: ignore[attr-defined]
+
+
+def test_an_out_of_order_replay_queue_records_hashes_without_blocking_them() -> None:
+    """#26268's ``MessageRedeliveryController`` under out-of-order delivery: ``positionToStickyKeyHash`` without
+    ``hashesRefCount``: the filter can read a position's hash, nothing blocks a normal read of that hash."""
+    from reference_model.keyshared.replay_queue import ReplayQueue
+    from reference_model.storage.position import Position
+
+    queue = ReplayQueue(track_hashes=True, count_hashes=False)
+    assert queue.add(Position(1, 1), 7) and queue.add(Position(1, 2), 7) and queue.add(Position(1, 3))
+    assert queue.slot_of(Position(1, 1)) == 7 and queue.slot_of(Position(1, 3)) is None
+    assert not queue.contains_slot(7) and queue.slot_counts == {}
+    assert not queue.add(Position(1, 3), 9) and queue.slot_of(Position(1, 3)) == 9  # a hash learnt at dispatch
+    assert queue.remove(Position(1, 1)) and queue.remove_all_up_to(Position(1, 3)) == 2 and not queue
