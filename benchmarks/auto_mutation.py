@@ -44,11 +44,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -123,9 +124,7 @@ def _pytest(
         env["KEYSHARED_AUTOMUT_SELECT"] = str(select)
     started = time.monotonic()
     try:
-        proc = subprocess.run(
-            cmd, cwd=overlay, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        proc = subprocess.run(cmd, cwd=overlay, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         return {"<timeout>"}, set(), f"did not finish within {timeout_s:.0f} s", time.monotonic() - started
     elapsed = time.monotonic() - started
@@ -168,7 +167,7 @@ class Baseline:
 
 def _baseline(overlay: Path, target: str, timeout_s: float) -> Baseline:
     reach_file = overlay / f"reach-{target.replace(':', '_')}.json"
-    failed, ran, note, secs = _pytest(overlay, target, timeout_s * 4, reach=reach_file)
+    failed, _ran, note, secs = _pytest(overlay, target, timeout_s * 4, reach=reach_file)
     if failed & {"<timeout>", "<crash>"}:
         raise SystemExit(f"baseline on {target} broke: {note}")
     raw = json.loads(reach_file.read_text())
@@ -291,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         for target in targets:
             b = _baseline(overlay, target, args.timeout)
             cases = sum(1 for c in b.reach if c != "<import>")
-            print(f"baseline {target}: {cases} cases, {len(b.failing)} failing, traced in {b.seconds:.1f} s", flush=True)
+            failing = len(b.failing)
+            print(f"baseline {target}: {cases} cases, {failing} failing, traced in {b.seconds:.1f} s", flush=True)
             baselines.append(b)
         for n, point in enumerate(sample, 1):
             fate = _run_mutant(point, overlay, baselines, args.timeout)
