@@ -36,6 +36,7 @@ Exit status: 0 when the kill rate reaches ``--min-rate`` (default 0.9), 1 otherw
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -165,14 +166,22 @@ class Baseline:
         )
 
 
-def _baseline(overlay: Path, target: str, timeout_s: float) -> Baseline:
-    reach_file = overlay / f"reach-{target.replace(':', '_')}.json"
-    failed, _ran, note, secs = _pytest(overlay, target, timeout_s * 4, reach=reach_file)
-    if failed & {"<timeout>", "<crash>"}:
-        raise SystemExit(f"baseline on {target} broke: {note}")
-    raw = json.loads(reach_file.read_text())
+def _baseline(overlay: Path, target: str, timeout_s: float, *, cache: Path, meta: dict[str, object]) -> Baseline:
+    """The unmutated suite on ``target``, traced; kept in ``cache`` (a folder) for the same sources."""
+    key = json.dumps({"target": target, "digests": meta["digests"]}, sort_keys=True)
+    cached = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    if cached.exists():
+        stored = json.loads(cached.read_text())
+        failed, raw, secs = set(stored["failing"]), stored["reach"], 0.0
+    else:
+        reach_file = overlay / f"reach-{target.replace(':', '_')}.json"
+        failed, _ran, note, secs = _pytest(overlay, target, timeout_s * 4, reach=reach_file)
+        if failed & {"<timeout>", "<crash>"}:
+            raise SystemExit(f"baseline on {target} broke: {note}")
+        raw = json.loads(reach_file.read_text())
+        cache.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps({"failing": sorted(failed), "reach": raw}))
     reach = {case: {path: set(lines) for path, lines in files.items()} for case, files in raw.items()}
-    # junit node ids use the file path; the plugin records pytest node ids: the same for --pyargs runs
     return Baseline(target, failed, reach, secs)
 
 
@@ -234,21 +243,44 @@ def _rates(fates: list[Fate]) -> tuple[int, int, int]:
     return killed, len(judged), reached
 
 
-def _compare(previous: Path, fates: list[Fate], seed: int, digests: dict[str, str]) -> None:
-    if not previous.exists():
-        return
+def _previous(path: Path, meta: dict[str, object]) -> dict[str, object] | None:
+    """The fates file of an earlier run of the same seed, sample size, targets and sources, if there is one."""
+    if not path.exists():
+        return None
     try:
-        old = json.loads(previous.read_text())
+        old = json.loads(path.read_text())
     except ValueError:
-        print(f"previous fates {previous} unreadable: not compared")
-        return
-    if old.get("seed") != seed or old.get("digests") != digests:
-        print(f"previous fates {previous}: another seed or other sources; not compared mutant by mutant")
-        return
-    before = {f["id"]: f["fate"] for f in old.get("fates", [])}
+        print(f"previous fates {path} unreadable: not compared")
+        return None
+    if any(old.get(k) != v for k, v in meta.items()):
+        print(f"previous fates {path}: another seed, sample, targets or sources; not compared mutant by mutant")
+        return None
+    return dict(old)
+
+
+def _resumed(
+    previous: dict[str, object] | None, sample: list[Point], classified: dict[str, tuple[str, str]]
+) -> list[Fate]:
+    if previous is None:
+        return []
+    by_id = {p.id: p for p in sample}
+    kept: list[Fate] = []
+    for row in previous.get("fates", []):  # type: ignore[union-attr]
+        point = by_id.get(row["id"])
+        if point is None:
+            continue
+        fate = Fate(point, row["fate"], row["target"], row["killed_by"], row["cases_run"], row["seconds"])
+        fate.tried = list(row.get("tried", []))
+        fate.classified, fate.reason = classified.get(point.id, ("", ""))
+        kept.append(fate)
+    return kept
+
+
+def _compare(previous: dict[str, object], fates: list[Fate]) -> None:
+    before = {row["id"]: row["fate"] for row in previous.get("fates", [])}  # type: ignore[union-attr]
     lost = [f for f in fates if before.get(f.point.id) in KILLING and f.fate not in KILLING]
-    gained = [f for f in fates if before.get(f.point.id) not in KILLING and f.fate in KILLING and f.point.id in before]
-    print(f"against {previous}: {len(gained)} newly killed, {len(lost)} no longer killed")
+    gained = [f for f in fates if f.point.id in before and before[f.point.id] not in KILLING and f.fate in KILLING]
+    print(f"against the previous fates: {len(gained)} newly killed, {len(lost)} no longer killed")
     for f in lost:
         print(f"  LOST {f.point.describe()}")
 
@@ -264,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "auto_mutation_fates.json", help="the fates file")
     parser.add_argument("--classified", type=Path, default=HERE / "auto_mutation_classified.toml")
     parser.add_argument("--list", action="store_true", help="print the sampled points and exit")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the fates already in --out (same seed and sources), run the rest"
+    )
     args = parser.parse_args(argv)
     if args.sample < 1:
         parser.error("--sample must be at least 1")
@@ -281,27 +316,54 @@ def main(argv: list[str] | None = None) -> int:
     digests = {p.path: source_digest((ROOT / p.path).read_text(encoding="utf-8")) for p in points}
     classified = _classified(args.classified, digests)
     print(f"{len(points)} mutation points in {len(digests)} modules; {len(sample)} sampled (seed {args.seed})")
+    meta = {"seed": args.seed, "sample": len(sample), "points": len(points), "targets": targets, "digests": digests}
+    previous = _previous(args.out, meta)
+    done = _resumed(previous, sample, classified) if args.resume else []
+    if done:
+        print(f"resuming: {len(done)} fates from {args.out} kept")
     started = time.monotonic()
-    fates: list[Fate] = []
+    fates: list[Fate] = list(done)
+    finished = {f.point.id for f in done}
+    interrupted = False
     with tempfile.TemporaryDirectory(prefix="keyshared-automut-") as tmp:
         overlay = Path(tmp)
         _overlay(overlay)
-        baselines = []
-        for target in targets:
-            b = _baseline(overlay, target, args.timeout)
-            cases = sum(1 for c in b.reach if c != "<import>")
-            failing = len(b.failing)
-            print(f"baseline {target}: {cases} cases, {failing} failing, traced in {b.seconds:.1f} s", flush=True)
-            baselines.append(b)
-        for n, point in enumerate(sample, 1):
-            fate = _run_mutant(point, overlay, baselines, args.timeout)
-            if point.id in classified:
-                fate.classified, fate.reason = classified[point.id]
-            fates.append(fate)
-            where = f" on {fate.target} by {fate.killed_by}" if fate.fate in KILLING else ""
-            extra = f" [{fate.classified}]" if fate.classified else ""
-            print(f"{n:4}/{len(sample)} {fate.fate.upper():9} {point.describe()}{where}{extra}", flush=True)
-    total = time.monotonic() - started
+        try:
+            baselines = []
+            for target in targets:
+                b = _baseline(
+                    overlay, target, args.timeout, cache=args.out.with_name(args.out.name + ".reach"), meta=meta
+                )
+                cases = sum(1 for c in b.reach if c != "<import>")
+                failing = len(b.failing)
+                print(f"baseline {target}: {cases} cases, {failing} failing, traced in {b.seconds:.1f} s", flush=True)
+                baselines.append(b)
+            for n, point in enumerate(sample, 1):
+                if point.id in finished:
+                    continue
+                fate = _run_mutant(point, overlay, baselines, args.timeout)
+                if point.id in classified:
+                    fate.classified, fate.reason = classified[point.id]
+                fates.append(fate)
+                where = f" on {fate.target} by {fate.killed_by}" if fate.fate in KILLING else ""
+                extra = f" [{fate.classified}]" if fate.classified else ""
+                print(f"{n:4}/{len(sample)} {fate.fate.upper():9} {point.describe()}{where}{extra}", flush=True)
+                _write(args.out, meta, fates, complete=False)  # a run cut short keeps what it measured
+        except KeyboardInterrupt:
+            interrupted = True
+            print(f"\ninterrupted after {len(fates)} of {len(sample)} mutants; --resume goes on from {args.out}")
+    rate = _summary(fates, time.monotonic() - started)
+    if previous is not None and not args.resume:
+        _compare(previous, fates)
+    _write(args.out, meta, fates, complete=not interrupted and len(fates) == len(sample))
+    print(f"fates written to {args.out}")
+    if interrupted:
+        return 130
+    return 0 if rate >= args.min_rate else 1
+
+
+def _summary(fates: list[Fate], seconds: float) -> float:
+    """Print the fates by kind and area and the kill rates; return the kill rate over judged mutants."""
     killed, judged, reached = _rates(fates)
     counts = Counter(f.fate for f in fates)
     print()
@@ -318,40 +380,36 @@ def main(argv: list[str] | None = None) -> int:
     reached_rate = reached_killed / reached if reached else 0.0
     print(
         f"killed {killed} of {judged} judged mutants: {rate:.1%} ({aside} set aside as equivalent or unobservable);"
-        f" of the {reached} the suite reaches: {reached_rate:.1%}; total time {total:.0f} s"
+        f" of the {reached} the suite reaches: {reached_rate:.1%}; time {seconds:.0f} s"
     )
-    _compare(args.out, fates, args.seed, digests)
-    args.out.write_text(
-        json.dumps(
-            {
-                "seed": args.seed,
-                "sample": len(sample),
-                "points": len(points),
-                "targets": targets,
-                "digests": digests,
-                "killed": killed,
-                "judged": judged,
-                "rate": round(rate, 4),
-                "reached_rate": round(reached_rate, 4),
-                "seconds": round(total, 1),
-                "fates": [
-                    {
-                        "id": f.point.id,
-                        "area": f.point.area,
-                        "operator": f.point.operator,
-                        "original": f.point.original,
-                        "replacement": f.point.replacement,
-                        **{k: v for k, v in asdict(f).items() if k != "point"},
-                    }
-                    for f in fates
-                ],
-            },
-            indent=1,
-        )
-        + "\n"
-    )
-    print(f"fates written to {args.out}")
-    return 0 if rate >= args.min_rate else 1
+    return rate
+
+
+def _fate_row(f: Fate) -> dict[str, object]:
+    return {
+        "id": f.point.id,
+        "area": f.point.area,
+        "operator": f.point.operator,
+        "original": f.point.original,
+        "replacement": f.point.replacement,
+        **{k: v for k, v in asdict(f).items() if k != "point"},
+    }
+
+
+def _write(out: Path, meta: dict[str, object], fates: list[Fate], *, complete: bool) -> None:
+    killed, judged, reached = _rates(fates)
+    body = {
+        **meta,
+        "complete": complete,
+        "killed": killed,
+        "judged": judged,
+        "reached": reached,
+        "rate": round(killed / judged, 4) if judged else 0.0,
+        "fates": [_fate_row(f) for f in fates],
+    }
+    partial = out.with_name(out.name + ".part")
+    partial.write_text(json.dumps(body, indent=1) + "\n")
+    partial.replace(out)
 
 
 if __name__ == "__main__":
