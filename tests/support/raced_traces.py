@@ -14,6 +14,7 @@ from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
 from conformance.trace.events import Event, Op, Result
 from conformance.trace.header import TraceHeader
+from conformance.trace.identity import canonical_message
 
 __all__ = ["FAMILIES", "SHAPES", "generate", "race", "shapes"]
 
@@ -162,7 +163,7 @@ def shapes(events: list[Event]) -> set[str]:
     stored: dict[str, set[int]] = {}
     duplicates: list[tuple[str, int]] = []
     for e in events:
-        m = (e.topic, e.msg_id)
+        m = canonical_message(e.topic, e.msg_id)[:2] if e.topic and e.msg_id else (e.topic, e.msg_id)
         c = e.consumer or ""
         if e.op is Op.OPEN and (e.result is None or e.result is Result.OK):
             live.add(c)
