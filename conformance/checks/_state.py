@@ -48,7 +48,10 @@ Mark = tuple[int, str, "str | None"]
 # --- the fields of a message record (a list) ---------------------------------------------------------------
 #: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a redelivered_after_ack
 R_ACKED = 0
-R_EXEMPT = 1  #: negatively acknowledged or released by a redeliver request, not acknowledged since
+#: negatively acknowledged or released by a redeliver request (ever): the key is exempt while this holds and the
+#: message has no armed, not disarmed acknowledgement (``StreamingChecker._exempt_now``); a message with it set is
+#: never settled, so an exemption an armed ack ended comes back when that ack is disarmed
+R_EXEMPT = 1
 #: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
 R_FREE = 2
 #: who holds it: None, one Incarnation (received at ``R_HOLD_I``), or a dict Incarnation -> receive index
@@ -91,7 +94,9 @@ def event_ref(mark: Mark, msg: str | None) -> tuple[int, str, str | None, str | 
 class Incarnation:
     """One consumer handle from its ``open`` (``id`` is that event's ``i``) to its ``close`` or ``crash``."""
 
-    __slots__ = ("batch_nacks", "consumer", "held", "id", "last_disarm", "name", "policy", "sub", "t_open")
+    __slots__ = (
+        "batch_nacks", "consumer", "held", "id", "last_disarm", "name", "policy", "sub", "suspended", "t_open",
+    )  # fmt: skip
 
     def __init__(self, inc_id: int, consumer: str, name: str, sub: SubState, policy: Any, t_open: int) -> None:
         self.id = inc_id
@@ -107,6 +112,9 @@ class Incarnation:
         #: (scope, ledger, entry) -> indexes of its negative acks of messages of that batch entry: each makes the
         #: client ask for the whole entry again, so its acknowledgements either side belong to different copies
         self.batch_nacks: dict[tuple[str, int, int], list[int]] = {}
+        #: keys of exempt messages whose exemption an armed ack of this incarnation ended: it comes back (they are
+        #: pushed on their exempt heap again) when this incarnation's acknowledgements are disarmed
+        self.suspended: list[str] = []
 
     def __repr__(self) -> str:
         return f"Incarnation({self.consumer!r}, opened at E{self.id})"

@@ -9,8 +9,11 @@ same topic partition and key, with msg_id(m') < msg_id(m), that is
 * not held by C at r (free — waiting for delivery or redelivery — or held by another consumer),
 
 unless the key is *exempt* at r: some message of k before m was negatively acknowledged, or released by a
-``redeliver`` request, and has not been acknowledged since (PIP-379 gives no ordering after nack/redeliver;
-releases by close, crash or fault keep the ordering promise: Pulsar redelivers the replay queue first).
+``redeliver`` request, and has no armed acknowledgement that nothing disarmed since (PIP-379 gives no ordering
+after nack/redeliver; releases by close, crash or fault keep the ordering promise: Pulsar redelivers the replay
+queue first).  An ack may excuse but not condemn: an ack that arms nothing (a non-holder's, a late one) or that
+was disarmed may never have reached the broker, so it neither ends an exemption nor keeps a nack from beginning
+one (issue 24; ``docs/checker.md``, "Exempt").
 
 Only messages known before r count, so a late publish receipt can make the check miss, never invent.
 Witness: the smallest such m' by msg_id — the event that put it in its state (its publish, the release that
@@ -77,7 +80,7 @@ def explain(facts: Mapping[str, Any]) -> str:
             f"{prior} precedes {msg} in the topic log; both carry key {key!r}.",
             f"{prior} was known and not acknowledged before E{got[0]}; {where}.",
             f"No earlier message of {key!r} was negatively acknowledged or released by a redeliver request"
-            " (which would exempt the key).",
+            " without an armed, not disarmed acknowledgement since (which would exempt the key).",
             f"However, {consumer} received {msg} at E{got[0]}: a later message of {key!r} overtook an earlier one.",
         ],
     )

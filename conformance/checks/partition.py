@@ -9,9 +9,15 @@ makes that exact is the split, which the engine owns and the tests prove (``docs
   ``crash``, ``redeliver``, ``fault``, ``end``) are copied into every part.  Each part then holds the whole
   state the rules read for its keys: holds, free and exempt messages, incarnations, membership.  The identity
   fields (``uid``, ``producer``, ``seq``) are blanked, so no part judges the identity checks;
-* the *identity pass*: the publishes and the receives carrying a uid, split by producer (a receive goes with
-  its uid's publishes).  No part opens a consumer, so only the identity checks (:data:`IDENTITY_KINDS`) find
+* the *identity pass*: the publishes and the receives carrying a uid, split by (producer, seq) (a receive goes
+  with its uid's publishes).  No part opens a consumer, so only the identity checks (:data:`IDENTITY_KINDS`) find
   anything there.
+
+One rule reaches across those parts: a duplicate receipt is a ``lost_write`` only if no higher sequence id of
+its producer may have been stored by then, and the engines split the identity evidence by (producer, seq), so
+a part may lack the send that excuses it.  A part therefore finds a superset of the lost writes (every excuse it
+sees is one the whole trace has); a trace where a part found one is checked again whole
+(:func:`needs_whole_trace`), and one where no part found any has none.
 
 :func:`merge_parts` turns the parts' results into the verdict the streaming engine gives for the whole trace:
 violations of the scope pass (a violation every part found — one decided on copied events only, such as a
@@ -31,7 +37,7 @@ from conformance.trace.header import TraceHeader
 from conformance.verdict import Verdict, build_verdict
 from conformance.violations import Kind, Violation
 
-__all__ = ["IDENTITY_KINDS", "PartChecker", "PartResult", "check_part", "merge_parts"]
+__all__ = ["IDENTITY_KINDS", "PartChecker", "PartResult", "check_part", "merge_parts", "needs_whole_trace"]
 
 #: The kinds the identity pass decides (the scope pass never sees the fields they read).
 IDENTITY_KINDS: frozenset[Kind] = frozenset({Kind.DUPLICATE_PUBLISH, Kind.UNEXPECTED_MESSAGE, Kind.LOST_WRITE})
@@ -46,6 +52,13 @@ class PartResult:
     unjudged: tuple[Kind, ...]
     events: int  #: events of this part that are not copies
     key_mismatches: int
+
+
+def needs_whole_trace(result: PartResult) -> bool:
+    """Whether a part's result may depend on events other parts hold: it found a ``lost_write``, which a higher
+    sequence id of the producer, in another part, may excuse (see the module docstring).  The engine then
+    checks the trace again in one part and uses that verdict."""
+    return any(v.kind is Kind.LOST_WRITE for v in result.found)
 
 
 class PartChecker:

@@ -117,6 +117,12 @@ class StreamingChecker:
         #: (producer, seq) -> (ref, key) of its first duplicate receipt; (producer, seq) sent with an unknown outcome
         self.dup_receipts: dict[tuple[str, int], tuple[tuple[Any, ...], str]] = {}
         self.maybe_stored: set[tuple[str, int]] = set()
+        #: lost_write: producer -> the highest sequence id of its sends so far that may be stored (an ok receipt with
+        #: a real id, an info or fail outcome); producer -> first duplicate receipts no such higher id excused yet,
+        #: as (seq, t); the (producer, seq) whose first duplicate receipt a higher stored id excuses
+        self.top_seq: dict[str, int] = {}
+        self.unexcused: dict[str, list[tuple[int, int]]] = {}
+        self.dup_excused: set[tuple[str, int]] = set()
         #: stream -> key -> scope: one shared string per scope, found without building the string again
         self._scopes: dict[str, dict[str, str]] = {}
         #: stream -> (ledger, entry) -> the sticky key of a batch entry (the key on the first event of any of its
@@ -315,7 +321,7 @@ class StreamingChecker:
                         if not hold:
                             del holding[scope]
                     rec[3] = None
-                if mkey in published:  # settled: only the compact remainder stays
+                if mkey in published and not rec[1]:  # settled: only the compact remainder stays
                     del sub.recs[mkey]
                     if arms:
                         sub.settled[mkey] = (rec[6], rec[5], i, inc, self._epoch, rec[4])
@@ -323,12 +329,13 @@ class StreamingChecker:
                         sub.settled[mkey] = (rec[6], rec[5], rec[9], rec[10], rec[11], rec[4])
                     continue
                 rec[0] = True
-                rec[1] = False
                 rec[2] = None
                 if arms:
                     rec[9] = i
                     rec[10] = inc
                     rec[11] = self._epoch
+                    if rec[1]:  # exempt: this armed ack ends the exemption until it is disarmed
+                        inc.suspended.append(mkey)
             elif op == "publish":
                 i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
                 producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
@@ -341,9 +348,10 @@ class StreamingChecker:
                         self._resolve_uid(uid, uid_pub[uid])
                 if result != "ok" or mkey is None or ledger < 0 or entry < 0:
                     if producer is not None and seq is not None:
-                        self._unstored_receipt(i, result, mkey, producer, seq, key)
+                        self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
                     continue  # not stored
                 if producer is not None and seq is not None:
+                    self._may_store(producer, seq, t0)
                     ps = (producer, seq)
                     cur = ids.get(ps)
                     if cur is None:
@@ -362,7 +370,7 @@ class StreamingChecker:
                         continue  # no subscription yet
                     known = recs.get(mkey)
                     if known is not None:  # already known from a receive: settled if acknowledged meanwhile
-                        if known[0] and known[3] is None:
+                        if known[0] and known[3] is None and not known[1]:
                             del recs[mkey]
                             sub.settled[mkey] = (known[6], known[5], known[9], known[10], known[11], known[4])
                         continue
@@ -494,6 +502,7 @@ class StreamingChecker:
         self._release_all(inc, (i, op, consumer), False)
         if op == "crash":
             inc.last_disarm = i
+            self._revive_exemptions(inc)
         self._membership(inc.sub, Change(i, t, op, inc.id, inc.name), inc)
 
     def _gone(self, row: tuple[Any, ...]) -> None:
@@ -514,14 +523,16 @@ class StreamingChecker:
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None:
-            return
+            if not (sub.settled and mkey in sub.settled):
+                return
+            rec = self._revive(sub, mkey, parse_position(_msg(mkey)))  # acknowledged, but perhaps not effectively
         ledger, entry, batch = rec[R_POS]
         if batch >= 0:
             inc.batch_nacks.setdefault((rec[R_SCOPE], ledger, entry), []).append(i)
         holder = rec[R_HOLDER]
         if holder is inc or (holder.__class__ is dict and inc in holder):
             self._release(sub, rec, mkey, inc, (i, "nack", consumer), True)
-        elif not rec[R_ACKED] and not rec[R_EXEMPT]:
+        elif not rec[R_EXEMPT]:  # an ack that arms nothing may never have taken effect: the nack still exempts
             self._exempt(sub, rec, mkey)
 
     def _redeliver(self, row: tuple[Any, ...]) -> None:
@@ -531,6 +542,7 @@ class StreamingChecker:
             return
         self._release_all(inc, (i, "redeliver", consumer), True)
         inc.last_disarm = i
+        self._revive_exemptions(inc)
 
     def _fault(self, row: tuple[Any, ...]) -> None:
         """A fault: the holds of the consumers it touched end and their acknowledgements are disarmed.
@@ -548,6 +560,10 @@ class StreamingChecker:
             for inc in list(self.live.values()):
                 self._release_all(inc, mark, False)
             self._epoch += 1
+            for sub in self._sub_list:
+                for inc in sub.incarnations:
+                    if inc.suspended:
+                        self._revive_exemptions(inc)
             return
         for name in named:
             touched = self.live.get(name)
@@ -556,6 +572,7 @@ class StreamingChecker:
             last = self.last_inc.get(name)
             if last is not None:
                 last.last_disarm = i
+                self._revive_exemptions(last)
 
     def _late_receive(self, row: tuple[Any, ...]) -> None:
         i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
@@ -591,10 +608,9 @@ class StreamingChecker:
         if holder is not None:
             for other in list(holders_of(rec)):
                 self._unhold(sub, rec, mkey, other)
-        rec[R_ACKED] = True
-        rec[R_EXEMPT] = False
+        rec[R_ACKED] = True  # an exemption stays: only an armed ack ends it
         rec[R_FREE] = None
-        if mkey in self._published:
+        if mkey in self._published and not rec[R_EXEMPT]:
             del sub.recs[mkey]
             sub.settled[mkey] = (
                 rec[R_SCOPE], rec[R_KEY], rec[R_ARM_I], rec[R_ARM_INC], rec[R_ARM_EPOCH], rec[R_HOLD_I]
@@ -639,10 +655,10 @@ class StreamingChecker:
 
     def _release(self, sub: SubState, rec: list[Any], mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
         self._unhold(sub, rec, mkey, inc)
-        if rec[R_ACKED]:
-            return  # an ack of it was logged: owed to nobody, neither free nor exempt
-        if exempt and not rec[R_EXEMPT]:
+        if exempt and not rec[R_EXEMPT]:  # exempt even if acknowledged: an ack that is not armed may not have counted
             self._exempt(sub, rec, mkey)
+        if rec[R_ACKED]:
+            return  # an ack of it was logged: owed to nobody, never free
         if rec[R_HOLDER] is None:
             self._free(sub, rec, mkey, mark)
 
@@ -653,10 +669,34 @@ class StreamingChecker:
 
     def _exempt(self, sub: SubState, rec: list[Any], mkey: str) -> None:
         rec[R_EXEMPT] = True
+        self._push_exempt(sub, rec, mkey)
+        if self._arm_live(rec):  # an armed ack ends it for now; it comes back if that ack is disarmed
+            rec[R_ARM_INC].suspended.append(mkey)
+
+    def _push_exempt(self, sub: SubState, rec: list[Any], mkey: str) -> None:
         heap = sub.exempt_heaps.get(rec[R_SCOPE])
         if heap is None:
             heap = sub.exempt_heaps[rec[R_SCOPE]] = []
         _push(heap, (rec[R_POS], mkey))
+
+    def _arm_live(self, rec: list[Any]) -> bool:
+        """Whether ``rec`` has an armed acknowledgement that nothing disarmed since (``docs/checker.md``)."""
+        ack_i: int = rec[R_ARM_I]
+        return ack_i >= 0 and rec[R_ARM_EPOCH] == self._epoch and rec[R_ARM_INC].last_disarm < ack_i
+
+    def _exempt_now(self, rec: list[Any]) -> bool:
+        """Whether ``rec`` exempts its key now: it was negatively acknowledged or released by a redeliver request
+        and no armed, not since disarmed ack of it ended that (an ack may excuse, never condemn)."""
+        return bool(rec[R_EXEMPT]) and not self._arm_live(rec)
+
+    def _revive_exemptions(self, inc: Incarnation) -> None:
+        """``inc``'s acknowledgements were just disarmed: the exemptions its armed acks ended hold again."""
+        sub = inc.sub
+        for mkey in inc.suspended:
+            rec = sub.recs.get(mkey)
+            if rec is not None and rec[R_EXEMPT] and rec[R_ARM_INC] is inc:
+                self._push_exempt(sub, rec, mkey)
+        inc.suspended.clear()
 
     def _free(self, sub: SubState, rec: list[Any], mkey: str, mark: Mark) -> None:
         rec[R_FREE] = mark
@@ -667,17 +707,41 @@ class StreamingChecker:
 
     # --- identity checks -------------------------------------------------------------------------------
     def _unstored_receipt(
-        self, i: int, result: str | None, mkey: str | None, producer: str, seq: int, key: str
+        self, i: int, t: int, t0: int | None, result: str | None, mkey: str | None, producer: str, seq: int, key: str
     ) -> None:
         """A publish that stored nothing the trace can see: a duplicate receipt (``ok``, ``-1:-1``) claims the
-        (producer, seq) is stored (``lost_write`` if nothing shows it is); an ``info`` or ``fail`` one may have
-        stored it after all."""
+        (producer, seq) is stored (``lost_write`` if nothing shows it is, nor a higher id of the producer stored
+        before it); an ``info`` or ``fail`` one may have stored it after all."""
         ps = (producer, seq)
         if result == "ok":
             if ps not in self.dup_receipts:
                 self.dup_receipts[ps] = ((i, "publish", None, None if mkey is None else _msg(mkey)), key)
+                if self.top_seq.get(producer, -1) > seq:
+                    self.dup_excused.add(ps)  # at or below the highest stored id: Pulsar's answer (Dup)
+                else:
+                    self.unexcused.setdefault(producer, []).append((seq, t))
         else:
             self.maybe_stored.add(ps)
+            self._may_store(producer, seq, t0)
+
+    def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
+        """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each
+        earlier first duplicate receipt of a lower id unless it was sent strictly after that receipt was logged
+        (``t0`` later than the receipt's ``t``; without ``t0`` the send may have come first)."""
+        if seq > self.top_seq.get(producer, -1):
+            self.top_seq[producer] = seq
+        waiting = self.unexcused.get(producer) if self.unexcused else None
+        if waiting:
+            kept: list[tuple[int, int]] = []
+            for d_seq, d_t in waiting:
+                if d_seq < seq and (t0 is None or t0 <= d_t):
+                    self.dup_excused.add((producer, d_seq))
+                else:
+                    kept.append((d_seq, d_t))
+            if kept:
+                self.unexcused[producer] = kept
+            else:
+                del self.unexcused[producer]
 
     def _identity(self, uid: str, mkey: str, ref: tuple[Any, ...], key: str) -> None:
         """A receive of ``mkey`` carrying ``uid``: evidence of a stored id, or (for now) an unexpected uid."""
@@ -729,6 +793,8 @@ class StreamingChecker:
         """The first live receive after an armed ack: a violation (True) unless a fault or the acker disarmed it."""
         ack_i, acker = rec[R_ARM_I], rec[R_ARM_INC]
         rec[R_ARM_I] = -1
+        if rec[R_EXEMPT]:  # no armed ack ends its exemption any more
+            self._push_exempt(sub, rec, mkey)
         if (
             rec[R_ARM_EPOCH] == self._epoch
             and acker.last_disarm < ack_i
@@ -844,8 +910,11 @@ class StreamingChecker:
             return
         exempt = sub.exempt_heaps.get(scope)
         if exempt:
-            while exempt and not (recs.get(exempt[0][1]) or _SETTLED)[R_EXEMPT]:
-                _pop(exempt)
+            while exempt:
+                top = recs.get(exempt[0][1])
+                if top is not None and self._exempt_now(top):
+                    break
+                _pop(exempt)  # stale: settled, or its exemption ended (pushed again if it comes back)
             if exempt and exempt[0][0] < pos:
                 return
         ref = (i, "receive", inc.consumer, _msg(mkey))
@@ -936,7 +1005,7 @@ class StreamingChecker:
                 for ref, key in ordered[1:]:
                     found.append(make_duplicate(producer, seq, key, first_ref, ref))
         for ps, (ref, key) in self.dup_receipts.items():
-            if ps not in self.ids and ps not in self.maybe_stored:
+            if ps not in self.ids and ps not in self.maybe_stored and ps not in self.dup_excused:
                 found.append(make_lost_write(ps[0], ps[1], key, ref))
         if self.key_mismatches:
             self.notes.append(key_mismatch_note(self.key_mismatches))

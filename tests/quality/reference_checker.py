@@ -44,7 +44,7 @@ class Msg:
     scope: tuple[str, str]  # (stream, key)
     pos: tuple[int, int, int]
     acked: bool = False
-    exempt: bool = False
+    exempt: bool = False  # ever negatively acknowledged or released by a redeliver request (never cleared)
     holders: dict[Inc, int] = field(default_factory=dict)  # incarnation -> the receive that started its hold
     since: int | None = None  # while free: the event that made it free
     armed: tuple[int, Inc, int] | None = None  # (ack index, acker, the receive that began the acker's hold)
@@ -67,7 +67,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     uid_first: dict[str, tuple[str, int] | None] = {}  # uid -> (producer, seq) of its first publish event
     receives_with_uid: list[tuple[str, str, int, str]] = []  # (uid, message key, i, key)
     stored: dict[tuple[str, int], dict[str, tuple[int, str]]] = {}  # (p, seq) -> msg -> (first evidence i, key)
-    dup_receipts: dict[tuple[str, int], tuple[int, str]] = {}
+    dup_receipts: dict[tuple[str, int], tuple[int, str, int]] = {}  # (p, seq) -> its first: (i, key, t)
+    sends: dict[str, list[tuple[int, int | None, int]]] = {}  # producer -> (i, t0, seq) of sends that may be stored
     maybe_stored: set[tuple[str, int]] = set()
     end: tuple[int, bool] | None = None
     # (stream, ledger, entry) -> the key of the first event (a stored publish, a receive) of any message of a
@@ -83,10 +84,10 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
 
     def release(inc: Inc, m: Msg, i: int, op: str, exempt: bool) -> None:
         del m.holders[inc]
+        if exempt:
+            m.exempt = True  # even if acknowledged: only an armed, not disarmed ack ends an exemption
         if m.acked:
             return  # owed to nobody
-        if exempt:
-            m.exempt = True
         if not m.holders:
             m.since = i
 
@@ -97,6 +98,10 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
 
     def disarmed(ack_i: int, acker: Inc, r: int) -> bool:
         return any(ack_i < d < r for d in acker.disarms)
+
+    def exempt_at(x: Msg, r: int) -> bool:
+        """Released by a nack or a redeliver request, and no armed ack of it that nothing disarmed before ``r``."""
+        return x.exempt and (x.armed is None or disarmed(x.armed[0], x.armed[1], r))
 
     for e in events:
         op, i, key = e.op.value, e.i, e.key or ""
@@ -139,10 +144,13 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             assert e.topic is not None
             mkey, stream, msg = canonical_message(e.topic, e.msg_id) if e.msg_id is not None else (None, "", "")
             ledger, entry, batch = parse_position(msg) if mkey is not None else (-1, -1, -1)
+            duplicate = e.result is not None and e.result.value == "ok" and (mkey is None or ledger < 0 or entry < 0)
+            if ps is not None and not duplicate:
+                sends.setdefault(ps[0], []).append((i, e.extra.get("t0"), ps[1]))
             if e.result is None or e.result.value != "ok" or mkey is None or ledger < 0 or entry < 0:
                 if ps is not None:
-                    if e.result is not None and e.result.value == "ok":
-                        dup_receipts.setdefault(ps, (i, key))
+                    if duplicate:
+                        dup_receipts.setdefault(ps, (i, key, e.t))
                     else:
                         maybe_stored.add(ps)
                 continue
@@ -220,7 +228,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                         first = min(x.holders[other] for x in pending if other in x.holders)
                         found[("key_overlap", sub, m.key, (first, i))] += 1
                 owed = [x for x in same_scope if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m]
-                if owed and not any(x.exempt and x.pos < m.pos for x in same_scope):
+                if owed and not any(x.pos < m.pos and exempt_at(x, i) for x in same_scope):
                     earliest = min(owed, key=lambda x: x.pos)
                     witness = earliest.since if earliest.free() else min(earliest.holders.values())
                     assert witness is not None
@@ -233,7 +241,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     continue
                 held_since = m.holders.get(inc) if inc is not None else None  # None: it arms nothing
                 m.holders.clear()
-                m.acked, m.exempt, m.since = True, False, None
+                m.acked, m.since = True, None  # an exemption stays: exempt_at asks for an armed ack
                 if held_since is not None:
                     assert inc is not None
                     m.armed = (i, inc, held_since)
@@ -244,7 +252,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     inc.batch_nacks.setdefault((m.scope, m.pos[:2]), []).append(i)
                 if inc in m.holders:
                     release(inc, m, i, op, True)
-                elif not m.acked:
+                else:  # acknowledged or not: an ack that is not armed may never have taken effect
                     m.exempt = True
 
     if end is not None and end[1]:
@@ -269,8 +277,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         evidence = sorted(ids.values())
         for i, key in evidence[1:]:
             found[("duplicate_publish", None, key, (evidence[0][0], i))] += 1
-    for ps, (i, key) in dup_receipts.items():
-        if ps not in stored and ps not in maybe_stored:
+    for ps, (i, key, t) in dup_receipts.items():
+        # Pulsar answers -1:-1 at or below the highest id stored: a send of a higher id that may be stored and
+        # may have been sent before the receipt was logged (logged before it, or t0 unknown or not later) excuses
+        higher = any(seq > ps[1] and (s_i < i or t0 is None or t0 <= t) for s_i, t0, seq in sends.get(ps[0], ()))
+        if ps not in stored and ps not in maybe_stored and not higher:
             found[("lost_write", None, key, (i,))] += 1
     return found
 

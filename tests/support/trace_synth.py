@@ -78,6 +78,9 @@ class SynthConfig:
     #: acks and nacks carry their message's key, as this project's recorders write them (the Spark engine then
     #: routes a trace by key); else they carry none, as some other recorders write them
     keyed_acks: bool = False
+    #: chance that a crash loses each ack its consumer logged since its last redeliver or crash (issue 24): the
+    #: broker never saw it and redelivers the message, in order (a crash keeps it); non-batch messages only
+    lost_ack_rate: float = 0.0
     plant: frozenset[Kind] = field(default_factory=frozenset)
 
 
@@ -190,6 +193,17 @@ class _Sim:
         for m in self.msgs:
             if m.state == "held" and m.holder == name:
                 m.state, m.holder = "pending", None
+        if how == "crash" and self.cfg.lost_ack_rate:
+            since = self.last_disarm.get(name, -1)
+            for m in self.msgs:
+                if (
+                    m.state == "acked"
+                    and m.acker == name
+                    and m.ack_index > since
+                    and m.pos[2] < 0
+                    and self.rnd.random() < self.cfg.lost_ack_rate
+                ):
+                    m.state = "pending"  # the crash lost the ack: the broker redelivers it
         gone = False
         if how == "crash":
             self.last_disarm[name] = len(self.b.events)

@@ -23,7 +23,8 @@ from raced_traces import race
 from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
 
 from conformance.checks import check_trace
-from conformance.spark.engine import _in_memory, _merged, check_routed_task
+from conformance.checks.partition import needs_whole_trace
+from conformance.spark.engine import _in_memory, _merged, check_routed_task, check_task
 from conformance.spark.load import events_table
 from conformance.spark.route import WHOLE
 from conformance.spark.router import FOOTPRINT_KINDS, KeyRouter, _distinct, overlap, routable
@@ -49,6 +50,8 @@ def routed_in_parts(header: TraceHeader, events: list[Any], parts: int, given: A
         assert set(footprint) == set(FOOTPRINT_KINDS)
         results.append((0, WHOLE, part, result))
         footprints.append(footprint)
+    if any(needs_whole_trace(result) for *_, result in results):  # as run_tasks: a lost_write found, checked whole
+        results = [(0, pass_, 0, result) for pass_, result in check_task(header, None, given, 0, 1)[1]]
     return _merged(results, {0: header}, None)[0], overlap(footprints)
 
 
