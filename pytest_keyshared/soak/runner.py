@@ -47,8 +47,8 @@ from pytest_keyshared.driver.session import Session, open_session
 from pytest_keyshared.soak.interrupt import Interrupts, join_unless
 from pytest_keyshared.soak.live import LiveCount
 from pytest_keyshared.soak.sink import SinkError, TraceSink
-from pytest_keyshared.soak.stall import MIN_SILENCE_S, Stall, StallWatch, with_stall
-from pytest_keyshared.targets.base import PulsarTarget, Target, UnsupportedByTarget
+from pytest_keyshared.soak.stall import MIN_SILENCE_S, Stall, StallWatch, broker_answers_tcp, with_stall
+from pytest_keyshared.targets.base import PulsarTarget, Target, TargetError, UnsupportedByTarget
 from reference_model.errors import InvalidArgument
 
 __all__ = ["CLOSE_BOUND_S", "SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "resolve_auto", "run_soak"]
@@ -504,6 +504,7 @@ class _SoakRun(_Run):
             self.failed.append(outcome)
 
     def _after_steps(self) -> None:
+        self._check_broker_up()
         self._judge_stall(None)  # a broker that stopped serving before the end of the load
         self._stop_nemesis()
         self._status("drain")
@@ -586,6 +587,18 @@ class _SoakRun(_Run):
         if verdict is not None and self.stall is not None:
             verdict = with_stall(verdict, self.stall, end_i=self.writer.count - 1)  # the end event is the last
         return verdict
+
+    def _check_broker_up(self) -> None:
+        """A broker whose port no longer accepts connections died or cannot be reached: a target failure (exit
+        code 3), raised before the drain (nothing could be delivered); the trace is still ended and judged."""
+        if self.stall_watch is None or not isinstance(self.target, PulsarTarget):
+            return
+        url = self.target.service_url
+        if not broker_answers_tcp(url):
+            raise TargetError(
+                f"the broker at {url} stopped accepting connections during the load (it died or cannot be reached);"
+                " what was recorded is judged in verdict.json"
+            )
 
     def _judge_stall(self, failure: BaseException | None) -> None:
         """Whether the broker has stopped serving (:mod:`.stall`): at the end of the load, or on the ``failure``
@@ -744,8 +757,11 @@ class _SoakRun(_Run):
         recent = self.series[-5:]
         produced_rate = sum(r["produced"] for r in recent) / len(recent) if recent else 0.0
         consumed_rate = sum(r["consumed"] for r in recent) / len(recent) if recent else 0.0
+        phase = self.phase
+        if self.interrupts.level and phase in ("load", "drain"):
+            phase = "stopping"  # interrupted: the run's thread is on its way out of the load
         waiting = ""
-        if self.phase == "stopping" and self._waiting is not None:
+        if phase == "stopping" and self._waiting is not None:
             what, deadline = self._waiting
             waiting = what if deadline is None else f"{what} ({max(0.0, deadline - now):.0f}s left)"
         with contextlib.suppress(Exception):
@@ -761,7 +777,7 @@ class _SoakRun(_Run):
                     faults=sum(self.faults.values()) + (sum(self.nemesis.counts.values()) if self.nemesis else 0),
                     violations=self._live_result()[0],
                     events=c.events,
-                    phase=self.phase,
+                    phase=phase,
                     waiting=waiting,
                     interrupts=self.interrupts.level,
                 )

@@ -306,9 +306,15 @@ def stall_violation(stall: Stall, end_i: int) -> Violation:
         f" {stall.unacked} were unacknowledged.",
         f"In that time {stall.unanswered}, from a client no fault touched; the broker's port still accepted"
         " connections: it was up, and it did not answer.",
-        f"The nemesis's faults in effect when delivery stopped: {_describe_faults(stall.faults, 'in effect')};"
-        f" injected during the silence: {_describe_faults(stall.faults, 'during')}; the last one before it:"
-        f" {_describe_faults(stall.faults, 'before')}.",
+        *(
+            [
+                f"The nemesis's faults in effect when delivery stopped: {_describe_faults(stall.faults, 'in effect')};"
+                f" injected during the silence: {_describe_faults(stall.faults, 'during')}; the last one before"
+                f" it: {_describe_faults(stall.faults, 'before')}."
+            ]
+            if stall.faults
+            else []
+        ),
         "However, a broker keeps delivering what it owes to consumers that can take it (the delivery contract's"
         " progress).",
     ]
