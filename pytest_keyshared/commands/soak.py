@@ -2,9 +2,13 @@
 
 A thin shell over :func:`pytest_keyshared.soak.run_soak`.  Every option is checked, and the target is asked
 whether it can take the faults requested, before anything starts (bad input: one line, exit 2).  While it runs:
-one live status line on a terminal, a plain line every few seconds otherwise.  Ctrl-C (or SIGTERM) ends the
-load: the trace is completed and checked, exit 130.  Exit codes as ``keyshared run``: 0 valid, 1 violations,
-2 bad input, 3 target failure, 4 no verdict, 130 interrupted.
+one live status line on a terminal, a plain line every few seconds otherwise.  Ctrl-C (or SIGTERM) is
+acknowledged at once and works in steps (:mod:`pytest_keyshared.soak.interrupt`): the first ends the load, the
+second stops waiting for the clients to close, the third stops the check; the trace is ended and what was
+recorded judged and summarised, exit 130.  A broker that stops serving is a ``stalled`` violation (exit 1,
+the last line says what happened: :mod:`pytest_keyshared.soak.stall`); one that died, a target failure (3).
+Exit codes as ``keyshared run``: 0 valid, 1 violations, 2 bad input, 3 target failure, 4 no verdict, 130
+interrupted.  The report page (``report.html``) is named in the final lines.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ def add_parser(subparsers: Any) -> None:
         description="Run a seeded random workload (publishes, consumer behaviours, joins, leaves, crashes) with a"
         " nemesis (broker restarts, network faults on single clients) against a target for a duration or a"
         " number of messages, drain, and check the whole trace. Writes trace/part-NNNNNN.parquet, verdict.json,"
-        " summary.json (with a per-second throughput series), soak.json and the logs to the output directory.",
+        " report.html, summary.json (with a per-second throughput series), soak.json and the logs to the output"
+        " directory. Ctrl-C ends the load (again: stop waiting for the clients; a third time: stop the check).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -16,11 +16,14 @@ workers, sessions, recorder and drain.  What differs (the loop's hooks):
 * the counters the drain needs keep only the uids still outstanding (:class:`SoakRecorder`), and a
   per-second throughput series is kept for the summary.
 * Ctrl-C ends the load, and the soak still ends as any run does, then returns its result (``interrupted``,
-  exit code 130) instead of raising.
+  exit code 130) instead of raising; a second one stops the waiting for the clients, a third the check
+  (:mod:`.interrupt`);
+* a broker that stops serving is judged (:mod:`.stall`): a ``stalled`` violation in the verdict, and the
+  timed-out call that may have ended the load is not raised; a broker that died is a target failure.
 
-Artifacts in ``out_dir``: ``trace/`` (the chunks), ``soak.json`` (the plan), ``verdict.json``, ``summary.json``
-(counters, faults, throughput per second), ``broker.log``, ``pulsar-client.log``, ``consumer-processes.log``,
-``checker.log``.
+Artifacts in ``out_dir``: ``trace/`` (the chunks), ``soak.json`` (the plan), ``verdict.json``, ``report.html``,
+``summary.json`` (counters, faults, throughput per second, the stall), ``broker.log``, ``pulsar-client.log``,
+``consumer-processes.log``, ``checker.log``.
 """
 
 from __future__ import annotations
