@@ -356,6 +356,7 @@ class _SoakRun(_Run):
         self.nemesis: Any = None
         self.interrupts = Interrupts()
         self._waiting: tuple[str, float | None] | None = None  #: what the teardown waits for, until when (monotonic)
+        self._in_step: tuple[str, float] | None = None  #: the step under way and when it began (monotonic)
         self.stall_watch: StallWatch | None = None
         self.stall: Stall | None = None  #: the broker stopped serving (:meth:`_judge_stall`)
         self._stall_failure: BaseException | None = None  #: the failure the stall explains
@@ -385,6 +386,18 @@ class _SoakRun(_Run):
         stuck = sum(thread.is_alive() for thread in threads)
         if stuck:
             self.notes.append(f"{stuck} consumer(s) {_why_left(deadline)} (left to the client)")
+
+    def _apply(self, step: Step) -> tuple[bool, str]:
+        """The driver's step, noted for the status line while it runs; a Ctrl-C that the client library turned
+        into a failed call (``pulsar.Interrupted``) still ends the load once the step returns."""
+        self._in_step = (step.do, time.monotonic())
+        try:
+            outcome = super()._apply(step)
+        finally:
+            self._in_step = None
+        if self.interrupts.level and self.interrupts.load_running:
+            raise KeyboardInterrupt
+        return outcome
 
     def _crashable(self, handle: str) -> bool:
         return handle in self.generator.crashable
@@ -764,7 +777,11 @@ class _SoakRun(_Run):
         if self.interrupts.level and phase in ("load", "drain"):
             phase = "stopping"  # interrupted: the run's thread is on its way out of the load
         waiting = ""
-        if phase == "stopping" and self._waiting is not None:
+        in_step = self._in_step
+        if phase == "stopping" and self.interrupts.load_running and in_step is not None:
+            # the run's thread is still in a client call (each bounded by the client's timeouts)
+            waiting = f"the {in_step[0]} under way to return ({now - in_step[1]:.0f}s so far; its calls time out)"
+        elif phase == "stopping" and self._waiting is not None:
             what, deadline = self._waiting
             waiting = what if deadline is None else f"{what} ({max(0.0, deadline - now):.0f}s left)"
         with contextlib.suppress(Exception):

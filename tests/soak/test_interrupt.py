@@ -8,6 +8,7 @@ the broker's log and the report are written, the status file is removed, and the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -140,18 +141,28 @@ def test_one_ctrl_c_is_acknowledged_at_once_and_the_soak_ends_judged(tmp_path: P
 
 
 def test_a_second_ctrl_c_stops_waiting_and_still_leaves_verdict_and_summary(tmp_path: Path) -> None:
+    """As in issue 28: the broker has stopped answering (frozen here by SIGSTOP, as pulsar-lite freezes), so each
+    consumer's close waits its bound; the second ^C stops that waiting."""
     out = tmp_path / "s2"
     term = _start(out)
+    broker = int(term.text().split("(pid ", 1)[1].split(",", 1)[0])
     try:
+        os.kill(broker, signal.SIGSTOP)
         mark = term.ctrl_c()
         term.wait_for("keyshared soak: interrupted at ", 5, since=mark)
+        term.wait_for("consumer(s) to close (", 15, since=mark)  # the status line: what it waits for, bounded
         second = term.ctrl_c()
         took = term.wait_for("keyshared soak: interrupted again: not waiting for the clients to close", 5, since=second)
         assert took < 2.0, f"the second ^C was acknowledged after {took:.1f}s"
+        term.wait_for("[check]", 30, since=second)  # the clients left to the client library, the trace ended
+        os.kill(broker, signal.SIGCONT)
         code = term.wait_exit(_BOUND_S)
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(broker, signal.SIGCONT)
         term.kill()
     text = term.text()
     assert code == 130, text[-3000:]
     assert "Ctrl-C again to stop the check (no verdict)" in text
+    assert "consumer(s) were not waited for (Ctrl-C) (left to the client)" in text
     _assert_complete(out, text)
