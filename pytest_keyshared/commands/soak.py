@@ -193,6 +193,7 @@ class _StatusPrinter:
         self._next_plain = 0.0
         self._shown = False
         self._acknowledged = 0
+        self._stage: tuple[str, str] = ("load", "")
 
     def __call__(self, status: Any) -> None:
         if status.interrupts > self._acknowledged:
@@ -206,9 +207,11 @@ class _StatusPrinter:
             sys.stderr.write("\r" + line[: width - 1].ljust(width - 1))
             sys.stderr.flush()
             self._shown = True
-        elif status.elapsed_s >= self._next_plain or status.phase != "load":
-            self._next_plain = status.elapsed_s + _PLAIN_EVERY_S
-            print(f"  {line}", file=sys.stderr, flush=True)
+        else:  # every few seconds, and at once when the phase or what the teardown waits for changes
+            stage = (status.phase, status.waiting.split(" (", 1)[0])
+            if status.elapsed_s >= self._next_plain or stage != self._stage:
+                self._next_plain, self._stage = status.elapsed_s + _PLAIN_EVERY_S, stage
+                print(f"  {line}", file=sys.stderr, flush=True)
 
     def _say(self, text: str) -> None:
         """A line of its own, over the status line on a terminal (which the next status redraws below it)."""
