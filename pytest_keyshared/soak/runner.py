@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.scenarios import Scenario, Settings, Step, SubscriptionSettings
-from conformance.soak import BEHAVIOUR_LABELS, SoakGenerator, SoakPlan
+from conformance.soak import BEHAVIOUR_LABELS, PRODUCERS_CLIENT, SoakGenerator, SoakPlan
 from conformance.trace import TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
 from conformance.trace.rows import Row
@@ -357,6 +357,7 @@ class _SoakRun(_Run):
         self.interrupts = Interrupts()
         self._waiting: tuple[str, float | None] | None = None  #: what the teardown waits for, until when (monotonic)
         self._in_step: tuple[str, float] | None = None  #: the step under way and when it began (monotonic)
+        self._failed_step: Step | None = None  #: the step that raised, if one did
         self.stall_watch: StallWatch | None = None
         self.stall: Stall | None = None  #: the broker stopped serving (:meth:`_judge_stall`)
         self._stall_failure: BaseException | None = None  #: the failure the stall explains
@@ -393,6 +394,9 @@ class _SoakRun(_Run):
         self._in_step = (step.do, time.monotonic())
         try:
             outcome = super()._apply(step)
+        except Exception:
+            self._failed_step = step  # whose call failed, for the stall judgement
+            raise
         finally:
             self._in_step = None
         if self.interrupts.level and self.interrupts.load_running:
@@ -631,6 +635,7 @@ class _SoakRun(_Run):
             consumers=list(self.workers),
             subscription=self.scenario.subscription.name,
             call_timeout_s=float(getattr(getattr(self.target, "quirks", None), "operation_timeout_s", MIN_SILENCE_S)),
+            failure_client=_client_of(self._failed_step),
         )
         if stall is not None:
             self.stall, self._stall_failure = stall, failure
@@ -873,6 +878,14 @@ class _SoakRun(_Run):
         out = {"trace": result.trace_path, "plan": result.scenario_path, "summary": self.out_dir / "summary.json"}
         out.update((name, path) for name, path in result.artifacts.items() if name not in ("trace", "scenario"))
         return out
+
+
+def _client_of(step: Step | None) -> str:
+    """The nemesis's name of the client a step's calls go through: its consumer, or ``producers``."""
+    if step is None:
+        return ""
+    consumer = getattr(step, "consumer", None)
+    return str(consumer) if consumer else (PRODUCERS_CLIENT if step.do in ("publish", "resend") else "")
 
 
 def _why_left(deadline: float) -> str:

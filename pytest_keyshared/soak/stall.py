@@ -2,13 +2,14 @@
 
 Against a real broker that freezes (pulsar-lite does, under faults: it handles a Key_Shared subscribe and answers
 nothing more), the soak sees two things: nothing is delivered any more, and the client calls it makes go
-unanswered (a publish not confirmed within the send timeout, a subscribe timing out); one of those may end the
-load with a failure (a consumer process's subscribe or close: ``ConsumerProcessError: Timeout``).  That is the
+unanswered (a publish not confirmed within the send timeout, a subscribe timing out or its connection's
+handshake unanswered); one of those may end the load with a failure (a consumer process's subscribe or close:
+``ConsumerProcessError: Timeout`` or ``ConnectError``).  That is the
 broker breaking its progress promise, not the harness breaking, when all of these hold:
 
 * a client call went unanswered (timed out, as opposed to refused) after the last delivery, from a client no
   fault of the nemesis touched at the time (a stalled, delayed, partitioned or just-cut connection, a broker
-  restart, explain a call that times out), or the failure that ended the load is such a timeout;
+  restart, explain a call that times out); the failure that ended the load may be that call;
 * messages were owed: published, confirmed, and never delivered to anyone;
 * no consumer received anything for at least :data:`MIN_SILENCE_S`, or for as long as a call waits (the
   client's operation timeout) where that is shorter;
@@ -38,7 +39,7 @@ from conformance.trace.rows import EXTRA, Row
 from conformance.verdict import Verdict, build_verdict
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["MIN_SILENCE_S", "Stall", "StallWatch", "broker_answers_tcp", "is_client_timeout", "with_stall"]
+__all__ = ["MIN_SILENCE_S", "Stall", "StallWatch", "broker_answers_tcp", "is_unanswered_call", "with_stall"]
 
 #: The shortest silence (nothing delivered while messages are owed) that counts as a stall.
 MIN_SILENCE_S = 5.0
@@ -137,7 +138,7 @@ class StallWatch:
                     self.unanswered.append((row[0], row[1], f"publish {uid} was not confirmed (E{row[0]})", _PRODUCERS))
             elif op == "open" and row[11] == "fail":
                 error = str((row[EXTRA] or {}).get("error") or "")
-                if "Timeout" in error or "TimeOut" in error:
+                if any(kind in error for kind in (*_UNANSWERED, "TimeOut")):
                     self.unanswered.append((row[0], row[1], f"{row[5]}'s subscribe timed out (E{row[0]})", row[5]))
             elif op == "fault":
                 self.faults.append((row[0], row[1], dict(row[EXTRA] or {})))
@@ -153,9 +154,11 @@ class StallWatch:
         consumers: list[str],
         subscription: str | None,
         call_timeout_s: float = MIN_SILENCE_S,
+        failure_client: str = "",
     ) -> Stall | None:
         """The :class:`Stall` the run shows now, or None (see the module docstring).  ``failure``: what ended the
-        load, if anything did; ``call_timeout_s``: the client's operation timeout."""
+        load, if anything did, and ``failure_client`` the client whose call it was (a consumer's handle,
+        ``producers``; empty if not known); ``call_timeout_s``: the client's operation timeout."""
         if service_url is None:
             return None
         with self._lock:
@@ -169,8 +172,9 @@ class StallWatch:
         if owed <= 0 or now - since < min(MIN_SILENCE_S, call_timeout_s):
             return None
         evidence = None
-        if failure is not None and is_client_timeout(failure) and not _restarting(faults, now, call_timeout_s):
-            evidence = f"a client call timed out ({type(failure).__name__}: {failure})"
+        explained = _touched(failure_client, now, faults, call_timeout_s)  # a fault on its client explains it
+        if failure is not None and is_unanswered_call(failure) and not explained:
+            evidence = f"a client call went unanswered ({type(failure).__name__}: {failure})"
         for _i, t, what, client in unanswered:
             at = (t - started_ns) / 1e9
             if evidence is None and not _touched(client, at, faults, call_timeout_s):
@@ -191,12 +195,18 @@ class StallWatch:
         )
 
 
-def is_client_timeout(exc: BaseException) -> bool:
-    """A client call the broker did not answer in time (pulsar-client's ``Timeout``, in this process or in a
-    consumer process), as opposed to a refusal, a lost connection or a harness error."""
-    if getattr(exc, "kind", None) == "Timeout":  # ConsumerProcessError: the pulsar exception's class name
+#: pulsar-client's errors for a call nobody answered in time: ``Timeout``, and ``ConnectError`` (the connection's
+#: handshake unanswered within the connection timeout; with the port closed it is a broker that died, which the
+#: port check tells apart).  A refusal (``ConsumerBusy``, ...) is an answer.
+_UNANSWERED = ("Timeout", "ConnectError")
+
+
+def is_unanswered_call(exc: BaseException) -> bool:
+    """A client call the broker did not answer in time (in this process or in a consumer process), as opposed
+    to a refusal or a harness error."""
+    if getattr(exc, "kind", None) in _UNANSWERED:  # ConsumerProcessError: the pulsar exception's class name
         return True
-    return type(exc).__name__ == "Timeout" and type(exc).__module__.split(".")[0] in ("pulsar", "_pulsar")
+    return type(exc).__name__ in _UNANSWERED and type(exc).__module__.split(".")[0] in ("pulsar", "_pulsar")
 
 
 def broker_answers_tcp(service_url: str, timeout_s: float = 2.0) -> bool:

@@ -59,10 +59,12 @@ def frozen(watch: StallWatch, *, unanswered_at: float = 6.0, fault: dict[str, An
         watch.observe(r)
 
 
-def judge(watch: StallWatch, url: str, now_s: float = 9.0, failure: BaseException | None = None) -> Any:
+def judge(
+    watch: StallWatch, url: str, now_s: float = 9.0, failure: BaseException | None = None, client: str = ""
+) -> Any:
     return watch.judge(
         failure, service_url=url, started_ns=0, now_ns=int(now_s * S), unacked=2, consumers=["c1", "c2"],
-        subscription="ks-sub", call_timeout_s=10,
+        subscription="ks-sub", call_timeout_s=10, failure_client=client,
     )  # fmt: skip
 
 
@@ -123,9 +125,16 @@ def test_a_timed_out_call_that_ended_the_load_is_evidence(broker_up: str) -> Non
         watch.observe(r)
     timeout = ConsumerProcessError("Pulsar error: TimeOut", "Timeout")
     stall = judge(watch, broker_up, failure=timeout)
-    assert stall is not None and "a client call timed out (ConsumerProcessError: Timeout" in stall.unanswered
-    refused = ConsumerProcessError("Pulsar error: ConnectError", "ConnectError")
+    assert stall is not None and "a client call went unanswered (ConsumerProcessError: Timeout" in stall.unanswered
+    unanswered_handshake = ConsumerProcessError("Pulsar error: ConnectError", "ConnectError")
+    assert judge(StallWatch(), broker_up, failure=unanswered_handshake) is None  # nothing owed
+    assert judge(watch, broker_up, failure=unanswered_handshake) is not None
+    refused = ConsumerProcessError("Pulsar error: ConsumerBusy", "ConsumerBusy")
     assert judge(watch, broker_up, failure=refused) is None
+    # the call was c2's, whose connection the nemesis had partitioned: explained, no stall
+    watch.observe(row(5, 7.0, "fault", extra={"fault": "net_partition", "client": "c2", "consumers": ["c2"]}))
+    assert judge(watch, broker_up, failure=timeout, client="c2") is None
+    assert judge(watch, broker_up, failure=timeout, client="c1") is not None
 
 
 def test_the_verdict_gets_one_stalled_violation(broker_up: str) -> None:
