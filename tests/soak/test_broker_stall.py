@@ -31,8 +31,8 @@ def _soak(out: Path) -> subprocess.Popen[str]:
     """The CLI soak: churn (consumers in processes, whose opens and closes time out on a frozen broker) and a
     client operation timeout of 2 s, so the frozen broker shows within seconds."""
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest_keyshared.cli", "soak", "--duration", "15s", "--rate", "200", "--churn", "90",
-         "-o", "operation_timeout_s=2", "--seed", "5", "--out", str(out)],
+        [sys.executable, "-m", "pytest_keyshared.cli", "soak", "--duration", "10s", "--rate", "200", "--churn", "90",
+         "--drain-timeout", "5s", "-o", "operation_timeout_s=2", "--seed", "5", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
