@@ -2,9 +2,13 @@
 
 A thin shell over :func:`pytest_keyshared.soak.run_soak`.  Every option is checked, and the target is asked
 whether it can take the faults requested, before anything starts (bad input: one line, exit 2).  While it runs:
-one live status line on a terminal, a plain line every few seconds otherwise.  Ctrl-C (or SIGTERM) ends the
-load: the trace is completed and checked, exit 130.  Exit codes as ``keyshared run``: 0 valid, 1 violations,
-2 bad input, 3 target failure, 4 no verdict, 130 interrupted.
+one live status line on a terminal, a plain line every few seconds otherwise.  Ctrl-C (or SIGTERM) is
+acknowledged at once and works in steps (:mod:`pytest_keyshared.soak.interrupt`): the first ends the load, the
+second stops waiting for the clients to close, the third stops the check; the trace is ended and what was
+recorded judged and summarised, exit 130.  A broker that stops serving is a ``stalled`` violation (exit 1,
+the last line says what happened: :mod:`pytest_keyshared.soak.stall`); one that died, a target failure (3).
+Exit codes as ``keyshared run``: 0 valid, 1 violations, 2 bad input, 3 target failure, 4 no verdict, 130
+interrupted.  The report page (``report.html``) is named in the final lines.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ def add_parser(subparsers: Any) -> None:
         description="Run a seeded random workload (publishes, consumer behaviours, joins, leaves, crashes) with a"
         " nemesis (broker restarts, network faults on single clients) against a target for a duration or a"
         " number of messages, drain, and check the whole trace. Writes trace/part-NNNNNN.parquet, verdict.json,"
-        " summary.json (with a per-second throughput series), soak.json and the logs to the output directory.",
+        " report.html, summary.json (with a per-second throughput series), soak.json and the logs to the output"
+        " directory. Ctrl-C ends the load (again: stop waiting for the clients; a third time: stop the check).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -163,7 +168,9 @@ def soak(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.summary(), sort_keys=True))
     else:
-        print(_render(result))
+        print(_render(result), flush=True)
+    if result.interrupted:  # as every command says it (pytest_keyshared.commands._errors), once all is written
+        print(f"keyshared soak: interrupted; what was recorded is in {out_dir}", file=sys.stderr, flush=True)
     return int(result.exit_code)
 
 
@@ -176,15 +183,22 @@ def _run(target: Any, plan: Any, args: argparse.Namespace, out_dir: Path, printe
 
 
 class _StatusPrinter:
-    """One status line rewritten in place on a terminal; a plain line every few seconds otherwise."""
+    """One status line rewritten in place on a terminal; a plain line every few seconds otherwise.  Each Ctrl-C
+    is acknowledged at once on a line of its own (also with ``--quiet`` and ``--json``): what the soak stops,
+    what it still waits for, and what another Ctrl-C would do (:mod:`pytest_keyshared.soak.interrupt`)."""
 
     def __init__(self, *, enabled: bool) -> None:
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
         self._next_plain = 0.0
         self._shown = False
+        self._acknowledged = 0
+        self._stage: tuple[str, str] = ("load", "")
 
     def __call__(self, status: Any) -> None:
+        if status.interrupts > self._acknowledged:
+            self._acknowledged = status.interrupts
+            self._say(_acknowledgement(status))
         if not self.enabled:
             return
         line = status.line()
@@ -193,15 +207,43 @@ class _StatusPrinter:
             sys.stderr.write("\r" + line[: width - 1].ljust(width - 1))
             sys.stderr.flush()
             self._shown = True
-        elif status.elapsed_s >= self._next_plain or status.phase != "load":
-            self._next_plain = status.elapsed_s + _PLAIN_EVERY_S
-            print(f"  {line}", file=sys.stderr, flush=True)
+        else:  # every few seconds, and at once when the phase or what the teardown waits for changes
+            stage = (status.phase, status.waiting.split(" (", 1)[0])
+            if status.elapsed_s >= self._next_plain or stage != self._stage:
+                self._next_plain, self._stage = status.elapsed_s + _PLAIN_EVERY_S, stage
+                print(f"  {line}", file=sys.stderr, flush=True)
+
+    def _say(self, text: str) -> None:
+        """A line of its own, over the status line on a terminal (which the next status redraws below it)."""
+        if self._shown:
+            width = shutil.get_terminal_size((120, 20)).columns
+            sys.stderr.write("\r" + " " * (width - 1) + "\r")
+            self._shown = False
+        print(text, file=sys.stderr, flush=True)
 
     def end(self) -> None:
         if self._shown:
             sys.stderr.write("\n")
             sys.stderr.flush()
             self._shown = False
+
+
+def _acknowledgement(status: Any) -> str:
+    """What the ``status.interrupts``-th Ctrl-C does, said at once."""
+    from pytest_keyshared.soak.runner import CLOSE_BOUND_S
+
+    if status.interrupts == 1:
+        return (
+            f"keyshared soak: interrupted at {status.elapsed_s:.1f}s: stopping the load; waiting for the consumers"
+            f" and producers to close (at most {CLOSE_BOUND_S:g}s each) and the trace's last chunk, then checking"
+            " what was recorded; Ctrl-C again to stop waiting for the clients"
+        )
+    if status.interrupts == 2:
+        return (
+            "keyshared soak: interrupted again: not waiting for the clients to close; ending the trace and checking"
+            f" what was recorded ({status.events} events); Ctrl-C again to stop the check (no verdict)"
+        )
+    return "keyshared soak: interrupted a third time: stopping the check; the trace and summary are kept, no verdict"
 
 
 def _render(result: Any) -> str:
@@ -229,6 +271,10 @@ def _render(result: Any) -> str:
     lines.extend(
         verdict_lines(result.verdict, result.violation_kinds(), result.out_dir / "verdict.json", limit=_VERDICT_LINES)
     )
+    if "report" in result.artifacts:
+        lines.append(f"  report: {result.artifacts['report']}")
     lines.append(f"  artifacts: {result.out_dir} ({', '.join(sorted(p.name for p in result.artifacts.values()))})")
     lines.append(f"  took {result.duration_s:.1f}s")
+    if result.stall is not None:  # the last line says in words what happened
+        lines.append(f"keyshared soak: {result.stall.sentence()} (see {result.out_dir / 'verdict.json'})")
     return "\n".join(lines)

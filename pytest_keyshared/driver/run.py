@@ -405,6 +405,10 @@ class _Run(RunLoop):
             outcome = producer.send(message)
             self.session.poll_faults()  # a reconnect of the producer is recorded before the send's outcome
             self.recorder.publish(producer_name, message, outcome)
+            if outcome.error is not None and outcome.error.startswith("Interrupted:"):
+                # Ctrl-C during the send: pulsar-client turns it into a failed send (pulsar.Interrupted), recorded
+                # as of unknown outcome above; the run still ends here, as at any other Ctrl-C
+                raise KeyboardInterrupt
             unconfirmed = unconfirmed + 1 if outcome.result != "ok" else 0
             if unconfirmed >= MAX_CONSECUTIVE_UNCONFIRMED:
                 left = len(messages) - position - 1

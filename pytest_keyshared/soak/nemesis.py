@@ -162,6 +162,8 @@ class Nemesis:
         client = fault.client(self.consumers())
         if (fault.kind, client) in self._active:
             return  # that client already suffers this fault
+        if client == PRODUCERS_CLIENT and not self.session.producer_names():
+            return  # no producer has connected yet (a fault at the very start): nothing to fault
         self.recorder.fault(
             f"net_{fault.kind}",
             client=client,

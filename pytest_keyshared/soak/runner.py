@@ -16,11 +16,14 @@ workers, sessions, recorder and drain.  What differs (the loop's hooks):
 * the counters the drain needs keep only the uids still outstanding (:class:`SoakRecorder`), and a
   per-second throughput series is kept for the summary.
 * Ctrl-C ends the load, and the soak still ends as any run does, then returns its result (``interrupted``,
-  exit code 130) instead of raising.
+  exit code 130) instead of raising; a second one stops the waiting for the clients, a third the check
+  (:mod:`.interrupt`);
+* a broker that stops serving is judged (:mod:`.stall`): a ``stalled`` violation in the verdict, and the
+  timed-out call that may have ended the load is not raised; a broker that died is a target failure.
 
-Artifacts in ``out_dir``: ``trace/`` (the chunks), ``soak.json`` (the plan), ``verdict.json``, ``summary.json``
-(counters, faults, throughput per second), ``broker.log``, ``pulsar-client.log``, ``consumer-processes.log``,
-``checker.log``.
+Artifacts in ``out_dir``: ``trace/`` (the chunks), ``soak.json`` (the plan), ``verdict.json``, ``report.html``,
+``summary.json`` (counters, faults, throughput per second, the stall), ``broker.log``, ``pulsar-client.log``,
+``consumer-processes.log``, ``checker.log``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.scenarios import Scenario, Settings, Step, SubscriptionSettings
-from conformance.soak import BEHAVIOUR_LABELS, SoakGenerator, SoakPlan
+from conformance.soak import BEHAVIOUR_LABELS, PRODUCERS_CLIENT, SoakGenerator, SoakPlan
 from conformance.trace import TraceHeader, TraceWriter
 from conformance.trace.chunks import ChunkWriter, read_chunks
 from conformance.trace.rows import Row
@@ -44,19 +47,21 @@ from pytest_keyshared.driver.pipeline import TracePipeline
 from pytest_keyshared.driver.recorder import Counters, Recorder
 from pytest_keyshared.driver.run import RunResult, StepOutcome, _Run
 from pytest_keyshared.driver.session import Session, open_session
+from pytest_keyshared.soak.interrupt import Interrupts, join_unless
 from pytest_keyshared.soak.live import LiveCount
 from pytest_keyshared.soak.sink import SinkError, TraceSink
-from pytest_keyshared.targets.base import PulsarTarget, Target, UnsupportedByTarget
+from pytest_keyshared.soak.stall import MIN_SILENCE_S, Stall, StallWatch, broker_answers_tcp, with_stall
+from pytest_keyshared.targets.base import PulsarTarget, Target, TargetError, UnsupportedByTarget
 from reference_model.errors import InvalidArgument
 
-__all__ = ["SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "resolve_auto", "run_soak"]
+__all__ = ["CLOSE_BOUND_S", "SoakRecorder", "SoakResult", "SoakStatus", "check_soak_plan", "resolve_auto", "run_soak"]
 
 #: Failed step outcomes kept for the summary (the rest are counted).
 _KEEP_FAILED = 50
 #: Events per chunk.
 CHUNK_ROWS = 20_000
-#: Bound on closing the consumers at the end (they close in parallel).
-_CLOSE_BOUND_S = 10.0
+#: Bound on closing the consumers at the end (they close in parallel), and on closing the producers.
+CLOSE_BOUND_S = 10.0
 #: A chunk is written at least this often against real brokers (seconds).
 CHUNK_MAX_AGE_S = 10.0
 #: Bound on the trace sink's last chunk and live check after the run (seconds).
@@ -82,11 +87,17 @@ class SoakStatus:
     faults: int
     violations: int
     events: int
-    phase: str  #: ``load``, ``drain``, ``check`` or ``done``
+    phase: str  #: ``load``, ``drain``, ``stopping`` (the teardown), ``check``, ``report`` or ``done``
+    #: what the teardown is waiting for now, with the time left (``stopping`` only), e.g. "3 consumers to close
+    #: (8s left)"
+    waiting: str = ""
+    #: how many times the soak was interrupted (Ctrl-C, SIGTERM), at most 3 (:mod:`.interrupt`)
+    interrupts: int = 0
 
     def line(self) -> str:
+        waiting = f"  waiting for {self.waiting}" if self.waiting else ""
         return (
-            f"[{self.phase}] {self.elapsed_s:7.1f}s  produced {self.produced} ({self.produced_per_s:.0f}/s)"
+            f"[{self.phase}] {self.elapsed_s:7.1f}s{waiting}  produced {self.produced} ({self.produced_per_s:.0f}/s)"
             f"  consumed {self.consumed} ({self.consumed_per_s:.0f}/s)  outstanding {self.outstanding}"
             f"  consumers {self.consumers}  faults {self.faults}  violations {self.violations}"
             f"  events {self.events}"
@@ -117,6 +128,9 @@ class SoakResult:
     interrupted: bool = False
     events: int = 0
     artifacts: dict[str, Path] = field(default_factory=dict)
+    #: the broker stopped serving (:class:`~.stall.Stall`): a ``stalled`` violation in the verdict, and the
+    #: failure that ended the load is a finding, not a harness failure
+    stall: Any = None
 
     @property
     def exit_code(self) -> int:
@@ -164,6 +178,7 @@ class SoakResult:
             "throughput": self.throughput,
             "duration_s": round(self.duration_s, 3),
             "artifacts": {name: str(path) for name, path in sorted(self.artifacts.items())},
+            "stall": None if self.stall is None else self.stall.to_dict(),
         }
 
 
@@ -339,6 +354,13 @@ class _SoakRun(_Run):
         self._live_at_end: tuple[int, dict[str, int]] = (0, {})  #: the live count when the run ended
         self._sink_failed: str | None = None
         self.nemesis: Any = None
+        self.interrupts = Interrupts()
+        self._waiting: tuple[str, float | None] | None = None  #: what the teardown waits for, until when (monotonic)
+        self._in_step: tuple[str, float] | None = None  #: the step under way and when it began (monotonic)
+        self._failed_step: Step | None = None  #: the step that raised, if one did
+        self.stall_watch: StallWatch | None = None
+        self.stall: Stall | None = None  #: the broker stopped serving (:meth:`_judge_stall`)
+        self._stall_failure: BaseException | None = None  #: the failure the stall explains
 
     # --- hooks into the driver's run loop ---------------------------------------------------------------
 
@@ -350,18 +372,36 @@ class _SoakRun(_Run):
         super()._stop_workers()
 
     def _close_handles(self) -> None:
-        """Close every consumer at once, each in a thread, bounded: a stuck broker answers no close."""
+        """Close every consumer at once, each in a thread, bounded: a stuck broker answers no close (and a second
+        Ctrl-C stops the waiting)."""
         workers = list(self.workers.values())
         self.workers.clear()
         threads = [threading.Thread(target=_close_quietly, args=(w.handle,), daemon=True) for w in workers]
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + _CLOSE_BOUND_S
+        deadline = time.monotonic() + CLOSE_BOUND_S
+        if threads:
+            self._wait_for(f"{len(threads)} consumer(s) to close", deadline)
         for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            join_unless(thread, deadline, lambda: self.interrupts.stop_waiting_for_clients)
         stuck = sum(thread.is_alive() for thread in threads)
         if stuck:
-            self.notes.append(f"{stuck} consumer(s) did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
+            self.notes.append(f"{stuck} consumer(s) {_why_left(deadline)} (left to the client)")
+
+    def _apply(self, step: Step) -> tuple[bool, str]:
+        """The driver's step, noted for the status line while it runs; a Ctrl-C that the client library turned
+        into a failed call (``pulsar.Interrupted``) still ends the load once the step returns."""
+        self._in_step = (step.do, time.monotonic())
+        try:
+            outcome = super()._apply(step)
+        except Exception:
+            self._failed_step = step  # whose call failed, for the stall judgement
+            raise
+        finally:
+            self._in_step = None
+        if self.interrupts.level and self.interrupts.load_running:
+            raise KeyboardInterrupt
+        return outcome
 
     def _crashable(self, handle: str) -> bool:
         return handle in self.generator.crashable
@@ -385,8 +425,15 @@ class _SoakRun(_Run):
         return open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
 
     def execute_soak(self) -> SoakResult:
-        """The run loop's :meth:`~.run_loop.RunLoop.execute`; the soak's own result, made in :meth:`_finish`."""
-        self.execute()
+        """The run loop's :meth:`~.run_loop.RunLoop.execute` with Ctrl-C handled in steps (:mod:`.interrupt`);
+        the soak's own result, made in :meth:`_finish`.  A failure that a stall of the broker explains
+        (:mod:`.stall`) is a finding of the result, not raised."""
+        try:
+            with self.interrupts.installed():
+                self.execute()
+        except Exception as exc:
+            if exc is not self._stall_failure:
+                raise
         return self.soak_result
 
     def _save_plan(self) -> Path:
@@ -433,6 +480,9 @@ class _SoakRun(_Run):
             )
             self.writer.add_row_listener(self.pipeline.append)  # rows: no Event is made in this process
         self.recorder = SoakRecorder(self.writer, self.topic, self.scenario.subscription.name)
+        if not deterministic:  # what the stall judgement needs (real brokers only: the model never stops serving)
+            self.stall_watch = StallWatch()
+            self.writer.add_row_listener(self.stall_watch.observe)
         self.session.watch_faults(self.recorder)
         self.scheduler = self.session.scheduler
         self.scheduler.on_tick(self._tick)
@@ -474,6 +524,8 @@ class _SoakRun(_Run):
             self.failed.append(outcome)
 
     def _after_steps(self) -> None:
+        self._check_broker_up()
+        self._judge_stall(None)  # a broker that stopped serving before the end of the load
         self._stop_nemesis()
         self._status("drain")
         self.quiet = self._drain()
@@ -481,9 +533,17 @@ class _SoakRun(_Run):
 
     def _close(self, interrupted: bool, failure: BaseException | None) -> None:
         """Stop the load, write ``end``, close the consumers, the writer, the chunks or the sink, the session:
-        each part bounded, the slow ones noted."""
+        each part bounded, the slow ones noted; what it waits for is in the status (``stopping``).  A failure
+        that a stall of the broker explains is judged here, before the consumers are closed."""
+        self.interrupts.load_running = False
+        if failure is not None and not interrupted:
+            self._judge_stall(failure)
+        self._status("stopping")
         timer = _Timer(self.notes)
+        if self.nemesis is not None:
+            self._wait_for("the nemesis to heal its faults", time.monotonic() + 10.0)
         self._stop_nemesis()
+        self._wait_for("the consumer loops to stop", None)
         self._stop_workers()
         timer.lap("stopping the consumer loops")
         self.notes.extend(self.session.stop_watching())
@@ -494,31 +554,99 @@ class _SoakRun(_Run):
         self.writer.close()
         if self.live_count is not None:
             self.live_count.close()
-        if self.pipeline is not None:
-            if not self.pipeline.close():
-                self.notes.append("the trace pipeline did not finish in time; the last events may be missing")
-            self.notes.extend(f"trace sink: {e}" for e in self.pipeline.errors)
+        self._close_trace()
         if self.chunks is not None:
             self.chunks.close()
-        self._finish_sink()
         closer = threading.Thread(target=_close_quietly, args=(self.session,), daemon=True)
         closer.start()
-        closer.join(_CLOSE_BOUND_S)
+        deadline = time.monotonic() + CLOSE_BOUND_S
+        self._wait_for("the producers to close", deadline)
+        join_unless(closer, deadline, lambda: self.interrupts.stop_waiting_for_clients)
         if closer.is_alive():
-            self.notes.append(f"the producers did not close within {_CLOSE_BOUND_S:g}s (left to the client)")
+            self.notes.append(f"the producers {_why_left(deadline)} (left to the client)")
         timer.lap("closing the session")
-        self._status_done.set()
+        self._waiting = None
+
+    def _close_trace(self) -> None:
+        """The pipeline's last rows to the sink and the sink's last chunk (bounded; a third Ctrl-C stops it)."""
+        try:
+            with self.interrupts.breakable():
+                if self.pipeline is not None:
+                    self._wait_for("the trace's last events to reach the trace sink", time.monotonic() + 120.0)
+                    if not self.pipeline.close():
+                        self.notes.append("the trace pipeline did not finish in time; the last events may be missing")
+                    self.notes.extend(f"trace sink: {e}" for e in self.pipeline.errors)
+                if self.sink is not None:
+                    self._wait_for("the trace sink's last chunk", time.monotonic() + _SINK_BOUND_S)
+                self._finish_sink()
+        except KeyboardInterrupt:
+            self._sink_failed = "stopped (Ctrl-C)"
+            self.notes.append(
+                "the trace sink's last chunk was not waited for (Ctrl-C): the trace chunks may lack the last"
+                " events, so the run has no verdict"
+            )
+
+    def _wait_for(self, what: str, deadline: float | None) -> None:
+        """The teardown now waits for ``what`` (until ``deadline``, monotonic): the status line says so."""
+        self._waiting = (what, deadline)
+        self._emit_status()
 
     def _judge(self, trace_path: Path) -> Any:
-        """The full Python check of the chunks (the live check only counted)."""
+        """The full Python check of the chunks (the live check only counted), with the stall if there was one;
+        a third Ctrl-C stops it (no verdict)."""
         self._live_at_end = self._live_result()
         self._status("check")
-        return self._final_verdict(trace_path, self.resolved_profile)
+        try:
+            with self.interrupts.breakable():
+                verdict = self._final_verdict(trace_path, self.resolved_profile)
+        except KeyboardInterrupt:
+            self.notes.append("the check was stopped (Ctrl-C): no verdict")
+            return None
+        finally:
+            self._status_done.set()
+        if verdict is not None and self.stall is not None:
+            verdict = with_stall(verdict, self.stall, end_i=self.writer.count - 1)  # the end event is the last
+        return verdict
+
+    def _check_broker_up(self) -> None:
+        """A broker whose port no longer accepts connections died or cannot be reached: a target failure (exit
+        code 3), raised before the drain (nothing could be delivered); the trace is still ended and judged."""
+        if self.stall_watch is None or not isinstance(self.target, PulsarTarget):
+            return
+        url = self.target.service_url
+        if not broker_answers_tcp(url):
+            raise TargetError(
+                f"the broker at {url} stopped accepting connections during the load (it died or cannot be reached);"
+                " what was recorded is judged in verdict.json"
+            )
+
+    def _judge_stall(self, failure: BaseException | None) -> None:
+        """Whether the broker has stopped serving (:mod:`.stall`): at the end of the load, or on the ``failure``
+        that ended it; if so, the stall is a finding (and that failure is not raised)."""
+        watch = self.stall_watch
+        if watch is None or self.stall is not None:
+            return
+        stall = watch.judge(
+            failure,
+            service_url=self.target.service_url if isinstance(self.target, PulsarTarget) else None,
+            started_ns=self.started_ns,
+            now_ns=self.scheduler.now_ns(),
+            unacked=self.recorder.outstanding if isinstance(self.recorder, SoakRecorder) else 0,
+            consumers=list(self.workers),
+            subscription=self.scenario.subscription.name,
+            call_timeout_s=float(getattr(getattr(self.target, "quirks", None), "operation_timeout_s", MIN_SILENCE_S)),
+            failure_client=_client_of(self._failed_step),
+        )
+        if stall is not None:
+            self.stall, self._stall_failure = stall, failure
+            self.notes.append(f"{stall.sentence()}: a finding, not a harness failure")
 
     def _finish(self, result: RunResult) -> None:
-        """The soak's result and ``summary.json``."""
+        """The report page, the soak's result and ``summary.json``."""
         self._sample(final=True)
         live_violations, live_kinds = self._live_at_end
+        report_notes: list[str] = []
+        report = self._write_report(result, report_notes)
         self.soak_result = SoakResult(
             plan=self.plan,
             target=self.target.name,
@@ -536,10 +664,11 @@ class _SoakRun(_Run):
             throughput=self.series,
             steps=dict(self.step_counts),
             failed_steps=tuple(self.failed),
-            notes=result.notes,
-            interrupted=result.interrupted,
+            notes=(*result.notes, *report_notes),
+            interrupted=result.interrupted or self.interrupts.level > 0,
             events=self.writer.count,
-            artifacts=self._artifacts(result),
+            artifacts={**self._artifacts(result), **({"report": report} if report is not None else {})},
+            stall=self.stall,
         )
         summary = json.dumps(self.soak_result.summary(), indent=2, sort_keys=True)
         (self.out_dir / "summary.json").write_text(summary + "\n")
@@ -548,6 +677,7 @@ class _SoakRun(_Run):
         """The run loop's progress reports: only its final one is a status report (``done``), the last; the
         soak reports its phases itself (:meth:`_status`) and its status thread the rest."""
         if final:
+            self._status_done.set()  # (already, unless the run failed before its check)
             self._status("done")
             with contextlib.suppress(OSError):
                 self._status_path.unlink()
@@ -591,9 +721,14 @@ class _SoakRun(_Run):
         self._sample()
 
     def _status_loop(self) -> None:
-        """The status reporter's thread: a report every ``status_every_s`` of wall time, whatever blocks the run."""
-        while not self._status_done.wait(self.status_every_s):
-            self._emit_status()
+        """The status reporter's thread: a report every ``status_every_s`` of wall time, whatever blocks the run,
+        and one at once (within 0.1 s) when the soak is interrupted."""
+        seen, last = 0, time.monotonic()
+        while not self._status_done.wait(0.1):
+            level = self.interrupts.level
+            if level != seen or time.monotonic() - last >= self.status_every_s:
+                seen, last = level, time.monotonic()
+                self._emit_status()
 
     def _sample(self, final: bool = False) -> None:
         """One row per whole second of the run's clock (messages published ok and received in it); ``final``
@@ -643,6 +778,17 @@ class _SoakRun(_Run):
         recent = self.series[-5:]
         produced_rate = sum(r["produced"] for r in recent) / len(recent) if recent else 0.0
         consumed_rate = sum(r["consumed"] for r in recent) / len(recent) if recent else 0.0
+        phase = self.phase
+        if self.interrupts.level and phase in ("load", "drain"):
+            phase = "stopping"  # interrupted: the run's thread is on its way out of the load
+        waiting = ""
+        in_step = self._in_step
+        if phase == "stopping" and self.interrupts.load_running and in_step is not None:
+            # the run's thread is still in a client call (each bounded by the client's timeouts)
+            waiting = f"the {in_step[0]} under way to return ({now - in_step[1]:.0f}s so far; its calls time out)"
+        elif phase == "stopping" and self._waiting is not None:
+            what, deadline = self._waiting
+            waiting = what if deadline is None else f"{what} ({max(0.0, deadline - now):.0f}s left)"
         with contextlib.suppress(Exception):
             self.status_cb(
                 SoakStatus(
@@ -656,7 +802,9 @@ class _SoakRun(_Run):
                     faults=sum(self.faults.values()) + (sum(self.nemesis.counts.values()) if self.nemesis else 0),
                     violations=self._live_result()[0],
                     events=c.events,
-                    phase=self.phase,
+                    phase=phase,
+                    waiting=waiting,
+                    interrupts=self.interrupts.level,
                 )
             )
 
@@ -703,11 +851,48 @@ class _SoakRun(_Run):
             self.notes.append(f"the trace chunks could not be checked: {type(exc).__name__}: {exc}")
             return None
 
+    def _write_report(self, result: RunResult, notes: list[str]) -> Path | None:
+        """``report.html`` (:func:`pytest_keyshared.report.write_report`) of the chunks and the verdict, when there
+        is one.  Its pass over the trace is the checker's columnar fast path and summarises a large trace
+        (``docs/report.md``, "Large traces"): a fraction of the check's time, a page of bounded size.  A page
+        that cannot be drawn is a note, never the soak's outcome; a third Ctrl-C skips it."""
+        if result.verdict is None:
+            return None
+        from pytest_keyshared.report import REPORT_NAME, write_report
+
+        self._status("report")
+        plan = self.plan
+        bound = f"{plan.messages} messages" if plan.messages else f"{plan.duration_s:g}s"
+        title = f"keyshared soak: {self.target_name}, {bound}, seed {plan.seed}"
+        try:
+            with self.interrupts.breakable():
+                return write_report(result.trace_path, self.out_dir / REPORT_NAME, result.verdict, title=title)
+        except KeyboardInterrupt:
+            notes.append("no report page: stopped (Ctrl-C)")
+        except Exception as exc:  # the soak's verdict stands; the page is a convenience
+            notes.append(f"no report page: {type(exc).__name__}: {exc}")
+        return None
+
     def _artifacts(self, result: RunResult) -> dict[str, Path]:
         """The run's artifacts (:attr:`RunResult.artifacts`), its plan named ``plan``, and ``summary.json``."""
         out = {"trace": result.trace_path, "plan": result.scenario_path, "summary": self.out_dir / "summary.json"}
         out.update((name, path) for name, path in result.artifacts.items() if name not in ("trace", "scenario"))
         return out
+
+
+def _client_of(step: Step | None) -> str:
+    """The nemesis's name of the client a step's calls go through: its consumer, or ``producers``."""
+    if step is None:
+        return ""
+    consumer = getattr(step, "consumer", None)
+    return str(consumer) if consumer else (PRODUCERS_CLIENT if step.do in ("publish", "resend") else "")
+
+
+def _why_left(deadline: float) -> str:
+    """Why clients were left closing: the bound expired, or a second Ctrl-C stopped the waiting."""
+    if time.monotonic() < deadline:
+        return "were not waited for (Ctrl-C)"
+    return f"did not close within {CLOSE_BOUND_S:g}s"
 
 
 def _close_quietly(handle: Any) -> None:

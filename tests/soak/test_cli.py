@@ -52,6 +52,7 @@ def test_model_soak_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert summary["throughput"] and {"t", "produced", "consumed"} <= set(summary["throughput"][0])
     assert Path(summary["artifacts"]["trace"], "part-000000.parquet").exists()
     assert json.loads((tmp_path / "summary.json").read_text())["events"] == summary["events"]
+    assert summary["artifacts"]["report"] == str(tmp_path / "report.html") and summary["stall"] is None
 
 
 def test_model_soak_plain_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,6 +61,10 @@ def test_model_soak_plain_output(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     assert "keyshared soak: reference model" in captured.out and "verdict: VALID" in captured.out
     assert "[done]" in captured.err  # progress lines, plain (not a terminal)
+    # the report page, named in the final lines
+    assert f"  report: {tmp_path / 'report.html'}" in captured.out.splitlines()
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "keyshared soak: model" in page and "VALID" in page
 
 
 def test_ctrl_c_completes_the_trace_and_exits_130(tmp_path: Path) -> None:

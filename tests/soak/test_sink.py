@@ -80,3 +80,18 @@ def test_a_dead_sink_is_reported_not_waited_on(tmp_path: Path) -> None:
         sink.feed([event_row(e) for e in events])
     with pytest.raises(SinkError, match="trace sink process"):
         sink.finish(10)
+
+
+def test_a_sink_whose_run_is_gone_writes_its_chunks_and_no_traceback(tmp_path: Path) -> None:
+    """The run killed before it read the sink's answer (a second Ctrl-C used to do that): the sink still writes
+    every chunk, and leaves no BrokenPipeError traceback in its log (checker.log)."""
+    header, events = _events(50)
+    sink = _sink(tmp_path, header)
+    assert sink.wait_ready(30)
+    sink.feed([event_row(e) for e in events])
+    child = sink._child
+    child.stdout.close()  # nobody reads the answer any more
+    child.stdin.close()  # end of input: finish
+    assert child.proc.wait(timeout=60) == 0
+    assert "Traceback" not in (tmp_path / "sink.log").read_text()
+    assert [e.i for e in read_chunks(tmp_path / "trace")[1]] == [e.i for e in events]
