@@ -111,9 +111,22 @@ class ModelSites:
     def elapse(self, ms: int) -> None:
         self.layer.advance(ms)
 
+    #: Snapshot periods :meth:`settle` lets pass between its two waits for idle replication (as
+    #: :class:`~pytest_keyshared.driver.replication.BrokerSites` waits on real clusters).
+    settle_periods = 2
+
     def settle(self) -> str | None:
+        """Idle replication, :attr:`settle_periods` snapshot periods, idle again (the simulated clock: no bound
+        can expire)."""
+        self.layer.run_until_idle()
+        self.layer.advance(self.settle_periods * self.snapshot_ms)
         self.layer.run_until_idle()
         return None
+
+    @property
+    def snapshot_ms(self) -> int:
+        """The longest snapshot frequency of the clusters (``replicatedSubscriptionsSnapshotFrequencyMillis``)."""
+        return max(self.layer.config(c).snapshot_frequency_ms for c in self.clusters)
 
     def backlog(self, cluster: str) -> int | None:
         stats = self.brokers[cluster].topic_stats(self.topic)

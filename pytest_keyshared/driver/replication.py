@@ -219,11 +219,15 @@ class Failover:
     def snapshot(self) -> None:
         """Let replication settle (bounded), then record a ``snapshot`` per cluster: the subscription's backlog
         there.  ``settled`` says that replication went idle with every cluster up, so each cluster's copy holds
-        every message published before (``conformance.checks.replication`` judges only those)."""
+        every message published before (``conformance.checks.replication`` judges only those); with it,
+        ``snapshot_periods`` says how many whole snapshot periods the settle let pass between its two waits for
+        idle replication (the sites' ``settle_periods``), so a snapshot started after every message published
+        before it and completed (``redelivered_after_failover`` counts it as a point the cursor must pass)."""
         note = self.sites.settle()
         if note:
             self.notes.append(note)
         settled = note is None and not self._down
+        periods = getattr(self.sites, "settle_periods", None) if settled else None
         for cluster in self.clusters:
             backlog = self.sites.backlog(cluster)
             if backlog is not None:
@@ -233,6 +237,7 @@ class Failover:
                     cluster=cluster,
                     backlog=backlog,
                     settled=settled,
+                    snapshot_periods=periods,
                 )
 
     def fail_over(self, to: str) -> None:
@@ -520,14 +525,17 @@ class BrokerSites:
                 return problem
             time.sleep(self.poll_s)
 
+    #: Snapshot periods :meth:`settle` waits between its two waits for idle replication.
+    settle_periods = 2
+
     def settle(self) -> str | None:
         """Idle replication, two snapshot periods, idle again; a note when the bound expired (never a hang)."""
         if any(e.admin is None for e in self.endpoints.values()):
-            time.sleep(2 * self.snapshot_ms / 1000)
+            time.sleep(self.settle_periods * self.snapshot_ms / 1000)
             return "replication progress cannot be read without the admin API; waited two snapshot periods"
         deadline = time.monotonic() + self.settle_timeout_s
         problem = self._wait_idle(deadline)
-        time.sleep(2 * self.snapshot_ms / 1000)
+        time.sleep(self.settle_periods * self.snapshot_ms / 1000)
         problem = self._wait_idle(deadline) or problem
         if problem is not None:
             return f"replication not idle {self.settle_timeout_s:g}s after the failover began: {problem}"

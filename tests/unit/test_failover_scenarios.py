@@ -130,7 +130,7 @@ def test_keyshared_run_runs_a_failover_scenario_on_the_model(
     events = [json.loads(line) for line in (tmp_path / "a" / "trace.jsonl").read_text().splitlines()]
     assert events[0]["clusters"] == ["r1", "r2"] and events[0]["scenario"] == "switch-to-standby"
     ops = [e.get("op") for e in events[1:]]
-    assert ops.count("snapshot") == 2 and ops.count("failover") == 1 and ops[-1] == "end"
+    assert ops.count("snapshot") == 6 and ops.count("failover") == 1 and ops[-1] == "end"
     assert (tmp_path / "a" / "report.html").exists() and (tmp_path / "a" / "verdict.json").exists()
     assert main(["check", str(tmp_path / "a" / "trace.jsonl")]) == 0
     assert main(["run", "--scenario", SWITCH, "--target", "model", "--out", str(tmp_path / "b"), "-q"]) == 0
