@@ -1,5 +1,6 @@
-"""``skipped_after_failover`` and ``replicated_cursor_ahead``: a replicated subscription resumed on another
-cluster without a message it owed, or a cluster's copy of it was already past one.
+"""``skipped_after_failover``, ``replicated_cursor_ahead`` and ``redelivered_after_failover``: a replicated
+subscription resumed on another cluster without a message it owed, a cluster's copy of it was already past one,
+or it resumed before a position its cursor must already have passed.
 
 PIP-33 (replicated subscriptions) promises a client that moves a subscription's consumer from cluster A to
 cluster B that B resumes at a position no later than what the application acknowledged on A: only the
@@ -43,7 +44,32 @@ were published in batches (a backlog counts entries: a batch of ten is one; the 
 one message per entry).  The rule reads event order only, so
 equal timestamps change nothing.
 
-A pure function of the events, in one pass: O(events) time, O(messages) memory.  Both engines call it
+Redeliveries.  Duplicates after a failover are allowed only past the position the replicated cursor must
+already have reached: ``redelivered_after_failover``.  A *point* is a settled ``snapshot`` of S with
+``snapshot_periods`` >= 1 (the harness let a whole snapshot period pass with replication idle before and after:
+a snapshot started after every message published before it — a tick writes a request when data was written
+since the last completed snapshot started, or that snapshot is already after them — and completed) at which a
+consumer of S is open on cluster A, untouched by faults since it opened, and every message published (on any
+cluster) before it had been acknowledged on A by a consumer of S with an acknowledgement known to have arrived:
+sent by a consumer that then stayed connected through a settle, or closed (a close flushes); a crash or a fault
+touching it drops its acknowledgements not yet proven.  The snapshot's marker then follows only acknowledged
+entries; the dispatcher reads it (and acknowledges it) while the consumer is connected, the mark-delete passes
+it, the subscription's cache hands it out at once (so no cache eviction, which differs per release — newest 10
+up to 4.1, by distance from 4.2 — can drop it first, and a request held back after a timeout, #23839, needs a
+pending snapshot that never completes, which a settle with every cluster up does not leave), and the UPDATE it
+causes moves every other cluster's cursor past those messages once replication settles again.  Hence a point is
+*confirmed* by a later settled ``snapshot`` (a later run of snapshot events) before the failover; the newest
+confirmed point on A bounds the failover F from A: a message it covers, received again on another cluster
+after F, is ``redelivered_after_failover`` (witness: its acknowledgement on A, the point, F, the receive).  The
+bound is a floor, the same at every release the model knows: acknowledgements after a point (a snapshot passed
+later) make no point of their own, as the cache may have evicted their snapshot by then.  Acknowledged messages
+past the bound that come again are allowed and counted in a note (how many, and how many the bound forbade).
+It assumes the consumer has permits (its dispatcher reads the marker) and the harness publishes nothing while it
+settles.  The rule reads event order only: equal timestamps change nothing.  Judged in undrained runs too (a
+redelivery seen is seen).
+
+A pure function of the events, in one pass: O(events) time, O(messages) memory (O(messages) per settled
+snapshot to test a point).  Both engines call it
 (:func:`conformance.checks.api.compose_checks`), so it has one implementation.
 """
 
