@@ -342,8 +342,10 @@ class Consume:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Failover scenarios: let replication settle (bounded), then record each cluster's ``snapshot`` of the
-    subscription (its backlog there), as the harness reads it."""
+    """Failover scenarios: let replication settle (bounded: idle, two snapshot periods, idle), then record each
+    cluster's ``snapshot`` of the subscription (its backlog there, and ``snapshot_periods`` when it settled), as
+    the harness reads it.  After a consume that acknowledged everything published so far, it is a point the
+    replicated cursor must pass (``redelivered_after_failover``)."""
 
     do: ClassVar[str] = "snapshot"
 

@@ -11,7 +11,8 @@ re-attachment on the other cluster (an ``open`` whose topic names that cluster).
 copy of the topic is written ``<topic>@<cluster>`` (docs/trace-format.md, "Failover runs").  The trace ends
 with ``end`` ``drained: true`` once the consumer on the other cluster received until quiet, connected (one still
 away then, with messages unacknowledged, is named in ``unreachable``, and the run is not drained).  The checkers judge
-it (``skipped_after_failover``, ``replicated_cursor_ahead``: :mod:`conformance.checks.replication`); ``keyshared
+it (``skipped_after_failover``, ``replicated_cursor_ahead``, ``redelivered_after_failover``:
+:mod:`conformance.checks.replication`); ``keyshared
 check`` works on it.  A failover scenario (``[settings] clusters``) drives this workload step by step
 (:mod:`pytest_keyshared.driver.failover_run`), so ``keyshared run`` and ``keyshared replay`` run failovers too.
 
