@@ -963,3 +963,23 @@ def _remote_cursor_lags() -> None:
         return updated
 
     _wrap(ReplicatedSubscriptionsController, "local_subscription_updated", make)
+
+
+@mutant(
+    "replicated-status-stays-off",
+    "replication",
+    "switching a subscription's replicated status back on is ignored: once off, it never replicates again",
+)
+def _replicated_status_stays_off() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    def make(orig: Any) -> Any:
+        def set_status(self: Any, topic: str, subscription: str, enabled: bool) -> bool:
+            sub = self.subscription(topic, subscription)
+            if enabled and sub is not None and not sub.replicated:
+                return True
+            return bool(orig(self, topic, subscription, enabled))
+
+        return set_status
+
+    _wrap(ModelBroker, "set_replicated_subscription_status", make)

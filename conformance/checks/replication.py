@@ -175,6 +175,8 @@ class ReplicationCheck:
         self.sure_acks: dict[tuple[str | None, str], dict[str, int]] = {}
         self.candidates: dict[tuple[str | None, str], _Point] = {}  #: points waiting for a later settled snapshot
         self.bounds: dict[tuple[str | None, str], _Point] = {}  #: confirmed points, the newest per key
+        #: (subscription, cluster) whose replicated status is switched off now (``replicated_subscription_off``)
+        self.status_off: set[tuple[str | None, str]] = set()
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
         self.last_op: str | None = None
 
@@ -271,6 +273,9 @@ class ReplicationCheck:
     def _fault(self, event: Event) -> None:
         """A fault touching a consumer (its ``consumers``; all when it names none or has ``unattributed``
         handlers, as the streaming checks read it) may have lost the acknowledgements it had not yet sent."""
+        switch = event.extra.get("fault")
+        if switch in ("replicated_subscription_off", "replicated_subscription_on"):
+            self._status(event, on=switch == "replicated_subscription_on")
         named = event.extra.get("consumers")
         touched = list(self.open_on) if not isinstance(named, list) or event.extra.get("unattributed") else named
         for handle in touched:
@@ -307,6 +312,21 @@ class ReplicationCheck:
             first = sorted(owed.values())[:MAX_WITNESSES]
             self.cursor_ahead.append(make_cursor_ahead(event.i, sub, cluster, backlog, len(owed), first))
 
+    def _status(self, event: Event, *, on: bool) -> None:
+        """The subscription's replicated status switched on a cluster: while it is off anywhere no point is made,
+        and one not yet confirmed is dropped (its update may never be written or applied)."""
+        cluster = event.extra.get("cluster")
+        if not isinstance(cluster, str):
+            self.notes.append(f"fault E{event.i} switches a replicated status but names no cluster: ignored")
+            return
+        sub = event.subscription or self.default_sub
+        if on:
+            self.status_off.discard((sub, cluster))
+            return
+        self.status_off.add((sub, cluster))
+        for key in [k for k in self.candidates if k[0] == sub]:
+            del self.candidates[key]
+
     def _snapshot_point(self, event: Event) -> None:
         """``redelivered_after_failover``'s bound: a settled snapshot as a point the replicated cursor must pass.
 
@@ -327,6 +347,8 @@ class ReplicationCheck:
         if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
             return
         sub = event.subscription or self.default_sub
+        if any(off[0] == sub for off in self.status_off):
+            return
         for handle, where in self.open_on.items():
             if where[0] != sub or handle in self.disturbed:
                 continue

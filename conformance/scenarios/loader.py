@@ -43,6 +43,7 @@ from conformance.scenarios.model import (
     Pause,
     Publish,
     Redeliver,
+    ReplicatedStatus,
     Resend,
     RestartBroker,
     Resume,
@@ -101,6 +102,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "snapshot": (),
     "cluster_down": ("cluster",),
     "cluster_up": ("cluster",),
+    "replicated_status": ("cluster", "enabled"),
     "failover": ("to",),
 }
 _REQUIRED: dict[str, tuple[str, ...]] = {
@@ -112,6 +114,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "sleep": ("ms",),
     "cluster_down": ("cluster",),
     "cluster_up": ("cluster",),
+    "replicated_status": ("cluster", "enabled"),
     "failover": ("to",),
 }
 
@@ -419,6 +422,9 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "snapshot": lambda t, w: Snapshot(),
     "cluster_down": lambda t, w: ClusterDown(cluster=_name(t["cluster"], f"{w} cluster")),
     "cluster_up": lambda t, w: ClusterUp(cluster=_name(t["cluster"], f"{w} cluster")),
+    "replicated_status": lambda t, w: ReplicatedStatus(
+        cluster=_name(t["cluster"], f"{w} cluster"), enabled=_bool(t["enabled"], f"{w} enabled")
+    ),
     "failover": lambda t, w: FailOver(to=_name(t["to"], f"{w} to")),
 }
 

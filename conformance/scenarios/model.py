@@ -42,6 +42,7 @@ __all__ = [
     "Pause",
     "Publish",
     "Redeliver",
+    "ReplicatedStatus",
     "Resend",
     "RestartBroker",
     "Resume",
@@ -367,6 +368,17 @@ class ClusterUp:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicatedStatus:
+    """Failover scenarios: switch the subscription's replicated status on ``cluster`` off or on (the admin API's
+    ``replicatedSubscriptionStatus``; ``ReplicatedSubscriptionTest.testReplicatedSubscriptionRestApi1``).  Off,
+    the cluster neither caches snapshots for it nor writes or applies its cursor updates."""
+
+    do: ClassVar[str] = "replicated_status"
+    cluster: str
+    enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
 class FailOver:
     """Failover scenarios: the application moves its consumer to cluster ``to``: it closes it, replication
     settles, each cluster's snapshot is recorded, and the consumer drains ``to`` (the last step)."""
@@ -395,11 +407,21 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     Snapshot,
     ClusterDown,
     ClusterUp,
+    ReplicatedStatus,
     FailOver,
 ]
 
 #: Steps a failover scenario may use (the failover workload: one consumer, ``c1``, that moves clusters).
-FAILOVER_STEPS: tuple[type, ...] = (Publish, Consume, Sleep, Snapshot, ClusterDown, ClusterUp, FailOver)
+FAILOVER_STEPS: tuple[type, ...] = (
+    Publish,
+    Consume,
+    Sleep,
+    Snapshot,
+    ClusterDown,
+    ClusterUp,
+    ReplicatedStatus,
+    FailOver,
+)
 
 #: Capability a target must have for a step (names of :class:`pytest_keyshared.targets.Capabilities`).
 _STEP_CAPABILITY: dict[type, str] = {Crash: "crash_consumer", RestartBroker: "broker_restart"}

@@ -28,6 +28,7 @@ from conformance.scenarios import (
     Consume,
     FailOver,
     Publish,
+    ReplicatedStatus,
     Scenario,
     Sleep,
     Snapshot,
@@ -95,6 +96,8 @@ def _apply(run: Failover, step: Step, rng: random.Random) -> None:
         run.snapshot()
     elif isinstance(step, (ClusterDown, ClusterUp)):
         run.set_down(step.cluster, isinstance(step, ClusterDown))
+    elif isinstance(step, ReplicatedStatus):
+        run.set_replicated(step.cluster, step.enabled)
     elif isinstance(step, FailOver):
         run.fail_over(step.to)
     else:  # the loader admits only the failover steps in a failover scenario

@@ -137,5 +137,10 @@ class ModelSites:
     def set_down(self, cluster: str, down: bool) -> None:
         self.layer.set_down(cluster, down)
 
+    def set_replicated(self, cluster: str, enabled: bool) -> None:
+        """Switch the subscription's replicated status on ``cluster`` (the admin API's
+        ``replicatedSubscriptionStatus``)."""
+        self.brokers[cluster].set_replicated_subscription_status(self.topic, self.subscription, enabled)
+
     def close(self) -> None:
         """Nothing to release: the model lives in memory."""

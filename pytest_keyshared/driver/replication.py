@@ -217,6 +217,23 @@ class Failover:
         else:
             self._down.discard(cluster)
 
+    def set_replicated(self, cluster: str, enabled: bool) -> None:
+        """Switch the subscription's replicated status on ``cluster`` (admin ``replicatedSubscriptionStatus``),
+        recorded as a ``fault`` touching no consumer: ``replicated_subscription_off`` / ``..._on``."""
+        switch = getattr(self.sites, "set_replicated", None)
+        if switch is None:
+            raise UnsupportedByTarget("These clusters cannot switch a subscription's replicated status.")
+        fault = "replicated_subscription_on" if enabled else "replicated_subscription_off"
+        self.writer.record(
+            "fault",
+            fault=fault,
+            cluster=cluster,
+            subscription=self.sites.subscription,
+            consumers=[],
+            producers=[],
+        )
+        switch(cluster, enabled)
+
     def snapshot(self) -> None:
         """Let replication settle (bounded), then record a ``snapshot`` per cluster: the subscription's backlog
         there.  ``settled`` says that replication went idle with every cluster up, so each cluster's copy holds
@@ -541,6 +558,13 @@ class BrokerSites:
         if problem is not None:
             return f"replication not idle {self.settle_timeout_s:g}s after the failover began: {problem}"
         return None
+
+    def set_replicated(self, cluster: str, enabled: bool) -> None:
+        """``POST .../subscription/{sub}/replicatedSubscriptionStatus`` with ``true`` / ``false`` on ``cluster``."""
+        admin = self.endpoints[cluster].admin
+        if admin is None:
+            raise UnsupportedByTarget(f"{cluster} has no admin API: the replicated status cannot be switched.")
+        admin.set_replicated_subscription_status(self.topic, self.subscription, enabled)
 
     def set_down(self, cluster: str, down: bool) -> None:
         if self._set_down is None:

@@ -456,6 +456,15 @@ class ModelBroker:
         server = self._topics.get(normalise_topic(topic))
         return None if server is None else server.subscriptions.get(name)
 
+    def set_replicated_subscription_status(self, topic: str, subscription: str, enabled: bool) -> bool:
+        """Switch a subscription's replicated status (admin ``replicatedSubscriptionStatus``); False if it does not
+        exist.  Off, replication neither caches its snapshots nor writes or applies its cursor updates here."""
+        sub = self.subscription(topic, subscription)
+        if sub is None:
+            return False
+        sub.replicated = bool(enabled)
+        return True
+
     def acknowledge_cumulative_to(
         self, topic: str, subscription: str, position: tuple[int, int], create_if_missing: bool = True
     ) -> bool:

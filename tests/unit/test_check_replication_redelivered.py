@@ -30,6 +30,7 @@ def trace(
     late_ack: bool = False,
     confirm: bool = True,
     drained: bool = True,
+    status: tuple[str, ...] = (),
 ) -> TraceBuilder:
     """m0, m1 published on r1, received and acknowledged by c1; a settled snapshot with c1 connected (the point,
     ``periods`` as its ``snapshot_periods``); m2, m3 published and received, held (m2 acknowledged after the
@@ -37,7 +38,8 @@ def trace(
     (of m0, m1, and m2 when acknowledged) and then m2, m3 where still owed.
 
     ``disturb``: ``"fault"`` (a client reconnect touching c1) or ``"crash"`` (c1 crashes and a new c1 opens)
-    between the acknowledgements and the point: the acknowledgements may not have arrived."""
+    between the acknowledgements and the point: the acknowledgements may not have arrived.  ``status``: the
+    subscription's replicated status switches (``"off"`` / ``"on"``, on r2) recorded before the point."""
     header = TraceHeader(
         target="hand-written", subscription=SubscriptionSpec("s"), deduplication=False, extra={"clusters": ["r1", "r2"]}
     )
@@ -53,6 +55,15 @@ def trace(
     elif disturb == "crash":
         b.crash("c1")
         b.open("c1", topic=A)
+    for switch in status:
+        b.add(
+            "fault",
+            fault=f"replicated_subscription_{switch}",
+            cluster="r2",
+            subscription="s",
+            consumers=[],
+            producers=[],
+        )
     for cluster, backlog in (("r1", 0), ("r2", 0)):
         b.add("snapshot", subscription="s", cluster=cluster, backlog=backlog, settled=True, snapshot_periods=periods)
     for n in (2, 3):
@@ -146,3 +157,10 @@ def test_a_stored_trace_gives_the_same_verdict_from_every_form(tmp_path: Path) -
     assert {v.kind for v in check_trace(bad).violations} == {Kind.REDELIVERED_AFTER_FAILOVER}
     columnar = convert_to_parquet(bad, tmp_path / "bad.parquet")
     assert check_trace(columnar).identities() == check_trace(bad).identities()
+
+
+def test_a_snapshot_while_the_replicated_status_is_off_is_no_point() -> None:
+    # testReplicatedSubscriptionRestApi1: status off, the other cluster replays everything, and that is allowed
+    assert redelivered(trace(again=[0, 1], status=("off",))) == []
+    # switched on again before the snapshot: the point holds
+    assert redelivered(trace(again=[0, 1], status=("off", "on"))) == ["m0", "m1"]
