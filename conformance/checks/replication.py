@@ -141,6 +141,7 @@ class _Failover:
     after: dict[str, int] = field(default_factory=dict)
     #: the newest confirmed snapshot point on A before the failover (``redelivered_after_failover``), if any
     bound: _Point | None = None
+    deleted: bool = False  #: the subscription was deleted on ``to`` before: the failover is not bounded
 
 
 class ReplicationCheck:
@@ -175,6 +176,9 @@ class ReplicationCheck:
         self.sure_acks: dict[tuple[str | None, str], dict[str, int]] = {}
         self.candidates: dict[tuple[str | None, str], _Point] = {}  #: points waiting for a later settled snapshot
         self.bounds: dict[tuple[str | None, str], _Point] = {}  #: confirmed points, the newest per key
+        #: (subscription, cluster) where the subscription was deleted (``subscription_deleted``): a failover to
+        #: that cluster is not bounded (whether a later update creates it again depends on the remote's controller)
+        self.deleted_on: set[tuple[str | None, str]] = set()
         #: (subscription, cluster) whose replicated status is switched off now (``replicated_subscription_off``)
         self.status_off: set[tuple[str | None, str]] = set()
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
@@ -257,8 +261,11 @@ class ReplicationCheck:
         sub = event.subscription or self.default_sub
         to = event.extra.get("to")
         acked = set(self.acked.get((sub, left), ()))
-        bound = self.bounds.get((sub, left))
-        self.failovers.append(_Failover(event.i, sub, left, to if isinstance(to, str) else None, acked, bound=bound))
+        deleted = (sub, to) in self.deleted_on
+        bound = None if deleted else self.bounds.get((sub, left))
+        self.failovers.append(
+            _Failover(event.i, sub, left, to if isinstance(to, str) else None, acked, bound=bound, deleted=deleted)
+        )
 
     def _detach(self, handle: str, *, graceful: bool) -> None:
         """A consumer closed (its client flushes its acknowledgements first) or crashed (they may be lost)."""
@@ -276,6 +283,8 @@ class ReplicationCheck:
         switch = event.extra.get("fault")
         if switch in ("replicated_subscription_off", "replicated_subscription_on"):
             self._status(event, on=switch == "replicated_subscription_on")
+        elif switch == "subscription_deleted" and isinstance(event.extra.get("cluster"), str):
+            self.deleted_on.add((event.subscription or self.default_sub, event.extra["cluster"]))
         named = event.extra.get("consumers")
         touched = list(self.open_on) if not isinstance(named, list) or event.extra.get("unattributed") else named
         for handle in touched:
@@ -421,6 +430,11 @@ def again_note(failover: _Failover, again: int, forbidden: int) -> str:
         f"{again} message(s) acknowledged on {failover.left} before the failover at E{failover.i} were delivered"
         " again after it"
     )
+    if failover.deleted:
+        return (
+            f"{head} (allowed: the subscription was deleted on {failover.to} before the failover, so no snapshot"
+            " bounds where it resumes there)"
+        )
     if failover.bound is None:
         return (
             f"{head} (allowed: only the mark-delete position replicates, in snapshots, and no settled snapshot"

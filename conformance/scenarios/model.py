@@ -34,9 +34,12 @@ __all__ = [
     "ClusterUp",
     "Consume",
     "Crash",
+    "DeleteSubscription",
     "FailOver",
     "InvalidScenario",
     "KeySet",
+    "LinkDown",
+    "LinkUp",
     "NackHeld",
     "Open",
     "Pause",
@@ -368,6 +371,34 @@ class ClusterUp:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkDown:
+    """Failover scenarios: disconnect the replicator of one direction only, ``cluster`` -> ``remote``
+    (``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``)."""
+
+    do: ClassVar[str] = "link_down"
+    cluster: str
+    remote: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUp:
+    """Failover scenarios: reconnect the replicator ``cluster`` -> ``remote`` (it catches up)."""
+
+    do: ClassVar[str] = "link_up"
+    cluster: str
+    remote: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSubscription:
+    """Failover scenarios: delete the subscription on ``cluster`` (not where the consumer is connected); a later
+    cursor update must create it again (``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``)."""
+
+    do: ClassVar[str] = "delete_subscription"
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicatedStatus:
     """Failover scenarios: switch the subscription's replicated status on ``cluster`` off or on (the admin API's
     ``replicatedSubscriptionStatus``; ``ReplicatedSubscriptionTest.testReplicatedSubscriptionRestApi1``).  Off,
@@ -408,6 +439,9 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     ClusterDown,
     ClusterUp,
     ReplicatedStatus,
+    LinkDown,
+    LinkUp,
+    DeleteSubscription,
     FailOver,
 ]
 
@@ -420,6 +454,9 @@ FAILOVER_STEPS: tuple[type, ...] = (
     ClusterDown,
     ClusterUp,
     ReplicatedStatus,
+    LinkDown,
+    LinkUp,
+    DeleteSubscription,
     FailOver,
 )
 

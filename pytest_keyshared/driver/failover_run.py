@@ -26,7 +26,10 @@ from conformance.scenarios import (
     ClusterDown,
     ClusterUp,
     Consume,
+    DeleteSubscription,
     FailOver,
+    LinkDown,
+    LinkUp,
     Publish,
     ReplicatedStatus,
     Scenario,
@@ -96,6 +99,10 @@ def _apply(run: Failover, step: Step, rng: random.Random) -> None:
         run.snapshot()
     elif isinstance(step, (ClusterDown, ClusterUp)):
         run.set_down(step.cluster, isinstance(step, ClusterDown))
+    elif isinstance(step, (LinkDown, LinkUp)):
+        run.set_link_down(step.cluster, step.remote, isinstance(step, LinkDown))
+    elif isinstance(step, DeleteSubscription):
+        run.delete_subscription(step.cluster)
     elif isinstance(step, ReplicatedStatus):
         run.set_replicated(step.cluster, step.enabled)
     elif isinstance(step, FailOver):

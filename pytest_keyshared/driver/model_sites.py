@@ -137,6 +137,14 @@ class ModelSites:
     def set_down(self, cluster: str, down: bool) -> None:
         self.layer.set_down(cluster, down)
 
+    def set_link_down(self, source: str, remote: str, down: bool) -> None:
+        """Disconnect (or reconnect) the replicator ``source`` -> ``remote`` alone."""
+        self.layer.set_link_down(source, remote, down)
+
+    def delete_subscription(self, cluster: str) -> None:
+        """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there)."""
+        self.brokers[cluster].delete_subscription(self.topic, self.subscription)
+
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """Switch the subscription's replicated status on ``cluster`` (the admin API's
         ``replicatedSubscriptionStatus``)."""

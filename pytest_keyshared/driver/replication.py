@@ -117,6 +117,7 @@ class Failover:
         self._drained = False
         self._closed = False
         self._down: set[str] = set()  #: clusters cut off now (set_down)
+        self._links_down: set[tuple[str, str]] = set()  #: replicators disconnected alone now (set_link_down)
         for name in self.clusters[1:]:  # the subscription exists, replicated, everywhere (created at Earliest)
             handle = f"standby-{name}"
             standby = sites.subscribe(name)
@@ -217,6 +218,38 @@ class Failover:
         else:
             self._down.discard(cluster)
 
+    def set_link_down(self, source: str, remote: str, down: bool = True) -> None:
+        """Disconnect (or reconnect) the replicator of one direction, ``source`` -> ``remote``: a ``fault``
+        ``link_down`` / ``link_up`` touching no consumer; snapshots meanwhile are not ``settled``."""
+        switch = getattr(self.sites, "set_link_down", None)
+        if switch is None:
+            raise UnsupportedByTarget("These clusters cannot disconnect the replicator of one direction.")
+        fault = "link_down" if down else "link_up"
+        self.writer.record("fault", fault=fault, cluster=source, remote=remote, consumers=[], producers=[])
+        switch(source, remote, down)
+        if down:
+            self._links_down.add((source, remote))
+        else:
+            self._links_down.discard((source, remote))
+
+    def delete_subscription(self, cluster: str) -> None:
+        """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; no consumer of it is there): a
+        ``fault`` ``subscription_deleted`` touching no consumer.  A later cursor update must create it again."""
+        if cluster == self.home and self.consumer is not None:
+            raise InvalidArgument(f"The consumer is connected in {cluster}: delete the subscription elsewhere.")
+        delete = getattr(self.sites, "delete_subscription", None)
+        if delete is None:
+            raise UnsupportedByTarget("These clusters cannot delete a subscription.")
+        self.writer.record(
+            "fault",
+            fault="subscription_deleted",
+            cluster=cluster,
+            subscription=self.sites.subscription,
+            consumers=[],
+            producers=[],
+        )
+        delete(cluster)
+
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """Switch the subscription's replicated status on ``cluster`` (admin ``replicatedSubscriptionStatus``),
         recorded as a ``fault`` touching no consumer: ``replicated_subscription_off`` / ``..._on``."""
@@ -244,7 +277,7 @@ class Failover:
         note = self.sites.settle()
         if note:
             self.notes.append(note)
-        settled = note is None and not self._down
+        settled = note is None and not self._down and not self._links_down
         periods = getattr(self.sites, "settle_periods", None) if settled else None
         for cluster in self.clusters:
             backlog = self.sites.backlog(cluster)
@@ -558,6 +591,13 @@ class BrokerSites:
         if problem is not None:
             return f"replication not idle {self.settle_timeout_s:g}s after the failover began: {problem}"
         return None
+
+    def delete_subscription(self, cluster: str) -> None:
+        """``DELETE .../subscription/{sub}`` on ``cluster``."""
+        admin = self.endpoints[cluster].admin
+        if admin is None:
+            raise UnsupportedByTarget(f"{cluster} has no admin API: the subscription cannot be deleted.")
+        admin.delete_subscription(self.topic, self.subscription)
 
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """``POST .../subscription/{sub}/replicatedSubscriptionStatus`` with ``true`` / ``false`` on ``cluster``."""

@@ -31,6 +31,7 @@ def trace(
     confirm: bool = True,
     drained: bool = True,
     status: tuple[str, ...] = (),
+    deleted: bool = False,
 ) -> TraceBuilder:
     """m0, m1 published on r1, received and acknowledged by c1; a settled snapshot with c1 connected (the point,
     ``periods`` as its ``snapshot_periods``); m2, m3 published and received, held (m2 acknowledged after the
@@ -39,7 +40,8 @@ def trace(
 
     ``disturb``: ``"fault"`` (a client reconnect touching c1) or ``"crash"`` (c1 crashes and a new c1 opens)
     between the acknowledgements and the point: the acknowledgements may not have arrived.  ``status``: the
-    subscription's replicated status switches (``"off"`` / ``"on"``, on r2) recorded before the point."""
+    subscription's replicated status switches (``"off"`` / ``"on"``, on r2) recorded before the point.
+    ``deleted``: the subscription is deleted on r2 just before the failover."""
     header = TraceHeader(
         target="hand-written", subscription=SubscriptionSpec("s"), deduplication=False, extra={"clusters": ["r1", "r2"]}
     )
@@ -75,6 +77,8 @@ def trace(
     if confirm:
         for cluster, backlog in (("r1", 2), ("r2", 2)):
             b.add("snapshot", subscription="s", cluster=cluster, backlog=backlog, settled=True, snapshot_periods=2)
+    if deleted:
+        b.add("fault", fault="subscription_deleted", cluster="r2", subscription="s", consumers=[], producers=[])
     b.add("failover", topic=A, subscription="s", cluster="r1", to="r2")
     b.open("c1", topic=B)
     owed = [n for n in (2, 3) if n not in again]
@@ -164,3 +168,10 @@ def test_a_snapshot_while_the_replicated_status_is_off_is_no_point() -> None:
     assert redelivered(trace(again=[0, 1], status=("off",))) == []
     # switched on again before the snapshot: the point holds
     assert redelivered(trace(again=[0, 1], status=("off", "on"))) == ["m0", "m1"]
+
+
+def test_a_failover_to_a_cluster_where_the_subscription_was_deleted_is_not_bounded() -> None:
+    b = trace(again=[0, 1], deleted=True)
+    verdict = check_trace(b.events, header=b.header)
+    assert verdict.validity is Validity.VALID, verdict.render()
+    assert any("the subscription was deleted on r2 before the failover" in n for n in verdict.notes)

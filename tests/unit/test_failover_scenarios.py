@@ -18,10 +18,14 @@ from conformance.scenarios import (
     ClusterDown,
     ClusterUp,
     Consume,
+    DeleteSubscription,
     FailOver,
     InvalidScenario,
     KeySet,
+    LinkDown,
+    LinkUp,
     Publish,
+    ReplicatedStatus,
     Scenario,
     Settings,
     Sleep,
@@ -67,7 +71,9 @@ failover_steps = st.one_of(
     st.builds(Consume, ack=plans),
     st.builds(Sleep, ms=st.integers(0, 999)),
     st.just(Snapshot()),
-    st.sampled_from([ClusterDown("r2"), ClusterUp("r2")]),
+    st.sampled_from([ClusterDown("r2"), ClusterUp("r2"), LinkDown("r2", "r1"), LinkUp("r3", "r2"),
+                     DeleteSubscription("r3")]),
+    st.builds(ReplicatedStatus, cluster=st.sampled_from(["r1", "r2"]), enabled=st.booleans()),
 )  # fmt: skip
 
 
@@ -113,6 +119,10 @@ TO_R2 = {"do": "failover", "to": "r2"}
         pytest.param(_failover(TO_R2, replication_delays=[["r1", "r3", 5]]), "'r3' is not one", id="delay-cluster"),
         pytest.param(_failover(TO_R2, replication_delays=[["r1", "r2"]]), "[from, to, ms]", id="delay-shape"),
         pytest.param(_failover(TO_R2, drain=False), "drain = false", id="no-drain"),
+        pytest.param(_failover({"do": "link_down", "cluster": "r2", "remote": "r2"}, TO_R2), "both 'r2'", id="link"),
+        pytest.param(_failover({"do": "link_up", "cluster": "r2", "remote": "r7"}, TO_R2), "'r7' is not", id="remote"),
+        pytest.param(_failover({"do": "delete_subscription", "cluster": "r1"}, TO_R2), "connected in 'r1'", id="del"),
+        pytest.param(_failover({"do": "replicated_status", "cluster": "r2"}, TO_R2), "enabled", id="status"),
     ],
 )
 def test_bad_failover_scenarios_are_refused_in_one_line(data: object, message: str) -> None:
