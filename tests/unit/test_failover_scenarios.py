@@ -195,3 +195,17 @@ def test_a_failover_run_whose_step_fails_ends_its_trace_and_raises(
         run_scenario(target, load_scenario(SWITCH), seed=0, out_dir=tmp_path / "run")
     end = _events(tmp_path / "run" / "trace.jsonl")[-1]
     assert end["op"] == "end" and end["notes"] == ["run stopped: RuntimeError: no way to r2"]
+
+
+def test_clusters_without_a_step_s_method_refuse_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # real clusters cannot disconnect one replication direction: the case is refused (the plugin skips it)
+    from pytest_keyshared.driver.model_sites import ModelSites
+
+    monkeypatch.delattr(ModelSites, "set_link_down")
+    scenario = next(s for s in area_scenarios("replication") if s.name == "replicator-one-direction-closed")
+    with open_target("model", artifacts_dir=tmp_path / "t") as target, pytest.raises(UnsupportedByTarget) as info:
+        run_scenario(target, scenario, seed=0, out_dir=tmp_path / "run")
+    assert "offer no link_down, link_up step" in str(info.value) and info.value.exit_code == 2
+    assert not (tmp_path / "run").exists()
