@@ -920,3 +920,66 @@ def _snapshot_overshoot() -> None:
             return advanced
 
         _wrap(cls, "advanced_mark_delete_position", make)
+
+
+@mutant(
+    "remote-cursor-never-updated",
+    "replication",
+    "a remote cluster never applies a replicated subscription's cursor update (the UPDATE's AcknowledgeTo is dropped)",
+)
+def _remote_cursor_never_updated() -> None:
+    from reference_model.replication.controller import ReplicatedSubscriptionsController
+    from reference_model.replication.markers import MarkerType
+
+    def make(orig: Any) -> Any:
+        def received_marker(self: Any, position: Any, marker_type: int, payload: Any) -> Any:
+            if marker_type == MarkerType.REPLICATED_SUBSCRIPTION_UPDATE:
+                return None
+            return orig(self, position, marker_type, payload)
+
+        return received_marker
+
+    _wrap(ReplicatedSubscriptionsController, "received_marker", make)
+
+
+@mutant(
+    "remote-cursor-lags-a-snapshot",
+    "replication",
+    "the cursor update carries the snapshot before the one the mark-delete passed: remotes stay a snapshot behind",
+)
+def _remote_cursor_lags() -> None:
+    from reference_model.replication.controller import ReplicatedSubscriptionsController
+    from reference_model.replication.markers import subscription_update
+
+    def make(orig: Any) -> Any:
+        def updated(self: Any, subscription: str, snapshot: Any) -> Any:
+            passed = self.__dict__.setdefault("_mutant_passed", {})
+            previous = passed.get(subscription)
+            passed[subscription] = snapshot
+            if previous is None:  # nothing older to send: an update that moves no cursor
+                return subscription_update(subscription, ())
+            return orig(self, subscription, previous)
+
+        return updated
+
+    _wrap(ReplicatedSubscriptionsController, "local_subscription_updated", make)
+
+
+@mutant(
+    "replicated-status-stays-off",
+    "replication",
+    "switching a subscription's replicated status back on is ignored: once off, it never replicates again",
+)
+def _replicated_status_stays_off() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    def make(orig: Any) -> Any:
+        def set_status(self: Any, topic: str, subscription: str, enabled: bool) -> bool:
+            sub = self.subscription(topic, subscription)
+            if enabled and sub is not None and not sub.replicated:
+                return True
+            return bool(orig(self, topic, subscription, enabled))
+
+        return set_status
+
+    _wrap(ModelBroker, "set_replicated_subscription_status", make)

@@ -43,6 +43,8 @@ FAST: tuple[tuple[str, str], ...] = (
     ("sticky-gaps-delivered", "sticky-gaps"),
     ("auto-split-wrong-range", "auto-split-four-consumers"),
     ("snapshot-last-answer-only", "two-producers"),
+    ("remote-cursor-never-updated", "across-two-regions"),
+    ("remote-cursor-lags-a-snapshot", "same-producer-name"),
     ("classic-no-recently-joined", "join-while-pending"),
 )
 

@@ -130,6 +130,8 @@ class ReplicationSites(Protocol):
     is the clock of the trace (the model's simulated one, so a seed gives the same trace byte for byte);
     ``elapse`` lets time pass; ``settle`` waits, bounded, until replication is idle and returns a note when
     its bound expired; ``backlog`` reads the subscription's backlog on a cluster (None: it cannot be read).
+    Sites may offer ``settle_periods``: how many whole snapshot periods ``settle`` lets pass between two waits for
+    idle replication (recorded as a ``snapshot``'s ``snapshot_periods``; ``redelivered_after_failover`` needs 1).
     """
 
     clusters: tuple[str, ...]

@@ -43,7 +43,8 @@ CONTRACT_DESCRIPTIONS: Mapping[str, str] = {
     "deduplication": "a (producer, sequence id) is stored once when deduplication is on, and answered as a"
     " duplicate only if stored",
     "assignment": "keys go to the consumer the reference selector of the claimed Pulsar version names",
-    "replication": "a replicated subscription resumes in another cluster without skipping unacked messages",
+    "replication": "a replicated subscription resumes in another cluster without skipping unacked messages,"
+    " and without redelivering what a settled snapshot already covered",
 }
 
 #: Violation kind (the checker's names, part of the trace format) -> the contract it breaks.
@@ -59,6 +60,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "accepted_conflicting_open": "assignment",
     "skipped_after_failover": "replication",
     "replicated_cursor_ahead": "replication",
+    "redelivered_after_failover": "replication",
     "outside_sticky_ranges": "assignment",
     "stalled": "delivery",
     "not_quiet": "redelivery",

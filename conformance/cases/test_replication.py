@@ -5,15 +5,18 @@ They follow ``ReplicatorSubscriptionTest`` (pulsar-semantics.md §6).  Each case
 ``scenarios/replication/`` (``[settings] clusters``; ``docs/scenarios.md``, "Failovers"), run like any other
 scenario (``keyshared_run``; ``keyshared run --scenario <file>`` and ``keyshared replay`` run the same files)
 and judged with the ordinary checker: the replication check (``skipped_after_failover``,
-``replicated_cursor_ahead``) and every delivery check on each cluster's copy of the topic.
+``replicated_cursor_ahead``, ``redelivered_after_failover``) and every delivery check on each cluster's copy of
+the topic.
 
 Clusters come from the target (``replication`` capability): a model target (``model``, ``model:classic``,
 ...) composes model brokers with its own version and settings (``reference_model.replication``);
 ``testcontainers-geo`` starts two Apache Pulsar standalones (``r1``, ``r2``) with a replicated namespace.  A case
 that needs more clusters than the target has, or a delayed replication link, skips there with the reason;
 elsewhere (pulsar-lite, a single broker by URL, one standalone) the cases skip with the reason.  Duplicates
-after a failover are allowed by the contract (only the mark-delete position replicates, apache/pulsar#10054):
-they are noted, not failed.
+after a failover are allowed by the contract only past the position the replicated cursor must have reached
+(only the mark-delete position replicates, in snapshots, apache/pulsar#10054): each scenario acknowledges a
+phase in full before a ``snapshot`` step, and a message of it delivered again fails the case
+(``redelivered_after_failover``); later duplicates are counted in a note.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""``skipped_after_failover`` and ``replicated_cursor_ahead``: a replicated subscription resumed on another
-cluster without a message it owed, or a cluster's copy of it was already past one.
+"""``skipped_after_failover``, ``replicated_cursor_ahead`` and ``redelivered_after_failover``: a replicated
+subscription resumed on another cluster without a message it owed, a cluster's copy of it was already past one,
+or it resumed before a position its cursor must already have passed.
 
 PIP-33 (replicated subscriptions) promises a client that moves a subscription's consumer from cluster A to
 cluster B that B resumes at a position no later than what the application acknowledged on A: only the
@@ -43,7 +44,32 @@ were published in batches (a backlog counts entries: a batch of ten is one; the 
 one message per entry).  The rule reads event order only, so
 equal timestamps change nothing.
 
-A pure function of the events, in one pass: O(events) time, O(messages) memory.  Both engines call it
+Redeliveries.  Duplicates after a failover are allowed only past the position the replicated cursor must
+already have reached: ``redelivered_after_failover``.  A *point* is a settled ``snapshot`` of S with
+``snapshot_periods`` >= 1 (the harness let a whole snapshot period pass with replication idle before and after:
+a snapshot started after every message published before it — a tick writes a request when data was written
+since the last completed snapshot started, or that snapshot is already after them — and completed) at which a
+consumer of S is open on cluster A, untouched by faults since it opened, and every message published (on any
+cluster) before it had been acknowledged on A by a consumer of S with an acknowledgement known to have arrived:
+sent by a consumer that then stayed connected through a settle, or closed (a close flushes); a crash or a fault
+touching it drops its acknowledgements not yet proven.  The snapshot's marker then follows only acknowledged
+entries; the dispatcher reads it (and acknowledges it) while the consumer is connected, the mark-delete passes
+it, the subscription's cache hands it out at once (so no cache eviction, which differs per release — newest 10
+up to 4.1, by distance from 4.2 — can drop it first, and a request held back after a timeout, #23839, needs a
+pending snapshot that never completes, which a settle with every cluster up does not leave), and the UPDATE it
+causes moves every other cluster's cursor past those messages once replication settles again.  Hence a point is
+*confirmed* by a later settled ``snapshot`` (a later run of snapshot events) before the failover; the newest
+confirmed point on A bounds the failover F from A: a message it covers, received again on another cluster
+after F, is ``redelivered_after_failover`` (witness: its acknowledgement on A, the point, F, the receive).  The
+bound is a floor, the same at every release the model knows: acknowledgements after a point (a snapshot passed
+later) make no point of their own, as the cache may have evicted their snapshot by then.  Acknowledged messages
+past the bound that come again are allowed and counted in a note (how many, and how many the bound forbade).
+It assumes the consumer has permits (its dispatcher reads the marker) and the harness publishes nothing while it
+settles.  The rule reads event order only: equal timestamps change nothing.  Judged in undrained runs too (a
+redelivery seen is seen).
+
+A pure function of the events, in one pass: O(events) time, O(messages) memory (O(messages) per settled
+snapshot to test a point).  Both engines call it
 (:func:`conformance.checks.api.compose_checks`), so it has one implementation.
 """
 
@@ -95,6 +121,15 @@ class ReplicationFindings:
     unjudged: tuple[Kind, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class _Point:
+    """A settled snapshot at which every message published so far had been acknowledged on one cluster."""
+
+    i: int  #: the snapshot event
+    uids: frozenset[str]  #: the messages published before it, all acknowledged (acks that arrived) there
+    acks: Mapping[str, int]  #: uid -> its acknowledgement on that cluster (a witness)
+
+
 @dataclass
 class _Failover:
     i: int
@@ -102,7 +137,11 @@ class _Failover:
     left: str  #: cluster A
     to: str | None
     acked: set[str]  #: uids acknowledged on A by consumers of the subscription before the failover
-    after: set[str] = field(default_factory=set)  #: uids received on another cluster after the failover
+    #: uid -> the first receive of it on another cluster after the failover
+    after: dict[str, int] = field(default_factory=dict)
+    #: the newest confirmed snapshot point on A before the failover (``redelivered_after_failover``), if any
+    bound: _Point | None = None
+    deleted: bool = False  #: the subscription was deleted on ``to`` before: the failover is not bounded
 
 
 class ReplicationCheck:
@@ -128,19 +167,46 @@ class ReplicationCheck:
         #: cluster -> events that made a message of that cluster's copy free (its publishes, its consumers'
         #: releases): an engine that cannot see topics drops ``undelivered`` witnessed by them on a left cluster
         self.freed_on: dict[str, set[int]] = {}
+        # ``redelivered_after_failover`` (see :meth:`_snapshot_point`)
+        self.publish_of: dict[str, tuple[int, str | None, str | None]] = {}  #: uid -> (first publish, key, msg_id)
+        self.open_on: dict[str, tuple[str | None, str]] = {}  #: open handle -> (subscription, cluster)
+        self.disturbed: set[str] = set()  #: open handles a fault touched since they opened
+        self.pending_acks: dict[str, dict[str, int]] = {}  #: handle -> uid -> ack not yet known to have arrived
+        #: (subscription, cluster) -> uid -> an acknowledgement known to have reached the broker
+        self.sure_acks: dict[tuple[str | None, str], dict[str, int]] = {}
+        self.candidates: dict[tuple[str | None, str], _Point] = {}  #: points waiting for a later settled snapshot
+        self.bounds: dict[tuple[str | None, str], _Point] = {}  #: confirmed points, the newest per key
+        #: (subscription, cluster) where the subscription was deleted (``subscription_deleted``): a failover to
+        #: that cluster is not bounded (whether a later update creates it again depends on the remote's controller)
+        self.deleted_on: set[tuple[str | None, str]] = set()
+        #: (subscription, cluster) whose replicated status is switched off now (``replicated_subscription_off``)
+        self.status_off: set[tuple[str | None, str]] = set()
+        self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
+        self.last_op: str | None = None
 
     def feed(self, event: Event) -> None:
         op = event.op.value
+        if op == "snapshot" and self.last_op != "snapshot":
+            self.group_start = event.i
+        self.last_op = op
         if op == "open":
             if event.result is None or event.result.value == "ok":
-                self.subs[str(event.consumer)] = event.subscription or self.default_sub
+                handle = str(event.consumer)
+                sub = self.subs[handle] = event.subscription or self.default_sub
                 cluster = cluster_of(event.topic)
                 if cluster is not None:
-                    self.attached[str(event.consumer)] = cluster
+                    self.attached[handle] = cluster
+                    self.open_on[handle] = (sub, cluster)
+                    self.disturbed.discard(handle)
+                    self.pending_acks.pop(handle, None)
         elif op in ("nack", "redeliver", "close", "crash"):
             cluster = self.attached.get(str(event.consumer))
             if cluster is not None:
                 self.freed_on.setdefault(cluster, set()).add(event.i)
+            if op in ("close", "crash"):
+                self._detach(str(event.consumer), graceful=op == "close")
+        elif op == "fault":
+            self._fault(event)
         elif op == "publish":
             cluster = cluster_of(event.topic)
             if cluster is None:
@@ -149,6 +215,7 @@ class ReplicationCheck:
             if event.result is None or event.result.value != "ok" or event.uid is None:
                 return
             self.published.setdefault(cluster, []).append((event.i, event.uid, event.key, event.msg_id))
+            self.publish_of.setdefault(event.uid, (event.i, event.key, event.msg_id))
             if event.msg_id is not None and event.topic is not None:
                 mkey, _stream, msg = canonical_message(event.topic, event.msg_id)
                 self.uid_of[mkey] = event.uid
@@ -165,6 +232,8 @@ class ReplicationCheck:
                 sub = self.subs.get(str(event.consumer))
                 self.acked.setdefault((sub, cluster), set()).add(uid)
                 self.acked_by_sub.setdefault(sub, set()).add(uid)
+                if self.open_on.get(str(event.consumer)) == (sub, cluster):
+                    self.pending_acks.setdefault(str(event.consumer), {}).setdefault(uid, event.i)
         elif op == "failover":
             self._failover(event)
         elif op == "snapshot":
@@ -182,7 +251,7 @@ class ReplicationCheck:
         sub = self.subs.get(str(event.consumer))
         for failover in self.failovers:
             if failover.subscription == sub and cluster != failover.left:
-                failover.after.add(event.uid)
+                failover.after.setdefault(event.uid, event.i)
 
     def _failover(self, event: Event) -> None:
         left = cluster_of(event.topic) or event.extra.get("cluster")
@@ -192,7 +261,36 @@ class ReplicationCheck:
         sub = event.subscription or self.default_sub
         to = event.extra.get("to")
         acked = set(self.acked.get((sub, left), ()))
-        self.failovers.append(_Failover(event.i, sub, left, to if isinstance(to, str) else None, acked))
+        deleted = (sub, to) in self.deleted_on
+        bound = None if deleted else self.bounds.get((sub, left))
+        self.failovers.append(
+            _Failover(event.i, sub, left, to if isinstance(to, str) else None, acked, bound=bound, deleted=deleted)
+        )
+
+    def _detach(self, handle: str, *, graceful: bool) -> None:
+        """A consumer closed (its client flushes its acknowledgements first) or crashed (they may be lost)."""
+        where = self.open_on.pop(handle, None)
+        pending = self.pending_acks.pop(handle, {})
+        self.disturbed.discard(handle)
+        if graceful and where is not None:
+            sure = self.sure_acks.setdefault(where, {})
+            for uid, i in pending.items():
+                sure.setdefault(uid, i)
+
+    def _fault(self, event: Event) -> None:
+        """A fault touching a consumer (its ``consumers``; all when it names none or has ``unattributed``
+        handlers, as the streaming checks read it) may have lost the acknowledgements it had not yet sent."""
+        switch = event.extra.get("fault")
+        if switch in ("replicated_subscription_off", "replicated_subscription_on"):
+            self._status(event, on=switch == "replicated_subscription_on")
+        elif switch == "subscription_deleted" and isinstance(event.extra.get("cluster"), str):
+            self.deleted_on.add((event.subscription or self.default_sub, event.extra["cluster"]))
+        named = event.extra.get("consumers")
+        touched = list(self.open_on) if not isinstance(named, list) or event.extra.get("unattributed") else named
+        for handle in touched:
+            if str(handle) in self.open_on:
+                self.pending_acks.pop(str(handle), None)
+                self.disturbed.add(str(handle))
 
     def _snapshot(self, event: Event) -> None:
         """``replicated_cursor_ahead``: a settled snapshot's backlog below what nobody acknowledged (module doc)."""
@@ -205,6 +303,7 @@ class ReplicationCheck:
                 f"snapshot E{event.i} ({cluster}) not judged: replication had not settled (or a cluster was down)"
             )
             return
+        self._snapshot_point(event)
         if self.batched_at is not None:
             self.notes.append(
                 f"snapshot E{event.i} ({cluster}) not judged: messages were published in batches (E{self.batched_at}),"
@@ -222,6 +321,60 @@ class ReplicationCheck:
             first = sorted(owed.values())[:MAX_WITNESSES]
             self.cursor_ahead.append(make_cursor_ahead(event.i, sub, cluster, backlog, len(owed), first))
 
+    def _status(self, event: Event, *, on: bool) -> None:
+        """The subscription's replicated status switched on a cluster: while it is off anywhere no point is made,
+        and one not yet confirmed is dropped (its update may never be written or applied)."""
+        cluster = event.extra.get("cluster")
+        if not isinstance(cluster, str):
+            self.notes.append(f"fault E{event.i} switches a replicated status but names no cluster: ignored")
+            return
+        sub = event.subscription or self.default_sub
+        if on:
+            self.status_off.discard((sub, cluster))
+            return
+        self.status_off.add((sub, cluster))
+        for key in [k for k in self.candidates if k[0] == sub]:
+            del self.candidates[key]
+
+    def _snapshot_point(self, event: Event) -> None:
+        """``redelivered_after_failover``'s bound: a settled snapshot as a point the replicated cursor must pass.
+
+        Every settled snapshot confirms the points of earlier settles (the update they caused has reached every
+        cluster by then).  One with ``snapshot_periods`` >= 1 (the harness waited a whole snapshot period with
+        replication idle, so a snapshot started after every message published before it and completed) is a
+        point for each cluster where a consumer of the subscription is open and was untouched by faults: its
+        acknowledgements so far have reached the broker, and if they cover every message published so far,
+        the snapshot's marker follows only acknowledged entries, the mark-delete passes it as the dispatcher
+        reads it, and its update moves every other cluster's cursor past those messages (module doc).
+        """
+        for key, point in list(self.candidates.items()):
+            if point.i < self.group_start:
+                del self.candidates[key]
+                if key not in self.bounds or self.bounds[key].i < point.i:
+                    self.bounds[key] = point
+        periods = event.extra.get("snapshot_periods")
+        if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
+            return
+        sub = event.subscription or self.default_sub
+        if any(off[0] == sub for off in self.status_off):
+            return
+        for handle, where in self.open_on.items():
+            if where[0] != sub or handle in self.disturbed:
+                continue
+            sure = self.sure_acks.setdefault(where, {})
+            for uid, i in self.pending_acks.pop(handle, {}).items():
+                sure.setdefault(uid, i)
+        for handle, where in self.open_on.items():
+            if where[0] != sub or handle in self.disturbed:
+                continue
+            candidate = self.candidates.get(where)
+            if candidate is not None and candidate.i >= self.group_start:
+                continue  # this settle's point is made (one per run of snapshot events)
+            sure = self.sure_acks.get(where, {})
+            if not self.publish_of or any(uid not in sure for uid in self.publish_of):
+                continue
+            self.candidates[where] = _Point(event.i, frozenset(self.publish_of), {u: sure[u] for u in self.publish_of})
+
     def left_marks(self) -> set[int]:
         """Events that freed a message on a cluster some subscription failed over from (see ``freed_on``)."""
         out: set[int] = set()
@@ -230,29 +383,120 @@ class ReplicationCheck:
         return out
 
     def finish(self) -> ReplicationFindings:
-        ahead = tuple(self.cursor_ahead)
-        if not self.failovers:
-            return ReplicationFindings(ahead, notes=tuple(self.notes))
-        if not self.drained or self.end_i is None:
-            note = "skipped_after_failover not judged: the run was not drained after the failover"
-            return ReplicationFindings(ahead, (*self.notes, note), unjudged=(Kind.SKIPPED_AFTER_FAILOVER,))
-        found: list[Violation] = list(ahead)
+        found: list[Violation] = list(self.cursor_ahead)
         notes = list(self.notes)
+        for failover in self.failovers:  # judged drained or not: a redelivery seen is seen
+            found += self._redelivered(failover, notes)
+        if self.failovers and (not self.drained or self.end_i is None):
+            note = "skipped_after_failover not judged: the run was not drained after the failover"
+            return ReplicationFindings(tuple(found), (*notes, note), unjudged=(Kind.SKIPPED_AFTER_FAILOVER,))
         for failover in self.failovers:
+            assert self.end_i is not None
             sent = sorted(p for published in self.published.values() for p in published if p[0] < self.end_i)
             skipped = [p for p in sent if p[1] not in failover.acked and p[1] not in failover.after]
-            again = len(failover.acked & failover.after)
-            if again:
-                notes.append(
-                    f"{again} message(s) acknowledged on {failover.left} before the failover at E{failover.i} were"
-                    " delivered again after it (allowed: only the mark-delete position replicates)"
-                )
             found += [make_skipped(failover, p, len(skipped), self.end_i) for p in skipped[:MAX_LISTED]]
             if len(skipped) > MAX_LISTED:
                 notes.append(
                     f"failover at E{failover.i}: {len(skipped) - MAX_LISTED} more skipped message(s) not listed"
                 )
         return ReplicationFindings(tuple(found), tuple(notes))
+
+    def _redelivered(self, failover: _Failover, notes: list[str]) -> list[Violation]:
+        """``redelivered_after_failover`` for one failover: the acknowledged messages delivered again after it
+        that its snapshot point covered (the rest are counted in a note, allowed)."""
+        again = failover.acked & failover.after.keys()
+        if not again:
+            return []
+        point = failover.bound
+        covered = again & point.uids if point is not None else set()
+        forbidden = sorted((failover.after[uid], uid) for uid in covered)
+        notes.append(again_note(failover, len(again), len(forbidden)))
+        if point is None:
+            return []
+        if len(forbidden) > MAX_LISTED:
+            notes.append(
+                f"failover at E{failover.i}: {len(forbidden) - MAX_LISTED} more redelivered_after_failover"
+                " message(s) not listed"
+            )
+        return [
+            make_redelivered(failover, point, uid, self.publish_of[uid][1], at, len(forbidden), len(again))
+            for at, uid in forbidden[:MAX_LISTED]
+        ]
+
+
+def again_note(failover: _Failover, again: int, forbidden: int) -> str:
+    """How many acknowledged messages came again after a failover, and how many of them the bound forbade."""
+    head = (
+        f"{again} message(s) acknowledged on {failover.left} before the failover at E{failover.i} were delivered"
+        " again after it"
+    )
+    if failover.deleted:
+        return (
+            f"{head} (allowed: the subscription was deleted on {failover.to} before the failover, so no snapshot"
+            " bounds where it resumes there)"
+        )
+    if failover.bound is None:
+        return (
+            f"{head} (allowed: only the mark-delete position replicates, in snapshots, and no settled snapshot"
+            f" on {failover.left} followed acknowledgements of every message published before it)"
+        )
+    return (
+        f"{head}: {forbidden} at or before the position the replicated cursor had reached (the snapshot at"
+        f" E{failover.bound.i} covered {len(failover.bound.uids)} message(s): redelivered_after_failover),"
+        f" {again - forbidden} past it (allowed: only the mark-delete position replicates, in snapshots)"
+    )
+
+
+def make_redelivered(
+    failover: _Failover, point: _Point, uid: str, key: str | None, receive_i: int, forbidden: int, again: int
+) -> Violation:
+    """The violation for one covered message delivered again (witness: its ack on the left cluster, the
+    snapshot point, the failover, the receive on the other cluster)."""
+    ack_i = point.acks[uid]
+    facts: dict[str, Any] = {
+        "uid": uid,
+        "from": failover.left,
+        "to": failover.to,
+        "subscription": failover.subscription,
+        "covered": len(point.uids),
+        "forbidden": forbidden,
+        "again": again,
+        "refs": [
+            [ack_i, "ack", None, None],
+            [point.i, "snapshot", None, None],
+            [failover.i, "failover", None, None],
+            [receive_i, "receive", None, None],
+        ],
+    }
+    return Violation(
+        Kind.REDELIVERED_AFTER_FAILOVER,
+        key,
+        (),
+        (ack_i, point.i, failover.i, receive_i),
+        explain_redelivered(facts),
+        failover.subscription,
+        facts,
+    )
+
+
+def explain_redelivered(facts: Mapping[str, Any]) -> str:
+    to = facts["to"] or "another cluster"
+    ack_i, point_i, failover_i, receive_i = (ref[0] for ref in facts["refs"])
+    return render_elle(
+        f"redelivered_after_failover: {facts['uid']} (subscription {facts['subscription']!r}) delivered again on"
+        f" {to} though the replicated cursor had passed it",
+        facts["refs"],
+        [
+            f"{facts['uid']} was acknowledged on {facts['from']} at E{ack_i}; at the settled snapshot E{point_i} every"
+            f" one of the {facts['covered']} message(s) published before it had been acknowledged there, by a"
+            " consumer still connected.",
+            "A snapshot taken then follows only acknowledged entries: the mark-delete position passes it, and its"
+            " update moves every other cluster's replicated cursor past those messages; replication settled again"
+            f" before the failover at E{failover_i} (PIP-33).",
+            f"However, {to} delivered {facts['uid']} again at E{receive_i}: {facts['forbidden']} covered message(s)"
+            f" redelivered ({facts['again']} acknowledged message(s) came again in all).",
+        ],
+    )
 
 
 def make_skipped(

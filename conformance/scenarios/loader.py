@@ -35,14 +35,18 @@ from conformance.scenarios.model import (
     ClusterUp,
     Consume,
     Crash,
+    DeleteSubscription,
     FailOver,
     InvalidScenario,
     KeySet,
+    LinkDown,
+    LinkUp,
     NackHeld,
     Open,
     Pause,
     Publish,
     Redeliver,
+    ReplicatedStatus,
     Resend,
     RestartBroker,
     Resume,
@@ -101,6 +105,10 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "snapshot": (),
     "cluster_down": ("cluster",),
     "cluster_up": ("cluster",),
+    "replicated_status": ("cluster", "enabled"),
+    "link_down": ("cluster", "remote"),
+    "link_up": ("cluster", "remote"),
+    "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
 _REQUIRED: dict[str, tuple[str, ...]] = {
@@ -112,6 +120,10 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "sleep": ("ms",),
     "cluster_down": ("cluster",),
     "cluster_up": ("cluster",),
+    "replicated_status": ("cluster", "enabled"),
+    "link_down": ("cluster", "remote"),
+    "link_up": ("cluster", "remote"),
+    "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
 
@@ -419,6 +431,16 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "snapshot": lambda t, w: Snapshot(),
     "cluster_down": lambda t, w: ClusterDown(cluster=_name(t["cluster"], f"{w} cluster")),
     "cluster_up": lambda t, w: ClusterUp(cluster=_name(t["cluster"], f"{w} cluster")),
+    "link_down": lambda t, w: LinkDown(
+        cluster=_name(t["cluster"], f"{w} cluster"), remote=_name(t["remote"], f"{w} remote")
+    ),
+    "link_up": lambda t, w: LinkUp(
+        cluster=_name(t["cluster"], f"{w} cluster"), remote=_name(t["remote"], f"{w} remote")
+    ),
+    "delete_subscription": lambda t, w: DeleteSubscription(cluster=_name(t["cluster"], f"{w} cluster")),
+    "replicated_status": lambda t, w: ReplicatedStatus(
+        cluster=_name(t["cluster"], f"{w} cluster"), enabled=_bool(t["enabled"], f"{w} enabled")
+    ),
     "failover": lambda t, w: FailOver(to=_name(t["to"], f"{w} to")),
 }
 
@@ -436,11 +458,19 @@ def _check_failover(scenario: Scenario, where: str) -> None:
         at = f"{where}: step {index} ({step.do})"
         if not isinstance(step, FAILOVER_STEPS):
             raise InvalidScenario(f"{at}: not a failover step; a scenario with [settings] clusters uses {allowed}.")
-        named = getattr(step, "to", None) or getattr(step, "cluster", None)
-        if named is not None and named not in clusters:
+        for named in (getattr(step, "to", None), getattr(step, "cluster", None), getattr(step, "remote", None)):
+            if named is not None and named not in clusters:
+                raise InvalidScenario(
+                    f"{at}: cluster {named!r} is not one of the clusters ({', '.join(clusters)})."
+                    + did_you_mean(named, clusters)
+                )
+        if isinstance(step, (LinkDown, LinkUp)) and step.cluster == step.remote:
             raise InvalidScenario(
-                f"{at}: cluster {named!r} is not one of the clusters ({', '.join(clusters)})."
-                + did_you_mean(named, clusters)
+                f"{at}: a replication link joins two clusters, but cluster and remote are both {step.cluster!r}."
+            )
+        if isinstance(step, DeleteSubscription) and step.cluster == clusters[0]:
+            raise InvalidScenario(
+                f"{at}: the consumer is connected in {clusters[0]!r}; delete the subscription in another cluster."
             )
         if isinstance(step, Publish) and (step.producer, step.key_field, step.batching) != (
             "p1",

@@ -34,14 +34,18 @@ __all__ = [
     "ClusterUp",
     "Consume",
     "Crash",
+    "DeleteSubscription",
     "FailOver",
     "InvalidScenario",
     "KeySet",
+    "LinkDown",
+    "LinkUp",
     "NackHeld",
     "Open",
     "Pause",
     "Publish",
     "Redeliver",
+    "ReplicatedStatus",
     "Resend",
     "RestartBroker",
     "Resume",
@@ -342,8 +346,10 @@ class Consume:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Failover scenarios: let replication settle (bounded), then record each cluster's ``snapshot`` of the
-    subscription (its backlog there), as the harness reads it."""
+    """Failover scenarios: let replication settle (bounded: idle, two snapshot periods, idle), then record each
+    cluster's ``snapshot`` of the subscription (its backlog there, and ``snapshot_periods`` when it settled), as
+    the harness reads it.  After a consume that acknowledged everything published so far, it is a point the
+    replicated cursor must pass (``redelivered_after_failover``)."""
 
     do: ClassVar[str] = "snapshot"
 
@@ -362,6 +368,45 @@ class ClusterUp:
 
     do: ClassVar[str] = "cluster_up"
     cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDown:
+    """Failover scenarios: disconnect the replicator of one direction only, ``cluster`` -> ``remote``
+    (``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``)."""
+
+    do: ClassVar[str] = "link_down"
+    cluster: str
+    remote: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUp:
+    """Failover scenarios: reconnect the replicator ``cluster`` -> ``remote`` (it catches up)."""
+
+    do: ClassVar[str] = "link_up"
+    cluster: str
+    remote: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSubscription:
+    """Failover scenarios: delete the subscription on ``cluster`` (not where the consumer is connected); a later
+    cursor update must create it again (``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``)."""
+
+    do: ClassVar[str] = "delete_subscription"
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedStatus:
+    """Failover scenarios: switch the subscription's replicated status on ``cluster`` off or on (the admin API's
+    ``replicatedSubscriptionStatus``; ``ReplicatedSubscriptionTest.testReplicatedSubscriptionRestApi1``).  Off,
+    the cluster neither caches snapshots for it nor writes or applies its cursor updates."""
+
+    do: ClassVar[str] = "replicated_status"
+    cluster: str
+    enabled: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,11 +438,27 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     Snapshot,
     ClusterDown,
     ClusterUp,
+    ReplicatedStatus,
+    LinkDown,
+    LinkUp,
+    DeleteSubscription,
     FailOver,
 ]
 
 #: Steps a failover scenario may use (the failover workload: one consumer, ``c1``, that moves clusters).
-FAILOVER_STEPS: tuple[type, ...] = (Publish, Consume, Sleep, Snapshot, ClusterDown, ClusterUp, FailOver)
+FAILOVER_STEPS: tuple[type, ...] = (
+    Publish,
+    Consume,
+    Sleep,
+    Snapshot,
+    ClusterDown,
+    ClusterUp,
+    ReplicatedStatus,
+    LinkDown,
+    LinkUp,
+    DeleteSubscription,
+    FailOver,
+)
 
 #: Capability a target must have for a step (names of :class:`pytest_keyshared.targets.Capabilities`).
 _STEP_CAPABILITY: dict[type, str] = {Crash: "crash_consumer", RestartBroker: "broker_restart"}

@@ -26,8 +26,12 @@ from conformance.scenarios import (
     ClusterDown,
     ClusterUp,
     Consume,
+    DeleteSubscription,
     FailOver,
+    LinkDown,
+    LinkUp,
     Publish,
+    ReplicatedStatus,
     Scenario,
     Sleep,
     Snapshot,
@@ -95,6 +99,12 @@ def _apply(run: Failover, step: Step, rng: random.Random) -> None:
         run.snapshot()
     elif isinstance(step, (ClusterDown, ClusterUp)):
         run.set_down(step.cluster, isinstance(step, ClusterDown))
+    elif isinstance(step, (LinkDown, LinkUp)):
+        run.set_link_down(step.cluster, step.remote, isinstance(step, LinkDown))
+    elif isinstance(step, DeleteSubscription):
+        run.delete_subscription(step.cluster)
+    elif isinstance(step, ReplicatedStatus):
+        run.set_replicated(step.cluster, step.enabled)
     elif isinstance(step, FailOver):
         run.fail_over(step.to)
     else:  # the loader admits only the failover steps in a failover scenario
@@ -130,8 +140,25 @@ def run_failover_scenario(
     sites = target.replication_sites(
         case=scenario.name, seed=seed, clusters=settings.clusters, delays_ms=delays, **wanted
     )
+    missing = sorted({step.do for step in scenario.steps if not hasattr(sites, _SITE_METHOD.get(type(step), "close"))})
+    if missing:
+        with contextlib.suppress(Exception):
+            sites.close()
+        raise UnsupportedByTarget(
+            f"Target {name!r} cannot run failover scenario {scenario.name!r}: its clusters offer no"
+            f" {', '.join(missing)} step."
+        )
     run = _FailoverRun(target, sites, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
     return run.execute()
+
+
+#: Steps the sites must offer a method for (the others every :class:`ReplicationSites` has).
+_SITE_METHOD: dict[type, str] = {
+    ReplicatedStatus: "set_replicated",
+    LinkDown: "set_link_down",
+    LinkUp: "set_link_down",
+    DeleteSubscription: "delete_subscription",
+}
 
 
 class _FailoverRun(RunLoop):

@@ -111,9 +111,22 @@ class ModelSites:
     def elapse(self, ms: int) -> None:
         self.layer.advance(ms)
 
+    #: Snapshot periods :meth:`settle` lets pass between its two waits for idle replication (as
+    #: :class:`~pytest_keyshared.driver.replication.BrokerSites` waits on real clusters).
+    settle_periods = 2
+
     def settle(self) -> str | None:
+        """Idle replication, :attr:`settle_periods` snapshot periods, idle again (the simulated clock: no bound
+        can expire)."""
+        self.layer.run_until_idle()
+        self.layer.advance(self.settle_periods * self.snapshot_ms)
         self.layer.run_until_idle()
         return None
+
+    @property
+    def snapshot_ms(self) -> int:
+        """The longest snapshot frequency of the clusters (``replicatedSubscriptionsSnapshotFrequencyMillis``)."""
+        return max(self.layer.config(c).snapshot_frequency_ms for c in self.clusters)
 
     def backlog(self, cluster: str) -> int | None:
         stats = self.brokers[cluster].topic_stats(self.topic)
@@ -123,6 +136,19 @@ class ModelSites:
 
     def set_down(self, cluster: str, down: bool) -> None:
         self.layer.set_down(cluster, down)
+
+    def set_link_down(self, source: str, remote: str, down: bool) -> None:
+        """Disconnect (or reconnect) the replicator ``source`` -> ``remote`` alone."""
+        self.layer.set_link_down(source, remote, down)
+
+    def delete_subscription(self, cluster: str) -> None:
+        """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there)."""
+        self.brokers[cluster].delete_subscription(self.topic, self.subscription)
+
+    def set_replicated(self, cluster: str, enabled: bool) -> None:
+        """Switch the subscription's replicated status on ``cluster`` (the admin API's
+        ``replicatedSubscriptionStatus``)."""
+        self.brokers[cluster].set_replicated_subscription_status(self.topic, self.subscription, enabled)
 
     def close(self) -> None:
         """Nothing to release: the model lives in memory."""

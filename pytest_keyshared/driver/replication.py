@@ -11,7 +11,8 @@ re-attachment on the other cluster (an ``open`` whose topic names that cluster).
 copy of the topic is written ``<topic>@<cluster>`` (docs/trace-format.md, "Failover runs").  The trace ends
 with ``end`` ``drained: true`` once the consumer on the other cluster received until quiet, connected (one still
 away then, with messages unacknowledged, is named in ``unreachable``, and the run is not drained).  The checkers judge
-it (``skipped_after_failover``, ``replicated_cursor_ahead``: :mod:`conformance.checks.replication`); ``keyshared
+it (``skipped_after_failover``, ``replicated_cursor_ahead``, ``redelivered_after_failover``:
+:mod:`conformance.checks.replication`); ``keyshared
 check`` works on it.  A failover scenario (``[settings] clusters``) drives this workload step by step
 (:mod:`pytest_keyshared.driver.failover_run`), so ``keyshared run`` and ``keyshared replay`` run failovers too.
 
@@ -116,6 +117,7 @@ class Failover:
         self._drained = False
         self._closed = False
         self._down: set[str] = set()  #: clusters cut off now (set_down)
+        self._links_down: set[tuple[str, str]] = set()  #: replicators disconnected alone now (set_link_down)
         for name in self.clusters[1:]:  # the subscription exists, replicated, everywhere (created at Earliest)
             handle = f"standby-{name}"
             standby = sites.subscribe(name)
@@ -216,14 +218,67 @@ class Failover:
         else:
             self._down.discard(cluster)
 
+    def set_link_down(self, source: str, remote: str, down: bool = True) -> None:
+        """Disconnect (or reconnect) the replicator of one direction, ``source`` -> ``remote``: a ``fault``
+        ``link_down`` / ``link_up`` touching no consumer; snapshots meanwhile are not ``settled``."""
+        switch = getattr(self.sites, "set_link_down", None)
+        if switch is None:
+            raise UnsupportedByTarget("These clusters cannot disconnect the replicator of one direction.")
+        fault = "link_down" if down else "link_up"
+        self.writer.record("fault", fault=fault, cluster=source, remote=remote, consumers=[], producers=[])
+        switch(source, remote, down)
+        if down:
+            self._links_down.add((source, remote))
+        else:
+            self._links_down.discard((source, remote))
+
+    def delete_subscription(self, cluster: str) -> None:
+        """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; no consumer of it is there): a
+        ``fault`` ``subscription_deleted`` touching no consumer.  A later cursor update must create it again."""
+        if cluster == self.home and self.consumer is not None:
+            raise InvalidArgument(f"The consumer is connected in {cluster}: delete the subscription elsewhere.")
+        delete = getattr(self.sites, "delete_subscription", None)
+        if delete is None:
+            raise UnsupportedByTarget("These clusters cannot delete a subscription.")
+        self.writer.record(
+            "fault",
+            fault="subscription_deleted",
+            cluster=cluster,
+            subscription=self.sites.subscription,
+            consumers=[],
+            producers=[],
+        )
+        delete(cluster)
+
+    def set_replicated(self, cluster: str, enabled: bool) -> None:
+        """Switch the subscription's replicated status on ``cluster`` (admin ``replicatedSubscriptionStatus``),
+        recorded as a ``fault`` touching no consumer: ``replicated_subscription_off`` / ``..._on``."""
+        switch = getattr(self.sites, "set_replicated", None)
+        if switch is None:
+            raise UnsupportedByTarget("These clusters cannot switch a subscription's replicated status.")
+        fault = "replicated_subscription_on" if enabled else "replicated_subscription_off"
+        self.writer.record(
+            "fault",
+            fault=fault,
+            cluster=cluster,
+            subscription=self.sites.subscription,
+            consumers=[],
+            producers=[],
+        )
+        switch(cluster, enabled)
+
     def snapshot(self) -> None:
         """Let replication settle (bounded), then record a ``snapshot`` per cluster: the subscription's backlog
         there.  ``settled`` says that replication went idle with every cluster up, so each cluster's copy holds
-        every message published before (``conformance.checks.replication`` judges only those)."""
+        every message published before (``conformance.checks.replication`` judges only those); with it,
+        ``snapshot_periods`` says how many whole snapshot periods the settle let pass between its two waits for
+        idle replication (the sites' ``settle_periods``), so a snapshot started after every message published
+        before it and completed (``redelivered_after_failover`` counts it as a point the cursor must pass)."""
         note = self.sites.settle()
         if note:
             self.notes.append(note)
-        settled = note is None and not self._down
+        settled = note is None and not self._down and not self._links_down
+        periods = getattr(self.sites, "settle_periods", None) if settled else None
         for cluster in self.clusters:
             backlog = self.sites.backlog(cluster)
             if backlog is not None:
@@ -233,6 +288,7 @@ class Failover:
                     cluster=cluster,
                     backlog=backlog,
                     settled=settled,
+                    snapshot_periods=periods,
                 )
 
     def fail_over(self, to: str) -> None:
@@ -520,18 +576,35 @@ class BrokerSites:
                 return problem
             time.sleep(self.poll_s)
 
+    #: Snapshot periods :meth:`settle` waits between its two waits for idle replication.
+    settle_periods = 2
+
     def settle(self) -> str | None:
         """Idle replication, two snapshot periods, idle again; a note when the bound expired (never a hang)."""
         if any(e.admin is None for e in self.endpoints.values()):
-            time.sleep(2 * self.snapshot_ms / 1000)
+            time.sleep(self.settle_periods * self.snapshot_ms / 1000)
             return "replication progress cannot be read without the admin API; waited two snapshot periods"
         deadline = time.monotonic() + self.settle_timeout_s
         problem = self._wait_idle(deadline)
-        time.sleep(2 * self.snapshot_ms / 1000)
+        time.sleep(self.settle_periods * self.snapshot_ms / 1000)
         problem = self._wait_idle(deadline) or problem
         if problem is not None:
             return f"replication not idle {self.settle_timeout_s:g}s after the failover began: {problem}"
         return None
+
+    def delete_subscription(self, cluster: str) -> None:
+        """``DELETE .../subscription/{sub}`` on ``cluster``."""
+        admin = self.endpoints[cluster].admin
+        if admin is None:
+            raise UnsupportedByTarget(f"{cluster} has no admin API: the subscription cannot be deleted.")
+        admin.delete_subscription(self.topic, self.subscription)
+
+    def set_replicated(self, cluster: str, enabled: bool) -> None:
+        """``POST .../subscription/{sub}/replicatedSubscriptionStatus`` with ``true`` / ``false`` on ``cluster``."""
+        admin = self.endpoints[cluster].admin
+        if admin is None:
+            raise UnsupportedByTarget(f"{cluster} has no admin API: the replicated status cannot be switched.")
+        admin.set_replicated_subscription_status(self.topic, self.subscription, enabled)
 
     def set_down(self, cluster: str, down: bool) -> None:
         if self._set_down is None:

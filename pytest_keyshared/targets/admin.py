@@ -75,6 +75,16 @@ class AdminClient:
         result = self.request("GET", f"/admin/v2/{topic_path(topic)}/stats")
         return result if isinstance(result, dict) else {}
 
+    def delete_subscription(self, topic: str, subscription: str) -> None:
+        """``DELETE .../subscription/{sub}`` (refused by the broker while consumers are connected)."""
+        sub = urllib.parse.quote(subscription, safe="")
+        self.request("DELETE", f"/admin/v2/{topic_path(topic)}/subscription/{sub}")
+
+    def set_replicated_subscription_status(self, topic: str, subscription: str, enabled: bool) -> None:
+        """``POST .../subscription/{sub}/replicatedSubscriptionStatus`` (body ``true`` / ``false``)."""
+        sub = urllib.parse.quote(subscription, safe="")
+        self.request("POST", f"/admin/v2/{topic_path(topic)}/subscription/{sub}/replicatedSubscriptionStatus", enabled)
+
     def set_topic_deduplication(self, topic: str, enabled: bool, *, wait_s: float = 15.0) -> None:
         """Set the topic-level ``deduplicationEnabled`` policy and wait (bounded) until the topic applies it.
 

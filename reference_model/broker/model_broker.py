@@ -456,6 +456,30 @@ class ModelBroker:
         server = self._topics.get(normalise_topic(topic))
         return None if server is None else server.subscriptions.get(name)
 
+    def delete_subscription(self, topic: str, subscription: str) -> bool:
+        """Delete a subscription without consumers (admin ``deleteSubscription``); False if it does not exist.
+
+        Its cursor goes with it: a later subscribe (or a replicated update) creates it anew."""
+        server = self._topics.get(normalise_topic(topic))
+        sub = None if server is None else server.subscriptions.get(subscription)
+        if server is None or sub is None:
+            return False
+        if sub.consumers:
+            raise InvalidArgument(
+                f"Subscription {subscription!r} on {topic!r} has connected consumers; close them before deleting it."
+            )
+        del server.subscriptions[subscription]
+        return True
+
+    def set_replicated_subscription_status(self, topic: str, subscription: str, enabled: bool) -> bool:
+        """Switch a subscription's replicated status (admin ``replicatedSubscriptionStatus``); False if it does not
+        exist.  Off, replication neither caches its snapshots nor writes or applies its cursor updates here."""
+        sub = self.subscription(topic, subscription)
+        if sub is None:
+            return False
+        sub.replicated = bool(enabled)
+        return True
+
     def acknowledge_cumulative_to(
         self, topic: str, subscription: str, position: tuple[int, int], create_if_missing: bool = True
     ) -> bool:

@@ -111,6 +111,7 @@ class ReplicatedClusters:
         for (source, remote), delay in (delays_ms or {}).items():
             self.set_delay(source, remote, delay)
         self._down: set[str] = set()
+        self._links_down: set[tuple[str, str]] = set()  #: (source, remote) replicators disconnected alone
         self._generation: dict[str, int] = {c: b.generation for c, b in self._brokers.items()}
         self._replicators: dict[tuple[str, str, str], ReplicatorState] = {}
         self._controllers: dict[tuple[str, str], ReplicatedSubscriptionsController] = {}
@@ -208,6 +209,36 @@ class ReplicatedClusters:
                     state.resend.clear()
                     self._schedule_read(state)
 
+    def set_link_down(self, source: str, remote: str, down: bool = True) -> None:
+        """Disconnect (``down=True``) or reconnect the replicator of one direction only, ``source`` -> ``remote``
+        (``GeoPersistentReplicator.disconnect``; ``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``).
+
+        Down, it reads and sends nothing and takes back what it had in flight; ``source``'s controller skips
+        snapshots meanwhile (a replicator of the topic is disconnected).  Up, it resends that in order and
+        catches up."""
+        self._check_cluster(source, "source")
+        self._check_cluster(remote, "remote")
+        if source == remote:
+            raise InvalidArgument(f"A replication link joins two clusters, but source and remote are both {source!r}.")
+        link = (source, remote)
+        if down == (link in self._links_down):
+            return
+        if down:
+            self._links_down.add(link)
+            for state in self._replicators.values():
+                if (state.source, state.remote) == link:
+                    state.take_back_in_flight()
+            self._record(source, "*", "link down", f"-> {remote}")
+            return
+        self._links_down.discard(link)
+        self._record(source, "*", "link up", f"-> {remote}")
+        for state in self._replicators.values():
+            if (state.source, state.remote) == link and self._link_up(source, remote):
+                for entry in state.resend:
+                    self._enqueue(state, entry)
+                state.resend.clear()
+                self._schedule_read(state)
+
     def is_down(self, cluster: str) -> bool:
         return self._check_cluster(cluster, "cluster") in self._down
 
@@ -271,7 +302,7 @@ class ReplicatedClusters:
         self.events.append((self.clock.now_ns(), cluster, topic, what, detail))
 
     def _link_up(self, a: str, b: str) -> bool:
-        return a not in self._down and b not in self._down
+        return a not in self._down and b not in self._down and (a, b) not in self._links_down
 
     def _others(self, cluster: str) -> list[str]:
         return [c for c in self._brokers if c != cluster]

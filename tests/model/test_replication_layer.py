@@ -69,6 +69,33 @@ def test_restart_forgets_controllers_and_caches_keeps_replicating() -> None:
     assert any(what == "restart" for _, cluster, _, what, _ in layer.events if cluster == "r1")
 
 
+def test_a_replicator_of_one_direction_disconnected_holds_the_answers_back() -> None:
+    layer, r1, r2 = two()
+    for broker in (r2, r1):
+        broker.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest").close()
+    layer.set_link_down("r2", "r1")
+    r1.create_producer(TOPIC, producer_name="p").send(b"a")
+    layer.advance(2500)
+    controller = layer.controller("r1", TOPIC)
+    assert controller is not None and controller.snapshots_completed == 0 and controller.pending  # answers held
+    assert [e.messages[0].payload for e in r2.topic_log(TOPIC) if not e.is_marker] == [b"a"]  # r1 -> r2 flows
+    layer.set_link_down("r2", "r1", down=False)
+    layer.run_until_idle()
+    assert controller.snapshots_completed >= 1
+    assert [what for _, _, _, what, _ in layer.events if what.startswith("link")] == ["link down", "link up"]
+
+
+def test_a_deleted_subscription_is_gone_and_one_with_consumers_is_kept() -> None:
+    _, r1, _ = two()
+    consumer = r1.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest")
+    with pytest.raises(InvalidArgument, match="connected consumers"):
+        r1.delete_subscription(TOPIC, SUB)
+    consumer.close()
+    assert r1.delete_subscription(TOPIC, SUB) and r1.subscription(TOPIC, SUB) is None
+    assert not r1.delete_subscription(TOPIC, SUB)
+    assert not r1.set_replicated_subscription_status(TOPIC, SUB, True)
+
+
 def test_controller_needs_a_replicated_subscription() -> None:
     layer, r1, _ = two()
     r1.create_producer(TOPIC, producer_name="p").send(b"a")

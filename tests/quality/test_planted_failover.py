@@ -11,7 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from failover_runs import VARIANT_CONFTEST, cursor_past_unacked, switch_to_standby
+from failover_runs import (
+    VARIANT_CONFTEST,
+    across_two_regions,
+    cursor_never_replicated,
+    cursor_past_unacked,
+    switch_to_standby,
+)
 
 from conformance.checks import Kind, Validity, check_trace
 from pytest_keyshared.cli import main
@@ -49,7 +55,18 @@ def test_the_replication_cases_fail_on_the_variant(pytester: pytest.Pytester) ->
     pytester.makeconftest(VARIANT_CONFTEST)
     result = pytester.runpytest(
         "-p", "pytest_keyshared", "--pyargs", "conformance.cases.test_replication", "--keyshared-target=model",
-        "-k", "switch-to-standby or across-two-regions",
+        "-k", "switch-to-standby or ack-holes",
     )  # fmt: skip
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*FAILED replication/switch-to-standby*replication*", "*skipped_after_failover*"])
+
+
+def test_a_cursor_never_replicated_redelivers_what_a_snapshot_covered(tmp_path: Path) -> None:
+    """The correct model re-sends none of the 3 messages acknowledged before a settled snapshot; a model whose
+    remote never applies the cursor update re-sends all 3: ``redelivered_after_failover``, from the trace."""
+    good = check_trace(across_two_regions(tmp_path / "good.jsonl"))
+    assert good.validity is Validity.VALID and not any("delivered again" in n for n in good.notes), good.render()
+    with cursor_never_replicated():
+        bad = check_trace(across_two_regions(tmp_path / "bad.jsonl"))
+    assert [v.facts["uid"] for v in bad.violations] == ["m0", "m1", "m2"], bad.render()
+    assert {v.kind for v in bad.violations} == {Kind.REDELIVERED_AFTER_FAILOVER}

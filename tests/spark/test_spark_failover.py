@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from failover_runs import cursor_past_unacked, switch_to_standby
+from failover_runs import across_two_regions, cursor_never_replicated, cursor_past_unacked, switch_to_standby
 
 from conformance.checks import Kind, Validity, check_trace
 
@@ -51,3 +51,15 @@ def test_a_snapshot_ahead_of_the_acknowledgements_is_found_on_both_engines(spark
     python, on_spark = check_trace(bad), check_trace(bad, engine="spark", spark=spark)
     assert python.identities() == on_spark.identities()
     assert [v.kind for v in on_spark.violations] == [Kind.REPLICATED_CURSOR_AHEAD], on_spark.render()
+
+
+def test_a_cursor_never_replicated_is_found_on_both_engines(spark: Any, tmp_path: Path) -> None:
+    """``redelivered_after_failover`` from model runs: the correct model's trace is valid, the one whose remote
+    never applies the cursor update redelivers the 3 covered messages, on both engines alike."""
+    good = across_two_regions(tmp_path / "good.jsonl")
+    with cursor_never_replicated():
+        bad = across_two_regions(tmp_path / "bad.jsonl")
+    assert check_trace(good, engine="spark", spark=spark).validity is Validity.VALID
+    python, on_spark = check_trace(bad), check_trace(bad, engine="spark", spark=spark)
+    assert {v.kind for v in on_spark.violations} == {Kind.REDELIVERED_AFTER_FAILOVER}, on_spark.render()
+    assert on_spark.identities() == python.identities() and len(python.violations) == 3

@@ -16,7 +16,13 @@ from pytest_keyshared.driver.model_sites import ModelSites
 from pytest_keyshared.driver.replication import Failover, failover_header
 from reference_model.replication import ReplicatedClusters
 
-__all__ = ["VARIANT_CONFTEST", "cursor_past_unacked", "switch_to_standby"]
+__all__ = [
+    "VARIANT_CONFTEST",
+    "across_two_regions",
+    "cursor_never_replicated",
+    "cursor_past_unacked",
+    "switch_to_standby",
+]
 
 PAST_EVERYTHING = (2**62, 2**62)
 
@@ -45,6 +51,44 @@ def cursor_past_unacked() -> Iterator[None]:
         yield
     finally:
         ReplicatedClusters._mark_delete_advanced = original  # type: ignore[method-assign]
+
+
+@contextmanager
+def cursor_never_replicated() -> Iterator[None]:
+    """Within the block, remote clusters never apply a replicated subscription's cursor update (the UPDATE
+    marker's cumulative acknowledgement is dropped): after a failover everything acknowledged comes again."""
+    from reference_model.replication.controller import ReplicatedSubscriptionsController
+    from reference_model.replication.markers import MarkerType
+
+    original = ReplicatedSubscriptionsController.received_marker
+
+    def dropping_updates(self: Any, position: Any, marker_type: int, payload: Any) -> Any:
+        if marker_type == MarkerType.REPLICATED_SUBSCRIPTION_UPDATE:
+            return None
+        return original(self, position, marker_type, payload)
+
+    ReplicatedSubscriptionsController.received_marker = dropping_updates  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ReplicatedSubscriptionsController.received_marker = original  # type: ignore[method-assign]
+
+
+def across_two_regions(path: Path, seed: int = 5) -> Path:
+    """testReplicatedSubscriptionAcrossTwoRegions as the case runs it: 3 acknowledged before a settled snapshot
+    (the consumer connected), 3 more held, the failover to r2."""
+    sites = ModelSites(seed=seed)
+    with Failover(sites, failover_header("model", sites, seed=seed, pulsar_version="4.0"), path) as run:
+        run.publish(3)
+        run.advance(10)
+        run.consume(lambda i: True)
+        run.snapshot()
+        run.publish(3)
+        run.advance(10)
+        run.consume(lambda i: i < 3)
+        run.advance(2000)
+        run.fail_over("r2")
+    return path
 
 
 def switch_to_standby(path: Path, seed: int = 5) -> Path:

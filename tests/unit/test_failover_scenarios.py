@@ -18,10 +18,14 @@ from conformance.scenarios import (
     ClusterDown,
     ClusterUp,
     Consume,
+    DeleteSubscription,
     FailOver,
     InvalidScenario,
     KeySet,
+    LinkDown,
+    LinkUp,
     Publish,
+    ReplicatedStatus,
     Scenario,
     Settings,
     Sleep,
@@ -67,7 +71,9 @@ failover_steps = st.one_of(
     st.builds(Consume, ack=plans),
     st.builds(Sleep, ms=st.integers(0, 999)),
     st.just(Snapshot()),
-    st.sampled_from([ClusterDown("r2"), ClusterUp("r2")]),
+    st.sampled_from([ClusterDown("r2"), ClusterUp("r2"), LinkDown("r2", "r1"), LinkUp("r3", "r2"),
+                     DeleteSubscription("r3")]),
+    st.builds(ReplicatedStatus, cluster=st.sampled_from(["r1", "r2"]), enabled=st.booleans()),
 )  # fmt: skip
 
 
@@ -113,6 +119,10 @@ TO_R2 = {"do": "failover", "to": "r2"}
         pytest.param(_failover(TO_R2, replication_delays=[["r1", "r3", 5]]), "'r3' is not one", id="delay-cluster"),
         pytest.param(_failover(TO_R2, replication_delays=[["r1", "r2"]]), "[from, to, ms]", id="delay-shape"),
         pytest.param(_failover(TO_R2, drain=False), "drain = false", id="no-drain"),
+        pytest.param(_failover({"do": "link_down", "cluster": "r2", "remote": "r2"}, TO_R2), "both 'r2'", id="link"),
+        pytest.param(_failover({"do": "link_up", "cluster": "r2", "remote": "r7"}, TO_R2), "'r7' is not", id="remote"),
+        pytest.param(_failover({"do": "delete_subscription", "cluster": "r1"}, TO_R2), "connected in 'r1'", id="del"),
+        pytest.param(_failover({"do": "replicated_status", "cluster": "r2"}, TO_R2), "enabled", id="status"),
     ],
 )
 def test_bad_failover_scenarios_are_refused_in_one_line(data: object, message: str) -> None:
@@ -130,7 +140,7 @@ def test_keyshared_run_runs_a_failover_scenario_on_the_model(
     events = [json.loads(line) for line in (tmp_path / "a" / "trace.jsonl").read_text().splitlines()]
     assert events[0]["clusters"] == ["r1", "r2"] and events[0]["scenario"] == "switch-to-standby"
     ops = [e.get("op") for e in events[1:]]
-    assert ops.count("snapshot") == 2 and ops.count("failover") == 1 and ops[-1] == "end"
+    assert ops.count("snapshot") == 6 and ops.count("failover") == 1 and ops[-1] == "end"
     assert (tmp_path / "a" / "report.html").exists() and (tmp_path / "a" / "verdict.json").exists()
     assert main(["check", str(tmp_path / "a" / "trace.jsonl")]) == 0
     assert main(["run", "--scenario", SWITCH, "--target", "model", "--out", str(tmp_path / "b"), "-q"]) == 0
@@ -185,3 +195,17 @@ def test_a_failover_run_whose_step_fails_ends_its_trace_and_raises(
         run_scenario(target, load_scenario(SWITCH), seed=0, out_dir=tmp_path / "run")
     end = _events(tmp_path / "run" / "trace.jsonl")[-1]
     assert end["op"] == "end" and end["notes"] == ["run stopped: RuntimeError: no way to r2"]
+
+
+def test_clusters_without_a_step_s_method_refuse_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # real clusters cannot disconnect one replication direction: the case is refused (the plugin skips it)
+    from pytest_keyshared.driver.model_sites import ModelSites
+
+    monkeypatch.delattr(ModelSites, "set_link_down")
+    scenario = next(s for s in area_scenarios("replication") if s.name == "replicator-one-direction-closed")
+    with open_target("model", artifacts_dir=tmp_path / "t") as target, pytest.raises(UnsupportedByTarget) as info:
+        run_scenario(target, scenario, seed=0, out_dir=tmp_path / "run")
+    assert "offer no link_down, link_up step" in str(info.value) and info.value.exit_code == 2
+    assert not (tmp_path / "run").exists()
