@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from pytest_keyshared.commands._errors import look_at, verdict_exit
+from pytest_keyshared.commands._verdict_text import verdict_summary
 
 __all__ = ["add_parser", "run"]
 
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(verdict.to_json_text())
         else:
-            print(verdict.render(max_per_kind=max(args.max_examples, 0)))
+            print(verdict_summary(verdict, listed_in="--json", max_per_kind=args.max_examples))
         return verdict_exit(verdict)
     finally:
         if kept is not None:

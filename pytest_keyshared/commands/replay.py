@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.commands._errors import EXIT_UNKNOWN, EXIT_VALID, EXIT_VIOLATIONS, look_at, verdict_exit
@@ -184,6 +185,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(tally.to_json(), sort_keys=True))
     else:
         print(render_tally(tally))
+        first = next(((v, t, s) for v, t, s in results if verdict_exit(v) == EXIT_VIOLATIONS), None)
+        if first is not None:  # the violations of one run, in the words every command uses
+            from pytest_keyshared.commands._verdict_text import verdict_lines
+
+            verdict, trace, seed = first
+            print(f"first run with violations (seed {seed}), {trace}:")
+            print("\n".join(verdict_lines(verdict, [], Path(trace).parent / "verdict.json")))
         print(f"traces, verdicts and reports: {out}")
     if tally.invalid_runs:
         return EXIT_VIOLATIONS
