@@ -26,6 +26,7 @@ from pytest_keyshared.commands._workload import (
     SEED_MAX,
     add_workload_options,
     claim_out_dir,
+    kept_if_written,
     scenario_name,
     target_options,
 )
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     out = claim_out_dir(args.out, f"{scenario.name}-replay-seed{args.seed}")
     look_at(out)
     results: list[tuple[Any, Any, int]] = []
-    with open_target(args.target, artifacts_dir=out / "target", options=options) as target:
+    with kept_if_written(out), open_target(args.target, artifacts_dir=out / "target", options=options) as target:
         for index in range(args.runs):
             seed = args.seed if args.same_seed else (args.seed + index) % (SEED_MAX + 1)
             started = time.monotonic()

@@ -20,6 +20,7 @@ from pytest_keyshared.commands._verdict_text import verdict_lines
 from pytest_keyshared.commands._workload import (
     add_workload_options,
     claim_out_dir,
+    kept_if_written,
     parse_option,
     scenario_name,
     target_options,
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     parse_target(args.target)  # an unknown target fails before an artifacts directory is made
     out_dir = claim_out_dir(args.out, f"{scenario.name}-seed{args.seed}")
     look_at(out_dir)
-    return _run(args, scenario, options, out_dir)
+    with kept_if_written(out_dir):
+        return _run(args, scenario, options, out_dir)
 
 
 def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_dir: Path) -> int:

@@ -61,6 +61,8 @@ def _closed_port() -> int:
 def _raiser(exc: BaseException) -> Any:
     def handler(args: argparse.Namespace) -> int:
         look_at(args.where)
+        Path(args.where).mkdir(parents=True, exist_ok=True)
+        (Path(args.where) / "trace.jsonl").touch()  # what was recorded before the failure: the line names it
         raise exc
 
     return handler
@@ -131,6 +133,18 @@ def test_the_decorator_applies_the_same_policy(capsys: pytest.CaptureFixture[str
 
     assert handler(argparse.Namespace()) == EXIT_BAD_INPUT
     assert _one_line(capsys) == "keyshared demo: InvalidArgument: bad"
+
+
+def test_a_failure_names_only_places_holding_something(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Issue 28 item 4: a directory never made, or left empty, is not named (nothing there to look at)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        look_at(tmp_path / "never-made")
+        look_at(tmp_path)  # exists, empty
+        raise TargetError("no broker answers")
+
+    assert invoke("demo", handler, argparse.Namespace()) == EXIT_TARGET
+    assert _one_line(capsys) == "keyshared demo: TargetError: no broker answers"
 
 
 def test_look_at_is_forgotten_between_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
