@@ -169,7 +169,7 @@ def test_a_broker_that_fails_to_start_points_at_its_log(tmp_path: Path) -> None:
     assert line.endswith("(see pl0)") and (tmp_path / "pl0" / "target" / "pulsar-lite.log").is_file()
 
 
-def test_run_replay_and_check_cut_violations_in_the_same_words(tmp_path: Path) -> None:
+def test_run_replay_soak_and_check_cut_violations_in_the_same_words(tmp_path: Path) -> None:
     """pulsar-lite's steady-state run breaks the assignment contract many times over: ``run`` used to end with
     "... 7 more lines in .../verdict.json", hiding how many it cut; every command now says it in ``check``'s words
     (issue 28, item 5)."""
@@ -190,3 +190,7 @@ def test_run_replay_and_check_cut_violations_in_the_same_words(tmp_path: Path) -
     assert replay.returncode == 1, replay.stderr
     replay_cuts = {m.group(2): m.group(3) for m in map(cut.search, replay.stdout.splitlines()) if m}
     assert set(replay_cuts) == set(run_cuts) and set(replay_cuts.values()) == {"rp1/run-001/verdict.json"}
+    soak = keyshared(tmp_path, "soak", "--messages", "400", "--out", "sk1")
+    assert soak.returncode == 1, soak.stderr[-3000:]
+    soak_cuts = {m.group(2): m.group(3) for m in map(cut.search, soak.stdout.splitlines()) if m}
+    assert "misassigned" in soak_cuts and all(where.endswith("sk1/verdict.json") for where in soak_cuts.values())
