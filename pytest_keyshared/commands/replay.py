@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
 
             verdict, trace, seed = first
             print(f"first run with violations (seed {seed}), {trace}:")
-            print("\n".join(verdict_lines(verdict, [], Path(trace).parent / "verdict.json")))
+            print("\n".join(verdict_lines(verdict, [], Path(trace).parent / "verdict.json", max_per_kind=1)))
         print(f"traces, verdicts and reports: {out}")
     if tally.invalid_runs:
         return EXIT_VIOLATIONS
