@@ -42,7 +42,7 @@ def raw_round(target: PulsarLiteTarget, topic: str, messages: int, keys: int, co
     subs = []
     for n in range(consumers):
         client = pulsar.Client(target.service_url, operation_timeout_seconds=10, logger=logger)
-        for _ in range(n):  # distinct consumer ids across clients, as pulsar-lite needs (pulsar-lite.md §5.1)
+        for _ in range(n):  # distinct consumer ids across clients: pulsar-lite keys consumers by them
             client.subscribe(f"non-persistent://public/default/{topic}-burn", f"burn-{n}")
         subs.append(
             client.subscribe(

@@ -143,7 +143,7 @@ def raw_round(target: PulsarLiteTarget, topic: str, plan: SoakPlan) -> tuple[flo
         if isinstance(step, Open):
             assert step.behaviour.kind == "ack", step
             client = pulsar.Client(target.service_url, operation_timeout_seconds=10, logger=logger)
-            for _ in range(len(consumers)):  # distinct consumer ids across clients (pulsar-lite.md §5.1)
+            for _ in range(len(consumers)):  # distinct consumer ids across clients: pulsar-lite keys consumers by them
                 client.subscribe(f"non-persistent://public/default/{topic}-burn", f"burn-{len(consumers)}")
             consumer = client.subscribe(
                 url,

@@ -26,7 +26,7 @@ from typing import Any
 from conformance.profiles import Profile
 from conformance.violations import KINDS, Kind, Violation
 
-__all__ = ["MAX_RENDERED_PER_KIND", "Validity", "Verdict", "build_verdict"]
+__all__ = ["MAX_RENDERED_PER_KIND", "Validity", "Verdict", "build_verdict", "cut_line", "headline"]
 
 #: Explanations rendered per kind in the readable summary (all of them are in the JSON output).
 MAX_RENDERED_PER_KIND = 5
@@ -105,15 +105,22 @@ class Verdict:
     def to_json_text(self, indent: int | None = None) -> str:
         return json.dumps(self.to_json(), indent=indent, ensure_ascii=False)
 
-    def render(self, max_per_kind: int = MAX_RENDERED_PER_KIND) -> str:
-        """A readable summary: the verdict line, counts, notes, then the explanations (capped per kind)."""
+    def render(self, max_per_kind: int = MAX_RENDERED_PER_KIND, *, listed_in: str = "--json") -> str:
+        """A readable summary: the verdict line, counts, notes, then the explanations (capped per kind).
+
+        A kind with more than ``max_per_kind`` is cut with one line saying how many more and where they are
+        all listed (``listed_in``: ``--json`` for ``keyshared check``, the ``verdict.json`` of a run)."""
         found = {k: n for k, n in self.counts.items() if n}
-        word = "VALID" if self.valid else "INVALID"
-        if self.crashed:
-            word = f"UNKNOWN (check {', '.join(self.crashed)} crashed)"
-        elif self.validity is Validity.UNKNOWN:
-            word = "UNKNOWN (treated as invalid)" if not self.valid else "UNKNOWN (no violation, not all judged)"
-        lines = [f"{word}: {self.events} events checked, profile {self.profile.name} ({self.engine} engine)"]
+        lines = [
+            headline(
+                valid=self.valid,
+                validity=self.validity.value,
+                crashed=self.crashed,
+                events=self.events,
+                profile=self.profile.name,
+                engine=self.engine,
+            )
+        ]
         if found:
             lines.append("found: " + ", ".join(f"{k}={n}" for k, n in found.items()))
         if self.profile.permitted:
@@ -130,8 +137,25 @@ class Verdict:
             for kind, n in shown.items():
                 if n > max_per_kind:
                     lines.append("")
-                    lines.append(f"... and {n - max_per_kind} more {kind} ({title}); --json lists them all")
+                    lines.append(cut_line(n - max_per_kind, kind.value, title, listed_in))
         return "\n".join(lines)
+
+
+def headline(*, valid: bool, validity: str, crashed: Iterable[str], events: int, profile: str, engine: str) -> str:
+    """The verdict's first line (``INVALID: 904 events checked, profile pip379 (python engine)``), from the fields
+    :meth:`Verdict.to_json` keeps, so a stored ``verdict.json`` gets the same line as a fresh verdict."""
+    crashed = tuple(crashed)
+    word = "VALID" if valid else "INVALID"
+    if crashed:
+        word = f"UNKNOWN (check {', '.join(crashed)} crashed)"
+    elif validity == Validity.UNKNOWN.value:
+        word = "UNKNOWN (treated as invalid)" if not valid else "UNKNOWN (no violation, not all judged)"
+    return f"{word}: {events} events checked, profile {profile} ({engine} engine)"
+
+
+def cut_line(more: int, kind: str, title: str, listed_in: str) -> str:
+    """The line closing a kind cut short: how many more, of what kind, and where they are all listed."""
+    return f"... and {more} more {kind} ({title}); {listed_in} lists them all"
 
 
 def build_verdict(

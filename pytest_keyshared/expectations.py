@@ -8,7 +8,7 @@ One TOML file per target (``conformance/expectations/<target>.toml``)::
     [cases."builtin/join-while-pending"]
     status = "fails"                       # fails every run; passing is reported and fails the run (strict)
     contracts = ["key-exclusivity"]        # optional: the contracts it is known to break
-    reason = "no draining hashes: a joining consumer gets keys the old owner still holds (pulsar-lite.md 5.4)"
+    reason = "no draining hashes: a joining consumer gets keys the old owner still holds"
 
     [cases."builtin/stuck-consumer"]
     status = "may-fail"                    # nondeterministic: failing or passing is fine

@@ -24,7 +24,7 @@ import itertools
 import os
 import random
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -504,6 +504,27 @@ class _Controller:
             write(f"keyshared results written to {state.value('results')}")
         if self.report_index is not None:
             write(f"keyshared report written to {self.report_index}")
+        said = {"xfailed": sum(r.outcome == "xfailed" for r in records), "skipped": sum(reasons.values())}
+        said["xpassed"] = sum(r.outcome == "xpassed" for r in records)
+        _not_twice(terminalreporter, said)
+
+
+#: pytest's short-summary letters (``-r``) for what the keyshared sections above already list, one per case.
+_REPORT_CHARS = {"xfailed": "x", "xpassed": "X", "skipped": "s"}
+
+
+def _not_twice(terminalreporter: Any, said: Mapping[str, int]) -> None:
+    """Leave out of pytest's short test summary (``-ra``, as in this project's own ``addopts``) the expected
+    failures, unexpected passes and skips the keyshared sections listed with their reasons: every one of them,
+    or pytest still lists all of its own (a test of the run that is not a keyshared case)."""
+    chars = getattr(terminalreporter, "reportchars", None)
+    if not isinstance(chars, str):
+        return
+    for stat, char in _REPORT_CHARS.items():
+        shown = len(terminalreporter.stats.get(stat, []))
+        if shown and shown == said.get(stat, 0):
+            chars = chars.replace(char, "")
+    terminalreporter.reportchars = chars
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------

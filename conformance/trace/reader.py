@@ -155,7 +155,7 @@ class TraceSource:
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise validator.fail(line_no, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+                    raise validator.fail(line_no, f"not valid JSON ({_json_problem(line, exc)})") from None
                 yield validator.event(obj, line_no)
 
     def _parquet_events(self) -> Iterator[Event]:
@@ -381,6 +381,19 @@ def _open_parquet(path: Path, read_dictionary: list[str] | None = None) -> Any:
         raise TraceFormatError(str(path), None, f"not a readable Parquet file ({exc})") from None
 
 
+def _json_problem(line: str, exc: json.JSONDecodeError) -> str:
+    """What is wrong with one line of JSON Lines and where, as its 1-based column on that line.
+
+    ``json`` counts columns from the last newline before the problem: a line cut short (``..."topic":`` then
+    the newline) is a value missing at the end of the line, which ``json`` places at "line 2, column 1".  The
+    column here is counted on the line itself (past its end when the line stops too early).
+    """
+    text = line.rstrip("\r\n")
+    where = f"at column {len(text) + 1}, the end of the line" if exc.pos >= len(text) else f"at column {exc.pos + 1}"
+    msg = exc.msg[: -len(" at")] if exc.msg.endswith(" at") else exc.msg  # "Invalid control character at"
+    return f"{msg} {where}"
+
+
 def _decoded_lines(fh: IO[str], source: str) -> Iterator[str]:
     try:
         yield from fh
@@ -422,7 +435,7 @@ def open_trace(path: str | Path) -> TraceSource:
         try:
             obj = json.loads(first)
         except json.JSONDecodeError as exc:
-            raise TraceFormatError(str(p), "1", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise TraceFormatError(str(p), "1", f"not valid JSON ({_json_problem(first, exc)})") from None
         if isinstance(obj, dict) and "trace_format" in obj:
             header, has_header = _header_from_obj(obj, str(p), "1"), True
     return TraceSource(p, header, "jsonl", compressed=compressed, has_header_line=has_header)
@@ -433,7 +446,9 @@ def _open_chunks(directory: Path) -> TraceSource:
     trace.  Files whose names start with ``_`` or ``.`` are skipped (``_SUCCESS``, Spark's checksums)."""
     chunks = tuple(sorted(f for f in directory.glob("*.parquet") if f.is_file() and not f.name.startswith(("_", "."))))
     if not chunks:
-        raise TraceFormatError(str(directory), None, "is a directory without Parquet chunks (*.parquet)")
+        hint = _trace_inside(directory)
+        also = f"; did you mean {hint}?" if hint is not None else ""
+        raise TraceFormatError(str(directory), None, f"is a directory without Parquet chunks (*.parquet){also}")
     header = TraceHeader.unknown()
     for chunk in chunks:  # the header: the first chunk carrying one; every chunk carrying one must agree
         metadata = _open_parquet(chunk).schema_arrow.metadata or {}
@@ -444,6 +459,20 @@ def _open_chunks(directory: Path) -> TraceSource:
             elif found != header:
                 raise TraceFormatError(str(chunk), None, f"header differs from the one in {chunks[0].name}")
     return TraceSource(directory, header, "parquet", chunks=chunks)
+
+
+#: What a run's artifacts directory names its trace: ``trace.jsonl`` (and compressed or Parquet forms) from
+#: ``keyshared run``/``replay``, ``trace/`` (a directory of chunks) from ``keyshared soak``.
+_TRACE_NAMES = ("trace.jsonl", "trace.jsonl.gz", "trace.parquet", "trace")
+
+
+def _trace_inside(directory: Path) -> Path | None:
+    """The trace a run's artifacts directory holds (given where the trace was meant), or None."""
+    for name in _TRACE_NAMES:
+        candidate = directory / name
+        if candidate.is_file() or (candidate.is_dir() and any(candidate.glob("*.parquet"))):
+            return candidate
+    return None
 
 
 def _header_from_text(text: str, source: str, where: str | None) -> TraceHeader:

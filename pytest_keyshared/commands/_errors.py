@@ -120,7 +120,8 @@ def invoke(command: str, handler: Handler, args: argparse.Namespace) -> int:
         _say(command, "interrupted" + (f"; what was recorded is in {kept}" if kept else ""))
         return EXIT_INTERRUPTED
     except KeySharedError as exc:
-        where = _see() if exc.exit_code == EXIT_TARGET else ""  # a failure mid-run: the trace so far is there
+        # a failure mid-run: the trace so far is there (unless the error names where to look itself)
+        where = _see() if exc.exit_code == EXIT_TARGET and not getattr(exc, "names_where", False) else ""
         _say(command, f"{type(exc).__name__}: {exc}{where}")
         return int(exc.exit_code)
     except (ConnectionError, TimeoutError) as exc:
@@ -160,7 +161,16 @@ def _say(command: str, message: str) -> None:
 
 
 def _where() -> str:
-    return ", ".join(dict.fromkeys(str(p) for p in _LOOK_AT.get()))
+    """The places named so far that hold something: a line never points at a directory that was not made, or
+    at one left empty (a target that failed before anything was written)."""
+    return ", ".join(dict.fromkeys(str(p) for p in _LOOK_AT.get() if _written(p)))
+
+
+def _written(path: Path) -> bool:
+    try:
+        return path.is_file() or (path.is_dir() and any(path.iterdir()))
+    except OSError:
+        return False
 
 
 def _see() -> str:

@@ -19,9 +19,11 @@ A new command calls :func:`add_workload_options` in its ``add_parser`` and :func
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ __all__ = [
     "SEED_MAX",
     "add_workload_options",
     "claim_out_dir",
+    "kept_if_written",
     "parse_option",
     "parse_seed",
     "scenario_name",
@@ -132,3 +135,17 @@ def claim_out_dir(given: Path | None, stem: str) -> Path:
             continue
         return path
     raise InvalidArgument(f"Could not create a new directory under {RUNS_DIR.absolute()} (pid {os.getpid()}).")
+
+
+@contextlib.contextmanager
+def kept_if_written(out_dir: Path) -> Iterator[None]:
+    """Remove ``out_dir`` if the command fails and leaves it empty (a target that never started): a directory
+    the failure line would point at must hold what was attempted, else it is not left behind."""
+    existed = out_dir.exists()
+    try:
+        yield
+    except BaseException:
+        if out_dir.is_dir() and (not existed or out_dir.parent == RUNS_DIR):
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()  # only when empty
+        raise

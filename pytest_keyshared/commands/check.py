@@ -14,13 +14,17 @@ user's connectors), which Spark's executors read directly (not validated by the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gc
 import gzip
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from pytest_keyshared.commands._errors import look_at, verdict_exit
+from pytest_keyshared.commands._verdict_text import verdict_summary
 
 __all__ = ["add_parser", "run"]
 
@@ -49,6 +53,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--spark-master", metavar="URL", default="local[*]", help="Spark master for --engine spark (default local[*])"
     )
     parser.add_argument(
+        "--spark-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a cluster master (spark://, yarn, k8s://) has to answer and give an executor (default 20)",
+    )
+    parser.add_argument(
         "--spark-parts",
         type=int,
         default=None,
@@ -67,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.spark_parts is not None and args.spark_parts < 1:
         raise InvalidArgument(f"--spark-parts must be at least 1, not {args.spark_parts}")
+    if args.spark_wait is not None and not args.spark_wait > 0:
+        raise InvalidArgument(f"--spark-wait must be a number of seconds above 0, not {args.spark_wait:g}")
+    if args.engine == "spark":
+        from conformance.spark.master import check_master
+
+        check_master(args.spark_master)  # a malformed master is bad input, said before the trace is read
     look_at(args.trace)
     # the `keyshared` program checking on the Python engine: the process ends after the verdict
     alone = bool(getattr(args, "whole_process", False)) and args.engine == "python"
@@ -83,11 +100,12 @@ def run(args: argparse.Namespace) -> int:
             spark_master=args.spark_master,
             parts=args.spark_parts,
             keep=kept,
+            spark_wait=args.spark_wait,
         )
         if args.json:
             print(verdict.to_json_text())
         else:
-            print(verdict.render(max_per_kind=max(args.max_examples, 0)))
+            print(verdict_summary(verdict, listed_in="--json", max_per_kind=args.max_examples))
         return verdict_exit(verdict)
     finally:
         if kept is not None:
@@ -135,24 +153,26 @@ def check_file(
     spark_master: str = "local[*]",
     parts: int | None = None,
     keep: list[Any] | None = None,
+    spark_wait: float | None = None,
 ) -> Any:
     """The verdict on a stored trace, as every command that judges a file gives it.
 
     A file with no header and no events is refused (:class:`TraceFormatError`, exit 2); a header without events
     is ``unknown``; anything else is judged by ``engine``.  With Spark, a URI only Spark reads goes straight to it.
     ``keep``: on the Python engine, a list the checker is appended to (:func:`~conformance.checks.api.check_source`).
+    ``spark_wait``: seconds a cluster master has to answer and give an executor (:mod:`conformance.spark.master`).
     """
     from conformance.checks import check_trace, get_profile
     from conformance.trace.reader import open_trace
 
     chosen = None if profile is None else get_profile(profile)
     if engine == "spark" and _remote(str(trace)):
-        return _check_on_spark(str(trace), chosen, spark_master, parts)
+        return _check_on_spark(str(trace), chosen, spark_master, parts, spark_wait)
     source = open_trace(_local(str(trace)))
     if not _holds_events(source):
         return _nothing_to_judge(check_trace(source, profile=chosen, engine="python"))
     if engine == "spark":
-        return _check_on_spark(source, chosen, spark_master, parts)
+        return _check_on_spark(source, chosen, spark_master, parts, spark_wait)
     from conformance.checks.api import check_source
 
     return check_source(source, chosen, keep=keep)
@@ -273,12 +293,15 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
     return wait
 
 
-def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -> Any:
-    from conformance.spark import build_session, check_with_spark
-    from conformance.spark.session import build_context, stop
+def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None, wait_s: float | None = None) -> Any:
+    from conformance.spark import check_with_spark
+    from conformance.spark.master import DEFAULT_WAIT_S, check_master, probe
+    from conformance.spark.session import stop
     from conformance.trace.reader import FastPathUnavailable
     from reference_model.errors import InvalidArgument
 
+    master = check_master(master)  # bad input (exit 2) before any JVM starts
+    wait = DEFAULT_WAIT_S if wait_s is None else wait_s
     events = _events_in(source)
     small = events is not None and events < SMALL_TRACE
     if not isinstance(source, str) and events is None:  # JSON Lines: small by its size
@@ -292,29 +315,121 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
             columnar = False
             for _ in source.events():
                 pass
+    probe(master, wait)  # a spark:// master nobody answers at: a target failure, said without starting a JVM
     # a large trace is validated by the Spark tasks, each reading it (a malformed one fails with the reader's error)
     if parts is None and small:
         parts = 1
     planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, parts or _cores(master))
+    log = _spark_log()
     try:
         # a trace the tasks read needs Spark Core only (no SQL session: seconds less to start); the JVM idles
-        if isinstance(source, str):
-            spark = build_session(master, class_cache=True)
-        else:
-            spark = build_context(master, class_cache=True)
+        spark = _start_spark(master, log, wait, session=isinstance(source, str))
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
+    finished = False
     try:
-        if columnar:
-            plan = planning(spark) if planning is not None else None
-            verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
-        else:
-            verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header, parts=parts)
+        with _spark_failures(master, log):
+            from conformance.spark.master import wait_for_executors
+
+            wait_for_executors(spark, master, wait, log)
+            if columnar:
+                plan = planning(spark) if planning is not None else None
+                verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
+            else:
+                verdict = check_with_spark(
+                    list(source.events()), profile, spark=spark, header=source.header, parts=parts
+                )
+        finished = True
         if isinstance(source, str):
             return verdict
         from conformance.checks.api import with_event_checks
 
         return with_event_checks(verdict, source)
     finally:
-        stop(spark)
+        with _spark_failures(master, log):
+            stop(spark)
         sys.stdout.flush()
+        if finished:  # the JVM's output was only for a failure to point at
+            import contextlib
+
+            with contextlib.suppress(OSError):
+                os.unlink(log)
+
+
+def _spark_log() -> str:
+    """A new file for the Spark driver JVM's output (named in the line of a Spark failure, removed after a check
+    that finished)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="keyshared-spark-", suffix=".log")
+    os.close(fd)
+    return path
+
+
+def _start_spark(master: str, log: str, wait_s: float, *, session: bool) -> Any:
+    """The Spark session (a URI only Spark reads) or context (a trace the tasks read), its JVM writing to ``log``."""
+    from pathlib import Path
+
+    from conformance.spark import build_session
+    from conformance.spark.master import SparkUnavailable, jvm_output_to, start_within
+    from conformance.spark.session import build_context
+
+    def start() -> Any:
+        if session:
+            return build_session(master, class_cache=True)
+        return build_context(master, class_cache=True)
+
+    try:
+        with jvm_output_to(Path(log)):
+            return start_within(start, master, wait_s, log)
+    except (ImportError, SparkUnavailable):
+        raise
+    except Exception as exc:
+        if not _from_spark(exc):
+            raise
+        raise SparkUnavailable(
+            f"Spark's driver did not start for master {master}: {_first_line(exc)}; Spark's output: {log}"
+        ) from None
+
+
+def _from_spark(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] in ("pyspark", "py4j")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line if len(line) <= 160 else line[:157] + "..."
+
+
+@contextlib.contextmanager
+def _spark_failures(master: str, log: str) -> Iterator[None]:
+    """A Spark error once the JVM stopped (the master gave up on the application, a cluster went away) is a
+    target failure naming the master and the JVM's log; other errors pass unchanged."""
+    from conformance.spark.master import SparkUnavailable
+
+    try:
+        yield
+    except SparkUnavailable:
+        raise
+    except Exception as exc:
+        if not _from_spark(exc) or not _stopped(exc):
+            raise
+        raise SparkUnavailable(
+            f"Spark stopped under the check (master {master}): {_first_line(exc)}; Spark's output: {log}"
+        ) from None
+
+
+def _stopped(exc: BaseException) -> bool:
+    """Whether a Spark error says the context or its JVM is gone (not a failure of the check's own code)."""
+    text = str(exc)
+    return any(
+        words in text
+        for words in (
+            "stopped SparkContext",
+            "SparkContext was shut down",
+            "Answer from Java side is empty",
+            "Error while sending or receiving",
+            "All masters are unresponsive",
+        )
+    ) or type(exc).__name__ in ("Py4JNetworkError",)

@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.commands._errors import EXIT_UNKNOWN, EXIT_VALID, EXIT_VIOLATIONS, look_at, verdict_exit
@@ -25,6 +26,7 @@ from pytest_keyshared.commands._workload import (
     SEED_MAX,
     add_workload_options,
     claim_out_dir,
+    kept_if_written,
     scenario_name,
     target_options,
 )
@@ -162,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     out = claim_out_dir(args.out, f"{scenario.name}-replay-seed{args.seed}")
     look_at(out)
     results: list[tuple[Any, Any, int]] = []
-    with open_target(args.target, artifacts_dir=out / "target", options=options) as target:
+    with kept_if_written(out), open_target(args.target, artifacts_dir=out / "target", options=options) as target:
         for index in range(args.runs):
             seed = args.seed if args.same_seed else (args.seed + index) % (SEED_MAX + 1)
             started = time.monotonic()
@@ -184,6 +186,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(tally.to_json(), sort_keys=True))
     else:
         print(render_tally(tally))
+        first = next(((v, t, s) for v, t, s in results if verdict_exit(v) == EXIT_VIOLATIONS), None)
+        if first is not None:  # the violations of one run, in the words every command uses
+            from pytest_keyshared.commands._verdict_text import verdict_lines
+
+            verdict, trace, seed = first
+            print(f"first run with violations (seed {seed}), {trace}:")
+            print("\n".join(verdict_lines(verdict, [], Path(trace).parent / "verdict.json", max_per_kind=1)))
         print(f"traces, verdicts and reports: {out}")
     if tally.invalid_runs:
         return EXIT_VIOLATIONS

@@ -11,11 +11,11 @@ unreadable trace or verdict), 4 verdict ``unknown``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.commands._errors import EXIT_UNKNOWN, EXIT_VALID, EXIT_VIOLATIONS
+from pytest_keyshared.commands._verdict_text import verdict_headline
 
 __all__ = ["add_parser", "run"]
 
@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
 
         verdict = check_file(trace, profile=args.profile).to_json()
     written = write_report(trace, out, verdict)
-    print(f"keyshared report: {written}", file=sys.stderr)
+    # the verdict drawn, as `keyshared check` words it: the exit code (1 for violations) is the verdict's
+    print(verdict_headline(verdict))
+    print(f"report: {written}")
     if verdict.get("validity") == "unknown":
         return EXIT_UNKNOWN
     return EXIT_VALID if verdict.get("valid", True) else EXIT_VIOLATIONS

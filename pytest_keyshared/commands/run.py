@@ -15,16 +15,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_keyshared.commands._errors import EXIT_UNKNOWN, EXIT_VALID, look_at, verdict_exit
+from pytest_keyshared.commands._errors import look_at, verdict_exit
+from pytest_keyshared.commands._verdict_text import verdict_lines
 from pytest_keyshared.commands._workload import (
     add_workload_options,
     claim_out_dir,
+    kept_if_written,
     parse_option,
     scenario_name,
     target_options,
 )
 
-__all__ = ["add_parser", "parse_option", "run"]
+__all__ = ["add_parser", "parse_option", "run", "verdict_lines"]
 
 _EPILOG = """\
 targets:
@@ -46,7 +48,6 @@ examples:
 #: Progress lines start after this long, then come every ``_PROGRESS_EVERY_S``.
 _PROGRESS_AFTER_S = 2.0
 _PROGRESS_EVERY_S = 2.0
-_VERDICT_LINES = 40
 
 
 def add_parser(subparsers: Any) -> None:
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     parse_target(args.target)  # an unknown target fails before an artifacts directory is made
     out_dir = claim_out_dir(args.out, f"{scenario.name}-seed{args.seed}")
     look_at(out_dir)
-    return _run(args, scenario, options, out_dir)
+    with kept_if_written(out_dir):
+        return _run(args, scenario, options, out_dir)
 
 
 def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_dir: Path) -> int:
@@ -166,31 +168,6 @@ def _summary(result: Any) -> str:
     lines.append(f"  artifacts: {result.artifacts_dir} ({', '.join(p.name for p in result.artifacts.values())})")
     lines.append(f"  took {result.duration_s:.1f}s")
     return "\n".join(lines)
-
-
-def verdict_lines(verdict: Any, allowed: list[str], verdict_path: Any, *, limit: int = _VERDICT_LINES) -> list[str]:
-    """The verdict part of a run's summary (``keyshared run`` and ``keyshared soak``): the word the exit code
-    gives (VALID, INVALID or UNKNOWN: never VALID for a trace not fully judged), then the rendered verdict, cut."""
-    if verdict is None:
-        return ["  verdict: unknown (no checker available to judge the trace)"]
-    lines = []
-    counts: dict[str, int] = {}
-    for v in verdict.violations:
-        kind = str(getattr(v.kind, "value", v.kind))
-        counts[kind] = counts.get(kind, 0) + 1
-    code = verdict_exit(verdict)
-    if code == EXIT_UNKNOWN:  # the run did not let every contract be judged: never shown as VALID
-        lines.append("  verdict: UNKNOWN (no violation found, but not every contract could be judged)")
-    elif code == EXIT_VALID:
-        lines.append("  verdict: VALID" + (f" (allowed: {', '.join(allowed)})" if allowed else ""))
-    else:
-        lines.append(f"  verdict: INVALID: {', '.join(f'{k} x{n}' for k, n in sorted(counts.items()))}")
-    rendered = verdict.render().rstrip().splitlines() if hasattr(verdict, "render") else []
-    shown = rendered[:limit]
-    lines.extend(f"    {line}" for line in shown)
-    if len(rendered) > len(shown):
-        lines.append(f"    ... {len(rendered) - len(shown)} more lines in {verdict_path}")
-    return lines
 
 
 def _result_json(result: Any) -> dict[str, Any]:

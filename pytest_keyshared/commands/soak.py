@@ -37,7 +37,6 @@ examples:
 
 #: Plain progress lines (not on a terminal) come this often.
 _PLAIN_EVERY_S = 5.0
-_VERDICT_LINES = 30
 
 
 def add_parser(subparsers: Any) -> None:
@@ -266,11 +265,9 @@ def _render(result: Any) -> str:
         lines.append(f"  produced per second: mean {sum(rates) / len(rates):.0f}, max {max(rates):.0f}")
     lines.extend(f"  step failed ({s.do}): {s.note}" for s in result.failed_steps[:10])
     lines.extend(f"  note: {n}" for n in result.notes)
-    from pytest_keyshared.commands.run import verdict_lines
+    from pytest_keyshared.commands._verdict_text import verdict_lines
 
-    lines.extend(
-        verdict_lines(result.verdict, result.violation_kinds(), result.out_dir / "verdict.json", limit=_VERDICT_LINES)
-    )
+    lines.extend(verdict_lines(result.verdict, result.violation_kinds(), result.out_dir / "verdict.json"))
     if "report" in result.artifacts:
         lines.append(f"  report: {result.artifacts['report']}")
     lines.append(f"  artifacts: {result.out_dir} ({', '.join(sorted(p.name for p in result.artifacts.values()))})")

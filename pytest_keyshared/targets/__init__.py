@@ -36,7 +36,6 @@ from reference_model.errors import InvalidArgument, did_you_mean
 __all__ = [
     "CAPABILITY_NAMES",
     "DEFAULT_TARGET",
-    "TARGET_EXAMPLES",
     "TARGET_KINDS",
     "Capabilities",
     "Claims",
@@ -49,24 +48,29 @@ __all__ = [
     "make_target",
     "open_target",
     "parse_target",
+    "target_list",
 ]
 
 DEFAULT_TARGET = "pulsar-lite"
 TARGET_KINDS: tuple[str, ...] = ("pulsar-lite", "url", "testcontainers", "testcontainers-geo", "model")
-#: One example of each target string, the one list the unknown-target error and README.md show (a test keeps the
-#: README equal to it, and the testcontainers tag equal to ``testcontainers.DEFAULT_TAG``).
-TARGET_EXAMPLES: tuple[str, ...] = (
-    "pulsar-lite",
-    "pulsar://127.0.0.1:6650",
-    "testcontainers",
-    "testcontainers:apachepulsar/pulsar:4.0.13",
-    "testcontainers-geo",
-    "model",
-    "model:classic",
-    "model:pulsar-3.3",
-    "model:4.2.5",
-)
-_EXAMPLES = ", ".join(TARGET_EXAMPLES)
+
+
+def target_list() -> str:
+    """The target strings, as the unknown-target error and the README list them (one source for both).
+
+    The Docker image tag is the testcontainers target's default and the model's release lines come from
+    :data:`reference_model.versions.RELEASES`, so a new default tag or release line shows here unedited.
+    """
+    from pytest_keyshared.targets.testcontainers import DEFAULT_IMAGE, DEFAULT_TAG
+    from reference_model.versions import MIN_MODEL_VERSION, RELEASES
+
+    lines = [line for line in sorted(RELEASES) if line >= MIN_MODEL_VERSION.line]
+    first, last = lines[0], lines[-1]
+    return (
+        f"pulsar-lite, pulsar://127.0.0.1:6650, testcontainers, testcontainers:{DEFAULT_IMAGE}:{DEFAULT_TAG},"
+        f" testcontainers-geo, model, model:classic, model:pulsar-X.Y"
+        f" (X.Y a release line from {first[0]}.{first[1]} to {last[0]}.{last[1]})"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,7 @@ class TargetSpec:
 def parse_target(spec: str) -> TargetSpec:
     """Classify ``spec`` and check its syntax (values are checked again when the target is built)."""
     if not isinstance(spec, str) or not spec.strip():
-        raise InvalidArgument(f"Expected a target string ({_EXAMPLES}) but got {spec!r}.")
+        raise InvalidArgument(f"Expected a target string ({target_list()}) but got {spec!r}.")
     text = spec.strip()
     if text == "pulsar-lite":
         return TargetSpec("pulsar-lite", text)
@@ -106,7 +110,7 @@ def parse_target(spec: str) -> TargetSpec:
         return TargetSpec("model", text)
     head = text.split(":", 1)[0]
     names = ["pulsar-lite", "testcontainers", "testcontainers-geo", "model", "pulsar"]
-    raise InvalidArgument(f"Unknown target {spec!r}.{did_you_mean(head, names)} Targets: {_EXAMPLES}.")
+    raise InvalidArgument(f"Unknown target {spec!r}.{did_you_mean(head, names)} Targets: {target_list()}.")
 
 
 def make_target(spec: str, *, artifacts_dir: str | Path, options: Mapping[str, Any] | None = None) -> Target:

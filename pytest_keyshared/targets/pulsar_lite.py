@@ -4,7 +4,7 @@ It runs as a subprocess on a free 127.0.0.1 port with its own temporary data dir
 config.  The config matters: pulsar-lite serves metrics on ``0.0.0.0:8080`` by default and silently falls
 back to all defaults (listening on ``0.0.0.0:6650``) when its config is malformed, so readiness is judged
 from its log: both ``Server listening on 127.0.0.1:<port>`` and the metrics line on our loopback port must
-appear, else the start fails (see ``/work/shared/research/pulsar-lite.md`` §2, §6).
+appear, else the start fails.
 
 What it lacks is declared, not worked around: no admin API, no deduplication switch, no replication.  What
 it needs from the client is declared in :class:`~.base.ClientQuirks` (distinct consumer ids, sync sends, no

@@ -123,3 +123,74 @@ def test_ctrl_c_exits_130_with_a_complete_trace_and_stops_the_broker(tmp_path: P
     assert last["op"] == "end" and last.get("interrupted") is True
     with pytest.raises(ProcessLookupError):
         os.kill(broker_pid, 0)
+
+
+# --- issue 28: what the line after a failure points at, and the one summary ------------------------------------
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _failure_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in done.stderr and "Exception" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert len(line) < 300
+    return line
+
+
+@pytest.mark.parametrize("command", ["run", "replay", "soak"])
+def test_an_unreachable_target_points_at_nothing_unwritten(tmp_path: Path, command: str) -> None:
+    """``--out url1`` against a dead URL: nothing was written, so ``url1`` is neither made nor named; without
+    ``--out`` no empty ``keyshared-runs/...`` directory is left and named (issue 28, item 4)."""
+    url = f"pulsar://127.0.0.1:{_closed_port()}"
+    extra = ["--duration", "2s"] if command == "soak" else []
+    done = keyshared(tmp_path, command, "--target", url, "--out", "url1", *extra)
+    assert done.returncode == 3
+    line = _failure_line(done)
+    assert url in line and "url1" not in line
+    assert not (tmp_path / "url1").exists()
+    if command != "soak":
+        done = keyshared(tmp_path, command, "--target", url)
+        assert done.returncode == 3
+        assert "keyshared-runs" not in _failure_line(done)
+        assert not any((tmp_path / "keyshared-runs").glob("*"))
+
+
+def test_a_broker_that_fails_to_start_points_at_its_log(tmp_path: Path) -> None:
+    """Where something was written (pulsar-lite's log of a start that did not finish in time), the line names it."""
+    done = keyshared(tmp_path, "run", "-o", "startup_timeout_s=0.01", "--out", "pl0")
+    assert done.returncode == 3
+    line = _failure_line(done)
+    assert line.endswith("(see pl0)") and (tmp_path / "pl0" / "target" / "pulsar-lite.log").is_file()
+
+
+def test_run_replay_soak_and_check_cut_violations_in_the_same_words(tmp_path: Path) -> None:
+    """pulsar-lite's steady-state run breaks the assignment contract many times over: ``run`` used to end with
+    "... 7 more lines in .../verdict.json", hiding how many it cut; every command now says it in ``check``'s words
+    (issue 28, item 5)."""
+    import re
+
+    run = keyshared(tmp_path, "run", "--out", "run1", "-q")
+    assert run.returncode == 1, run.stderr
+    cut = re.compile(r"\.\.\. and (\d+) more (\w+) \(violation\); (\S+) lists them all$")
+    run_cuts = {m.group(2): (int(m.group(1)), m.group(3)) for m in map(cut.search, run.stdout.splitlines()) if m}
+    assert run_cuts and {where for _, where in run_cuts.values()} == {"run1/verdict.json"}
+    verdict = json.loads((tmp_path / "run1" / "verdict.json").read_text())
+    for kind, (more, _) in run_cuts.items():  # the count cut: all of that kind but the 3 shown
+        assert more == verdict["counts"][kind] - 3
+    check = keyshared(tmp_path, "check", "run1/trace.jsonl", "--max-examples", "3")
+    check_cuts = {m.group(2): int(m.group(1)) for m in map(cut.search, check.stdout.splitlines()) if m}
+    assert check_cuts == {kind: more for kind, (more, _) in run_cuts.items()}
+    replay = keyshared(tmp_path, "replay", "--runs", "1", "--out", "rp1")
+    assert replay.returncode == 1, replay.stderr
+    replay_cuts = {m.group(2): m.group(3) for m in map(cut.search, replay.stdout.splitlines()) if m}
+    assert set(replay_cuts) == set(run_cuts) and set(replay_cuts.values()) == {"rp1/run-001/verdict.json"}
+    soak = keyshared(tmp_path, "soak", "--messages", "400", "--out", "sk1")
+    assert soak.returncode == 1, soak.stderr[-3000:]
+    soak_cuts = {m.group(2): m.group(3) for m in map(cut.search, soak.stdout.splitlines()) if m}
+    assert "misassigned" in soak_cuts and all(where.endswith("sk1/verdict.json") for where in soak_cuts.values())

@@ -449,3 +449,89 @@ def test_plan_names_every_reason() -> None:
     assert suite[-1].run == "pytest --pyargs conformance --collect-only -q -p no:cacheprovider"
     assert all(step.reason for step in suite)
     assert shlex.split(plan(Command("keyshared replay x --runs 10", 1))[0].run or "")[-1] == "2"
+
+
+# --- target options (-o) shown inline -------------------------------------------------------------------------
+
+#: An inline ``-o`` example: a whole command (``keyshared run --target model -o 'k=v'``) or the option alone
+#: (``-o k=v``: on the default target).
+_INLINE_OPTION = re.compile(r"`((?:keyshared (?:run|replay|soak)\b[^`]*?)?\s?(?:-o|--option) [^`]+)`")
+
+
+def inline_option_examples() -> list[tuple[str, str]]:
+    """Every inline code span of the docs that passes a target option, as ``(where, command)``."""
+    found = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for match in _INLINE_OPTION.finditer(text):
+            command = match.group(1).strip()
+            if "KEY=VALUE" in command:  # the syntax, not an example
+                continue
+            if not command.startswith("keyshared"):
+                command = f"keyshared run {command}"
+            line = text[: match.start()].count("\n") + 1
+            found.append((f"{path.relative_to(ROOT)}:{line}", command))
+    return found
+
+
+def test_the_docs_show_target_option_examples() -> None:
+    commands = [command for _, command in inline_option_examples()]
+    assert any("--target model" in c for c in commands) and any("--target" not in c for c in commands), commands
+
+
+@pytest.mark.parametrize(("where", "command"), [pytest.param(w, c, id=w) for w, c in inline_option_examples()])
+def test_every_inline_option_example_runs_on_the_target_it_names(where: str, command: str, tmp_path: Path) -> None:
+    """The target an example names (or the default) takes its options as written: a target that runs here
+    (the model, pulsar-lite) runs the command; one that needs Docker is built, which checks every option."""
+    from pytest_keyshared.cli import build_parser, main
+    from pytest_keyshared.commands._workload import target_options
+    from pytest_keyshared.targets import make_target
+
+    argv = shlex.split(command)[1:]
+    args = build_parser().parse_args(argv)
+    if args.target.startswith("testcontainers"):
+        make_target(args.target, artifacts_dir=tmp_path, options=target_options(args))  # raises on a bad option
+        return
+    code = main([*argv, "--out", str(tmp_path / "out"), *(["-q"] if argv[0] == "run" else [])])
+    assert code in (0, 1), f"{where}: {command} exited {code}"  # 1: the target broke a contract, not the option
+
+
+def test_the_readme_lists_the_targets_the_unknown_target_error_lists() -> None:
+    """One source: the README's target list is :func:`target_list`, which the error prints (its Docker tag is the
+    default tag, its model release lines those of ``reference_model.versions``)."""
+    from pytest_keyshared.targets import parse_target, target_list
+    from pytest_keyshared.targets.testcontainers import DEFAULT_IMAGE, DEFAULT_TAG
+    from reference_model.errors import InvalidArgument
+    from reference_model.versions import RELEASES
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert target_list() in readme
+    newest = max(RELEASES)
+    assert f"to {newest[0]}.{newest[1]})" in target_list()
+    assert set(re.findall(rf"testcontainers:{DEFAULT_IMAGE}:([\w.]+)", readme)) == {DEFAULT_TAG}
+    with pytest.raises(InvalidArgument) as error:
+        parse_target("nosuch")
+    assert str(error.value).endswith(f"Targets: {target_list()}.")
+    for spec in re.findall(r"model:[\w.:-]*\w", readme):  # every model target the README names parses
+        if "X.Y" not in spec:
+            parse_target(spec)
+
+
+def test_expectation_reasons_cite_nothing_a_user_lacks() -> None:
+    """The XFAIL lines print these reasons: each says the deviation in words, citing no note that is neither in
+    the repository nor in the package (they cited "pulsar-lite.md 4.4, 5.7", a research note of the project's
+    authors, issue 28)."""
+    import tomllib
+
+    cited = []
+    for path in sorted((ROOT / "conformance" / "expectations").glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        entries = [*data.get("cases", {}).items(), *data.get("contracts", {}).items()]
+        for name, entry in entries:
+            reason = str(entry.get("reason", ""))
+            for note in re.findall(r"[\w./-]+\.md\b", reason):
+                if not (ROOT / note).is_file() and not (ROOT / "docs" / note).is_file():
+                    cited.append(f"{path.name} {name}: {note}")
+            if re.search(r"\(§?\d+\.\d+(?:, §?\d+(?:\.\d+)?)*\)", reason):  # a bare section number of such a note
+                cited.append(f"{path.name} {name}: {reason}")
+    assert not cited

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.checks import check_trace
 from conformance.trace import TraceBuilder
 from pytest_keyshared.cli import main
 from pytest_keyshared.report import load_verdict, report_name, write_index
@@ -22,7 +23,13 @@ def test_report_checks_the_trace_and_exits_with_the_verdict(
 ) -> None:
     out = tmp_path / "page.html"
     assert main(["report", str(overlap_trace), "-o", str(out)]) == 1
-    assert capsys.readouterr().err.strip() == f"keyshared report: {out}"
+    printed = capsys.readouterr()
+    verdict_line = check_trace(overlap_trace).render().splitlines()[0]  # the line `keyshared check` starts with
+    assert printed.out.splitlines() == [
+        f"{verdict_line}; found: key_overlap=1, out_of_order=1, misassigned=3",
+        f"report: {out}",
+    ]
+    assert printed.err == ""  # exit 1 is the verdict, said on stdout, not a failure of the command
     assert _page_data(out)["verdict"]["counts"] == {"key_overlap": 1, "out_of_order": 1, "misassigned": 3}
 
 

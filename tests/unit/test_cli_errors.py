@@ -61,6 +61,8 @@ def _closed_port() -> int:
 def _raiser(exc: BaseException) -> Any:
     def handler(args: argparse.Namespace) -> int:
         look_at(args.where)
+        Path(args.where).mkdir(parents=True, exist_ok=True)
+        (Path(args.where) / "trace.jsonl").touch()  # what was recorded before the failure: the line names it
         raise exc
 
     return handler
@@ -131,6 +133,18 @@ def test_the_decorator_applies_the_same_policy(capsys: pytest.CaptureFixture[str
 
     assert handler(argparse.Namespace()) == EXIT_BAD_INPUT
     assert _one_line(capsys) == "keyshared demo: InvalidArgument: bad"
+
+
+def test_a_failure_names_only_places_holding_something(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Issue 28 item 4: a directory never made, or left empty, is not named (nothing there to look at)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        look_at(tmp_path / "never-made")
+        look_at(tmp_path)  # exists, empty
+        raise TargetError("no broker answers")
+
+    assert invoke("demo", handler, argparse.Namespace()) == EXIT_TARGET
+    assert _one_line(capsys) == "keyshared demo: TargetError: no broker answers"
 
 
 def test_look_at_is_forgotten_between_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -307,3 +321,88 @@ def test_empty_files_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert _call(["--version"]) == 0
     assert capsys.readouterr().out.startswith("keyshared (pytest-keyshared) ")
+
+
+# --- issue 28: the words of a few answers -----------------------------------------------------------------------
+
+
+def _good_trace(path: Path) -> Path:
+    b = TraceBuilder()
+    b.open("c1")
+    for i in range(3):
+        b.publish("k", f"1:{i}")
+        b.receive("c1", "k", f"1:{i}")
+        b.ack("c1", f"1:{i}")
+    b.end()
+    return b.write(path)
+
+
+def test_invalid_json_names_the_column_on_its_own_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A line cut short after ``"op":`` lacks a value at the end of that line; ``json`` would say "column 1" (of
+    the line after), as the issue saw (``badjson.jsonl:301: ... at column 1`` for an error at column 41)."""
+    lines = _good_trace(tmp_path / "good.jsonl").read_text().splitlines()
+    cut = lines[4][: lines[4].index('"op":') + len('"op":')]
+    (tmp_path / "badjson.jsonl").write_text("\n".join([*lines[:4], cut, *lines[5:]]) + "\n")
+    assert _call(["check", str(tmp_path / "badjson.jsonl")]) == EXIT_BAD_INPUT
+    line = _one_line(capsys)
+    assert line.endswith(
+        f"badjson.jsonl:5: not valid JSON (Expecting value at column {len(cut) + 1}, the end of the line)"
+    )
+    # a problem inside the line: its column, and "Invalid control character at" not doubled into "at at"
+    broken = lines[4].replace('"op":"', '"op":"\t', 1)
+    (tmp_path / "tab.jsonl").write_text("\n".join([*lines[:4], broken, *lines[5:]]) + "\n")
+    assert _call(["check", str(tmp_path / "tab.jsonl")]) == EXIT_BAD_INPUT
+    column = broken.index("\t") + 1
+    assert _one_line(capsys).endswith(f"tab.jsonl:5: not valid JSON (Invalid control character at column {column})")
+
+
+def test_a_run_directory_given_to_check_gets_the_trace_it_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.chunk_traces import scoped_fault, write_chunks
+
+    run1 = tmp_path / "run1"
+    run1.mkdir()
+    _good_trace(run1 / "trace.jsonl")
+    assert _call(["check", str(run1)]) == EXIT_BAD_INPUT
+    assert _one_line(capsys).endswith(
+        f"{run1}: is a directory without Parquet chunks (*.parquet); did you mean {run1 / 'trace.jsonl'}?"
+    )
+    soak1 = tmp_path / "soak1"
+    write_chunks(scoped_fault(["c1"]), soak1 / "trace", rows=4)
+    assert _call(["check", str(soak1)]) == EXIT_BAD_INPUT
+    assert _one_line(capsys).endswith(f"did you mean {soak1 / 'trace'}?")
+    assert _call(["check", str(soak1 / "trace")]) in (EXIT_VALID, EXIT_VIOLATIONS)  # the hint is right: it is judged
+    capsys.readouterr()
+    (tmp_path / "empty").mkdir()
+    assert _call(["check", str(tmp_path / "empty")]) == EXIT_BAD_INPUT
+    assert _one_line(capsys).endswith("is a directory without Parquet chunks (*.parquet)")  # nothing to suggest
+
+
+def _unexpected_trace(path: Path, n: int) -> Path:
+    """``n`` receives of messages never published: ``n`` unexpected_message violations."""
+    b = TraceBuilder()
+    b.open("c1")
+    for i in range(n):
+        b.receive("c1", "k", f"1:{i}")
+        b.ack("c1", f"1:{i}")
+    b.end()
+    return b.write(path)
+
+
+def test_check_and_the_run_summary_cut_violations_in_the_same_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One summary (``_verdict_text``): ``check`` says how many it cut and that ``--json`` lists them; a run's
+    summary says the same of its ``verdict.json`` (not "7 more lines in ...")."""
+    from conformance.checks import check_trace
+    from pytest_keyshared.commands._verdict_text import verdict_lines
+
+    trace = _unexpected_trace(tmp_path / "trace.jsonl", 9)
+    assert _call(["check", str(trace), "--max-examples", "2"]) == EXIT_VIOLATIONS
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "... and 7 more unexpected_message (violation); --json lists them all"
+    lines = verdict_lines(check_trace(trace), [], tmp_path / "verdict.json")
+    assert lines[0] == "  verdict: INVALID: unexpected_message x9"
+    assert lines[-1] == f"    ... and 6 more unexpected_message (violation); {tmp_path / 'verdict.json'} lists them all"
+    assert sum(line.startswith("    [violation] ") for line in lines) == 3
