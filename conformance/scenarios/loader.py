@@ -52,6 +52,8 @@ from conformance.scenarios.model import (
     Sleep,
     Snapshot,
     Step,
+    StorageDown,
+    StorageUp,
     SubscriptionSettings,
     WaitQuiet,
     WaitReceived,
@@ -97,6 +99,8 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "wait_received": ("count", "consumer", "timeout_ms"),
     "sleep": ("ms",),
     "restart_broker": ("kill",),
+    "storage_down": ("fail_after_ms",),
+    "storage_up": (),
     "consume": ("ack",),
     "snapshot": (),
     "cluster_down": ("cluster",),
@@ -415,6 +419,10 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     ),
     "sleep": lambda t, w: Sleep(ms=_int(t["ms"], f"{w} ms", minimum=0)),
     "restart_broker": lambda t, w: RestartBroker(kill=_bool(t.get("kill", False), f"{w} kill")),
+    "storage_down": lambda t, w: StorageDown(
+        fail_after_ms=_int(t.get("fail_after_ms", 200), f"{w} fail_after_ms", minimum=0)
+    ),
+    "storage_up": lambda t, w: StorageUp(),
     "consume": lambda t, w: Consume(ack=_ack_plan(t.get("ack", "all"), f"{w} ack")),
     "snapshot": lambda t, w: Snapshot(),
     "cluster_down": lambda t, w: ClusterDown(cluster=_name(t["cluster"], f"{w} cluster")),

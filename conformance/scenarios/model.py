@@ -51,6 +51,8 @@ __all__ = [
     "Sleep",
     "Snapshot",
     "Step",
+    "StorageDown",
+    "StorageUp",
     "SubscriptionSettings",
     "WaitQuiet",
     "WaitReceived",
@@ -305,6 +307,22 @@ class RestartBroker:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageDown:
+    """The broker's storage (BookKeeper) stops taking writes until ``storage_up``: each send stays in flight and
+    fails ``fail_after_ms`` after the first one in flight (``docs/scenarios.md``, "Storage failures")."""
+
+    do: ClassVar[str] = "storage_down"
+    fail_after_ms: int = 200
+
+
+@dataclass(frozen=True, slots=True)
+class StorageUp:
+    """The storage takes writes again; the writes still in flight complete."""
+
+    do: ClassVar[str] = "storage_up"
+
+
+@dataclass(frozen=True, slots=True)
 class AckPlan:
     """Which messages of a failover run the consumer acknowledges, by message number ``n`` (0, 1, ... in
     publish order over the whole run): ``n % every == offset`` and, with ``below``, ``n < below``; ``invert``
@@ -389,6 +407,8 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     WaitReceived,
     Sleep,
     RestartBroker,
+    StorageDown,
+    StorageUp,
     Consume,
     Snapshot,
     ClusterDown,
@@ -400,7 +420,12 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
 FAILOVER_STEPS: tuple[type, ...] = (Publish, Consume, Sleep, Snapshot, ClusterDown, ClusterUp, FailOver)
 
 #: Capability a target must have for a step (names of :class:`pytest_keyshared.targets.Capabilities`).
-_STEP_CAPABILITY: dict[type, str] = {Crash: "crash_consumer", RestartBroker: "broker_restart"}
+_STEP_CAPABILITY: dict[type, str] = {
+    Crash: "crash_consumer",
+    RestartBroker: "broker_restart",
+    StorageDown: "storage_failure",
+    StorageUp: "storage_failure",
+}
 
 
 @dataclass(frozen=True, slots=True)
