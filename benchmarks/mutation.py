@@ -44,6 +44,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("auto-split-wrong-range", "auto-split-four-consumers"),
     ("snapshot-last-answer-only", "two-producers"),
     ("classic-no-recently-joined", "join-while-pending"),
+    ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
 )
 
 

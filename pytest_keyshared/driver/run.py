@@ -537,13 +537,13 @@ class _Run(RunLoop):
         return self.session.await_clients(self.settings.step_timeout_ms)
 
     def _do_storage_down(self, step: StorageDown) -> tuple[bool, str]:
-        self.recorder.fault("storage_down", fail_after_ms=step.fail_after_ms)
+        self.recorder.fault("storage_down", consumers=[], fail_after_ms=step.fail_after_ms)
         self.session.storage_down(step.fail_after_ms)
         return True, ""
 
     def _do_storage_up(self, step: StorageUp) -> tuple[bool, str]:
         self.session.storage_up()
-        self.recorder.fault("storage_up")
+        self.recorder.fault("storage_up", consumers=[])
         return True, ""
 
     # --- drain and teardown -----------------------------------------------------------------------------
