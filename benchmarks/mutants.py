@@ -859,6 +859,44 @@ def _dedup_reconnect() -> None:
 
 
 @mutant(
+    "dedup-answer-from-snapshot",
+    "dedup",
+    "a connecting producer is answered the last id of the deduplication snapshot, not the pushed one (-1 before"
+    " the first snapshot): a client that numbers its messages reuses stored ids, answered -1:-1 and dropped",
+)
+def _dedup_answer_from_snapshot() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def connected(self: Any, name: str) -> int:
+            orig(self, name)
+            return int(self._cursor_properties.get(name, -1))
+
+        return connected
+
+    _wrap(MessageDeduplication, "producer_connected", make)
+
+
+@mutant(
+    "dedup-answer-off-by-one",
+    "dedup",
+    "a connecting producer is answered one less than its last sequence id: the client's next message reuses the"
+    " last stored id and is dropped as a duplicate",
+)
+def _dedup_answer_off_by_one() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def connected(self: Any, name: str) -> int:
+            answer = int(orig(self, name))
+            return answer - 1 if answer >= 0 else answer
+
+        return connected
+
+    _wrap(MessageDeduplication, "producer_connected", make)
+
+
+@mutant(
     "dedup-failed-write-keeps-pushed",
     "dedup",
     "a failed ledger write leaves the pushed sequence id in place (no resetHighestSequenceIdPushed): after the"

@@ -26,6 +26,7 @@ __all__ = [
     "KEY_ORDERS",
     "KEY_SHARED_MODES",
     "SELECTORS",
+    "SEQUENCE_MODES",
     "AckHeld",
     "AckPlan",
     "Behaviour",
@@ -72,6 +73,9 @@ KEY_FIELDS: tuple[str, ...] = ("partition_key", "ordering_key", "both", "none")
 BATCHING_MODES: tuple[str, ...] = ("none", "key_based", "default")
 #: ``cycle``: message i carries key i mod |keys|; ``shuffle``: the same multiset, shuffled with the run's seed.
 KEY_ORDERS: tuple[str, ...] = ("cycle", "shuffle")
+#: ``sequence`` of a ``publish`` step: the driver's own ids (``explicit``), or the client numbers each message from
+#: the last sequence id the broker answered when the producer connected (``auto``)
+SEQUENCE_MODES: tuple[str, ...] = ("explicit", "auto")
 #: ``[settings] selector``: the AUTO_SPLIT selector a scenario asks for (``""``: whatever the target has).
 SELECTORS: tuple[str, ...] = ("consistent-hashing", "auto-split")
 
@@ -184,6 +188,9 @@ class Publish:
     key_field: str = "partition_key"
     batching: str = "none"
     order: str = "cycle"
+    #: ``auto``: send without a sequence id, so the client numbers the message from the broker's answer on
+    #: connect (``last_sequence_id``); the trace still names it by the driver's id (``docs/scenarios.md``)
+    sequence: str = "explicit"
 
     #: failover scenarios: the cluster the messages are published in (None: the first one)
     cluster: str | None = None

@@ -70,7 +70,7 @@ class ModelProducerHandle:
             "properties": dict(message.properties),
             "partition_key": message.partition_key,
             "ordering_key": message.ordering_key,
-            "sequence_id": message.seq,
+            "sequence_id": None if message.auto_sequence else message.seq,
         }
 
     def send(self, message: OutgoingMessage) -> SendOutcome:

@@ -379,6 +379,7 @@ class _Run(RunLoop):
                 partition_key=partition_key,
                 ordering_key=ordering_key,
                 properties={PROP_UID: uid, PROP_SEQ: str(seq), PROP_KEY: key},
+                auto_sequence=step.sequence == "auto",
             )
             self.sent.setdefault(producer, {})[seq] = message
             yield message
