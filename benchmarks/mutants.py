@@ -858,6 +858,90 @@ def _dedup_reconnect() -> None:
     _wrap(MessageDeduplication, "producer_connected", make)
 
 
+@mutant(
+    "dedup-answer-from-snapshot",
+    "dedup",
+    "a connecting producer is answered the last id of the deduplication snapshot, not the pushed one (-1 before"
+    " the first snapshot): a client that numbers its messages reuses stored ids, answered -1:-1 and dropped",
+)
+def _dedup_answer_from_snapshot() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def connected(self: Any, name: str) -> int:
+            orig(self, name)
+            return int(self._cursor_properties.get(name, -1))
+
+        return connected
+
+    _wrap(MessageDeduplication, "producer_connected", make)
+
+
+@mutant(
+    "dedup-answer-off-by-one",
+    "dedup",
+    "a connecting producer is answered one less than its last sequence id: the client's next message reuses the"
+    " last stored id and is dropped as a duplicate",
+)
+def _dedup_answer_off_by_one() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def connected(self: Any, name: str) -> int:
+            answer = int(orig(self, name))
+            return answer - 1 if answer >= 0 else answer
+
+        return connected
+
+    _wrap(MessageDeduplication, "producer_connected", make)
+
+
+@mutant(
+    "dedup-failed-write-keeps-pushed",
+    "dedup",
+    "a failed ledger write leaves the pushed sequence id in place (no resetHighestSequenceIdPushed): after the"
+    " storage is back, the resends of the failed ids are refused ('cannot determine') and never stored",
+)
+def _dedup_failed_write_keeps_pushed() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    MessageDeduplication.on_write_failed = _noop  # type: ignore[method-assign]
+
+
+@mutant(
+    "dedup-failed-write-counted-persisted",
+    "dedup",
+    "a failed ledger write is recorded as persisted: the resend of a failed id is answered -1:-1 and lost",
+)
+def _dedup_failed_write_counted_persisted() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def on_write_failed(self: Any) -> None:
+        if self.enabled:
+            self._persisted = dict(self._pushed)
+
+    MessageDeduplication.on_write_failed = on_write_failed  # type: ignore[method-assign]
+
+
+@mutant(
+    "dedup-in-flight-written-again",
+    "dedup",
+    "a resend of an id whose first write is still in flight is written a second time (Unknown taken as NotDup)",
+)
+def _dedup_in_flight_written_again() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            decision = orig(self, name, sequence_id, highest_sequence_id, **kw)
+            return DedupDecision.NOT_DUP if decision is DedupDecision.UNKNOWN else decision
+
+        return is_duplicate
+
+    _wrap(MessageDeduplication, "is_duplicate", make)
+
+
 # --- replicated subscriptions ----------------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from conformance.scenarios.model import (
     KEY_ORDERS,
     KEY_SHARED_MODES,
     SELECTORS,
+    SEQUENCE_MODES,
     AckHeld,
     AckPlan,
     Behaviour,
@@ -56,6 +57,8 @@ from conformance.scenarios.model import (
     Sleep,
     Snapshot,
     Step,
+    StorageDown,
+    StorageUp,
     SubscriptionSettings,
     WaitQuiet,
     WaitReceived,
@@ -87,7 +90,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "ranges",
         "paused",
     ),
-    "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order", "cluster"),
+    "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order", "sequence", "cluster"),
     "resend": ("producer", "from_seq", "to_seq", "reconnect"),
     "set_behaviour": ("consumer", *_BEHAVIOUR_FIELDS),
     "ack_held": ("consumer", "count"),
@@ -101,6 +104,8 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "wait_received": ("count", "consumer", "timeout_ms"),
     "sleep": ("ms",),
     "restart_broker": ("kill",),
+    "storage_down": ("fail_after_ms",),
+    "storage_up": (),
     "consume": ("ack",),
     "snapshot": (),
     "cluster_down": ("cluster",),
@@ -352,6 +357,7 @@ def _publish(t: Mapping[str, Any], where: str) -> Publish:
         key_field=_choice(t.get("key_field", "partition_key"), KEY_FIELDS, f"{where} key_field"),
         batching=_choice(t.get("batching", "none"), BATCHING_MODES, f"{where} batching"),
         order=_choice(t.get("order", "cycle"), KEY_ORDERS, f"{where} order"),
+        sequence=_choice(t.get("sequence", "explicit"), SEQUENCE_MODES, f"{where} sequence"),
         cluster=None if "cluster" not in t else _name(t["cluster"], f"{where} cluster"),
     )
 
@@ -427,6 +433,10 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     ),
     "sleep": lambda t, w: Sleep(ms=_int(t["ms"], f"{w} ms", minimum=0)),
     "restart_broker": lambda t, w: RestartBroker(kill=_bool(t.get("kill", False), f"{w} kill")),
+    "storage_down": lambda t, w: StorageDown(
+        fail_after_ms=_int(t.get("fail_after_ms", 200), f"{w} fail_after_ms", minimum=0)
+    ),
+    "storage_up": lambda t, w: StorageUp(),
     "consume": lambda t, w: Consume(ack=_ack_plan(t.get("ack", "all"), f"{w} ack")),
     "snapshot": lambda t, w: Snapshot(),
     "cluster_down": lambda t, w: ClusterDown(cluster=_name(t["cluster"], f"{w} cluster")),
@@ -506,6 +516,8 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
     open_now: dict[str, bool] = {}  # handle -> paused
     opened_ever: set[str] = set()
     published: dict[str, int] = {}  # producer -> highest sequence id sent
+    recreated: dict[str, bool] = {}  # producer -> created again (resend with reconnect) since its last own-id publish
+    auto_ids: dict[str, set[int]] = {}  # producer -> the driver's ids of messages the client numbered
     sub = scenario.subscription
     for index, step in enumerate(scenario.steps, start=1):
         at = f"{where}: step {index} ({step.do})"
@@ -532,7 +544,18 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
         ):
             raise InvalidScenario(f"{at}: a failover step; it needs [settings] clusters = [...] (two or more).")
         elif isinstance(step, Publish):
-            published[step.producer] = published.get(step.producer, 0) + step.count
+            first = published.get(step.producer, 0) + 1
+            if step.sequence == "auto":
+                if not recreated.get(step.producer, False):
+                    raise InvalidScenario(
+                        f"{at}: sequence = \"auto\" numbers from the broker's answer on connect, so the driver's ids"
+                        f" {first}.. match the client's only on a producer created again (a resend with reconnect ="
+                        f" true) after publishing with its own ids; producer {step.producer!r} is not."
+                    )
+                auto_ids.setdefault(step.producer, set()).update(range(first, first + step.count))
+            else:
+                recreated[step.producer] = False
+            published[step.producer] = first - 1 + step.count
         elif isinstance(step, Resend):
             sent = published.get(step.producer, 0)
             if sent == 0:
@@ -541,6 +564,14 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
                 raise InvalidScenario(
                     f"{at}: producer {step.producer!r} has sent sequence ids 1..{sent}; to_seq={step.to_seq} is beyond."
                 )
+            numbered = sorted(auto_ids.get(step.producer, set()) & set(range(step.from_seq, step.to_seq + 1)))
+            if numbered:
+                raise InvalidScenario(
+                    f'{at}: producer {step.producer!r} sent id {numbered[0]} with sequence = "auto" (the client'
+                    " chose its sequence id), so it cannot be resent under the same id."
+                )
+            if step.reconnect:
+                recreated[step.producer] = True
         elif isinstance(step, WaitReceived):
             if step.consumer is not None and step.consumer not in opened_ever:
                 raise InvalidScenario(f"{at}: consumer {step.consumer!r} is never opened before this step.")

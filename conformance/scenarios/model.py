@@ -26,6 +26,7 @@ __all__ = [
     "KEY_ORDERS",
     "KEY_SHARED_MODES",
     "SELECTORS",
+    "SEQUENCE_MODES",
     "AckHeld",
     "AckPlan",
     "Behaviour",
@@ -55,6 +56,8 @@ __all__ = [
     "Sleep",
     "Snapshot",
     "Step",
+    "StorageDown",
+    "StorageUp",
     "SubscriptionSettings",
     "WaitQuiet",
     "WaitReceived",
@@ -74,6 +77,9 @@ KEY_FIELDS: tuple[str, ...] = ("partition_key", "ordering_key", "both", "none")
 BATCHING_MODES: tuple[str, ...] = ("none", "key_based", "default")
 #: ``cycle``: message i carries key i mod |keys|; ``shuffle``: the same multiset, shuffled with the run's seed.
 KEY_ORDERS: tuple[str, ...] = ("cycle", "shuffle")
+#: ``sequence`` of a ``publish`` step: the driver's own ids (``explicit``), or the client numbers each message from
+#: the last sequence id the broker answered when the producer connected (``auto``)
+SEQUENCE_MODES: tuple[str, ...] = ("explicit", "auto")
 #: ``[settings] selector``: the AUTO_SPLIT selector a scenario asks for (``""``: whatever the target has).
 SELECTORS: tuple[str, ...] = ("consistent-hashing", "auto-split")
 
@@ -186,6 +192,9 @@ class Publish:
     key_field: str = "partition_key"
     batching: str = "none"
     order: str = "cycle"
+    #: ``auto``: send without a sequence id, so the client numbers the message from the broker's answer on
+    #: connect (``last_sequence_id``); the trace still names it by the driver's id (``docs/scenarios.md``)
+    sequence: str = "explicit"
 
     #: failover scenarios: the cluster the messages are published in (None: the first one)
     cluster: str | None = None
@@ -306,6 +315,22 @@ class RestartBroker:
 
     do: ClassVar[str] = "restart_broker"
     kill: bool = False  #: SIGKILL instead of a clean stop where the target distinguishes them
+
+
+@dataclass(frozen=True, slots=True)
+class StorageDown:
+    """The broker's storage (BookKeeper) stops taking writes until ``storage_up``: each send stays in flight and
+    fails ``fail_after_ms`` after the first one in flight (``docs/scenarios.md``, "Storage failures")."""
+
+    do: ClassVar[str] = "storage_down"
+    fail_after_ms: int = 200
+
+
+@dataclass(frozen=True, slots=True)
+class StorageUp:
+    """The storage takes writes again; the writes still in flight complete."""
+
+    do: ClassVar[str] = "storage_up"
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +459,8 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     WaitReceived,
     Sleep,
     RestartBroker,
+    StorageDown,
+    StorageUp,
     Consume,
     Snapshot,
     ClusterDown,
@@ -461,7 +488,12 @@ FAILOVER_STEPS: tuple[type, ...] = (
 )
 
 #: Capability a target must have for a step (names of :class:`pytest_keyshared.targets.Capabilities`).
-_STEP_CAPABILITY: dict[type, str] = {Crash: "crash_consumer", RestartBroker: "broker_restart"}
+_STEP_CAPABILITY: dict[type, str] = {
+    Crash: "crash_consumer",
+    RestartBroker: "broker_restart",
+    StorageDown: "storage_failure",
+    StorageUp: "storage_failure",
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,6 +116,8 @@ class OutgoingMessage:
     partition_key: str | None
     ordering_key: str | None
     properties: Mapping[str, str]
+    #: sent without a sequence id: the client numbers it (``publish`` with ``sequence = "auto"``)
+    auto_sequence: bool = False
 
 
 @dataclass(frozen=True, slots=True)

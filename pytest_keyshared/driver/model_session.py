@@ -70,7 +70,7 @@ class ModelProducerHandle:
             "properties": dict(message.properties),
             "partition_key": message.partition_key,
             "ordering_key": message.ordering_key,
-            "sequence_id": message.seq,
+            "sequence_id": None if message.auto_sequence else message.seq,
         }
 
     def send(self, message: OutgoingMessage) -> SendOutcome:
@@ -78,7 +78,9 @@ class ModelProducerHandle:
         try:
             mid = self._producer.send(message.payload, **self._kwargs(message))
         except Exception as exc:
-            return SendOutcome("fail", error=f"{type(exc).__name__}: {exc}", t0=t0)
+            # a timed-out send may still be stored (its write is in flight): outcome unknown
+            result = "info" if getattr(exc, "pulsar_name", "") == "Timeout" else "fail"
+            return SendOutcome(result, error=f"{type(exc).__name__}: {exc}", t0=t0)
         return SendOutcome("ok", _msg_id(mid), t0=t0)
 
     def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
@@ -145,11 +147,19 @@ class ModelSession(Session):
                 "batching_max_messages": 100,
                 "batching_max_publish_delay_ms": 5,
             }
-        producer = self.broker.create_producer(self.topic, producer_name=name, **kwargs)
+        producer = self.broker.create_producer(
+            self.topic, producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs
+        )
         return ModelProducerHandle(producer, self.clock)
 
     def restart_broker(self, *, kill: bool) -> None:
         self.broker.restart()
+
+    def storage_down(self, fail_after_ms: int) -> None:
+        self.broker.storage_down(fail_after_ms)
+
+    def storage_up(self) -> None:
+        self.broker.storage_up()
 
     def set_deduplication(self, enabled: bool) -> None:
         self.broker.set_topic_deduplication(self.topic, enabled)

@@ -234,10 +234,9 @@ class PulsarProducer:
     @staticmethod
     def _send_kwargs(message: OutgoingMessage) -> dict[str, Any]:
         properties = message.properties  # the client only reads it: no copy when it is a dict already
-        kwargs: dict[str, Any] = {
-            "properties": properties if type(properties) is dict else dict(properties),
-            "sequence_id": message.seq,
-        }
+        kwargs: dict[str, Any] = {"properties": properties if type(properties) is dict else dict(properties)}
+        if not message.auto_sequence:  # else the client numbers it from the broker's answer on connect
+            kwargs["sequence_id"] = message.seq
         if message.partition_key:
             kwargs["partition_key"] = message.partition_key
         if message.ordering_key:

@@ -42,6 +42,8 @@ from conformance.scenarios import (
     SetBehaviour,
     Sleep,
     Step,
+    StorageDown,
+    StorageUp,
     WaitQuiet,
     WaitReceived,
 )
@@ -377,6 +379,7 @@ class _Run(RunLoop):
                 partition_key=partition_key,
                 ordering_key=ordering_key,
                 properties={PROP_UID: uid, PROP_SEQ: str(seq), PROP_KEY: key},
+                auto_sequence=step.sequence == "auto",
             )
             self.sent.setdefault(producer, {})[seq] = message
             yield message
@@ -537,6 +540,16 @@ class _Run(RunLoop):
         self.recorder.fault("broker_restarted", result="ok")
         # the step ends when the clients are back, so the next steps meet the same consumers on every run
         return self.session.await_clients(self.settings.step_timeout_ms)
+
+    def _do_storage_down(self, step: StorageDown) -> tuple[bool, str]:
+        self.recorder.fault("storage_down", consumers=[], fail_after_ms=step.fail_after_ms)
+        self.session.storage_down(step.fail_after_ms)
+        return True, ""
+
+    def _do_storage_up(self, step: StorageUp) -> tuple[bool, str]:
+        self.session.storage_up()
+        self.recorder.fault("storage_up", consumers=[])
+        return True, ""
 
     # --- drain and teardown -----------------------------------------------------------------------------
 

@@ -105,6 +105,19 @@ class Session(ABC):
         what it was owed, ``driver/run.py``).  None on a target without connections (the model)."""
         return []
 
+    def storage_down(self, fail_after_ms: int) -> None:
+        """Make the broker's storage refuse writes (only with ``capabilities.storage_failure``, checked before the
+        run starts: no real target has it, so this is unreachable on them)."""
+        from pytest_keyshared.targets.base import UnsupportedByTarget
+
+        raise UnsupportedByTarget(f"Target {self.target.name!r} cannot fail its storage (storage_failure).")
+
+    def storage_up(self) -> None:
+        """The storage takes writes again (see :meth:`storage_down`)."""
+        from pytest_keyshared.targets.base import UnsupportedByTarget
+
+        raise UnsupportedByTarget(f"Target {self.target.name!r} cannot fail its storage (storage_failure).")
+
     def set_deduplication(self, enabled: bool) -> None:
         self.ensure_topic()
         self.target.set_topic_deduplication(self.topic, enabled)

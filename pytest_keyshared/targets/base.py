@@ -45,6 +45,7 @@ class Capabilities:
     replication: bool = False  #: several clusters with replicated subscriptions
     crash_consumer: bool = False  #: cut one consumer's connection without a close
     broker_restart: bool = False  #: stop and start the broker on the same storage during a run
+    storage_failure: bool = False  #: make the broker's storage refuse writes for a while (``storage_down``)
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:

@@ -89,6 +89,7 @@ class ModelTarget(Target):
             replication=True,
             crash_consumer=True,
             broker_restart=True,
+            storage_failure=True,
         )
 
     @property

@@ -99,6 +99,7 @@ class PulsarLiteTarget(PulsarTarget):
                 "admin_api": "pulsar-lite has no admin REST API",
                 "dedup_switch": "pulsar-lite has no deduplication and no setting to enable it",
                 "replication": "pulsar-lite is a single broker without geo-replication",
+                "storage_failure": "pulsar-lite writes to its own local files, which the harness cannot make fail",
             },
         )
         self.claims = Claims(pulsar_version="4.0", implementation="pip379", selector="consistent-hashing", points=100)

@@ -245,7 +245,10 @@ class TestcontainersTarget(PulsarTarget):
             replication=False,
             crash_consumer=True,
             broker_restart=True,
-            reasons={"replication": "one standalone container is one cluster"},
+            reasons={
+                "replication": "one standalone container is one cluster",
+                "storage_failure": "the standalone container's BookKeeper runs inside the broker's process",
+            },
         )
         self.quirks = ClientQuirks(operation_timeout_s=int(opts.get("operation_timeout_s", 10)))
         self._broker_port = 0

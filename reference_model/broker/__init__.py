@@ -14,6 +14,7 @@ from reference_model.broker.errors import (
     CumulativeAcknowledgementNotAllowedError,
     NotAllowedError,
     ProducerBusy,
+    SendTimeout,
 )
 from reference_model.broker.listeners import ListenerHub
 from reference_model.broker.messages import DUPLICATE_MESSAGE_ID, ModelMessage, ModelMessageId
@@ -45,6 +46,7 @@ __all__ = [
     "NotAllowedError",
     "ProducerBusy",
     "SendCallback",
+    "SendTimeout",
     "ServerSubscription",
     "ServerTopic",
     "SimClock",

@@ -8,7 +8,9 @@ the same failure, so a driver can map a model failure and a real one to the same
     ├── ProducerBusy                          a producer with that name is already connected to the topic
     ├── NotAllowedError                       the subscription type is disabled (``subscriptionTypesEnabled``)
     ├── CumulativeAcknowledgementNotAllowedError   cumulative ack on a Key_Shared consumer (client-side check)
-    ├── BrokerPersistenceError                dedup cannot tell whether a send is a duplicate yet (``Unknown``)
+    ├── BrokerPersistenceError                dedup cannot tell whether a send is a duplicate yet (``Unknown``),
+    │                                         or the storage failed the write
+    ├── SendTimeout                           no receipt within the producer's ``send_timeout_millis``
     └── AlreadyClosed                         an operation on a closed (or crashed) producer or consumer
 
 Sticky range conflicts raise :class:`reference_model.errors.ConsumerAssignError` (``pulsar.ConsumerAssignError``).
@@ -26,6 +28,7 @@ __all__ = [
     "CumulativeAcknowledgementNotAllowedError",
     "NotAllowedError",
     "ProducerBusy",
+    "SendTimeout",
 ]
 
 
@@ -54,6 +57,12 @@ class CumulativeAcknowledgementNotAllowedError(BrokerClientError):
 
 class BrokerPersistenceError(BrokerClientError):
     pulsar_name = "BrokerPersistenceError"
+
+
+class SendTimeout(BrokerClientError):
+    """The client gave up waiting for a receipt (``pulsar.Timeout``): the broker may still store the message."""
+
+    pulsar_name = "Timeout"
 
 
 class AlreadyClosed(BrokerClientError):

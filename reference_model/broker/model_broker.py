@@ -30,6 +30,7 @@ from reference_model.broker.housekeeping import DedupHousekeeping
 from reference_model.broker.listeners import ListenerHub
 from reference_model.broker.producer import ModelProducer
 from reference_model.broker.stats import internal_stats, topic_stats
+from reference_model.broker.storage_outage import check_fail_after_ms
 from reference_model.broker.subscription import ServerSubscription
 from reference_model.broker.topic import ServerTopic
 from reference_model.errors import InvalidArgument, did_you_mean
@@ -102,6 +103,7 @@ class ModelBroker:
         self._generated_names = 0
         self._topics: dict[str, ServerTopic] = {}
         self._namespace_dedup: dict[str, bool | None] = {}
+        self._storage_fail_after_ms: int | None = None
         self._next_ledger_id = 0
         self._next_consumer_id = 0
         self._next_producer_id = 0
@@ -151,6 +153,8 @@ class ModelBroker:
                 )
             server = ServerTopic(self, name, self._new_ledger_id())
             self._topics[name] = server
+            if self._storage_fail_after_ms is not None:
+                server.storage_down(self._storage_fail_after_ms)
         return server
 
     def _new_ledger_id(self) -> int:
@@ -180,6 +184,7 @@ class ModelBroker:
         batching_max_messages: int = 1000,
         batching_max_allowed_size_in_bytes: int = 128 * 1024,
         batching_max_publish_delay_ms: int = 10,
+        send_timeout_millis: int = 30_000,
         **unsupported: Any,
     ) -> ModelProducer:
         """``client.create_producer``: names are unique per topic among connected producers (ProducerBusy)."""
@@ -209,6 +214,7 @@ class ModelBroker:
             batching_max_messages=batching_max_messages,
             batching_max_allowed_size_in_bytes=batching_max_allowed_size_in_bytes,
             batching_max_publish_delay_ms=batching_max_publish_delay_ms,
+            send_timeout_millis=send_timeout_millis,
         )
         self._next_producer_id += 1
         self._connect_producer(producer, server)
@@ -371,6 +377,29 @@ class ModelBroker:
                 self._connect_consumer(client)
             elif client.state == "crashed":
                 client.server = None
+
+    # -- storage failures ----------------------------------------------------------------------------------
+    @property
+    def storage_fail_after_ms(self) -> int | None:
+        """While the storage is down (:meth:`storage_down`), how long a write stays in flight before it fails."""
+        return self._storage_fail_after_ms
+
+    def storage_down(self, fail_after_ms: int = 0) -> None:
+        """The storage (BookKeeper) stops taking writes, for every topic (and every topic created meanwhile).
+
+        A write stays in flight; ``fail_after_ms`` after the first one of a topic every write in flight there fails
+        (``addFailed``) and deduplication's pushed ids go back to the persisted ones. See
+        :mod:`reference_model.broker.storage_outage`.
+        """
+        self._storage_fail_after_ms = check_fail_after_ms(fail_after_ms)
+        for server in self._topics.values():
+            server.storage_down(fail_after_ms)
+
+    def storage_up(self) -> None:
+        """The storage takes writes again: the writes still in flight complete, oldest first."""
+        self._storage_fail_after_ms = None
+        for server in self._topics.values():
+            server.storage_up()
 
     # -- deduplication policies ----------------------------------------------------------------------------
     def namespace_dedup_policy(self, namespace: str) -> bool | None:

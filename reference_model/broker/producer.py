@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reference_model.broker.errors import AlreadyClosed, BrokerClientError
+from reference_model.broker.errors import AlreadyClosed, BrokerClientError, SendTimeout
 from reference_model.broker.messages import ModelMessageId
+from reference_model.broker.storage_outage import WritePending
 from reference_model.errors import InvalidArgument, did_you_mean
-from reference_model.storage.entry import MessageMetadata, SingleMessage
+from reference_model.storage.entry import Entry, MessageMetadata, SingleMessage
 
 if TYPE_CHECKING:
     from reference_model.broker.clock import Timer
@@ -81,6 +82,7 @@ class ModelProducer:
         batching_max_messages: int,
         batching_max_allowed_size_in_bytes: int,
         batching_max_publish_delay_ms: int,
+        send_timeout_millis: int = 30_000,
     ) -> None:
         self._broker = broker
         self._topic = topic
@@ -101,6 +103,10 @@ class ModelProducer:
         self.batching_max_messages = batching_max_messages
         self.batching_max_bytes = batching_max_allowed_size_in_bytes
         self.batching_max_publish_delay_ms = batching_max_publish_delay_ms
+        if isinstance(send_timeout_millis, bool) or not isinstance(send_timeout_millis, int) or send_timeout_millis < 0:
+            raise InvalidArgument(f"send_timeout_millis must be an int >= 0 but got {send_timeout_millis!r}.")
+        #: how long ``send`` waits for its receipt (0: for ever), as the client's ``sendTimeout``
+        self.send_timeout_ms = send_timeout_millis
         # the Python binding ignores a falsy initial id
         self._initial_sequence_id = initial_sequence_id if initial_sequence_id else None
         self._last_sequence_id = -1 if self._initial_sequence_id is None else self._initial_sequence_id
@@ -138,7 +144,11 @@ class ModelProducer:
         event_timestamp: int | None = None,
         **unsupported: Any,
     ) -> ModelMessageId:
-        """Publish and wait for the receipt; a duplicate dropped by deduplication returns id ``(-1, -1)``."""
+        """Publish and wait for the receipt; a duplicate dropped by deduplication returns id ``(-1, -1)``.
+
+        A receipt that does not come within ``send_timeout_millis`` (a write in flight while the storage is down)
+        raises :class:`SendTimeout`; the write may still complete later, as with a real client.
+        """
         outcome: list[tuple[str, ModelMessageId | None]] = []
         self.send_async(
             content,
@@ -151,9 +161,11 @@ class ModelProducer:
             **unsupported,
         )
         if not outcome:
-            self._broker.clock.advance_until(lambda: bool(outcome), None)
+            self._broker.clock.advance_until(lambda: bool(outcome), self.send_timeout_ms or None)
         if not outcome:
             self.flush()
+        if not outcome:
+            raise SendTimeout(f"Producer {self._name!r}: no receipt within send_timeout_millis={self.send_timeout_ms}.")
         result, msg_id = outcome[0]
         if result != "Ok" or msg_id is None:
             raise self._last_error
@@ -259,6 +271,23 @@ class ModelProducer:
             self._last_error = exc
             callback(exc.pulsar_name, None)
             return
+        except WritePending as pending:
+            pending.write.listeners.append(lambda error, written: self._single_outcome(seq, callback, error, written))
+            return
+        self._single_outcome(seq, callback, None, entry)
+
+    def _single_outcome(
+        self,
+        seq: int,
+        callback: SendCallback,
+        error: BrokerClientError | None,
+        entry: Entry | None,
+    ) -> None:
+        """The receipt of a non-batched send: an error, the duplicate id ``-1:-1`` (no entry), or the entry's id."""
+        if error is not None:
+            self._last_error = error
+            callback(error.pulsar_name, None)
+            return
         self.sent_entries += 1
         if seq > self._last_sequence_id:
             self._last_sequence_id = seq
@@ -281,9 +310,29 @@ class ModelProducer:
         try:
             entry = self._broker._publish(self._topic, metadata, tuple(i.message for i in items))
         except BrokerClientError as exc:
-            self._last_error = exc
+            self._batch_outcome(items, first, exc, None, batched=batched)
+            return
+        except WritePending as pending:
+            pending.write.listeners.append(
+                lambda error, written: self._batch_outcome(items, first, error, written, batched=batched)
+            )
+            return
+        self._batch_outcome(items, first, None, entry, batched=batched)
+
+    def _batch_outcome(
+        self,
+        items: list[_Pending],
+        first: SingleMessage,
+        error: BrokerClientError | None,
+        entry: Entry | None,
+        *,
+        batched: bool,
+    ) -> None:
+        """The receipts of one entry's messages: each gets the error, or its id in the entry (``-1`` if dropped)."""
+        if error is not None:
+            self._last_error = error
             for item in items:
-                item.callback(exc.pulsar_name, None)
+                item.callback(error.pulsar_name, None)
             return
         self.sent_entries += 1
         # the C++ client's own last id: first + count - 1 when the receipt echoes the first id

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from reference_model.broker.errors import BrokerPersistenceError
+from reference_model.broker.storage_outage import PendingWrite, StorageOutage, WritePending
 from reference_model.broker.subscription import ServerSubscription
 from reference_model.dedup import DedupDecision, MessageDeduplication, effective_deduplication
 from reference_model.dedup.deduplication import check_int
@@ -53,6 +54,8 @@ class ServerTopic:
         self._dedup_on = False
         #: ``config.trim_consumed_entries``: forget entries every cursor has marked deleted (:meth:`trim_consumed`)
         self.trims = broker.config.trim_consumed_entries
+        #: the storage failure in progress (``None`` while the storage takes writes; :meth:`storage_down`)
+        self.outage: StorageOutage | None = None
         self.apply_dedup_policy()
 
     # -- deduplication -------------------------------------------------------------------------------------
@@ -122,6 +125,8 @@ class ServerTopic:
         apache/pulsar#23697 deduplication judges it by that position, before by the original producer name and id.
         Raises :class:`BrokerPersistenceError` when deduplication cannot decide yet (``Unknown``).
         """
+        if self.outage is not None:
+            return self._publish_while_down(metadata, messages, dedup_name, replicated)
         if not self._dedup_on:
             # deduplication off: every send is NOT_DUP and nothing is recorded (``isDuplicate`` and
             # ``recordMessagePersisted`` return at once), so this, the common path, skips both calls; the ids
@@ -132,6 +137,16 @@ class ServerTopic:
             entry = self._append(metadata, messages, None)
             self._entry_added(entry)
             return entry
+        decided = self._decide(metadata, dedup_name, replicated)
+        if decided is None:
+            return None
+        return self._persist(metadata, messages, decided[0], decided[1])
+
+    def _decide(
+        self, metadata: MessageMetadata, dedup_name: str | None, replicated: tuple[str, tuple[int, int]] | None
+    ) -> tuple[str, tuple[str, tuple[int, int]] | None] | None:
+        """Deduplication's decision on a send (it is on): ``None`` for ``Dup``, else ``(name, source)`` to write
+        with (the id is pushed now); ``Unknown`` raises :class:`BrokerPersistenceError`."""
         dedup = self.dedup
         name = metadata.producer_name if dedup_name is None else dedup_name
         source = replicated if replicated is not None and dedup.replicated_by_source_position else None
@@ -146,20 +161,77 @@ class ServerTopic:
                 f"[{self.name}][{name}] Cannot determine whether the message is a duplicate at this time"
                 f" (sequence id {metadata.sequence_id})."
             )
+        return name, source
+
+    def _persist(
+        self,
+        metadata: MessageMetadata,
+        messages: tuple[SingleMessage, ...],
+        name: str,
+        source: tuple[str, tuple[int, int]] | None,
+    ) -> Entry:
+        """Append a send deduplication let through, record it as persisted (``addComplete``), dispatch it."""
         entry = self._append(metadata, messages, None)
-        if source is not None:
-            dedup.on_persisted_replicated(source[0], source[1], entry.position, now_ns=self.broker.clock.now_ns())
-            self._entry_added(entry)
-            return entry
-        dedup.on_persisted(
-            name,
-            metadata.sequence_id,
-            metadata.highest_sequence_id,
-            entry.position,
-            now_ns=self.broker.clock.now_ns(),
-        )
+        if self._dedup_on:
+            dedup = self.dedup
+            if source is not None:
+                dedup.on_persisted_replicated(source[0], source[1], entry.position, now_ns=self.broker.clock.now_ns())
+            else:
+                dedup.on_persisted(
+                    name,
+                    metadata.sequence_id,
+                    metadata.highest_sequence_id,
+                    entry.position,
+                    now_ns=self.broker.clock.now_ns(),
+                )
         self._entry_added(entry)
         return entry
+
+    # -- storage failures ----------------------------------------------------------------------------------
+    def storage_down(self, fail_after_ms: int) -> None:
+        """The topic's storage stops taking writes: each write stays in flight, and fails ``fail_after_ms`` after
+        the first one (see :mod:`reference_model.broker.storage_outage`). A no-op while already down."""
+        if self.outage is None:
+            self.outage = StorageOutage(self.broker.clock, fail_after_ms, self._write_failed)
+
+    def storage_up(self) -> None:
+        """The storage is back: the writes still in flight complete, oldest first."""
+        outage, self.outage = self.outage, None
+        if outage is None:
+            return
+        for write in outage.end():
+            entry = self._persist(write.metadata, write.messages, write.dedup_name, write.source)
+            write.settle(None, entry)
+
+    def _write_failed(self) -> None:
+        """``addFailed`` for every write in flight, then ``resetHighestSequenceIdPushed`` (none is left)."""
+        if self._dedup_on:
+            self.dedup.on_write_failed()
+
+    def _publish_while_down(
+        self,
+        metadata: MessageMetadata,
+        messages: tuple[SingleMessage, ...],
+        dedup_name: str | None,
+        replicated: tuple[str, tuple[int, int]] | None,
+    ) -> Entry | None:
+        """A send while the storage is down: judged as usual (a duplicate of a stored id is still ``-1:-1``, one of
+        an id in flight ``Unknown``), then in flight: raises :class:`WritePending` for the caller to listen on."""
+        outage = self.outage
+        assert outage is not None
+        name = metadata.producer_name if dedup_name is None else dedup_name
+        source: tuple[str, tuple[int, int]] | None = None
+        if self._dedup_on:
+            decided = self._decide(metadata, dedup_name, replicated)
+            if decided is None:
+                return None
+            name, source = decided
+        else:
+            check_int("sequence_id", metadata.sequence_id)
+            check_int("highest_sequence_id", metadata.highest_sequence_id)
+        write = PendingWrite(metadata, messages, name, source)
+        outage.add(write)
+        raise WritePending(write)
 
     def write_marker(
         self, marker_type: int, payload: Mapping[str, object], replicate_to: list[str] | tuple[str, ...] | None
@@ -255,6 +327,8 @@ class ServerTopic:
     # -- restart -------------------------------------------------------------------------------------------
     def reload(self, new_ledger_id: int) -> None:
         """Load the topic again after a broker restart: a new ledger, recovered dedup, cursors rewound."""
+        if self.outage is not None:
+            self.outage.fail_all()  # the old broker's writes in flight die with it; the storage stays down
         snapshot = self.dedup.snapshot()
         self.log.roll_ledger(new_ledger_id)
         self.connected_producers.clear()

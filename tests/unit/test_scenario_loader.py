@@ -26,6 +26,8 @@ from conformance.scenarios import (
     SetBehaviour,
     Settings,
     Sleep,
+    StorageDown,
+    StorageUp,
     SubscriptionSettings,
     WaitQuiet,
     WaitReceived,
@@ -138,7 +140,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     steps.append(draw(publishes))
     pick = st.sampled_from(open_now)
     for _ in range(draw(st.integers(0, 6))):
-        maker = draw(st.sampled_from(["quiet", "received", "sleep", "ack", "behaviour", "resume", "restart"]))
+        maker = draw(
+            st.sampled_from(["quiet", "received", "sleep", "ack", "behaviour", "resume", "restart", "storage"])
+        )
         if maker == "quiet":
             steps.append(WaitQuiet(quiet_ms=draw(st.none() | st.integers(1, 999))))
         elif maker == "received":
@@ -151,6 +155,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             steps.append(SetBehaviour(consumer=draw(pick), behaviour=draw(behaviours)))
         elif maker == "resume":
             steps.append(Resume(consumer=draw(pick)))
+        elif maker == "storage":
+            steps.append(StorageDown(fail_after_ms=draw(st.integers(0, 999))) if draw(st.booleans()) else StorageUp())
         else:
             steps.append(RestartBroker(kill=draw(st.booleans())))
     steps.append(draw(st.sampled_from([Close, Crash]))(consumer=open_now[0]))
