@@ -63,54 +63,41 @@ class Sticky(OracleSelector):
         return None
 
     def reasons(self, ranges: Sequence[tuple[int, int]] | None) -> list[str]:
-        """Every reason the consumer would be refused for, the one this release reports first."""
+        """Why the consumer is refused, in the order this release checks (empty: accepted).
+
+        Fixed selector: inversions and the consumer's own overlaps in start order, then conflicts.  Before the
+        fix the broker checks each range for inversion and then conflict in turn (2.x), or every range for
+        inversion first and then each for conflict (3.x, 4.0.0 - 4.0.6); a consumer's own overlapping ranges,
+        which that broker never checks, are refused after everything the broker checks (the client's check).
+        """
         if ranges is None:
             return ["no-meta"]
         if not ranges:
             return ["empty"]
         ordered = sorted(ranges, key=lambda r: r[0])
-        inverted = any(s > e for s, e in ranges)
-        own = any(overlap(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :])
-        found: list[str] = []
-        checks = self.era.sticky_checks
-        if checks == "sorted":
+        if self.era.sticky_checks == "sorted":
             for i, (s, e) in enumerate(ordered):
                 if s > e:
-                    found.append("inverted")
-                    break
+                    return ["inverted"]
                 if i + 1 < len(ordered) and overlap((s, e), ordered[i + 1]):
-                    found.append("own-overlap")
-                    break
-            conflict = any(self.conflicting(r) is not None for r in ranges)
-        else:
-            if own:
-                found.append("own-overlap")  # the client's check
-            if checks == "inversions-first" and inverted:
-                found.append("inverted")
-            conflict = False
-            for r in ranges:
-                if r[0] > r[1]:
-                    found.append("inverted")
-                    break
-                if self.conflicting(r) is not None:
-                    conflict = True
-                    break
-        if conflict:
-            found.append("conflict")
-        # Every other reason that applies (a model may report any of them first).
-        for reason, applies in (("inverted", inverted), ("own-overlap", own)):
-            if applies and reason not in found:
-                found.append(reason)
-        return found
+                    return ["own-overlap"]
+        elif self.era.sticky_checks == "inversions-first" and any(s > e for s, e in ranges):
+            return ["inverted"]
+        for r in ranges:
+            if r[0] > r[1]:
+                return ["inverted"]
+            if self.conflicting(r) is not None:
+                return ["conflict"]
+        if any(overlap(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]):
+            return ["own-overlap"]
+        return []
 
     # -- membership ---------------------------------------------------------------------------------------------
 
     def _add(self, member: Member, ranges: Sequence[tuple[int, int]] | None) -> None:
         why = self.reasons(ranges)
         if why:
-            error = Refused(why[0], f"{member} {ranges}")
-            error.all_kinds = set(why)  # type: ignore[attr-defined]
-            raise error
+            raise Refused(why[0], f"{member} {ranges}")
         assert ranges is not None
         self.given[member] = [(int(s), int(e)) for s, e in ranges]
         for s, e in ranges:
