@@ -93,17 +93,16 @@ def _wrap_last() -> None:
     "put-era-replaced-keeps-index", "3.0.7+: a consumer replaced at a ring point keeps that point's index reference"
 )
 def _put_keeps_ref() -> None:
-    from reference_model.selectors.consistent_hashing import NameIndexRingSelector
+    from reference_model.selectors.consistent_hashing import NameIndexRingSelector, NameIndexTracker
 
     def make(orig: Any) -> Any:
         def add(self: Any, consumer: Any, ranges: Any) -> None:
-            names = self._names
-            real = names.decrease
-            names.decrease = lambda c: None
+            real = NameIndexTracker.decrease  # inside add, decrease only releases a replaced consumer's point
+            NameIndexTracker.decrease = lambda tracker, c: None  # type: ignore[method-assign]
             try:
                 orig(self, consumer, ranges)
             finally:
-                names.decrease = real
+                NameIndexTracker.decrease = real  # type: ignore[method-assign]
 
         return add
 

@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEST = ROOT / "tests" / "oracles" / "test_selector_oracle_differential.py"
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(ROOT)]  # this checkout's model, not an installed one
 
 from mutants import MUTANTS, Mutant  # noqa: E402
 from oracle_mutants import ORACLE_MUTANTS  # noqa: E402
@@ -46,7 +46,8 @@ def child(name: str) -> int:
 
 def run(name: str, timeout_s: float) -> tuple[int, float, str]:
     started = time.monotonic()
-    env = dict(os.environ, KEYSHARED_PURE="1")
+    path = os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = dict(os.environ, KEYSHARED_PURE="1", PYTHONPATH=path)
     try:
         proc = subprocess.run(
             [sys.executable, str(Path(__file__).resolve()), "--child", name],
@@ -86,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         killed = 0
         for m in group:
             code, secs, note = run(m.name, args.timeout)
-            fate = "KILLED  " if code == 1 else "SURVIVED" if code == 0 else f"ERROR {code}"
-            killed += code == 1
-            survivors += code != 1
+            disagreed = code == 1 and note.startswith("assert [")  # the comparison failed, not the mutant
+            fate = "KILLED  " if disagreed else "SURVIVED" if code == 0 else f"ERROR {code}"
+            killed += disagreed
+            survivors += not disagreed
             print(f"{fate} {m.name:40} {secs:5.1f} s  {note or m.bug}", flush=True)
         if group:
             print(f"  {source}: {killed} of {len(group)} selector mutants killed by the oracle comparison", flush=True)
