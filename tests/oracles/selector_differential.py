@@ -69,8 +69,10 @@ def _probes(program: Program, oracle: OracleSelector) -> list[int]:
     else:
         low, high = 0, 2**31 - 1
     found = {low, low + 1, high - 1, high}
+    # Either side of every boundary; the list era's points pick ``list[slot % size]``, so three slots at a point.
+    around = (-2, -1, 0, 1) if program.kind == "consistent-hashing" and oracle.era.ring == "list" else (-1, 0, 1)
     for b in oracle.boundaries():
-        found.update((b - 2, b - 1, b, b + 1, b + 2))
+        found.update(b + d for d in around)
     if oracle.key_range is None and program.kind != "consistent-hashing":
         found.update(s + program.range_size * k for s in list(found) for k in (1, 7919) if s >= 0)
     found.update(program.slots)
