@@ -177,6 +177,12 @@ class StickyRangesSelector(Selector):
                 if found is not None:
                     raise self._refuse_conflict(new, *found)
             return
+        if self._version.at_least(3, 0):
+            # apache/pulsar#20026 (3.0.0; no 2.x release has it) made validateKeySharedMeta check every range for
+            # start > end before findConflictingConsumer looks at any of them; 2.x checks each range in turn.
+            for new in ranges:
+                if new[0] > new[1]:
+                    raise ConsumerAssignError(self._inverted(*new))
         for new in ranges:  # before the fix: one pass in the given order
             if new[0] > new[1]:
                 raise ConsumerAssignError(self._inverted(*new))

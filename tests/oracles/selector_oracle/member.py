@@ -1,0 +1,28 @@
+"""How the oracle names a consumer, and how it refuses one."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Member(NamedTuple):
+    """One consumer connection: the name it subscribed with and the broker's ``consumerId``.
+
+    Pulsar's ``Consumer.equals`` compares the consumer id (and the client address), so two members are the same
+    consumer exactly when their ids are equal; names may repeat.
+    """
+
+    name: str
+    consumer_id: int
+
+
+class Refused(Exception):
+    """The broker (or, for a consumer's own overlapping ranges, the client) refuses a consumer.
+
+    ``kind`` is one of ``no-meta``, ``empty``, ``inverted``, ``own-overlap``, ``conflict`` (sticky) or
+    ``no-range-left`` (auto-split): the reason, independent of the message's wording.
+    """
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
