@@ -163,7 +163,10 @@ def render(results: Sequence[Cell]) -> str:
     for bug in KNOWN_BUGS:
         rows = [c for c in results if c.bug is bug]
         fixes = ", ".join(f"{line}: {fix or 'never'}" for line, fix in bug.fixed_in.items())
-        out += [f"## known-bugs/{bug.case}", "", f"{bug.issue}, fixed by {bug.fix} ({fixes}).", ""]
+        history = f"{bug.issue}, fixed by {bug.fix}" + (f" ({fixes})." if fixes else ".")
+        out += [f"## known-bugs/{bug.case}", "", history, ""]
+        if bug.unfixed:
+            out += ["Open in Apache Pulsar: every release has it, so the case runs on each line's newest release.", ""]
         if bug.shown is not None:
             out += [f"Not shown on the model: {bug.shown}.", ""]
         out += ["| line | release | role | implementation | Pulsar | model | broken |", "|---|---|---|---|---|---|---|"]
