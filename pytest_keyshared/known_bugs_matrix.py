@@ -153,6 +153,10 @@ def render(results: Sequence[Cell]) -> str:
         "only by PIP-379 also run on the newest 4.x release with the classic dispatcher",
         "(`subscriptionKeySharedUseClassicPersistentImplementation=true`), which still has them.",
         "",
+        "Generated programs that fail on the classic model fail through these bugs (#23307, #23803) or #10750 on",
+        "2.8: `tests/model/test_generated_classic.py` matches each violation to the bug the dispatcher ran into,",
+        "and docs/model.md (\"Generated programs on the classic dispatcher\") lists the programs.",
+        "",
     ]
     shown_count = sum(
         1
