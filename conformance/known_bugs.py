@@ -51,17 +51,22 @@ class KnownBug:
     implementation: str = "default"
     shown: str | None = None
     gate: Fix | None = None  #: the model's gate for the fix (reference_model.versions), when the model has one
+    #: open in Apache Pulsar: no release has a fix, so every release running ``implementation`` has the bug
+    unfixed: bool = False
 
     def affects(self, version: str | PulsarVersion, implementation: str) -> bool:
         """Whether a broker of ``version`` running ``implementation`` (``pip379``/``classic``) has the bug.
 
         Asked of the model's own gate (:mod:`reference_model.versions`), so the history and the model cannot
-        disagree; a bug fixed only by PIP-379 stays in the classic dispatcher.  A bug with no gate was fixed
-        before the model's oldest release, or is not a confirmed bug: no release the model runs has it.
+        disagree; a bug fixed only by PIP-379 stays in the classic dispatcher.  An :attr:`unfixed` bug is in every
+        release.  Any other bug with no gate was fixed before the model's oldest release, or is not a confirmed
+        bug: no release the model runs has it.
         """
-        if self.gate is None:
-            return False
         if self.implementation == "classic" and implementation != "classic":
+            return False
+        if self.unfixed:
+            return True
+        if self.gate is None:
             return False
         if self.fixed_by_pip379:
             return implementation == "classic"
@@ -120,6 +125,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
              _history(CONSISTENT_HASHING_NAME_INDEX, never=("2.10",)), gate=CONSISTENT_HASHING_NAME_INDEX),
     KnownBug("23795-recently-joined-order", "apache/pulsar#23795", "apache/pulsar#23795 and #23802",
              _history(CLASSIC_RECENTLY_JOINED_SORTED), implementation="classic", gate=CLASSIC_RECENTLY_JOINED_SORTED),
+    KnownBug("23803-replay-read-during-rewind", "apache/pulsar#23803 (and #10662)",
+             "none (#10662 closed unmerged in 2021, #23803 open)", {}, implementation="classic", unfixed=True),
     KnownBug("24730-sticky-gaps", "apache/pulsar#24730", "apache/pulsar#24730", _history(STICKY_GAP_FIX),
              gate=STICKY_GAP_FIX),
 )  # fmt: skip

@@ -10,7 +10,8 @@ Follows the C++ client that the Python ``pulsar-client`` wraps (``ConsumerImpl``
 * A batch arrives as one entry: all its messages enter the queue together. The entry is acknowledged to the
   broker once every message of it was acknowledged (no batch-index acks, the Python default).
 * :meth:`negative_acknowledge` asks the broker to redeliver the entry after
-  ``negative_ack_redelivery_delay_ms``; :meth:`redeliver_unacknowledged_messages` asks for every pending entry
+  ``negative_ack_redelivery_delay_ms``; nacks due at the same instant are one request naming each entry once
+  (``NegativeAcksTracker``); :meth:`redeliver_unacknowledged_messages` asks for every pending entry
   at once. Neither clears the receiver queue (the C++ client does not), so copies may arrive twice.
 * :meth:`acknowledge_cumulative` is refused by the client on Key_Shared
   (``CumulativeAcknowledgementNotAllowedError``); nothing reaches the broker.
@@ -25,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from reference_model.broker.clock import NS_PER_MS
 from reference_model.broker.errors import AlreadyClosed, CumulativeAcknowledgementNotAllowedError
 from reference_model.broker.messages import ModelMessage, ModelMessageId
 from reference_model.errors import InvalidArgument
@@ -74,6 +76,8 @@ class ModelConsumer:
         self._queue: deque[ModelMessage] = deque()
         self._permits_to_flow = 0
         self._batch_unacked: dict[Position, set[int]] = {}
+        #: (connection, due time in ns) -> the entries one redelivery request will name (see negative_acknowledge)
+        self._nacks: dict[tuple[int, int], dict[Position, None]] = {}
         self.state = "connecting"
         self.server: DispatchConsumer | None = None
         self.server_subscription: ServerSubscription | None = None
@@ -149,20 +153,35 @@ class ModelConsumer:
         )
 
     def negative_acknowledge(self, message: ModelMessage | ModelMessageId) -> None:
-        """Ask for redelivery of the message's entry after ``negative_ack_redelivery_delay_ms``."""
+        """Ask for redelivery of the message's entry after ``negative_ack_redelivery_delay_ms``.
+
+        Nacks falling due at the same instant go in ONE redelivery request, each entry once, as the C++ client's
+        ``NegativeAcksTracker`` groups them (a map keyed by entry id, one ``std::set`` per timer tick): two nacks
+        of two copies of one entry (a duplicate delivery) are one request, not two. Two requests would make the
+        broker redeliver the copy the first one just resent, though the application may have acknowledged it.
+        """
         self._check_open("negative_acknowledge")
         msg_id = message.message_id() if isinstance(message, ModelMessage) else message
         position = msg_id.position
         connection = self._connection
+        clock = self._broker.clock
+        due_ns = clock.now_ns() + int(self.negative_ack_redelivery_delay_ms * NS_PER_MS)
+        nacks = self._nacks
+        bucket = nacks.get((connection, due_ns))
+        if bucket is not None:
+            bucket[position] = None
+            return
+        bucket = nacks[(connection, due_ns)] = {position: None}
 
         def redeliver() -> None:
+            del nacks[(connection, due_ns)]
             if self.state == "open" and self._connection == connection and self.server_subscription is not None:
                 dispatcher = self.server_subscription.dispatcher
                 assert self.server is not None
                 if dispatcher is not None:
-                    dispatcher.redeliver(self.server, [position])
+                    dispatcher.redeliver(self.server, list(bucket))
 
-        self._broker.clock.call_later(self.negative_ack_redelivery_delay_ms, redeliver)
+        clock.call_at(due_ns, redeliver)
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Ask the broker to redeliver every entry pending at this consumer (the queue is kept)."""
