@@ -112,6 +112,22 @@ class ModelTarget(Target):
         )
         return clone
 
+    def with_broker_conf(self, conf: Mapping[str, Any]) -> ModelTarget:
+        """A copy whose brokers apply ``conf`` (a scenario's ``[broker]``, ``broker.conf`` names) on top of
+        this target's own settings; the claims follow (selector, points, deduplication)."""
+        if not conf:
+            return self
+        clone = copy.copy(self)
+        clone.config = self.config.with_broker_conf(conf)
+        key_shared = clone.config.key_shared
+        clone.claims = replace(
+            self.claims,
+            selector="consistent-hashing" if key_shared.use_consistent_hashing else "auto-split",
+            points=key_shared.consistent_hashing_points,
+            deduplication=bool(clone.config.dedup.broker_enabled),
+        )
+        return clone
+
     def new_broker(self, seed: int) -> Any:
         from reference_model.broker import ModelBroker
 
