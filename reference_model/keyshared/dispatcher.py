@@ -132,11 +132,13 @@ class KeySharedDispatcher(ABC):
         self._membership_changed()
         consumer.active = False
         self.total_unacked -= consumer.unacked_messages
+        self._unacked_released()  # ``removeConsumer`` -> ``addUnAckedMessages(-consumer.getUnackedMessages())``
         if not self.consumers:
             consumer.pending.drain(close=True)
             self.replay.clear()
             self.redelivery_counts.clear()
             self.total_unacked = 0
+            self._unacked_released()
             self._after_last_removed(consumer)
             return
         self._release_pending(consumer)
@@ -232,9 +234,16 @@ class KeySharedDispatcher(ABC):
         self._pending_removed(owner, slot, closing=False)
         if owner.blocked_on_unacked and owner.maybe_unblock():
             self.read_more_entries()
-        if self.blocked_on_unacked and self.total_unacked <= self.settings.max_unacked_per_subscription // 2:
-            self.blocked_on_unacked = False
+        self._unacked_released()
         return True
+
+    def _unacked_released(self) -> None:
+        """``addUnAckedMessages`` with a negative count (an ack, a consumer's removal, a redelivery request): a
+        subscription blocked at ``maxUnackedMessagesPerSubscription`` unblocks once it is below half of it
+        (``unAckedMessages < maxUnackedMessages / 2``); the caller's read follows.  Without the removal and
+        redelivery paths, a subscription whose blocked holders all left stayed blocked with nothing unacked."""
+        if self.blocked_on_unacked and self.total_unacked < self.settings.max_unacked_per_subscription // 2:
+            self.blocked_on_unacked = False
 
     def _pending_removed(self, consumer: DispatchConsumer, slot: int, *, closing: bool) -> None:
         """A pending ack of ``consumer`` went away (draining bookkeeping in PIP-379)."""
@@ -275,6 +284,7 @@ class KeySharedDispatcher(ABC):
                 queued += 1
         consumer.maybe_unblock()
         consumer.blocked_on_unacked = False
+        self._unacked_released()  # ``clearUnAckedMsgs`` -> ``addUnAckedMessages(-n)``
         self.read_more_entries()
         return queued
 

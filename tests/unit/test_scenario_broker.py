@@ -38,14 +38,14 @@ do = "wait_quiet"
 [[steps]]
 do = "ack_held"
 consumer = "c1"
-count = 2
+count = {acks}
 [[steps]]
 do = "wait_quiet"
 """
 
 
-def _scenario(broker: str):  # type: ignore[no-untyped-def]
-    return loads_scenario(SCENARIO.format(broker=broker), "toml")
+def _scenario(broker: str, acks: int = 2):  # type: ignore[no-untyped-def]
+    return loads_scenario(SCENARIO.format(broker=broker, acks=acks), "toml")
 
 
 def test_the_section_is_read_sorted_and_round_trips() -> None:
@@ -111,15 +111,56 @@ def test_the_model_reaches_and_releases_the_unacked_limit(tmp_path: Path) -> Non
     assert max(free_held) == 10
 
 
-def test_the_subscription_limit_applies(tmp_path: Path) -> None:
+def test_the_subscription_limit_is_reached_and_released_below_half(tmp_path: Path) -> None:
+    """Pulsar unblocks a subscription once ``unAckedMessages < maxUnackedMessages / 2``: at 4, two acks (down to
+    2) release nothing, three (down to 1) do."""
+    helds = {}
     with open_target("model", artifacts_dir=tmp_path / "target") as target:
-        result = run_scenario(
-            target, _scenario("maxUnackedMessagesPerSubscription = 4"), seed=1, out_dir=tmp_path / "run"
-        )
-    held = _held_counts(result.trace_path)
-    # reached at 4; released once the acks bring it to half, when one read may overshoot it (as in Pulsar,
-    # whose subscription-level check runs before a read, not per entry)
-    assert result.valid and held[:6] == [1, 2, 3, 4, 3, 2] and held[6] == 3
+        for acks in (2, 3):
+            scenario = _scenario("maxUnackedMessagesPerSubscription = 4", acks=acks)
+            result = run_scenario(target, scenario, seed=1, out_dir=tmp_path / f"run{acks}")
+            assert result.valid
+            helds[acks] = _held_counts(result.trace_path)
+    assert helds[2][:6] == [1, 2, 3, 4, 3, 2] and helds[2][6] == 1  # still blocked: the drain's acks go first
+    assert helds[3][:8] == [1, 2, 3, 4, 3, 2, 1, 2]  # released at 1: it receives again at once
+
+
+def test_a_subscription_blocked_by_its_last_holders_unblocks_when_they_leave(tmp_path: Path) -> None:
+    """``removeConsumer`` calls ``addUnAckedMessages(-unacked)``: the holders leaving releases the limit.  Found by a
+    generated program (STICKY, allowOutOfOrderDelivery, limit 4): the model's subscription stayed blocked with
+    nothing unacknowledged and delivered nothing more."""
+    scenario = loads_scenario(
+        """
+name = "blocked-holders-leave"
+[settings]
+quiet_ms = 250
+drain_timeout_ms = 4000
+[broker]
+maxUnackedMessagesPerSubscription = 4
+[[steps]]
+do = "open"
+consumer = "c1"
+behaviour = "hold"
+[[steps]]
+do = "publish"
+count = 6
+keys = 3
+[[steps]]
+do = "wait_quiet"
+[[steps]]
+do = "close"
+consumer = "c1"
+[[steps]]
+do = "open"
+consumer = "c2"
+[[steps]]
+do = "wait_quiet"
+""",
+        "toml",
+    )
+    with open_target("model", artifacts_dir=tmp_path / "target") as target:
+        result = run_scenario(target, scenario, seed=1, out_dir=tmp_path / "run", live_check=False)
+    assert result.valid, [str(v.kind) for v in result.verdict.violations]
 
 
 def test_a_real_target_refuses_naming_the_settings(tmp_path: Path) -> None:
