@@ -74,6 +74,7 @@ class ModelConsumer:
         self._queue: deque[ModelMessage] = deque()
         self._permits_to_flow = 0
         self._batch_unacked: dict[Position, set[int]] = {}
+        self._nacks_due: set[tuple[int, Position]] = set()  #: (when, entry) of the redeliveries nacks asked for
         self.state = "connecting"
         self.server: DispatchConsumer | None = None
         self.server_subscription: ServerSubscription | None = None
@@ -154,8 +155,17 @@ class ModelConsumer:
         msg_id = message.message_id() if isinstance(message, ModelMessage) else message
         position = msg_id.position
         connection = self._connection
+        # The C++ client (and so the Python one) keys its NegativeAcksTracker by entry, the batch index erased
+        # ("group all nacks from same batch"), and sends the entries whose delay ran out in one request: nacks
+        # of several messages of one batch due at the same instant ask for the entry once, not once each (twice
+        # would take back the copy the first request delivered, with the acks the consumer sent for it).
+        due = (self._broker.clock.now_ns() + self.negative_ack_redelivery_delay_ms * 1_000_000, position)
+        if due in self._nacks_due:
+            return
+        self._nacks_due.add(due)
 
         def redeliver() -> None:
+            self._nacks_due.discard(due)
             if self.state == "open" and self._connection == connection and self.server_subscription is not None:
                 dispatcher = self.server_subscription.dispatcher
                 assert self.server is not None

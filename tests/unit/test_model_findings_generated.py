@@ -1,0 +1,50 @@
+"""Model fixes found by generated programs with the workload dimensions of issue 24 (batching, broker settings).
+
+Each test fails on the model as it was before the fix.
+"""
+
+from __future__ import annotations
+
+from reference_model.broker import ModelBroker
+
+
+def test_nacks_of_one_batch_at_one_instant_redeliver_the_entry_once() -> None:
+    """The C++/Python client keys its negative-ack tracker by entry (batch index erased): nacking both messages
+    of a batch asks for the entry once.  The model asked twice, so the second request took back the copy the first
+    delivered, with the acks sent for it (a generated program judged ``redelivered_after_ack``)."""
+    broker = ModelBroker()
+    producer = broker.create_producer("t", batching_enabled=True)
+    consumer = broker.subscribe("t", "s", negative_ack_redelivery_delay_ms=100)
+    for i in range(2):
+        producer.send_async(f"{i}".encode(), lambda r, m: None, partition_key="k")
+    producer.flush()
+    first = [consumer.receive(0) for _ in range(2)]
+    for msg in first:
+        assert msg is not None
+        consumer.negative_acknowledge(msg)
+    again = [consumer.receive(200) for _ in range(2)]
+    assert [(m.data(), m.redelivery_count()) for m in again if m] == [(b"0", 1), (b"1", 1)]
+    for msg in again:
+        assert msg is not None
+        consumer.acknowledge(msg)
+    assert consumer.receive(1_000) is None  # acknowledged once, never delivered again
+    assert broker.topic_stats("t")["subscriptions"]["s"]["msgBacklog"] == 0
+
+
+def test_nacks_of_one_entry_due_at_different_instants_each_ask() -> None:
+    """Nacks whose delays run out at different instants are separate requests, as the client's timer sends them."""
+    broker = ModelBroker()
+    producer = broker.create_producer("t", batching_enabled=True)
+    consumer = broker.subscribe("t", "s", negative_ack_redelivery_delay_ms=100)
+    for i in range(2):
+        producer.send_async(f"{i}".encode(), lambda r, m: None, partition_key="k")
+    producer.flush()
+    a, b = consumer.receive(0), consumer.receive(0)
+    assert a is not None and b is not None
+    consumer.negative_acknowledge(a)
+    broker.clock.advance_until(lambda: False, 50)
+    consumer.negative_acknowledge(b)
+    counts = []
+    while (m := consumer.receive(400)) is not None:
+        counts.append(m.redelivery_count())
+    assert counts == [1, 1, 2, 2]
