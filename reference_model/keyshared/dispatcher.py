@@ -282,8 +282,10 @@ class KeySharedDispatcher(ABC):
             if self._add_to_replay(position, None):
                 self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
                 queued += 1
-        consumer.maybe_unblock()
-        consumer.blocked_on_unacked = False
+        # Unblocked whatever remains unacknowledged, with the parked permits (it was ``maybe_unblock`` then
+        # ``blocked = False``, which lost the parked permits when more than half the limit stayed unacknowledged:
+        # a consumer nacking two batches over its limit then stalled for good)
+        consumer.unblock_for_redelivery()
         self._unacked_released()  # ``clearUnAckedMsgs`` -> ``addUnAckedMessages(-n)``
         self.read_more_entries()
         return queued

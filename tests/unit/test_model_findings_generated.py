@@ -5,6 +5,11 @@ Each test fails on the model as it was before the fix.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from conformance.scenarios import loads_scenario
+from pytest_keyshared.driver import run_scenario
+from pytest_keyshared.targets import open_target
 from reference_model.broker import ModelBroker
 
 
@@ -48,3 +53,63 @@ def test_nacks_of_one_entry_due_at_different_instants_each_ask() -> None:
     while (m := consumer.receive(400)) is not None:
         counts.append(m.redelivery_count())
     assert counts == [1, 1, 2, 2]
+
+
+NACK_OVER_THE_LIMIT = """
+name = "nack-two-batches-over-the-consumer-limit"
+description = "Found by a generated program: c1 (limit 3, queue 5) receives two 5-message batches, nacks them all."
+[settings]
+receiver_queue = 20
+nack_delay_ms = 100
+drain_timeout_ms = 4000
+quiet_ms = 250
+drain_quiet_ms = 1500
+[broker]
+maxUnackedMessagesPerConsumer = 3
+[[steps]]
+do = "open"
+consumer = "c1"
+behaviour = "hold"
+[[steps]]
+do = "publish"
+count = 3
+keys = ["tail-867443", "tail-1191082", "tail-1529262", "tail-1695233", "tail-1705128"]
+[[steps]]
+do = "close"
+consumer = "c1"
+[[steps]]
+do = "publish"
+count = 5
+keys = ["tail-867443", "tail-1191082", "tail-1529262", "tail-1695233", "tail-1705128"]
+batching = "default"
+[[steps]]
+do = "publish"
+count = 5
+keys = ["tail-867443", "tail-1191082", "tail-1529262", "tail-1695233", "tail-1705128"]
+batching = "default"
+[[steps]]
+do = "open"
+consumer = "c2"
+name = "c3"
+[[steps]]
+do = "open"
+consumer = "c1"
+behaviour = "hold"
+receiver_queue = 5
+[[steps]]
+do = "set_behaviour"
+consumer = "c1"
+behaviour = "nack"
+[[steps]]
+do = "wait_quiet"
+"""
+
+
+def test_a_redelivery_request_hands_back_the_permits_parked_while_blocked(tmp_path: Path) -> None:
+    """``Consumer.redeliverUnacknowledgedMessages`` unblocks the consumer and flows the permits it received while
+    blocked.  The model unblocked it but kept those permits parked when more than half of its limit was still
+    unacknowledged after the first of two entries came back, so c1 never received the redeliveries."""
+    scenario = loads_scenario(NACK_OVER_THE_LIMIT, "toml")
+    with open_target("model", artifacts_dir=tmp_path / "target") as target:
+        result = run_scenario(target, scenario, seed=239, out_dir=tmp_path / "run", live_check=False)
+    assert result.valid, sorted({str(v.kind) for v in result.verdict.violations})
