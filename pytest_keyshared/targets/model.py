@@ -62,6 +62,8 @@ class ModelTarget(Target):
     def __init__(self, name: str, artifacts_dir: Path, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(name, artifacts_dir)
         opts = check_options(options, _OPTIONS, name)
+        #: the options that are not the release (``at_release`` gives them to a sibling target)
+        self._options = {k: v for k, v in opts.items() if k not in ("pulsar_version", "implementation")}
         version, implementation = parse_model_spec(name)
         version = opts.get("pulsar_version", version)
         implementation = opts.get("implementation", implementation)
@@ -111,6 +113,12 @@ class ModelTarget(Target):
             self.claims, selector="consistent-hashing" if use_ring else "auto-split", points=ring_points
         )
         return clone
+
+    def at_release(self, spec: str) -> ModelTarget:
+        """The model target ``spec`` (``model:3.0``, ``model:4.0:classic``) with this target's other options: a
+        generated program that fails here is rerun at later releases to name the known bug that explains it
+        (:mod:`conformance.generated.attribution`)."""
+        return ModelTarget(spec, self.artifacts_dir, self._options)
 
     def with_broker_conf(self, conf: Mapping[str, Any]) -> ModelTarget:
         """A copy whose brokers apply ``conf`` (a scenario's ``[broker]``, ``broker.conf`` names) on top of
