@@ -64,6 +64,7 @@ class ModelTarget(Target):
         opts = check_options(options, _OPTIONS, name)
         #: the options that are not the release (``at_release`` gives them to a sibling target)
         self._options = {k: v for k, v in opts.items() if k not in ("pulsar_version", "implementation")}
+        self._broker_conf: dict[str, Any] = {}  #: a scenario's ``[broker]`` settings this run applies (header)
         version, implementation = parse_model_spec(name)
         version = opts.get("pulsar_version", version)
         implementation = opts.get("implementation", implementation)
@@ -127,6 +128,7 @@ class ModelTarget(Target):
             return self
         clone = copy.copy(self)
         clone.config = self.config.with_broker_conf(conf)
+        clone._broker_conf = {**self._broker_conf, **conf}
         key_shared = clone.config.key_shared
         clone.claims = replace(
             self.claims,
@@ -142,6 +144,13 @@ class ModelTarget(Target):
         return ModelBroker(
             pulsar_version=self.version, implementation=self.implementation, config=self.config, seed=seed
         )
+
+    def header_extra(self) -> dict[str, Any]:
+        """The implementation, and the scenario's ``[broker]`` settings the run's broker applied (if any)."""
+        extra = super().header_extra()
+        if self._broker_conf:
+            extra["broker_conf"] = dict(sorted(self._broker_conf.items()))
+        return extra
 
     def describe(self) -> str:
         return f"reference model (Pulsar {self.version}, {self.implementation})"

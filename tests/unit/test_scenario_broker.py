@@ -104,6 +104,9 @@ def test_the_model_reaches_and_releases_the_unacked_limit(tmp_path: Path) -> Non
         free = run_scenario(target, _scenario(""), seed=1, out_dir=tmp_path / "free")
         assert target.config.key_shared.max_unacked_per_consumer == 50000  # the shared target is left as it was
     assert limited.valid and free.valid
+    header = json.loads(limited.trace_path.read_text().splitlines()[0])
+    assert header["broker_conf"] == {"maxUnackedMessagesPerConsumer": 3}  # the trace says what the broker ran with
+    assert "broker_conf" not in json.loads(free.trace_path.read_text().splitlines()[0])
     limited_held, free_held = _held_counts(limited.trace_path), _held_counts(free.trace_path)
     assert max(limited_held) == 3  # reached: c1 holds 3 of 10 until it acknowledges
     assert limited_held[:5] == [1, 2, 3, 2, 1]  # ack_held 2 releases it (down to half), then it receives again
