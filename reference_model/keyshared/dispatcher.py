@@ -271,17 +271,27 @@ class KeySharedDispatcher(ABC):
             return 0
         wanted = [p for p, _b, _s in consumer.pending] if positions is None else sorted(set(positions))
         queued = 0
-        for position in wanted:
-            record = consumer.pending.remove(position)
-            if record is None:
-                continue
-            batch_size, slot = record
-            self.total_unacked -= batch_size
-            consumer.msg_redeliver_counter += batch_size
-            self._pending_removed(consumer, slot, closing=False)
-            if self._add_to_replay(position, None):
-                self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
-                queued += 1
+        # A read a hash unblocked here asks for (``keySharedUnblockingIntervalMs = 0``) runs after this request is
+        # done, as Pulsar's ``reScheduleReadInMs(0)`` hands it to the broker's executor: run at once, it
+        # dispatched a later message of the key before its earlier one was back in the replay queue
+        nested = self._in_read
+        self._in_read = True
+        try:
+            for position in wanted:
+                record = consumer.pending.remove(position)
+                if record is None:
+                    continue
+                batch_size, slot = record
+                self.total_unacked -= batch_size
+                consumer.msg_redeliver_counter += batch_size
+                self._pending_removed(consumer, slot, closing=False)
+                if self._add_to_replay(position, None):
+                    self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+                    queued += 1
+        finally:
+            if not nested:
+                self._in_read = False
+                self._read_again = False  # the read below serves what was asked meanwhile
         # Unblocked whatever remains unacknowledged, with the parked permits (it was ``maybe_unblock`` then
         # ``blocked = False``, which lost the parked permits when more than half the limit stayed unacknowledged:
         # a consumer nacking two batches over its limit then stalled for good)

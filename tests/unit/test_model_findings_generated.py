@@ -113,3 +113,55 @@ def test_a_redelivery_request_hands_back_the_permits_parked_while_blocked(tmp_pa
     with open_target("model", artifacts_dir=tmp_path / "target") as target:
         result = run_scenario(target, scenario, seed=239, out_dir=tmp_path / "run", live_check=False)
     assert result.valid, sorted({str(v.kind) for v in result.verdict.violations})
+
+
+REDELIVER_WITH_UNBLOCKING_AT_ZERO = """
+name = "redeliver-with-unblocking-interval-zero"
+description = "Found by a generated program: c1 (named c2) gives back what it was sent while c3 drains its keys."
+[settings]
+receiver_queue = 20
+drain_timeout_ms = 4000
+quiet_ms = 250
+drain_quiet_ms = 1500
+[broker]
+keySharedUnblockingIntervalMs = 0
+[[steps]]
+do = "open"
+consumer = "c1"
+behaviour = "hold"
+[[steps]]
+do = "crash"
+consumer = "c1"
+[[steps]]
+do = "restart_broker"
+[[steps]]
+do = "publish"
+count = 3
+keys = 6
+batching = "key_based"
+[[steps]]
+do = "open"
+consumer = "c1"
+name = "c2"
+[[steps]]
+do = "open"
+consumer = "c3"
+[[steps]]
+do = "publish"
+count = 8
+keys = 6
+batching = "key_based"
+[[steps]]
+do = "redeliver"
+consumer = "c1"
+"""
+
+
+def test_a_read_a_redelivery_unblocks_runs_after_the_redelivery(tmp_path: Path) -> None:
+    """``reScheduleReadInMs(0)`` runs the read on the broker's executor, after the redelivery request put every
+    given-back entry in the replay queue.  The model read at once, inside the request, so a later message of a
+    drained key overtook an earlier one not yet back in the queue (``out_of_order``)."""
+    scenario = loads_scenario(REDELIVER_WITH_UNBLOCKING_AT_ZERO, "toml")
+    with open_target("model", artifacts_dir=tmp_path / "target") as target:
+        result = run_scenario(target, scenario, seed=5497, out_dir=tmp_path / "run", live_check=False)
+    assert result.valid, sorted({str(v.kind) for v in result.verdict.violations})
