@@ -371,6 +371,11 @@ class Checker:
         self.spark = spark
         self.pending: list[tuple[str, str]] = []  #: (contract, explanation) noted with violation(defer=True)
 
+    @staticmethod
+    def contract_of(violation: Any) -> str:
+        """The contract a violation breaks (``pytest_keyshared.contracts.KIND_CONTRACTS``)."""
+        return _contract(violation)
+
     def verdict_of(self, subject: Any, *, profile: str | None = None) -> Any:
         """The verdict for a run result, a verdict, a trace recorder, a failover run or a trace file."""
         if hasattr(subject, "valid") and hasattr(subject, "violations"):

@@ -27,6 +27,7 @@ from typing import Any
 from conformance.generated.attribution import Attribution, attribute
 from conformance.generated.program import GeneratorOptions, program_from_seed
 from conformance.scenarios import Scenario, dump_scenario
+from pytest_keyshared.contracts import contract_of_kind
 from reference_model.errors import InvalidArgument
 
 __all__ = ["ProgramOutcome", "SweepReport", "main", "sweep"]
@@ -151,8 +152,9 @@ def sweep(
                 shutil.rmtree(rerun, ignore_errors=True)
                 return valid
 
-            attribution = attribute(target, version, implementation, passes)
-            kinds = tuple(sorted({str(v.kind) for v in result.verdict.violations}))
+            kinds = tuple(sorted({str(getattr(v.kind, "value", v.kind)) for v in result.verdict.violations}))
+            broken = {contract_of_kind(kind) for kind in kinds}
+            attribution = attribute(target, version, implementation, passes, broken)
             kept = None
             if out is not None:
                 keep = out / "failures" / f"{target.replace(':', '_')}-{seed}"

@@ -67,7 +67,7 @@ def test_model_programs(
     at_release = getattr(keyshared_target, "at_release", None)
     explained: list[str] = []
 
-    def known_bug(program: Any) -> bool:
+    def known_bug(program: Any, verdict: Any) -> bool:
         """An older release failing a program one of its known bugs explains (conformance.generated.attribution):
         expected there, and only that; the model's newest lines have none, so every failure there is a finding."""
         if at_release is None:
@@ -78,7 +78,8 @@ def test_model_programs(
             return bool(rerun.verdict.valid)
 
         version, implementation = str(keyshared_target.version), keyshared_target.implementation
-        attribution = attribute(keyshared_target.name, version, implementation, passes)
+        broken = {keyshared_check.contract_of(v) for v in verdict.violations}
+        attribution = attribute(keyshared_target.name, version, implementation, passes, broken)
         if attribution.expected:
             explained.append(attribution.render())
         return attribution.expected
@@ -88,7 +89,7 @@ def test_model_programs(
     @given(programs(options=options))
     def explore(program: Any) -> None:
         result = keyshared_run(program, label="hypothesis-example", record=False)
-        if not result.verdict.valid and not known_bug(program):
+        if not result.verdict.valid and not known_bug(program, result.verdict):
             # Hypothesis replays the minimal failing program last, so these files end up holding it.
             dump_scenario(program, shrunk_scenario)
             shutil.copyfile(result.trace_path, shrunk_trace)

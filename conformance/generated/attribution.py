@@ -11,8 +11,12 @@ nobody listed).  The rule, applied by :func:`attribute`:
    the difference (a program that passes on 3.1 but fails on 3.0, which has every fix 3.1 has, is unexplained);
 2. a classic program that fails on every classic release and passes on the PIP-379 dispatcher of 4.0 is
    explained by the PIP-379 gate (the classic dispatcher's bugs fixed only by PIP-379);
-3. the failure is *expected* when a known bug of :data:`conformance.known_bugs.KNOWN_BUGS` that affects the
-   failing release has its gate among those fixes, and it names those bugs; otherwise it is *unexplained*.
+3. the failure is *expected* when known bugs of :data:`conformance.known_bugs.KNOWN_BUGS` that affect the
+   failing release have their gates among those fixes, and it names those bugs; otherwise it is *unexplained*.
+   The PIP-379 gate of rule 2 changes the whole dispatcher, so there the contracts the program broke must also
+   be among those the classic bugs' cases break (``contract:`` tags of
+   ``conformance/cases/scenarios/known_bugs/``): a classic program that delivers an acknowledged message again
+   (``redelivery``) is not explained by bugs that stall or reorder.
 
 Pure: the runs are a callable the caller gives (``passes(spec) -> bool``, a target spec such as
 ``model:3.0:classic``), so this module imports no target.
@@ -20,14 +24,17 @@ Pure: the runs are a callable the caller gives (``passes(spec) -> bool``, a targ
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from conformance.known_bugs import KNOWN_BUGS, KnownBug
+from conformance.scenarios import loads_scenario
 from reference_model import versions
 from reference_model.versions import PIP_379, RELEASES, Fix, PulsarVersion, newest_patch, parse_version
 
-__all__ = ["FIXES", "Attribution", "attribute", "later_specs", "line_spec"]
+__all__ = ["FIXES", "Attribution", "attribute", "bug_contracts", "later_specs", "line_spec"]
 
 #: Every behaviour change the model gates on (``reference_model.versions``), by name.
 FIXES: tuple[Fix, ...] = tuple(v for v in vars(versions).values() if isinstance(v, Fix))
@@ -73,12 +80,39 @@ def later_specs(version: PulsarVersion, implementation: str) -> list[tuple[str, 
     return out
 
 
+@cache
+def bug_contracts() -> dict[str, frozenset[str]]:
+    """Known-bug case -> the contracts its case checks (the ``contract:`` tags of its scenario file)."""
+    folder = resources.files("conformance.cases.scenarios").joinpath("known_bugs")
+    out: dict[str, frozenset[str]] = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".toml"):
+            scenario = loads_scenario(entry.read_text(encoding="utf-8"), "toml", source=entry.name)
+            out[scenario.name] = frozenset(t[len("contract:") :] for t in scenario.tags if t.startswith("contract:"))
+    return out
+
+
 def _bugs_with(fixes: set[Fix], version: PulsarVersion, implementation: str) -> list[KnownBug]:
     return [b for b in KNOWN_BUGS if b.gate in fixes and b.affects(version, implementation)]
 
 
-def attribute(spec: str, version: str, implementation: str, passes: Callable[[str], bool]) -> Attribution:
-    """Explain a program failing on ``spec`` (release ``version``, ``implementation``); ``passes`` reruns it."""
+def _covers(bugs: list[KnownBug], broken: frozenset[str] | None) -> bool:
+    if broken is None:
+        return True
+    contracts = bug_contracts()
+    return broken <= frozenset().union(*(contracts.get(b.case, frozenset()) for b in bugs))
+
+
+def attribute(
+    spec: str,
+    version: str,
+    implementation: str,
+    passes: Callable[[str], bool],
+    broken: Iterable[str] | None = None,
+) -> Attribution:
+    """Explain a program failing on ``spec`` (release ``version``, ``implementation``); ``passes`` reruns it.
+    ``broken``: the contracts the failure broke (None: not compared)."""
+    broken_set = None if broken is None else frozenset(broken)
     failing = newest_patch(version)
     last_failing = failing  # the newest release known to fail: the fix lies between it and the first that passes
 
@@ -112,7 +146,7 @@ def attribute(spec: str, version: str, implementation: str, passes: Callable[[st
         gained = gained_between(last_failing, passed)
         bugs = _bugs_with(gained, failing, implementation)
         names = tuple(sorted(f.name for f in gained))
-        if bugs:
+        if bugs:  # the patch that fixed it is pinned down: its consequences may reach any contract
             return Attribution(spec, True, tuple(b.case for b in bugs), passed_spec, names, "")
         return Attribution(
             spec, False, (), passed_spec, names,
@@ -121,8 +155,14 @@ def attribute(spec: str, version: str, implementation: str, passes: Callable[[st
         )  # fmt: skip
     if implementation == "classic" and passes("model:4.0"):
         bugs = _bugs_with({PIP_379}, failing, implementation)
-        if bugs:
+        if bugs and _covers(bugs, broken_set):
             return Attribution(spec, True, tuple(b.case for b in bugs), "model:4.0", (PIP_379.name,), "")
+        if bugs:
+            return Attribution(
+                spec, False, (), "model:4.0", (PIP_379.name,),
+                f"passes only on the PIP-379 dispatcher, but breaks {', '.join(sorted(broken_set or ()))}, which"
+                f" none of the classic dispatcher's known bugs ({', '.join(b.case for b in bugs)}) breaks",
+            )  # fmt: skip
     return Attribution(
         spec, False, (), None, (),
         f"fails on every later {implementation} release"
