@@ -91,7 +91,9 @@ class Timed:
 
 _BEHAVIOURS = ("ack", "ack", "ack", "ack_after", "slow", "hold", "nack")
 _KEY_FIELDS = ("partition_key", "partition_key", "partition_key", "ordering_key", "both", "none")
-_BATCHING = ("none", "none", "key_based", "default")
+_BATCHING = ("none", "none", "key_based")
+#: Of the batched publishes, the share sent with default (mixed-key) batching instead of key-based.
+_DEFAULT_BATCHING_SHARE = 0.5
 _MODE_TAG = {"none": "sync", "key_based": "kb", "default": "batch"}
 _CHURN = ("join", "leave", "crash", "behaviour", "behaviour", "redeliver", "pause")
 #: How often a join takes the broker name of a consumer already open (same-name consumers, which a ring keys
@@ -113,6 +115,9 @@ class SoakGenerator:
         self.can_crash = can_crash
         self.can_restart = can_restart
         self.rng = random.Random(plan.seed)
+        #: the draws of the dimensions added later (default batches, same-name joins) come from a source of
+        #: their own, so a plan's other steps are what they were before those existed
+        self.dimension_rng = random.Random(plan.seed * 104_729 + 3)
         self.crashable: set[str] = set()
         self.live: list[str] = []  #: open consumer handles, in open order
         self.names: dict[str, str] = {}  #: open handle -> the consumer name it subscribed with
@@ -230,6 +235,8 @@ class SoakGenerator:
         batching = rng.choice(_BATCHING)
         if key_field == "none" or plan.publish == "sync":
             batching = "none"
+        if batching == "key_based" and self.dimension_rng.random() < _DEFAULT_BATCHING_SHARE:
+            batching = "default"
         if batching == "none":
             keys = tuple(self._key() for _ in range(count))
         else:
@@ -277,8 +284,8 @@ class SoakGenerator:
         # there keep the same steps
         if self.can_crash and self.rng.random() < 0.3 and self.plan.churn_per_min > 0:
             self.crashable.add(handle)
-        same_name = self.rng.random() < _SAME_NAME_SHARE  # drawn either way, like the crash draw above
-        name = self.names[self.rng.choice(self.live)] if same_name and self.live else handle
+        same_name = self.dimension_rng.random() < _SAME_NAME_SHARE
+        name = self.names[self.dimension_rng.choice(self.live)] if same_name and self.live else handle
         self.live.append(handle)
         self.names[handle] = name
         self.behaviours[handle] = "hold" if behaviour.kind == "hold" else label
