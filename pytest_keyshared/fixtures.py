@@ -278,9 +278,11 @@ class ScenarioRunner:
         profile: str | None = None,
         label: str | None = None,
         record: bool = True,
+        target: Any = None,
         **options: Any,
     ) -> Any:
-        """Run ``scenario``; ``record=False`` keeps its paths off the case (a Hypothesis example, say).
+        """Run ``scenario``; ``record=False`` keeps its paths off the case (a Hypothesis example, say); ``target``
+        runs it on another target than the session's (a generated program rerun at a later model release).
 
         A step or setting the target cannot perform skips the test with the target's reason, before the
         broker is touched.
@@ -300,7 +302,9 @@ class ScenarioRunner:
                 pytest.skip(f"{why} (scenario {loaded.name!r} turns deduplication on)")
         out_dir = self.case.next_run_dir(label)
         try:
-            result = run_scenario(self.target, loaded, seed=self.case.seed, out_dir=out_dir, profile=profile, **options)
+            result = run_scenario(
+                target or self.target, loaded, seed=self.case.seed, out_dir=out_dir, profile=profile, **options
+            )
         except UnsupportedByTarget as exc:
             pytest.skip(str(exc))
         except ValueError as exc:  # a scenario the target refuses (bad input): one line, no traceback
@@ -366,6 +370,11 @@ class Checker:
         self.state = state
         self.spark = spark
         self.pending: list[tuple[str, str]] = []  #: (contract, explanation) noted with violation(defer=True)
+
+    @staticmethod
+    def contract_of(violation: Any) -> str:
+        """The contract a violation breaks (``pytest_keyshared.contracts.KIND_CONTRACTS``)."""
+        return _contract(violation)
 
     def verdict_of(self, subject: Any, *, profile: str | None = None) -> Any:
         """The verdict for a run result, a verdict, a trace recorder, a failover run or a trace file."""

@@ -1,5 +1,9 @@
 """Programs: scenarios built from a list of raw *moves*, so any list of moves is a valid workload.
 
+A program also has a *shape*: a few small integers, one per workload dimension of :data:`SHAPE_CHOICES`
+(broker settings, batching, deduplication, the key set, the selector, the subscription's mode and flags, how
+many consumers), each 0 for the plain default, so a shrunk program keeps only the dimensions its failure needs.
+
 A move is ``(kind, consumer, amount)``: three small integers.  :func:`program_from_moves` interprets the
 moves in order against the program's own bookkeeping (which consumers are open, paused) and turns each into
 a scenario step, dropping a move that would be invalid where it falls (closing a consumer that is not open,
@@ -18,11 +22,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import NamedTuple
 
 from conformance.scenarios import (
+    HASH_RANGE_MAX,
     AckHeld,
     Behaviour,
     Close,
@@ -33,18 +38,24 @@ from conformance.scenarios import (
     Pause,
     Publish,
     Redeliver,
+    Resend,
+    RestartBroker,
     Resume,
     Scenario,
     SetBehaviour,
     Settings,
     Step,
+    SubscriptionSettings,
     WaitQuiet,
     loads_scenario,
 )
 
 __all__ = [
     "CONSUMERS",
+    "DIMENSION_MOVE_KINDS",
     "MOVE_KINDS",
+    "SHAPE_CHOICES",
+    "TAIL_KEYS",
     "GeneratorOptions",
     "Move",
     "program_from_moves",
@@ -77,8 +88,54 @@ MOVE_KINDS: tuple[str, ...] = (
     "nack",
     "crash",
 )
-#: Consumer handles a program may use; ``consumer`` indexes this tuple.
+#: Moves of the workload dimensions (``GeneratorOptions.dimensions``), drawn after :data:`MOVE_KINDS`:
+#: ``restart`` (the broker, clean or killed), ``resend`` (p1's latest messages again, after a reconnect: the
+#: deduplication must absorb them), ``open_same_name`` (a consumer under another handle's name),
+#: ``join_one_outstanding`` (one message published and delivered, then a joiner: the key may move while
+#: exactly that message is outstanding), ``leave_alone`` (a consumer joins holding, messages arrive, and every
+#: other consumer leaves: a recently joined, restricted consumer left alone while it holds messages).
+DIMENSION_MOVE_KINDS: tuple[str, ...] = (
+    "open_same_name",
+    "join_one_outstanding",
+    "leave_alone",
+    "resend",
+    "restart",
+)
+#: Consumer handles a program may use; ``consumer`` indexes this tuple (modulo the shape's handle count).
 CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3")
+#: With the ``consumers`` dimension: five handles, so many consumers hold keys at once.
+MANY_CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3", "c4", "c5")
+#: Keys whose sticky hash lies in the wrap-around tail of every era's consistent-hashing ring: above 65440 of
+#: 4.0's 1..65535 slots and above 99.85% of the 31-bit hash of 3.x and the classic 4.x ring, so past every
+#: ring point of a few consumers (they wrap to the first point).  ``tests/unit/test_generated_dimensions.py``
+#: recomputes them.
+TAIL_KEYS: tuple[str, ...] = ("tail-867443", "tail-1191082", "tail-1529262", "tail-1695233", "tail-1705128")
+
+#: The shape: dimension name -> its choices; a shape value indexes the choices (0: the plain default).
+#: ``broker``-dimension choices are ``[broker]`` pairs (``docs/scenarios.md``, "Broker settings").
+SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
+    "unacked_consumer": ((), (("maxUnackedMessagesPerConsumer", 3),), (("maxUnackedMessagesPerConsumer", 6),)),
+    "unacked_subscription": (
+        (),
+        (("maxUnackedMessagesPerSubscription", 4),),
+        (("maxUnackedMessagesPerSubscription", 9),),
+    ),
+    "lookahead": (
+        (),
+        (("keySharedLookAheadMsgInReplayThresholdPerConsumer", 2),),
+        (("keySharedLookAheadMsgInReplayThresholdPerSubscription", 5),),
+    ),
+    "redelivery_delay": ((), (("keySharedUnblockingIntervalMs", 0),), (("keySharedUnblockingIntervalMs", 150),)),
+    "nack_delay_ms": (100, 1, 600),
+    "dedup": ("off", "on", "on-snapshot-every-2"),
+    "batching": ("none", "key_based", "default", "per-publish"),
+    "keys": ("six", "ring-tail", "two"),
+    "selector": ("", "auto-split", "consistent-hashing-1-point"),
+    "mode": ("AUTO_SPLIT", "STICKY"),
+    "out_of_order": (False, True),
+    "consumers": (3, 5),
+}
+SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
 
 
@@ -107,6 +164,77 @@ class GeneratorOptions:
     crash: bool = True
     keys: int = 6  #: size of the key set every publish draws from (small, so keys collide across consumers)
     settings: Settings = field(default_factory=lambda: PROGRAM_SETTINGS)
+    #: draw the workload dimensions (the shape and :data:`DIMENSION_MOVE_KINDS`); off for the fixed programs
+    #: replayed on real brokers, which cannot take broker settings per run
+    dimensions: bool = True
+    restart: bool = True  #: ``restart`` moves (needs a target that can restart its broker)
+
+    def move_kinds(self) -> tuple[str, ...]:
+        return MOVE_KINDS + DIMENSION_MOVE_KINDS if self.dimensions else MOVE_KINDS
+
+
+#: What the fixed programs of ``programs/`` are derived with (they replay on every target).
+STORED_OPTIONS = GeneratorOptions(dimensions=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A shape's values read through :data:`SHAPE_CHOICES` (each index taken modulo its choices)."""
+
+    values: dict[str, object]
+
+    @classmethod
+    def of(cls, shape: Sequence[int]) -> _Shape:
+        raw = (list(shape) + [0] * len(SHAPE_DIMENSIONS))[: len(SHAPE_DIMENSIONS)]
+        pairs = zip(SHAPE_DIMENSIONS, raw, strict=True)
+        return cls({d: SHAPE_CHOICES[d][int(v) % len(SHAPE_CHOICES[d])] for d, v in pairs})
+
+    def __getitem__(self, name: str) -> object:
+        return self.values[name]
+
+    def broker(self) -> tuple[tuple[str, int | bool], ...]:
+        pairs: list[tuple[str, int | bool]] = []
+        for name in ("unacked_consumer", "unacked_subscription", "lookahead", "redelivery_delay"):
+            pairs.extend(self.values[name])  # type: ignore[arg-type]
+        if self.values["dedup"] == "on-snapshot-every-2":
+            pairs.append(("brokerDeduplicationEntriesInterval", 2))
+        return tuple(pairs)
+
+    def settings(self, base: Settings) -> Settings:
+        selector = str(self.values["selector"])
+        return replace(
+            base,
+            nack_delay_ms=int(self.values["nack_delay_ms"]),  # type: ignore[call-overload]
+            deduplication=self.values["dedup"] != "off",
+            selector="consistent-hashing" if selector.startswith("consistent-hashing") else selector,
+            points=1 if selector == "consistent-hashing-1-point" else 0,
+        )
+
+    def key_set(self, default_count: int) -> KeySet:
+        keys = self.values["keys"]
+        if keys == "ring-tail":
+            return KeySet(names=TAIL_KEYS)
+        return KeySet(count=2 if keys == "two" else default_count)
+
+    def batching(self, amount: int) -> str:
+        mode = str(self.values["batching"])
+        return ("none", "key_based", "default")[amount % 3] if mode == "per-publish" else mode
+
+    def handles(self) -> tuple[str, ...]:
+        return MANY_CONSUMERS if self.values["consumers"] == 5 else CONSUMERS
+
+    def sticky_ranges(self, handle: str) -> tuple[tuple[int, int], ...]:
+        """STICKY mode: handle i of n owns stripes i and i + n of 2n (interleaved, with a gap another fills)."""
+        if self.values["mode"] != "STICKY":
+            return ()
+        handles = self.handles()
+        stripes = 2 * len(handles)
+        width = (HASH_RANGE_MAX + 1) // stripes
+        out = []
+        for stripe in (handles.index(handle), handles.index(handle) + len(handles)):
+            end = HASH_RANGE_MAX if stripe == stripes - 1 else (stripe + 1) * width - 1
+            out.append((stripe * width, end))
+        return tuple(out)
 
 
 def _behaviour(amount: int) -> Behaviour:
@@ -115,29 +243,76 @@ def _behaviour(amount: int) -> Behaviour:
 
 
 def program_from_moves(
-    moves: Iterable[Sequence[int]], *, name: str, options: GeneratorOptions | None = None
+    moves: Iterable[Sequence[int]],
+    *,
+    name: str,
+    options: GeneratorOptions | None = None,
+    shape: Sequence[int] = (),
 ) -> Scenario:
-    """Interpret ``moves`` into a valid scenario named ``name`` (see the module docstring)."""
+    """Interpret ``moves`` into a valid scenario named ``name`` (see the module docstring).
+
+    ``shape`` (one index per :data:`SHAPE_DIMENSIONS`, missing ones 0) applies only with
+    ``options.dimensions``; without it the program is what the generator drew before the dimensions existed
+    (the fixed programs stay the same).
+    """
     opts = options or GeneratorOptions()
+    form = _Shape.of(shape if opts.dimensions else ())
+    kinds = opts.move_kinds()
+    handles = form.handles()
+    sticky = form["mode"] == "STICKY"
     open_now: dict[str, bool] = {}  # handle -> paused
     steps: list[Step] = []
+    published = 0  # p1's sequence ids so far (the driver numbers them from 1)
+    # Below this every id of p1 is one the broker saw as sent (a batch reaches it under its first id only, from
+    # the Python/C++ client, so an id inside a batch is rightly stored again: docs/conformance.md)
+    resendable = 0
 
     def emit(step: Step) -> None:
         steps.append(step)
 
-    emit(Open(consumer="c1", behaviour=Behaviour("hold")))  # keys held from the start: joins must drain them
-    open_now["c1"] = False
+    def open_(handle: str, behaviour: Behaviour | None = None, **extra: object) -> None:
+        ranges = form.sticky_ranges(handle)
+        emit(Open(consumer=handle, behaviour=behaviour or Behaviour(), ranges=ranges, **extra))  # type: ignore[arg-type]
+        open_now[handle] = False
+
+    def publish(count: int, amount: int) -> None:
+        nonlocal published, resendable
+        batching = form.batching(amount)
+        emit(Publish(count=count, keys=form.key_set(opts.keys), batching=batching))
+        resendable = max(resendable, published + 1 if batching != "none" else published + count)
+        published += count
+
+    open_("c1", Behaviour("hold"))  # keys held from the start: joins must drain them
     for raw in moves:
         kind_index, consumer_index, amount = (int(x) for x in raw)
-        kind = MOVE_KINDS[kind_index % len(MOVE_KINDS)]
-        handle = CONSUMERS[consumer_index % len(CONSUMERS)]
+        kind = kinds[kind_index % len(kinds)]
+        handle = handles[consumer_index % len(handles)]
         amount = 1 + (amount - 1) % MAX_AMOUNT
         is_open = handle in open_now
         if kind == "publish":
-            emit(Publish(count=amount, keys=KeySet(count=opts.keys)))
+            publish(amount, amount)
         elif kind == "open" and not is_open:
-            emit(Open(consumer=handle, behaviour=_behaviour(amount), receiver_queue=5 if amount % 5 == 0 else None))
-            open_now[handle] = False
+            open_(handle, _behaviour(amount), receiver_queue=5 if amount % 5 == 0 else None)
+        elif kind == "open_same_name" and not is_open:
+            other = handles[(consumer_index + 1) % len(handles)]
+            open_(handle, _behaviour(amount), name=other)
+        elif kind == "join_one_outstanding" and not is_open and open_now:
+            publish(1, amount)
+            emit(WaitQuiet())
+            open_(handle, _behaviour(amount))
+        elif kind == "leave_alone":
+            if not is_open:
+                open_(handle, Behaviour("hold"))
+            publish(amount, amount)
+            for other in sorted(open_now):
+                if other != handle:
+                    emit(Close(consumer=other))
+                    del open_now[other]
+        elif kind == "resend" and resendable and form["dedup"] != "off":  # without deduplication: a duplicate
+            first = max(1, resendable - amount + 1)
+            emit(Resend(producer="p1", from_seq=first, to_seq=resendable, reconnect=True))
+        elif kind == "restart" and opts.restart:
+            emit(RestartBroker(kill=amount % 2 == 0))
         elif kind == "wait_quiet":
             emit(WaitQuiet())
         elif not is_open:
@@ -156,39 +331,49 @@ def program_from_moves(
         elif kind == "crash" and opts.crash:
             emit(Crash(consumer=handle))
             del open_now[handle]
+            if sticky:  # let the broker notice before the handle's ranges are asked for again (else: a conflict)
+                emit(WaitQuiet())
         elif kind == "pause" and not open_now[handle]:
             emit(Pause(consumer=handle))
             open_now[handle] = True
         elif kind == "resume" and open_now[handle]:
             emit(Resume(consumer=handle))
             open_now[handle] = False
-    # Epilogue: someone must be there to drain, and nobody may stay paused.
-    if not open_now:
-        emit(Open(consumer="c1"))
-        open_now["c1"] = False
+    # Epilogue: someone must be there to drain (in STICKY mode, every range), and nobody may stay paused.
+    for handle in handles if sticky else ("c1",) * (not open_now):
+        if handle not in open_now:
+            open_(handle)
     for handle, paused in sorted(open_now.items()):
         if paused:
             emit(Resume(consumer=handle))
     if not any(isinstance(step, Publish) for step in steps):
-        emit(Publish(count=MAX_AMOUNT, keys=KeySet(count=opts.keys)))
+        publish(MAX_AMOUNT, MAX_AMOUNT)
     emit(WaitQuiet())
     return Scenario(
         name=name,
         steps=tuple(steps),
         description="A generated program (conformance.generated): random joins, leaves, holds, acks and nacks.",
-        settings=opts.settings,
+        subscription=SubscriptionSettings(
+            mode=str(form["mode"]), allow_out_of_order_delivery=bool(form["out_of_order"])
+        ),
+        settings=form.settings(opts.settings) if opts.dimensions else opts.settings,
         tags=("generated",),
+        broker=form.broker(),
     )
 
 
 def program_from_seed(seed: int, *, length: int = 16, options: GeneratorOptions | None = None) -> Scenario:
-    """The program ``random.Random(seed)`` draws: ``length`` moves, the same shape Hypothesis draws."""
+    """The program ``random.Random(seed)`` draws: ``length`` moves (and, with ``options.dimensions``, a shape),
+    what Hypothesis draws."""
+    opts = options or GeneratorOptions()
     rng = random.Random(seed)
+    kinds = opts.move_kinds()
+    handles = MANY_CONSUMERS if opts.dimensions else CONSUMERS
     moves = [
-        Move(rng.randrange(len(MOVE_KINDS)), rng.randrange(len(CONSUMERS)), rng.randint(1, MAX_AMOUNT))
-        for _ in range(length)
+        Move(rng.randrange(len(kinds)), rng.randrange(len(handles)), rng.randint(1, MAX_AMOUNT)) for _ in range(length)
     ]
-    return program_from_moves(moves, name=f"program-{seed:02d}", options=options)
+    shape = [rng.randrange(len(SHAPE_CHOICES[d])) for d in SHAPE_DIMENSIONS] if opts.dimensions else []
+    return program_from_moves(moves, name=f"program-{seed:02d}", options=opts, shape=shape)
 
 
 #: Seeds of the programs stored in ``programs/`` (replayed against every target).

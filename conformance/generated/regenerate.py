@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conformance.generated.program import STORED_SEEDS, program_from_seed
+from conformance.generated.program import STORED_OPTIONS, STORED_SEEDS, program_from_seed
 from conformance.scenarios import dump_scenario
 
 __all__ = ["main", "regenerate"]
@@ -21,7 +21,7 @@ DEFAULT_DIR = Path(__file__).resolve().parent / "programs"
 def regenerate(folder: Path = DEFAULT_DIR) -> list[Path]:
     written = []
     for seed in STORED_SEEDS:
-        scenario = program_from_seed(seed)
+        scenario = program_from_seed(seed, options=STORED_OPTIONS)
         written.append(dump_scenario(scenario, folder / f"{scenario.name}.toml"))
     return written
 

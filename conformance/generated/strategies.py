@@ -11,16 +11,17 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from conformance.generated.program import (
-    CONSUMERS,
+    MANY_CONSUMERS,
     MAX_AMOUNT,
-    MOVE_KINDS,
+    SHAPE_CHOICES,
+    SHAPE_DIMENSIONS,
     GeneratorOptions,
     Move,
     program_from_moves,
 )
 from conformance.scenarios import Scenario
 
-__all__ = ["PROFILES", "moves", "profile", "programs"]
+__all__ = ["PROFILES", "moves", "profile", "programs", "shapes"]
 
 _COMMON = {
     "deadline": None,
@@ -43,17 +44,27 @@ def profile(name: str) -> settings:
     return settings.get_profile(f"keyshared-{name}")
 
 
-def moves(max_moves: int = 16) -> st.SearchStrategy[list[Move]]:
+def moves(max_moves: int = 16, options: GeneratorOptions | None = None) -> st.SearchStrategy[list[Move]]:
     """Lists of raw moves; every list is a valid program (see :func:`program_from_moves`)."""
+    opts = options or GeneratorOptions()
     move = st.builds(
         Move,
-        st.integers(0, len(MOVE_KINDS) - 1),
-        st.integers(0, len(CONSUMERS) - 1),
+        st.integers(0, len(opts.move_kinds()) - 1),
+        st.integers(0, len(MANY_CONSUMERS) - 1),
         st.integers(1, MAX_AMOUNT),
     )
     return st.lists(move, max_size=max_moves)
 
 
+def shapes() -> st.SearchStrategy[tuple[int, ...]]:
+    """A program's shape: one choice per workload dimension (``SHAPE_CHOICES``), shrinking to the defaults."""
+    return st.tuples(*(st.integers(0, len(SHAPE_CHOICES[d]) - 1) for d in SHAPE_DIMENSIONS))
+
+
 def programs(*, options: GeneratorOptions | None = None, max_moves: int = 16) -> st.SearchStrategy[Scenario]:
-    """Generated scenarios named ``generated``; they shrink towards fewer, simpler moves."""
-    return moves(max_moves).map(lambda ms: program_from_moves(ms, name="generated", options=options))
+    """Generated scenarios named ``generated``; they shrink towards fewer, simpler moves and the plain shape."""
+    opts = options or GeneratorOptions()
+    shape = shapes() if opts.dimensions else st.just(())
+    return st.tuples(moves(max_moves, opts), shape).map(
+        lambda drawn: program_from_moves(drawn[0], name="generated", options=opts, shape=drawn[1])
+    )

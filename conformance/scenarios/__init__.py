@@ -8,6 +8,7 @@ from conformance.scenarios.loader import builtin_scenarios, load_scenario, loads
 from conformance.scenarios.model import (
     BATCHING_MODES,
     BEHAVIOURS,
+    BROKER_SETTINGS,
     FAILOVER_STEPS,
     HASH_RANGE_MAX,
     KEY_FIELDS,
@@ -53,6 +54,7 @@ from conformance.scenarios.writer import dump_scenario, dumps_scenario, scenario
 __all__ = [
     "BATCHING_MODES",
     "BEHAVIOURS",
+    "BROKER_SETTINGS",
     "FAILOVER_STEPS",
     "HASH_RANGE_MAX",
     "KEY_FIELDS",

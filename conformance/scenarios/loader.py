@@ -21,6 +21,7 @@ from typing import Any, get_args
 from conformance.scenarios.model import (
     BATCHING_MODES,
     BEHAVIOURS,
+    BROKER_SETTINGS,
     FAILOVER_STEPS,
     HASH_RANGE_MAX,
     KEY_FIELDS,
@@ -63,7 +64,8 @@ from conformance.scenarios.model import (
     WaitQuiet,
     WaitReceived,
 )
-from reference_model.errors import did_you_mean
+from reference_model.broker.config import BrokerConfig
+from reference_model.errors import InvalidArgument, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,7 +79,7 @@ STEP_TYPES: dict[str, type] = {cls.do: cls for cls in get_args(Step)}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: ``pinned`` is the conformance cases' expected key placement (``conformance/cases/scenarios/pinned/``); a run
 #: ignores it, so those files run as they are (``keyshared run --scenario <file>``).
-_TOP_LEVEL = ("name", "description", "tags", "subscription", "settings", "steps", "pinned")
+_TOP_LEVEL = ("name", "description", "tags", "subscription", "settings", "broker", "steps", "pinned")
 _BEHAVIOUR_FIELDS = ("behaviour", "delay_ms", "nack_times")
 _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "open": (
@@ -191,12 +193,19 @@ def parse_scenario(data: Any, *, source: str = "<data>", default_name: str | Non
     tags = tuple(_str(t, f"{where}: tags") for t in _list(data.get("tags", []), f"{where}: tags"))
     subscription = _subscription(data.get("subscription", {}), f"{where}: [subscription]")
     settings = _settings(data.get("settings", {}), f"{where}: [settings]")
+    broker = _broker(data.get("broker", {}), f"{where}: [broker]")
     raw_steps = _list(data.get("steps"), f"{where}: steps") if "steps" in data else None
     if not raw_steps:
         raise InvalidScenario(f'{where}: no steps; add at least one [[steps]] table, e.g. do = "open".')
     steps = tuple(_step(raw, f"{where}: step {i}") for i, raw in enumerate(raw_steps, start=1))
     scenario = Scenario(
-        name=name, steps=steps, description=description, subscription=subscription, settings=settings, tags=tags
+        name=name,
+        steps=steps,
+        description=description,
+        subscription=subscription,
+        settings=settings,
+        tags=tags,
+        broker=broker,
     )
     _check_semantics(scenario, where)
     return scenario
@@ -269,6 +278,23 @@ def _settings(raw: Any, where: str) -> Settings:
                     f" ({', '.join(settings.clusters) or 'none: set clusters = [...] first'})."
                 )
     return settings
+
+
+def _broker(raw: Any, where: str) -> tuple[tuple[str, int | bool], ...]:
+    """``[broker]``: broker.conf names of :data:`BROKER_SETTINGS`, each a whole number (or a flag)."""
+    table = _table(raw, where)
+    _check_keys(table, tuple(BROKER_SETTINGS), where)
+    out: dict[str, int | bool] = {}
+    for name, value in table.items():
+        if name == "brokerDeduplicationEnabled":
+            out[name] = _bool(value, f"{where} {name}")
+        else:
+            out[name] = _int(value, f"{where} {name}", minimum=1 if name == "dispatcherMaxReadBatchSize" else 0)
+    try:
+        BrokerConfig.from_broker_conf(out)  # the model's own validation, so a file the loader accepts runs
+    except InvalidArgument as exc:
+        raise InvalidScenario(f"{where}: {exc}") from None
+    return tuple(sorted(out.items()))
 
 
 def _clusters(raw: Any, where: str) -> tuple[str, ...]:

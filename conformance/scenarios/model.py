@@ -20,6 +20,7 @@ from reference_model.errors import InvalidArgument
 __all__ = [
     "BATCHING_MODES",
     "BEHAVIOURS",
+    "BROKER_SETTINGS",
     "FAILOVER_STEPS",
     "HASH_RANGE_MAX",
     "KEY_FIELDS",
@@ -80,6 +81,22 @@ KEY_ORDERS: tuple[str, ...] = ("cycle", "shuffle")
 #: ``sequence`` of a ``publish`` step: the driver's own ids (``explicit``), or the client numbers each message from
 #: the last sequence id the broker answered when the producer connected (``auto``)
 SEQUENCE_MODES: tuple[str, ...] = ("explicit", "auto")
+#: ``[broker]``: the ``broker.conf`` names a scenario may set for its run, and what each does.  The model target
+#: builds the run's broker with them; a target that cannot apply one skips the scenario, naming it
+#: (``docs/scenarios.md``, "Broker settings").
+BROKER_SETTINGS: dict[str, str] = {
+    "maxUnackedMessagesPerConsumer": "a consumer at this many unacked messages gets no more until half are acked",
+    "maxUnackedMessagesPerSubscription": "the subscription stops dispatching at this many unacknowledged messages",
+    "keySharedLookAheadMsgInReplayThresholdPerConsumer": "look-ahead limit per consumer (PIP-379; 0 disables)",
+    "keySharedLookAheadMsgInReplayThresholdPerSubscription": "look-ahead limit of the subscription (0 disables)",
+    "keySharedUnblockingIntervalMs": "delay between a hash being unblocked and the replay read that redelivers",
+    "dispatcherMaxReadBatchSize": "entries per read",
+    "brokerDeduplicationEnabled": "deduplication for every topic",
+    "brokerDeduplicationEntriesInterval": "a deduplication snapshot every this many entries",
+    "brokerDeduplicationSnapshotIntervalSeconds": "time-based deduplication snapshots (0 disables)",
+}
+BrokerValue = Union[int, bool]  # noqa: UP007 - a runtime alias
+
 #: ``[settings] selector``: the AUTO_SPLIT selector a scenario asks for (``""``: whatever the target has).
 SELECTORS: tuple[str, ...] = ("consistent-hashing", "auto-split")
 
@@ -506,6 +523,17 @@ class Scenario:
     subscription: SubscriptionSettings = field(default_factory=SubscriptionSettings)
     settings: Settings = field(default_factory=Settings)
     tags: tuple[str, ...] = ()
+    #: ``[broker]``: ``(broker.conf name, value)`` pairs, sorted by name, for the run's broker (see
+    #: :data:`BROKER_SETTINGS`); empty: the target's own settings
+    broker: tuple[tuple[str, BrokerValue], ...] = ()
+
+    def __post_init__(self) -> None:
+        # one order, so a scenario built in code equals the same scenario written and loaded again
+        object.__setattr__(self, "broker", tuple(sorted(dict(self.broker).items())))
+
+    def broker_conf(self) -> dict[str, BrokerValue]:
+        """The ``[broker]`` section as a mapping (``{"maxUnackedMessagesPerConsumer": 4}``)."""
+        return dict(self.broker)
 
     def required_capabilities(self) -> dict[str, str]:
         """``{capability: why}`` for everything a target must support to run this scenario."""

@@ -42,6 +42,8 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     settings = _non_default(scenario.settings, Settings())
     if settings:
         out["settings"] = settings
+    if scenario.broker:
+        out["broker"] = scenario.broker_conf()
     out["steps"] = [_step_to_dict(step) for step in scenario.steps]
     return out
 

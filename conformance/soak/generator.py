@@ -12,14 +12,16 @@ generator never looks at what the broker did, so a plan gives the same steps on 
 What the mix holds:
 
 * publishes from ``producers`` producers at ``rate`` messages per second: sync sends and async sends with
-  key-based batching (one message per key in a batch, see :meth:`SoakGenerator._publish`), keys in the
+  key-based or default (mixed-key, routed by the first key) batching (one message per key in a batch, see
+  :meth:`SoakGenerator._publish`), keys in the
   partition key, the ordering key, both, or none (keyless, sync only: Pulsar 4.0's ``producer-seq`` fallback
   key, which a batch would replace by its first message's);
   keys drawn uniformly or Zipf-distributed over ``keys`` keys;
 * consumers with random behaviours: ack at once, ack after a random delay, slow (a long delay and a small
   receiver queue), hold then ack (``ack_held`` a while later), nack (then ack the redelivery);
 * churn, ``churn_per_min`` changes a minute: joins (a fresh handle name every time: a handle is never
-  reused), leaves, crashes (targets that can), behaviour changes, redeliver requests, pause and resume;
+  reused; about one join in seven takes the consumer name of one already open: same-name consumers), leaves,
+  crashes (targets that can), behaviour changes, redeliver requests, pause and resume;
 * faults: broker restarts (in the step stream), and per client connection cut, stall, delay and partition
   (from :meth:`SoakGenerator.nemesis`; healed about ``fault_seconds`` later).
 """
@@ -90,8 +92,13 @@ class Timed:
 _BEHAVIOURS = ("ack", "ack", "ack", "ack_after", "slow", "hold", "nack")
 _KEY_FIELDS = ("partition_key", "partition_key", "partition_key", "ordering_key", "both", "none")
 _BATCHING = ("none", "none", "key_based")
+#: Of the batched publishes, the share sent with default (mixed-key) batching instead of key-based.
+_DEFAULT_BATCHING_SHARE = 0.5
 _MODE_TAG = {"none": "sync", "key_based": "kb", "default": "batch"}
 _CHURN = ("join", "leave", "crash", "behaviour", "behaviour", "redeliver", "pause")
+#: How often a join takes the broker name of a consumer already open (same-name consumers, which a ring keys
+#: by name and an index since apache/pulsar#23327; one closing must not move the other's keys).
+_SAME_NAME_SHARE = 0.15
 #: Limits on the consumer count around the plan's ``consumers``.
 _SLACK = 2
 
@@ -108,8 +115,12 @@ class SoakGenerator:
         self.can_crash = can_crash
         self.can_restart = can_restart
         self.rng = random.Random(plan.seed)
+        #: the draws of the dimensions added later (default batches, same-name joins) come from a source of
+        #: their own, so a plan's other steps are what they were before those existed
+        self.dimension_rng = random.Random(plan.seed * 104_729 + 3)
         self.crashable: set[str] = set()
         self.live: list[str] = []  #: open consumer handles, in open order
+        self.names: dict[str, str] = {}  #: open handle -> the consumer name it subscribed with
         self.behaviours: dict[str, str] = {}
         self.paused: set[str] = set()
         self._opened = 0
@@ -224,6 +235,8 @@ class SoakGenerator:
         batching = rng.choice(_BATCHING)
         if key_field == "none" or plan.publish == "sync":
             batching = "none"
+        if batching == "key_based" and self.dimension_rng.random() < _DEFAULT_BATCHING_SHARE:
+            batching = "default"
         if batching == "none":
             keys = tuple(self._key() for _ in range(count))
         else:
@@ -271,12 +284,21 @@ class SoakGenerator:
         # there keep the same steps
         if self.can_crash and self.rng.random() < 0.3 and self.plan.churn_per_min > 0:
             self.crashable.add(handle)
+        same_name = self.dimension_rng.random() < _SAME_NAME_SHARE
+        name = self.names[self.dimension_rng.choice(self.live)] if same_name and self.live else handle
         self.live.append(handle)
+        self.names[handle] = name
         self.behaviours[handle] = "hold" if behaviour.kind == "hold" else label
-        return Open(handle, behaviour=behaviour, receiver_queue=queue or self.plan.receiver_queue)
+        return Open(
+            handle,
+            behaviour=behaviour,
+            receiver_queue=queue or self.plan.receiver_queue,
+            name=None if name == handle else name,
+        )
 
     def _leave(self, handle: str) -> None:
         self.live.remove(handle)
+        self.names.pop(handle, None)
         self.behaviours.pop(handle, None)
         self.paused.discard(handle)
 

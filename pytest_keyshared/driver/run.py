@@ -105,6 +105,8 @@ def run_scenario(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"Expected seed to be an integer >= 0 but got seed={seed!r}.")
     target.capabilities.require(scenario.required_capabilities(), target.name)
+    if scenario.broker:  # [broker]: applied to this run, or the scenario is refused (skipped) naming them
+        target = target.with_broker_conf(scenario.broker_conf())
     if scenario.is_failover():  # the replication workload on the target's clusters (docs/scenarios.md)
         from pytest_keyshared.driver.failover_run import run_failover_scenario
 

@@ -194,6 +194,22 @@ class Target(ABC):
             f" {claims.selector} with {claims.points} points); the reference model can (--keyshared-target=model)."
         )
 
+    def with_broker_conf(self, conf: Mapping[str, Any]) -> Target:
+        """This target with a scenario's ``[broker]`` settings (``broker.conf`` names) for one run.
+
+        An empty ``conf`` returns the target itself.  A running broker's configuration is fixed, so a target
+        that cannot apply a setting raises :class:`UnsupportedByTarget` naming it, which skips the scenario:
+        a run that went ahead without the setting would pass without testing what the scenario asks.  The
+        model overrides this (it builds each run's broker anew).
+        """
+        if not conf:
+            return self
+        named = ", ".join(f"{name} = {value}" for name, value in sorted(conf.items()))
+        raise UnsupportedByTarget(
+            f"Target {self.name!r} cannot apply the scenario's broker settings ([broker] {named}) to one run;"
+            f" the reference model can (--keyshared-target=model)."
+        )
+
     def restart_broker(self, *, kill: bool = False) -> None:
         """Stop the broker and start it on the same storage (only with ``capabilities.broker_restart``)."""
         raise UnsupportedByTarget(f"Target {self.name!r} cannot restart its broker.")

@@ -62,6 +62,9 @@ class ModelTarget(Target):
     def __init__(self, name: str, artifacts_dir: Path, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(name, artifacts_dir)
         opts = check_options(options, _OPTIONS, name)
+        #: the options that are not the release (``at_release`` gives them to a sibling target)
+        self._options = {k: v for k, v in opts.items() if k not in ("pulsar_version", "implementation")}
+        self._broker_conf: dict[str, Any] = {}  #: a scenario's ``[broker]`` settings this run applies (header)
         version, implementation = parse_model_spec(name)
         version = opts.get("pulsar_version", version)
         implementation = opts.get("implementation", implementation)
@@ -113,12 +116,42 @@ class ModelTarget(Target):
         )
         return clone
 
+    def at_release(self, spec: str) -> ModelTarget:
+        """The model target ``spec`` (``model:3.0``, ``model:4.0:classic``) with this target's other options: a
+        generated program that fails here is rerun at later releases to name the known bug that explains it
+        (:mod:`conformance.generated.attribution`)."""
+        return ModelTarget(spec, self.artifacts_dir, self._options)
+
+    def with_broker_conf(self, conf: Mapping[str, Any]) -> ModelTarget:
+        """A copy whose brokers apply ``conf`` (a scenario's ``[broker]``, ``broker.conf`` names) on top of
+        this target's own settings; the claims follow (selector, points, deduplication)."""
+        if not conf:
+            return self
+        clone = copy.copy(self)
+        clone.config = self.config.with_broker_conf(conf)
+        clone._broker_conf = {**self._broker_conf, **conf}
+        key_shared = clone.config.key_shared
+        clone.claims = replace(
+            self.claims,
+            selector="consistent-hashing" if key_shared.use_consistent_hashing else "auto-split",
+            points=key_shared.consistent_hashing_points,
+            deduplication=bool(clone.config.dedup.broker_enabled),
+        )
+        return clone
+
     def new_broker(self, seed: int) -> Any:
         from reference_model.broker import ModelBroker
 
         return ModelBroker(
             pulsar_version=self.version, implementation=self.implementation, config=self.config, seed=seed
         )
+
+    def header_extra(self) -> dict[str, Any]:
+        """The implementation, and the scenario's ``[broker]`` settings the run's broker applied (if any)."""
+        extra = super().header_extra()
+        if self._broker_conf:
+            extra["broker_conf"] = dict(sorted(self._broker_conf.items()))
+        return extra
 
     def describe(self) -> str:
         return f"reference model (Pulsar {self.version}, {self.implementation})"

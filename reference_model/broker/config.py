@@ -118,3 +118,21 @@ class BrokerConfig:
             dedup=replace(DedupConfig(), **dedup),  # type: ignore[arg-type]
             **other,  # type: ignore[arg-type]
         )
+
+    def with_broker_conf(self, conf: Mapping[str, object]) -> BrokerConfig:
+        """This config with the ``broker.conf`` names of ``conf`` applied on top (a scenario's ``[broker]``).
+
+        Validated as :meth:`from_broker_conf` validates; the settings ``conf`` does not name keep this config's
+        values (a target's own options), so a scenario changes only what it names.
+        """
+        named = BrokerConfig.from_broker_conf(conf)
+        key_shared = {BROKER_CONF_NAMES[n]: None for n in conf if n in BROKER_CONF_NAMES}
+        dedup = {_DEDUP_CONF_NAMES[n]: None for n in conf if n in _DEDUP_CONF_NAMES}
+        return replace(
+            self,
+            key_shared=replace(self.key_shared, **{f: getattr(named.key_shared, f) for f in key_shared}),
+            dedup=replace(self.dedup, **{f: getattr(named.dedup, f) for f in dedup}),
+            subscription_types_enabled=named.subscription_types_enabled
+            if "subscriptionTypesEnabled" in conf
+            else self.subscription_types_enabled,
+        )

@@ -90,6 +90,13 @@ class DispatchConsumer:
         if max_unacked > 0 and self.pending.unacked_messages >= max_unacked:
             self.blocked_on_unacked = True
 
+    def unblock_for_redelivery(self) -> None:
+        """``Consumer.redeliverUnacknowledgedMessages``: ``blockedConsumerOnUnackedMsgs = false`` and the permits
+        received while blocked go back to the dispatcher, whatever is still unacknowledged."""
+        self.blocked_on_unacked = False
+        self.permits += self.permits_while_blocked
+        self.permits_while_blocked = 0
+
     def maybe_unblock(self) -> bool:
         """After acks: unblock at half the limit and hand back parked permits; returns whether it unblocked."""
         if not self.blocked_on_unacked:

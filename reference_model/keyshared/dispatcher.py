@@ -132,11 +132,13 @@ class KeySharedDispatcher(ABC):
         self._membership_changed()
         consumer.active = False
         self.total_unacked -= consumer.unacked_messages
+        self._unacked_released()  # ``removeConsumer`` -> ``addUnAckedMessages(-consumer.getUnackedMessages())``
         if not self.consumers:
             consumer.pending.drain(close=True)
             self.replay.clear()
             self.redelivery_counts.clear()
             self.total_unacked = 0
+            self._unacked_released()
             self._after_last_removed(consumer)
             return
         self._release_pending(consumer)
@@ -232,9 +234,16 @@ class KeySharedDispatcher(ABC):
         self._pending_removed(owner, slot, closing=False)
         if owner.blocked_on_unacked and owner.maybe_unblock():
             self.read_more_entries()
-        if self.blocked_on_unacked and self.total_unacked <= self.settings.max_unacked_per_subscription // 2:
-            self.blocked_on_unacked = False
+        self._unacked_released()
         return True
+
+    def _unacked_released(self) -> None:
+        """``addUnAckedMessages`` with a negative count (an ack, a consumer's removal, a redelivery request): a
+        subscription blocked at ``maxUnackedMessagesPerSubscription`` unblocks once it is below half of it
+        (``unAckedMessages < maxUnackedMessages / 2``); the caller's read follows.  Without the removal and
+        redelivery paths, a subscription whose blocked holders all left stayed blocked with nothing unacked."""
+        if self.blocked_on_unacked and self.total_unacked < self.settings.max_unacked_per_subscription // 2:
+            self.blocked_on_unacked = False
 
     def _pending_removed(self, consumer: DispatchConsumer, slot: int, *, closing: bool) -> None:
         """A pending ack of ``consumer`` went away (draining bookkeeping in PIP-379)."""
@@ -262,19 +271,32 @@ class KeySharedDispatcher(ABC):
             return 0
         wanted = [p for p, _b, _s in consumer.pending] if positions is None else sorted(set(positions))
         queued = 0
-        for position in wanted:
-            record = consumer.pending.remove(position)
-            if record is None:
-                continue
-            batch_size, slot = record
-            self.total_unacked -= batch_size
-            consumer.msg_redeliver_counter += batch_size
-            self._pending_removed(consumer, slot, closing=False)
-            if self._add_to_replay(position, None):
-                self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
-                queued += 1
-        consumer.maybe_unblock()
-        consumer.blocked_on_unacked = False
+        # A read a hash unblocked here asks for (``keySharedUnblockingIntervalMs = 0``) runs after this request is
+        # done, as Pulsar's ``reScheduleReadInMs(0)`` hands it to the broker's executor: run at once, it
+        # dispatched a later message of the key before its earlier one was back in the replay queue
+        nested = self._in_read
+        self._in_read = True
+        try:
+            for position in wanted:
+                record = consumer.pending.remove(position)
+                if record is None:
+                    continue
+                batch_size, slot = record
+                self.total_unacked -= batch_size
+                consumer.msg_redeliver_counter += batch_size
+                self._pending_removed(consumer, slot, closing=False)
+                if self._add_to_replay(position, None):
+                    self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+                    queued += 1
+        finally:
+            if not nested:
+                self._in_read = False
+                self._read_again = False  # the read below serves what was asked meanwhile
+        # Unblocked whatever remains unacknowledged, with the parked permits (it was ``maybe_unblock`` then
+        # ``blocked = False``, which lost the parked permits when more than half the limit stayed unacknowledged:
+        # a consumer nacking two batches over its limit then stalled for good)
+        consumer.unblock_for_redelivery()
+        self._unacked_released()  # ``clearUnAckedMsgs`` -> ``addUnAckedMessages(-n)``
         self.read_more_entries()
         return queued
 

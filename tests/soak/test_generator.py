@@ -119,3 +119,25 @@ def test_parsers() -> None:
     assert parse_faults("partition,restart") == ("restart", "partition")
     assert parse_faults("") == () and parse_faults("none") == ()
     assert set(FAULT_KINDS) == set(ALL)
+
+
+def test_default_batches_and_same_name_joins_are_drawn() -> None:
+    """Issue 24's dimensions the soak supports: default (mixed-key) batches, one message per key like key-based
+    ones, and joins under the name of a consumer open at the time (same-name consumers)."""
+    from conformance.scenarios import Close, Crash, Open
+
+    drawn = steps(SoakPlan(duration_s=120, seed=5, churn_per_min=120), 4000)
+    modes = {t.step.batching for t in drawn if isinstance(t.step, Publish)}
+    assert {"none", "key_based", "default"} <= modes
+    live: dict[str, str] = {}
+    same_name = 0
+    for t in drawn:
+        if isinstance(t.step, Open):
+            name = t.step.broker_name()
+            if t.step.name is not None:
+                assert name in live.values(), "a same-name join takes the name of a consumer open then"
+                same_name += 1
+            live[t.step.consumer] = name
+        elif isinstance(t.step, (Close, Crash)):
+            live.pop(t.step.consumer, None)
+    assert same_name > 0

@@ -1,0 +1,170 @@
+"""Which known bug explains a generated program that fails on an older release of the model.
+
+The model reproduces every release line, known bugs included: a generated program may well break a contract on
+``model:2.10`` because 2.10 has a bug Pulsar fixed later.  Such a failure is expected, and only such a failure:
+a program that fails for any other reason is a finding (a model bug, a checker false positive, or a Pulsar bug
+nobody listed).  The rule, applied by :func:`attribute`:
+
+1. run the program at the newest patch of each later release line, with the same implementation (the classic
+   dispatcher runs on 4.x too), oldest first, until it passes there: the fixes that release has and neither the
+   failing one nor the newest release that still failed has (:data:`FIXES`, the model's gates) are what made
+   the difference (a program that passes on 3.1 but fails on 3.0, which has every fix 3.1 has, is unexplained);
+2. a classic program that fails on every classic release and passes on the PIP-379 dispatcher of 4.0 is
+   explained by the PIP-379 gate (the classic dispatcher's bugs fixed only by PIP-379);
+3. the failure is *expected* when known bugs of :data:`conformance.known_bugs.KNOWN_BUGS` that affect the
+   failing release have their gates among those fixes, and it names those bugs; otherwise it is *unexplained*.
+   The PIP-379 gate of rule 2 changes the whole dispatcher, so there the contracts the program broke must also
+   be among those the classic bugs' cases break (``contract:`` tags of
+   ``conformance/cases/scenarios/known_bugs/``): a classic program that delivers an acknowledged message again
+   (``redelivery``) is not explained by bugs that stall or reorder.
+
+Pure: the runs are a callable the caller gives (``passes(spec) -> bool``, a target spec such as
+``model:3.0:classic``), so this module imports no target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from conformance.known_bugs import KNOWN_BUGS, KnownBug
+from conformance.scenarios import loads_scenario
+from reference_model import versions
+from reference_model.versions import PIP_379, RELEASES, Fix, PulsarVersion, newest_patch, parse_version
+
+__all__ = ["FIXES", "Attribution", "attribute", "bug_contracts", "later_specs", "line_spec"]
+
+#: Every behaviour change the model gates on (``reference_model.versions``), by name.
+FIXES: tuple[Fix, ...] = tuple(v for v in vars(versions).values() if isinstance(v, Fix))
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Why a program failed on ``spec``: ``bugs`` (known-bug case names) when expected, else ``note`` says."""
+
+    spec: str
+    expected: bool
+    bugs: tuple[str, ...]
+    passes_on: str | None  #: the first release the program passes on, if any
+    fixes: tuple[str, ...]  #: the model's gates that release has and the failing one lacks
+    note: str
+
+    def render(self) -> str:
+        if self.expected:
+            return f"expected on {self.spec}: known bug(s) {', '.join(self.bugs)} (passes on {self.passes_on})"
+        return f"UNEXPLAINED on {self.spec}: {self.note}"
+
+
+def line_spec(line: tuple[int, int], implementation: str) -> str:
+    """The model target of a release line's newest patch (``model:3.0:classic``, ``model:4.0``)."""
+    name = f"model:{line[0]}.{line[1]}"
+    return f"{name}:classic" if implementation == "classic" and line >= (4, 0) else name
+
+
+def _patch_spec(version: PulsarVersion, implementation: str) -> str:
+    name = f"model:{version}"
+    return f"{name}:classic" if implementation == "classic" and version.line >= (4, 0) else name
+
+
+def later_specs(version: PulsarVersion, implementation: str) -> list[tuple[str, PulsarVersion]]:
+    """The newest patch of each release line after ``version``'s, same implementation, oldest first."""
+    out = []
+    for line in sorted(RELEASES):
+        if line <= version.line or parse_version(f"{line[0]}.{line[1]}") < versions.MIN_MODEL_VERSION:
+            continue
+        if implementation != "classic" and line < (4, 0):
+            continue
+        out.append((line_spec(line, implementation), newest_patch(f"{line[0]}.{line[1]}")))
+    return out
+
+
+@cache
+def bug_contracts() -> dict[str, frozenset[str]]:
+    """Known-bug case -> the contracts its case checks (the ``contract:`` tags of its scenario file)."""
+    folder = resources.files("conformance.cases.scenarios").joinpath("known_bugs")
+    out: dict[str, frozenset[str]] = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".toml"):
+            scenario = loads_scenario(entry.read_text(encoding="utf-8"), "toml", source=entry.name)
+            out[scenario.name] = frozenset(t[len("contract:") :] for t in scenario.tags if t.startswith("contract:"))
+    return out
+
+
+def _bugs_with(fixes: set[Fix], version: PulsarVersion, implementation: str) -> list[KnownBug]:
+    return [b for b in KNOWN_BUGS if b.gate in fixes and b.affects(version, implementation)]
+
+
+def _covers(bugs: list[KnownBug], broken: frozenset[str] | None) -> bool:
+    if broken is None:
+        return True
+    contracts = bug_contracts()
+    return broken <= frozenset().union(*(contracts.get(b.case, frozenset()) for b in bugs))
+
+
+def attribute(
+    spec: str,
+    version: str,
+    implementation: str,
+    passes: Callable[[str], bool],
+    broken: Iterable[str] | None = None,
+) -> Attribution:
+    """Explain a program failing on ``spec`` (release ``version``, ``implementation``); ``passes`` reruns it.
+    ``broken``: the contracts the failure broke (None: not compared)."""
+    broken_set = None if broken is None else frozenset(broken)
+    failing = newest_patch(version)
+    last_failing = failing  # the newest release known to fail: the fix lies between it and the first that passes
+
+    def gained_between(before: PulsarVersion, after: PulsarVersion) -> set[Fix]:
+        return {
+            f
+            for f in FIXES
+            if f.present_in(after) and not f.present_in(before) and not f.present_in(failing) and f is not PIP_379
+        }
+
+    for later_spec, later in later_specs(failing, implementation):
+        if not passes(later_spec):
+            last_failing = later
+            continue
+        # narrow to the patch of that line that first passes, trying the releases that brought a candidate fix
+        passed_spec, passed = later_spec, later
+        patches = sorted(
+            {
+                parse_version(first)
+                for fix in gained_between(last_failing, later)
+                for first in fix.first_releases
+                if parse_version(first).line == later.line and parse_version(first) < later
+            }
+        )
+        for patch in patches:
+            spec_patch = _patch_spec(patch, implementation)
+            if passes(spec_patch):
+                passed_spec, passed = spec_patch, patch
+                break
+            last_failing = patch
+        gained = gained_between(last_failing, passed)
+        bugs = _bugs_with(gained, failing, implementation)
+        names = tuple(sorted(f.name for f in gained))
+        if bugs:  # the patch that fixed it is pinned down: its consequences may reach any contract
+            return Attribution(spec, True, tuple(b.case for b in bugs), passed_spec, names, "")
+        return Attribution(
+            spec, False, (), passed_spec, names,
+            f"fails up to {last_failing}, passes on {passed_spec}, which adds {', '.join(names) or 'no gated fix'}:"
+            f" no known bug of {failing} ({implementation}) is among them",
+        )  # fmt: skip
+    if implementation == "classic" and passes("model:4.0"):
+        bugs = _bugs_with({PIP_379}, failing, implementation)
+        if bugs and _covers(bugs, broken_set):
+            return Attribution(spec, True, tuple(b.case for b in bugs), "model:4.0", (PIP_379.name,), "")
+        if bugs:
+            return Attribution(
+                spec, False, (), "model:4.0", (PIP_379.name,),
+                f"passes only on the PIP-379 dispatcher, but breaks {', '.join(sorted(broken_set or ()))}, which"
+                f" none of the classic dispatcher's known bugs ({', '.join(b.case for b in bugs)}) breaks",
+            )  # fmt: skip
+    return Attribution(
+        spec, False, (), None, (),
+        f"fails on every later {implementation} release"
+        + (" and on the PIP-379 dispatcher of 4.0" if implementation == "classic" else ""),
+    )  # fmt: skip
