@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         from pytest_keyshared.commands.check import check_file
 
         verdict = check_file(trace, profile=args.profile).to_json()
-    written = write_report(trace, out, verdict)
+    written = write_report(trace, out, verdict, writer="keyshared report")
     print(f"keyshared report: {written}", file=sys.stderr)
     if verdict.get("validity") == "unknown":
         return EXIT_UNKNOWN
