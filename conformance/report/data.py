@@ -62,7 +62,7 @@ def build_report_data(
         summarised.append(f"{len(found) - len(listed)} more violation(s) are counted but not listed")
     return {
         "format": REPORT_FORMAT,
-        "title": title or f"keyshared report: {source.source}",
+        "title": title or f"{writer or 'keyshared report'}: {source.source}",
         "writer": writer,
         "source": source.source,
         "header": header.to_dict(),
@@ -104,13 +104,20 @@ def group_violations(found: list[dict[str, Any]], listed: int) -> list[dict[str,
     ``shown`` is how many of the group's cards are open (all of them for a short list; the first card of the
     first group of each of the first :data:`OPEN_KINDS` kinds; else 0, the group folded to one line).
     """
-    kinds: dict[tuple[bool, str], dict[str, dict[str, Any]]] = {}
+    kinds: dict[tuple[bool, str], dict[str | None, dict[str, Any]]] = {}
     for n, v in enumerate(found):
-        kind = (bool(v.get("allowed")), str(v.get("kind", "?")))
+        which = (bool(v.get("allowed")), str(v.get("kind", "?")))
         key = v.get("key")
-        group = kinds.setdefault(kind, {}).get(key)
+        group = kinds.setdefault(which, {}).get(key)
         if group is None:
-            group = kinds[kind][key] = {"key": key, "count": 0, "ids": [], "consumers": [], "first": None, "last": None}
+            group = kinds[which][key] = {
+                "key": key,
+                "count": 0,
+                "ids": [],
+                "consumers": [],
+                "first": None,
+                "last": None,
+            }
         group["count"] += 1
         if n < listed:
             group["ids"].append(n)
