@@ -69,7 +69,7 @@ value="t">time</option></select></label><button id="zoom-all" type="button">show
 <h2 id="throughput">Throughput</h2>
 <div id="throughput-box"></div>
 <h2 id="violations">Violations</h2>
-<p class="muted">By kind, then by key. The first of each kind is open; a folded line gives its count: open it for
+<p class="muted">By kind, then by key. A folded line is a group of one kind on one key, with its count: open it for
 the explanations and witnesses.</p>
 <div id="violation-list"></div>
 </main>
