@@ -16,6 +16,7 @@ from conformance.report.ranges import range_history
 from conformance.trace.reader import FastPathUnavailable, TraceSource
 
 __all__ = [
+    "KEY_LINES",
     "MAX_LANES",
     "MAX_VIOLATIONS",
     "OPEN_KINDS",
@@ -35,6 +36,8 @@ SMALL_VIOLATIONS = 6
 #: Above it, the first group (one kind, one key) of each of the first this-many kinds shows its first card;
 #: every other group is one folded line with its count.
 OPEN_KINDS = 4
+#: A kind's first this-many groups are lines of their own; the rest fold into one line ("n more keys").
+KEY_LINES = 10
 
 
 def build_report_data(
@@ -100,9 +103,10 @@ def group_violations(found: list[dict[str, Any]], listed: int) -> list[dict[str,
     ``found``: every violation (dicts of ``Violation.to_dict()`` plus ``allowed``) in the page's order (by
     witnesses); the first ``listed`` of them have cards (ids 0..listed-1), the rest are counted only.  Kinds
     that fail the verdict come first, then the permitted ones; kinds and keys in order of first appearance.
-    Returns ``[{kind, allowed, count, keys, groups: [{key, count, ids, consumers, first, last, shown}]}]``:
+    Returns ``[{kind, allowed, count, keys, lines, groups: [{key, count, ids, consumers, first, last, shown}]}]``:
     ``shown`` is how many of the group's cards are open (all of them for a short list; the first card of the
-    first group of each of the first :data:`OPEN_KINDS` kinds; else 0, the group folded to one line).
+    first group of each of the first :data:`OPEN_KINDS` kinds; else 0, the group folded to one line);
+    ``lines``: how many groups are lines of their own (:data:`KEY_LINES`), the others fold into one more line.
     """
     kinds: dict[tuple[bool, str], dict[str | None, dict[str, Any]]] = {}
     for n, v in enumerate(found):
@@ -150,6 +154,7 @@ def group_violations(found: list[dict[str, Any]], listed: int) -> list[dict[str,
                 "allowed": allowed,
                 "count": sum(g["count"] for g in groups),
                 "keys": sum(1 for g in groups if g["key"] is not None),
+                "lines": len(groups) if len(groups) <= KEY_LINES + 1 else KEY_LINES,
                 "groups": groups,
             }
         )

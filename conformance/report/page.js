@@ -245,7 +245,7 @@
     if (!D.violations.length && !D.groups.length) { $("violation-list").innerHTML = `<p class="muted">No violation.</p>`; return; }
     let nGroups = 0;
     const out = D.groups.map((K) => {
-      const groups = K.groups.map((g) => {
+      const lines = K.groups.map((g) => {
         nGroups += 1;
         const vs = g.ids.map((n) => D.violations[n]);
         const shown = vs.slice(0, g.shown).map(card).join("");
@@ -260,7 +260,10 @@
         return `<details class="vgroup" data-kind="${esc(K.kind)}" data-key="${esc(g.key == null ? "" : g.key)}" data-count="${g.count}"${g.shown ? " open" : ""}>
           <summary>${keyText} <b class="count">×${g.count}</b><span class="muted">${who}${span}</span></summary>
           ${shown}${folded}${note}</details>`;
-      }).join("");
+      });
+      const hidden = K.groups.slice(K.lines), hiddenCount = hidden.reduce((n, g) => n + g.count, 0);
+      let groups = lines.slice(0, K.lines).join("");
+      if (hidden.length) groups += `<details class="vkeys"><summary>${plural(hidden.length, "more group")} of ${esc(K.kind)}, ${hiddenCount} violation${hiddenCount === 1 ? "" : "s"}</summary>${lines.slice(K.lines).join("")}</details>`;
       const keys = K.keys ? ` on ${plural(K.keys, "key")}` : "";
       return `<section class="vkind${K.allowed ? " allowed" : ""}" id="kind-${esc(K.kind)}" data-kind="${esc(K.kind)}">
         <h3><span class="kind${K.allowed ? " allowed" : ""}">${esc(K.kind)}</span> ${K.count}${keys}${K.allowed ? ` <span class="muted">(permitted by the profile)</span>` : ""}</h3>${groups}</section>`;

@@ -146,6 +146,11 @@ def test_a_run_with_136_violations_is_a_short_page_with_the_charts_first(
     assert page.locator("article.violation:visible").count() == 2
     assert {g.get_attribute("data-count") for g in groups.all()} == {"4"}
     assert "(136 in 34 groups by kind and key)" in page.inner_text("#toc")
+    assert page.locator("details.vgroup:visible").count() == 20  # 10 lines a kind, then one "more" line
+    assert page.locator("details.vkeys > summary").all_inner_texts() == [
+        "7 more groups of key_overlap, 28 violations",
+        "7 more groups of out_of_order, 28 violations",
+    ]
     folded = page.locator("details.vgroup:not([open])").first
     assert "×4" in folded.locator("summary").inner_text()
 
@@ -157,7 +162,7 @@ def test_a_run_with_136_violations_is_a_short_page_with_the_charts_first(
     n = int(folded.locator("article.violation").first.get_attribute("data-v") or -1)
     last = max(int((a.text_content() or "E-1")[1:]) for a in page.locator(f"#v-{n} a.wit").all())  # "E123"
     page.click(f'#timeline-svg .witness[data-v="{n}"][data-i="{last}"]')
-    assert folded.get_attribute("open") is not None
+    assert folded.get_attribute("open") is not None  # and the "more groups" line it is in
     assert _in_viewport(page, f"#v-{n} h3")
     assert key in page.inner_text(f"#v-{n} h3")
 

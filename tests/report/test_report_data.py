@@ -215,8 +215,10 @@ def test_violations_are_grouped_by_kind_and_key_with_counts_and_the_first_few_op
         assert all(data["violations"][n]["kind"] == kind and data["violations"][n]["key"] == key for n in g["ids"])
         assert g["consumers"] == ["c1", "c2"] or g["consumers"] == ["c2", "c1"]
         assert g["first"] == min(i for n in g["ids"] for i in data["violations"][n]["events"])
-    # the first group of each kind shows its first card; the other 32 are one folded line each
+    # the first group of each kind shows its first card; the other 32 are one folded line each, of which a
+    # kind's first 10 are lines of their own and the other 7 fold into one line
     assert [g["shown"] for k in data["groups"] for g in k["groups"]] == ([1] + [0] * 16) * 2
+    assert [k["lines"] for k in data["groups"]] == [10, 10]
 
 
 def test_groups_count_the_violations_beyond_the_listed_ones(
@@ -242,6 +244,7 @@ def test_failing_kinds_come_before_permitted_ones_and_a_short_list_is_all_open()
     shown = [k["groups"][0]["shown"] for k in kinds]
     assert shown == [1] * OPEN_KINDS + [0] * (8 - OPEN_KINDS) + [0]
     assert kinds[-1]["keys"] == 0 and kinds[-1]["groups"][0]["key"] is None
+    assert [k["lines"] for k in kinds] == [1] * 9  # one group each: no "more groups" line
     short = group_violations(found[: SMALL_VIOLATIONS - 1] * 1, listed=SMALL_VIOLATIONS - 1)
     assert all(g["shown"] == len(g["ids"]) for k in short for g in k["groups"])
     only_allowed = group_violations(found[:1] * (SMALL_VIOLATIONS + 1), listed=SMALL_VIOLATIONS + 1)
