@@ -204,7 +204,7 @@
     const v = D.verdict, h = D.header;
     const word = v.validity === "unknown" ? "UNKNOWN" : v.valid ? "VALID" : "INVALID";
     const cls = v.validity === "unknown" ? "unknown" : v.valid ? "valid" : "invalid";
-    const counts = Object.entries(v.counts).map(([k, n]) => `<tr><td><span class="kind${v.permitted.includes(k) ? " allowed" : ""}">${esc(k)}</span></td><td>${n}</td></tr>`).join("") || `<tr><td class="muted">no violation found</td></tr>`;
+    const counts = Object.entries(v.counts).map(([k, n]) => `<tr><td><a class="kind-link" href="#kind-${esc(k)}"><span class="kind${v.permitted.includes(k) ? " allowed" : ""}">${esc(k)}</span></a></td><td>${n}</td></tr>`).join("") || `<tr><td class="muted">no violation found</td></tr>`;
     const sub = h.subscription || {};
     const sel = h.selector ? `${h.selector.kind} (Pulsar ${h.selector.pulsar_version}, ${h.selector.points} points)` : "none named";
     const caps = h.capabilities && typeof h.capabilities === "object"
