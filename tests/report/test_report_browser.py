@@ -206,6 +206,9 @@ def test_suite_index_on_pulsar_lite_links_each_case_to_its_page(
     for name in list(os.environ):
         if name.startswith("KEYSHARED_"):
             monkeypatch.delenv(name)
+    # the subprocess runs in pytester's directory: import this checkout, not whichever one is installed
+    checkout = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
     result = pytester.runpytest_subprocess(
         "-p", "pytest_keyshared", "--pyargs", "conformance", "-k", "join-while-pending or steady-state",
         "--keyshared-seed=3", "--keyshared-report=pages", "-p", "no:cacheprovider",
@@ -223,6 +226,7 @@ def test_suite_index_on_pulsar_lite_links_each_case_to_its_page(
     rows["builtin/join-while-pending"].locator("a").first.click()
     index.wait_for_selector("body[data-ready='1']", state="attached")
     assert index.inner_text("#verdict-badge") == "INVALID"
+    assert index.inner_text("#writer") == "pytest --keyshared-report"
     assert "key_overlap" in index.inner_text("#counts")
     assert {g.get_attribute("data-consumer") for g in index.locator("#ranges-svg g.owner").all()} >= {"c1", "c2"}
     index.screenshot(path=str(artifact_dir / "join-while-pending.png"), full_page=False)
