@@ -56,11 +56,14 @@ def write_report(
     *,
     title: str | None = None,
     profile: str | None = None,
+    writer: str | None = None,
 ) -> Path:
     """Write the report page of ``trace_path`` to ``out_path``; return the path written.
 
     ``verdict``: a ``Verdict``, its JSON dict, or a ``verdict.json`` path; None checks the trace (python
     engine, ``profile`` or the header's contract).  A malformed trace or verdict raises ``InvalidArgument``.
+    ``writer`` names the command that wrote the page in its subtitle (``"keyshared run"``); None: ``keyshared
+    soak`` for a directory of Parquet chunks (only a soak writes one), else no command is named.
     """
     from conformance.report import build_report_data, render_html
     from conformance.trace.reader import open_trace
@@ -69,7 +72,10 @@ def write_report(
         from conformance.checks import check_trace
 
         verdict = check_trace(open_trace(trace_path), profile=profile)
-    data = build_report_data(open_trace(trace_path), load_verdict(verdict), title=title)
+    source = open_trace(trace_path)
+    if writer is None and source.chunks:
+        writer = "keyshared soak"
+    data = build_report_data(source, load_verdict(verdict), title=title, writer=writer)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")

@@ -44,7 +44,7 @@ def _write_pages(out_dir: Path, record: CaseRecord) -> tuple[list[str], list[str
         saved = verdict if path.name == "trace.jsonl" and verdict.is_file() else None
         name = report_name(record.case, n)
         try:
-            write_report(path, out_dir / name, saved, title=record.case)
+            write_report(path, out_dir / name, saved, title=record.case, writer="pytest --keyshared-report")
         except Exception as exc:  # one case's page must not cost the others theirs
             problems.append(f"no page for {trace}: {type(exc).__name__}: {exc}")
             continue

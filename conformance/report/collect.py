@@ -102,6 +102,12 @@ def focus_of(violations: Sequence[Mapping[str, Any]], events: int) -> Focus:
         per_key.setdefault(key, []).append((min(evs) - WINDOW_PAD, max(evs) + WINDOW_PAD))
     ranked = sorted(per_key, key=lambda k: (-len(per_key[k]), k))[:MAX_KEYS]
     windows = {k: _merge(per_key[k]) for k in ranked}
+    if not per_key:
+        reason = (
+            f"the trace has {events} events (more than {FULL_EVENTS}) and no violation on a key: no key lane is"
+            " drawn, only the membership changes and faults"
+        )
+        return Focus(keys=frozenset(), windows={}, witnesses=witnesses, reason=reason)
     reason = (
         f"the trace has {events} events (more than {FULL_EVENTS}): drawn in full are the {len(ranked)} key(s)"
         f" with the most violations (of {len(per_key)} with violations), each within {WINDOW_PAD} events of its"
@@ -226,6 +232,8 @@ class _Pass:
         label = r.name if r.op == "open" and r.name and r.name != r.consumer else ""
         if r.op == "open" and r.result not in (None, "ok"):
             label = f"failed ({r.result})"
+        if r.op == "fault" and r.fault_consumers:
+            label = ", ".join(r.fault_consumers)  # the fault's name is added by the page data (faults.py)
         self.out.global_marks.append([r.i, r.op, r.consumer, label, r.t])
 
 

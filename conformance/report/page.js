@@ -75,10 +75,11 @@
       }
     }
     const y = {}, laneH = {};
-    let yy0 = TOP;
+    const FROW = D.faults.length ? 18 : 0;  // a row naming the faults, above the lanes
+    let yy0 = TOP + FROW;
     names.forEach((n) => { y[n] = yy0; laneH[n] = Math.max(LANE, 4 + BAR * Math.max(1, rowsOf[n].length)); yy0 += laneH[n]; });
     const barY = (lane, c) => y[lane] + 2 + BAR * Math.max(0, rowsOf[lane].indexOf(state.mode === "consumer" ? "" : c));
-    const height = yy0 + 10;
+    const height = yy0 + (names.length ? 10 : 30);
     const out = [`<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">`];
     // axis
     for (let k = 0; k <= 8; k++) {
@@ -102,6 +103,18 @@
       out.push(`<line class="gmark ${op}" data-i="${i}" x1="${xx}" x2="${xx}" y1="${TOP - 14}" y2="${height - 6}"><title>E${i} ${op} ${esc(c || "")} ${esc(label)}</title></line>`);
       out.push(`<text x="${xx + 2}" y="${TOP - 6}" font-size="9" class="axis">${esc(op[0].toUpperCase())}${esc(c || "")}</text>`);
     });
+    if (FROW) {
+      out.push(`<text class="row-label" x="4" y="${TOP + 12}">faults (${D.faults.length})</text>`);
+      let lastLabel = -1e9;
+      D.faults.forEach(([i, t, name, cs]) => {
+        const at = coord(i, t);
+        if (at < v0 || at > v1) return;
+        const xx = x(at), text = `${name}${cs.length ? " " + cs.join(",") : ""}`;
+        out.push(`<path class="fault-mark" data-i="${i}" d="M${xx} ${TOP + 3}l4 5l-4 5l-4 -5z"><title>E${i} fault ${esc(text)}</title></path>`);
+        if (xx - lastLabel > 12 + 5.5 * text.length && xx + 5.5 * text.length < width) { out.push(`<text class="axis" x="${xx + 6}" y="${TOP + 12}" font-size="9">${esc(text)}</text>`); lastLabel = xx; }
+      });
+    }
+    if (!names.length) out.push(`<text class="axis" x="${LABEL}" y="${yy0 + 18}">no key lanes drawn (see above); membership changes and faults are marked across</text>`);
     // holds
     for (const [key, holds] of Object.entries(D.holds)) {
       for (const [s, e, c, endOp, msg, ts, te] of holds) {
@@ -171,6 +184,7 @@
     }
     drawTimeline();
     document.querySelectorAll("article.violation.active").forEach((a) => a.classList.remove("active"));
+    reveal(n);
     $("v-" + n).classList.add("active");
     if (scroll) {
       const first = document.querySelector(`#timeline-svg .witness[data-v="${n}"]`) || $("timeline");
@@ -181,7 +195,7 @@
   }
 
   function backToList(n) {
-    focusViolation(n, false);
+    focusViolation(n, false);  // opens its group
     $("v-" + n).scrollIntoView({block: "start"});
   }
 
@@ -190,7 +204,7 @@
     const v = D.verdict, h = D.header;
     const word = v.validity === "unknown" ? "UNKNOWN" : v.valid ? "VALID" : "INVALID";
     const cls = v.validity === "unknown" ? "unknown" : v.valid ? "valid" : "invalid";
-    const counts = Object.entries(v.counts).map(([k, n]) => `<tr><td><span class="kind${v.permitted.includes(k) ? " allowed" : ""}">${esc(k)}</span></td><td>${n}</td></tr>`).join("") || `<tr><td class="muted">no violation found</td></tr>`;
+    const counts = Object.entries(v.counts).map(([k, n]) => `<tr><td><a class="kind-link" href="#kind-${esc(k)}"><span class="kind${v.permitted.includes(k) ? " allowed" : ""}">${esc(k)}</span></a></td><td>${n}</td></tr>`).join("") || `<tr><td class="muted">no violation found</td></tr>`;
     const sub = h.subscription || {};
     const sel = h.selector ? `${h.selector.kind} (Pulsar ${h.selector.pulsar_version}, ${h.selector.points} points)` : "none named";
     const caps = h.capabilities && typeof h.capabilities === "object"
@@ -216,17 +230,52 @@
   }
 
   // -- the violations list ---------------------------------------------------------------------------------------
+  function card(v) {
+    const rows = v.witnesses.map((w) => `<tr><td><a href="#tl" class="wit" data-v="${v.id}">E${w.i}</a></td><td>${esc(w.op || "?")}</td><td>${esc(w.consumer || "")}</td><td><code>${esc(w.line || "(not read)")}</code></td></tr>`).join("");
+    return `<article class="violation${v.allowed ? " allowed" : ""}" id="v-${v.id}" data-v="${v.id}">
+      <h3><span class="kind${v.allowed ? " allowed" : ""}">${esc(v.kind)}</span>${v.key != null ? ` key <code>${esc(v.key)}</code>` : ""}
+      ${v.consumers.length ? ` consumers ${esc(v.consumers.join(", "))}` : ""}${v.allowed ? ` <span class="muted">(permitted by the profile)</span>` : ""}
+      <a href="#tl" class="show" data-v="${v.id}">show on the timeline</a></h3>
+      <pre class="explanation">${esc(v.explanation)}</pre>
+      <table class="witnesses"><tr><th>event</th><th>op</th><th>consumer</th><th>trace line</th></tr>${rows}</table></article>`;
+  }
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  // violations by kind, then by key: a group is one line with its count, open or folded (data.py decides which)
   function drawViolations() {
-    if (!D.violations.length) { $("violation-list").innerHTML = `<p class="muted">No violation.</p>`; return; }
-    $("violation-list").innerHTML = D.violations.map((v) => {
-      const rows = v.witnesses.map((w) => `<tr><td><a href="#tl" class="wit" data-v="${v.id}">E${w.i}</a></td><td>${esc(w.op || "?")}</td><td>${esc(w.consumer || "")}</td><td><code>${esc(w.line || "(not read)")}</code></td></tr>`).join("");
-      return `<article class="violation${v.allowed ? " allowed" : ""}" id="v-${v.id}" data-v="${v.id}">
-        <h3><span class="kind${v.allowed ? " allowed" : ""}">${esc(v.kind)}</span>${v.key != null ? ` key <code>${esc(v.key)}</code>` : ""}
-        ${v.consumers.length ? ` consumers ${esc(v.consumers.join(", "))}` : ""}${v.allowed ? ` <span class="muted">(permitted by the profile)</span>` : ""}
-        <a href="#tl" class="show" data-v="${v.id}">show on the timeline</a></h3>
-        <pre class="explanation">${esc(v.explanation)}</pre>
-        <table class="witnesses"><tr><th>event</th><th>op</th><th>consumer</th><th>trace line</th></tr>${rows}</table></article>`;
-    }).join("");
+    if (!D.violations.length && !D.groups.length) { $("violation-list").innerHTML = `<p class="muted">No violation.</p>`; return; }
+    let nGroups = 0;
+    const out = D.groups.map((K) => {
+      const lines = K.groups.map((g) => {
+        nGroups += 1;
+        const vs = g.ids.map((n) => D.violations[n]);
+        const shown = vs.slice(0, g.shown).map(card).join("");
+        const rest = vs.slice(g.shown);
+        const unlisted = g.count - g.ids.length;
+        const keyText = g.key != null ? `key <code>${esc(g.key)}</code>` : `<span class="muted">no key</span>`;
+        const span = g.first != null ? ` · E${g.first}${g.last !== g.first ? "–E" + g.last : ""}` : "";
+        const who = g.consumers.length ? ` · ${esc(g.consumers.join(", "))}` : "";
+        let folded = rest.map(card).join("");
+        if (g.shown && rest.length) folded = `<details class="vmore"><summary>${rest.length} more ${esc(K.kind)} on this key</summary>${folded}</details>`;
+        const note = unlisted ? `<p class="muted">${unlisted} more not listed (only the first ${D.violations.length} violations of the run are)</p>` : "";
+        return `<details class="vgroup" data-kind="${esc(K.kind)}" data-key="${esc(g.key == null ? "" : g.key)}" data-count="${g.count}"${g.shown ? " open" : ""}>
+          <summary>${keyText} <b class="count">×${g.count}</b><span class="muted">${who}${span}</span></summary>
+          ${shown}${folded}${note}</details>`;
+      });
+      const hidden = K.groups.slice(K.lines), hiddenCount = hidden.reduce((n, g) => n + g.count, 0);
+      let groups = lines.slice(0, K.lines).join("");
+      if (hidden.length) groups += `<details class="vkeys"><summary>${plural(hidden.length, "more group")} of ${esc(K.kind)}, ${hiddenCount} violation${hiddenCount === 1 ? "" : "s"}</summary>${lines.slice(K.lines).join("")}</details>`;
+      const keys = K.keys ? ` on ${plural(K.keys, "key")}` : "";
+      return `<section class="vkind${K.allowed ? " allowed" : ""}" id="kind-${esc(K.kind)}" data-kind="${esc(K.kind)}">
+        <h3><span class="kind${K.allowed ? " allowed" : ""}">${esc(K.kind)}</span> ${K.count}${keys}${K.allowed ? ` <span class="muted">(permitted by the profile)</span>` : ""}</h3>${groups}</section>`;
+    });
+    $("violation-list").innerHTML = out.join("");
+    const total = D.groups.reduce((n, K) => n + K.count, 0);
+    $("toc-violations").textContent = `(${total} in ${plural(nGroups, "group")} by kind and key)`;
+  }
+
+  // a card inside folded groups: open them, so it can be seen and scrolled to
+  function reveal(n) {
+    for (let e = $("v-" + n); e; e = e.parentElement) if (e.tagName === "DETAILS") e.open = true;
   }
 
   // -- hash ranges over time -------------------------------------------------------------------------------------
@@ -264,7 +313,8 @@
       const xx = x(k.slot), bad = misassigned.has(k.key);
       const last = k.deliveries.length ? k.deliveries[k.deliveries.length - 1][1] : null;
       out.push(`<line class="keytick${bad ? " misassigned" : ""}" data-key="${esc(k.key)}" x1="${xx}" x2="${xx}" y1="${yl}" y2="${yl + 16}" stroke="${bad ? "#c62828" : colorOf(last)}"><title>key ${esc(k.key)}: slot ${k.slot}${bad ? " — misassigned" : ""}</title></line>`);
-      if (xx - lastLabel > 9 + 5.5 * String(k.key).length) { out.push(`<text x="${xx}" y="${yl + 28}" font-size="9" text-anchor="middle" class="axis">${esc(k.key)}</text>`); lastLabel = xx; }
+      const half = 2.8 * String(k.key).length, lx = Math.max(LBL + half, Math.min(xx, width - 4 - half));
+      if (lx - lastLabel > 9 + 5.5 * String(k.key).length) { out.push(`<text class="axis keylabel" x="${lx}" y="${yl + 28}" font-size="9" text-anchor="middle">${esc(k.key)}</text>`); lastLabel = lx; }
     });
     out.push("</svg>");
     $("ranges-box").innerHTML = `<p>Selector <b>${esc(R.selector)}</b>, subscription <code>${esc(R.subscription)}</code>, hash range [${lo}, ${hi}].
@@ -272,6 +322,11 @@
       <span style="color:#c62828">thick where the selector names another consumer</span>. Keys reported <code>misassigned</code>: ${misassigned.size ? esc(Array.from(misassigned).join(", ")) : "none"}.</p>
       <div class="legend" id="ranges-legend">${D.consumers.map((c) => `<span class="range-consumer" data-consumer="${esc(c)}"><i class="sw" style="background:${colorOf(c)}"></i>${esc(c)}</span>`).join("")}</div>
       <div class="scroll">${out.join("")}</div>${notes ? `<ul class="notes">${notes}</ul>` : ""}`;
+    // the estimate above places most labels; a measured one past the right edge is pulled back inside
+    document.querySelectorAll("#ranges-svg text.keylabel").forEach((t) => {
+      const b = t.getBBox();
+      if (b.x + b.width > width - 2) { t.setAttribute("text-anchor", "end"); t.setAttribute("x", String(width - 2)); }
+    });
   }
 
   // -- throughput ----------------------------------------------------------------------------------------------------
@@ -291,14 +346,27 @@
     const y = (v) => 10 + H - (v / max) * H;
     const out = [`<svg id="throughput-svg" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 40}">`];
     out.push(`<text class="axis" x="4" y="16">${Math.round(max)}/s</text><text class="axis" x="4" y="${H + 10}">0</text>`);
-    out.push(`<text class="axis" x="${L}" y="${H + 30}">0s</text><text class="axis" x="${L + plot}" y="${H + 30}" text-anchor="end">${((t1 - t0) / 1e9).toFixed(2)}s</text>`);
+    const secs = (t1 - t0) / 1e9, digits = secs >= 100 ? 0 : secs >= 10 ? 1 : 2;
+    for (let k = 0; k <= 6; k++) {
+      const xx = L + (plot * k) / 6;
+      out.push(`<line class="grid-line" x1="${xx}" x2="${xx}" y1="10" y2="${H + 10}"/><text class="axis" x="${xx}" y="${H + 30}" text-anchor="${k === 0 ? "start" : k === 6 ? "end" : "middle"}">${((secs * k) / 6).toFixed(digits)}s</text>`);
+    }
+    // faults, where they happened on the run's clock (a heal or a restart's end in a lighter line)
+    let lastLabel = -1e9;
+    D.faults.forEach(([i, t, name, cs]) => {
+      if (t < t0 || t > t1) return;
+      const xx = x(t), heal = /_heal$|_restarted$|_up$/.test(name), text = `${name}${cs.length ? " " + cs.join(",") : ""}`;
+      out.push(`<line class="tfault${heal ? " heal" : ""}" data-i="${i}" x1="${xx}" x2="${xx}" y1="6" y2="${H + 14}"><title>E${i} at ${((t - t0) / 1e9).toFixed(3)}s: ${esc(text)}</title></line>`);
+      if (!heal && xx - lastLabel > 10 + 5 * name.length && xx + 5 * name.length < width) { out.push(`<text class="axis tfault-label" x="${xx + 3}" y="${H + 13}" font-size="9">${esc(name)}</text>`); lastLabel = xx; }
+    });
     series.forEach(([name, , c], n) => {
       const pts = [];
       rates[n].forEach((v, k) => { pts.push(`${x(t0 + k * binNs).toFixed(1)},${y(v).toFixed(1)}`, `${x(t0 + (k + 1) * binNs).toFixed(1)},${y(v).toFixed(1)}`); });
       out.push(`<polyline class="rate" data-series="${name}" fill="none" stroke="${c}" stroke-width="1.5" points="${pts.join(" ")}"><title>${name}s per second</title></polyline>`);
     });
     out.push("</svg>");
-    $("throughput-box").innerHTML = `<div class="legend">${series.map(([n, , c]) => `<span><i class="sw" style="background:${c}"></i>${n}s/s</span>`).join("")}</div>${out.join("")}
+    const faultKey = D.faults.length ? `<span><i class="sw" style="background:#ef6c00"></i>faults (${D.faults.length}; their heals lighter)</span>` : "";
+    $("throughput-box").innerHTML = `<div class="legend">${series.map(([n, , c]) => `<span><i class="sw" style="background:${c}"></i>${n}s/s</span>`).join("")}${faultKey}</div>${out.join("")}
       <p class="muted">Rates over ${nbins} equal time bins of ${(binNs / 1e9).toFixed(3)}s; every event of the trace is counted, drawn or not.</p>`;
   }
 

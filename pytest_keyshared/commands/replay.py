@@ -209,6 +209,12 @@ def _write_report(result: Any) -> None:
 
     try:
         title = f"keyshared replay: {result.scenario} on {result.target}, seed {result.seed}"
-        write_report(result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict, title=title)
+        write_report(
+            result.trace_path,
+            result.artifacts_dir / REPORT_NAME,
+            result.verdict,
+            title=title,
+            writer="keyshared replay",
+        )
     except Exception as exc:  # the tally stands; the page is a convenience
         print(f"keyshared replay: no report for {result.trace_path}: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         from pytest_keyshared.commands.check import check_file
 
         verdict = check_file(trace, profile=args.profile).to_json()
-    written = write_report(trace, out, verdict)
+    written = write_report(trace, out, verdict, writer="keyshared report")
     # the verdict drawn, as `keyshared check` words it: the exit code (1 for violations) is the verdict's
     print(verdict_headline(verdict))
     print(f"report: {written}")

@@ -128,7 +128,9 @@ def _write_report(result: Any) -> Path | None:
 
     try:
         title = f"keyshared run: {result.scenario} on {result.target}, seed {result.seed}"
-        return write_report(result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict, title=title)
+        return write_report(
+            result.trace_path, result.artifacts_dir / REPORT_NAME, result.verdict, title=title, writer="keyshared run"
+        )
     except Exception as exc:  # the run's verdict stands; the page is a convenience
         print(f"keyshared run: no report: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None

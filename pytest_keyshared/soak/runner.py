@@ -866,7 +866,9 @@ class _SoakRun(_Run):
         title = f"keyshared soak: {self.target_name}, {bound}, seed {plan.seed}"
         try:
             with self.interrupts.breakable():
-                return write_report(result.trace_path, self.out_dir / REPORT_NAME, result.verdict, title=title)
+                return write_report(
+                    result.trace_path, self.out_dir / REPORT_NAME, result.verdict, title=title, writer="keyshared soak"
+                )
         except KeyboardInterrupt:
             notes.append("no report page: stopped (Ctrl-C)")
         except Exception as exc:  # the soak's verdict stands; the page is a convenience

@@ -67,6 +67,53 @@ def overlap_builder() -> TraceBuilder:
     return b
 
 
+def many_violations_builder(keys: int = 17, later: int = 4) -> tuple[TraceBuilder, str]:
+    """136 violations (the issue's run): c1 holds one message of each of 17 keys while c2, the owner the selector
+    names after it joins, receives 4 later messages of each (key_overlap and out_of_order, 4 per key each).
+
+    Also a clean key at the right end of the hash line (c1's); returns the builder and that key.
+    """
+    from reference_model.selectors import ConsumerRef, make_selector
+
+    header = TraceHeader(
+        target="hand-written",
+        subscription=SubscriptionSpec("s"),
+        pulsar_version="4.0",
+        selector=SelectorSpec("auto-split", "4.0"),
+        seed=1,
+    )
+    probe = make_selector("auto-split", "4.0")
+    probe.add(ConsumerRef("c1", 0))
+    probe.add(ConsumerRef("c2", 2 * keys + 4))  # the index of c2's open below
+
+    def owner(key: str) -> str:
+        ref = probe.select_key(key.encode())
+        return "" if ref is None else ref.name
+
+    names = [k for k in (f"key-{n:03d}" for n in range(400)) if owner(k) == "c2"][:keys]
+    edge = max((f"edge-{n}" for n in range(400)), key=lambda k: probe.slot_of(k.encode()))
+    b = TraceBuilder(header)
+    b.open("c1")
+    for n, key in enumerate(names):
+        b.publish(key, f"1:{n}"), b.receive("c1", key, f"1:{n}")
+    b.publish(edge, "3:0"), b.receive("c1", edge, "3:0"), b.ack("c1", "3:0", key=edge)
+    b.open("c2")
+    assert b.events[-1].i == 2 * keys + 4
+    for m in range(later):
+        for n, key in enumerate(names):
+            msg = f"2:{m * keys + n}"
+            b.publish(key, msg), b.receive("c2", key, msg), b.ack("c2", msg, key=key)
+    for n, key in enumerate(names):
+        b.ack("c1", f"1:{n}", key=key)
+    b.end(drained=True)
+    return b, edge
+
+
+@pytest.fixture
+def many_violations_trace(tmp_path: Path) -> Path:
+    return many_violations_builder()[0].write(tmp_path / "many.jsonl")
+
+
 @pytest.fixture
 def overlap_trace(tmp_path: Path) -> Path:
     return overlap_builder().write(tmp_path / "trace.jsonl")

@@ -114,8 +114,87 @@ def test_keyshared_run_writes_a_report_beside_the_trace(tmp_path: Path, open_pag
     assert code == 0
     page = open_page(out / "report.html")
     assert page.inner_text("#verdict-badge") == "VALID"
+    assert page.inner_text("#writer") == "keyshared run"  # the subtitle names the command that wrote it
     assert page.locator("#timeline-svg rect.hold").count() >= 200
     assert {g.get_attribute("data-consumer") for g in page.locator("#ranges-svg g.owner").all()} == {"c1", "c2"}
+
+
+def _top(page: Any, selector: str) -> float:
+    return float(page.eval_on_selector(selector, "e => e.getBoundingClientRect().top + window.scrollY"))
+
+
+def test_a_run_with_136_violations_is_a_short_page_with_the_charts_first(
+    tmp_path: Path, open_page: Any, artifact_dir: Path
+) -> None:
+    from tests.report.conftest import many_violations_builder
+
+    builder, edge = many_violations_builder()
+    trace = builder.write(tmp_path / "trace.jsonl")
+    verdict = check_trace(trace)
+    assert len(verdict.violations) == 136
+    page = open_page(write_report(trace, tmp_path / "report.html", verdict, writer="keyshared run"))
+    page.screenshot(path=str(artifact_dir / "136-violations.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollHeight") < 6000  # it was 44,000 px with every card open
+    assert page.inner_text("#subtitle").endswith("written by pytest-keyshared (keyshared run)")
+    first_card = _top(page, "article.violation")
+    for chart in ("#timeline-svg", "#ranges-svg", "#throughput-svg"):
+        assert _top(page, chart) < first_card, chart
+
+    groups = page.locator("details.vgroup")
+    assert groups.count() == 34
+    assert page.locator("details.vgroup[open]").count() == 2  # the first key of each kind
+    assert page.locator("article.violation:visible").count() == 2
+    assert {g.get_attribute("data-count") for g in groups.all()} == {"4"}
+    assert "(136 in 34 groups by kind and key)" in page.inner_text("#toc")
+    assert page.locator("details.vgroup:visible").count() == 20  # 10 lines a kind, then one "more" line
+    assert page.locator("details.vkeys > summary").all_inner_texts() == [
+        "7 more groups of key_overlap, 28 violations",
+        "7 more groups of out_of_order, 28 violations",
+    ]
+    folded = page.locator("details.vgroup:not([open])").first
+    assert "×4" in folded.locator("summary").inner_text()
+
+    # a witness on the timeline opens its folded group and brings back its explanation (the last group's
+    # violation is drawn last: its marker is the one on top where two violations share a witness)
+    last_folded = page.locator("details.vgroup:not([open])").last
+    kind, key = last_folded.get_attribute("data-kind"), last_folded.get_attribute("data-key") or ""
+    folded = page.locator(f'details.vgroup[data-kind="{kind}"][data-key="{key}"]')  # stays put once opened
+    n = int(folded.locator("article.violation").first.get_attribute("data-v") or -1)
+    last = max(int((a.text_content() or "E-1")[1:]) for a in page.locator(f"#v-{n} a.wit").all())  # "E123"
+    page.click(f'#timeline-svg .witness[data-v="{n}"][data-i="{last}"]')
+    assert folded.get_attribute("open") is not None  # and the "more groups" line it is in
+    assert _in_viewport(page, f"#v-{n} h3")
+    assert key in page.inner_text(f"#v-{n} h3")
+
+    # every key label on the hash line lies inside the chart, the last one (the clean key at the end) too
+    width = float(page.get_attribute("#ranges-svg", "width") or 0)
+    boxes = page.eval_on_selector_all(
+        "#ranges-svg text.keylabel",
+        "ts => ts.map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.x + b.width]; })",
+    )
+    assert boxes and boxes[-1][0] == edge
+    assert all(left >= 0 and right <= width for _, left, right in boxes), (width, boxes[-3:])
+
+
+def test_a_soak_page_shows_its_faults_on_the_timeline_and_the_throughput(tmp_path: Path, open_page: Any) -> None:
+    from conformance.trace import TraceBuilder
+
+    b = TraceBuilder()
+    b.open("c1"), b.open("c2")
+    for n in range(40):
+        key, msg = f"k{n % 5}", f"1:{n}"
+        b.publish(key, msg), b.receive("c1" if n % 2 else "c2", key, msg), b.ack("c1" if n % 2 else "c2", msg, key=key)
+        if n == 20:
+            b.add("fault", fault="net_partition", consumers=["c2"])
+            b.add("fault", fault="net_partition_heal", consumers=["c2"])
+    b.end(drained=True)
+    trace = b.write(tmp_path / "trace.jsonl")
+    page = open_page(write_report(trace, tmp_path / "report.html", writer="keyshared soak"))
+    assert page.locator("#timeline-svg .fault-mark").count() == 2
+    assert "net_partition c2" in (page.text_content("#timeline-svg") or "")
+    assert page.locator("#throughput-svg line.tfault").count() == 2
+    assert page.locator("#throughput-svg line.tfault.heal").count() == 1
+    assert page.locator("#throughput-svg polyline.rate").count() == 3
 
 
 @pytest.mark.broker
@@ -127,6 +206,9 @@ def test_suite_index_on_pulsar_lite_links_each_case_to_its_page(
     for name in list(os.environ):
         if name.startswith("KEYSHARED_"):
             monkeypatch.delenv(name)
+    # the subprocess runs in pytester's directory: import this checkout, not whichever one is installed
+    checkout = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
     result = pytester.runpytest_subprocess(
         "-p", "pytest_keyshared", "--pyargs", "conformance", "-k", "join-while-pending or steady-state",
         "--keyshared-seed=3", "--keyshared-report=pages", "-p", "no:cacheprovider",
@@ -144,6 +226,7 @@ def test_suite_index_on_pulsar_lite_links_each_case_to_its_page(
     rows["builtin/join-while-pending"].locator("a").first.click()
     index.wait_for_selector("body[data-ready='1']", state="attached")
     assert index.inner_text("#verdict-badge") == "INVALID"
+    assert index.inner_text("#writer") == "pytest --keyshared-report"
     assert "key_overlap" in index.inner_text("#counts")
     assert {g.get_attribute("data-consumer") for g in index.locator("#ranges-svg g.owner").all()} >= {"c1", "c2"}
     index.screenshot(path=str(artifact_dir / "join-while-pending.png"), full_page=False)

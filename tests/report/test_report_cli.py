@@ -43,6 +43,7 @@ def test_report_draws_a_given_verdict_without_checking_again(overlap_trace: Path
     page = _page_data(overlap_trace.with_name("report.html"))  # default: beside the trace
     assert page["verdict"]["profile"] == "lenient" and page["verdict"]["valid"] is True
     assert all(v["allowed"] for v in page["violations"]) and len(page["violations"]) == 5
+    assert page["writer"] == "keyshared report"  # the page's subtitle names the command
 
 
 def test_a_valid_trace_exits_0(tmp_path: Path) -> None:
@@ -88,6 +89,7 @@ def test_replay_writes_a_report_per_run(tmp_path: Path) -> None:
     pages = sorted(p.relative_to(out).as_posix() for p in out.glob("run-*/report.html"))
     assert pages == ["run-001/report.html", "run-002/report.html"]
     assert _page_data(out / "run-001" / "report.html")["verdict"]["valid"] is True
+    assert _page_data(out / "run-001" / "report.html")["writer"] == "keyshared replay"
 
 
 def test_index_rows_and_file_names(tmp_path: Path) -> None:

@@ -194,3 +194,106 @@ def test_a_trace_without_header_is_drawn_under_the_default_contract(tmp_path: Pa
     page = _data(path)
     assert page["header"]["target"] == "unknown" and page["verdict"]["valid"] is True
     assert page["consumers"] == ["c1"] and page["ranges"]["periods"] == []
+
+
+def _groups_of(data: dict) -> dict[tuple[str, str | None], dict]:
+    return {(kind["kind"], g["key"]): g for kind in data["groups"] for g in kind["groups"]}
+
+
+def test_violations_are_grouped_by_kind_and_key_with_counts_and_the_first_few_open(
+    many_violations_trace: Path,
+) -> None:
+    data = _data(many_violations_trace)
+    assert [(k["kind"], k["count"], k["keys"]) for k in data["groups"]] == [
+        ("key_overlap", 68, 17),
+        ("out_of_order", 68, 17),
+    ]
+    groups = _groups_of(data)
+    assert len(groups) == 34 and {g["count"] for g in groups.values()} == {4}
+    assert sorted(n for g in groups.values() for n in g["ids"]) == list(range(136))  # each card in one group
+    for (kind, key), g in groups.items():
+        assert all(data["violations"][n]["kind"] == kind and data["violations"][n]["key"] == key for n in g["ids"])
+        assert g["consumers"] == ["c1", "c2"] or g["consumers"] == ["c2", "c1"]
+        assert g["first"] == min(i for n in g["ids"] for i in data["violations"][n]["events"])
+    # the first group of each kind shows its first card; the other 32 are one folded line each, of which a
+    # kind's first 10 are lines of their own and the other 7 fold into one line
+    assert [g["shown"] for k in data["groups"] for g in k["groups"]] == ([1] + [0] * 16) * 2
+    assert [k["lines"] for k in data["groups"]] == [10, 10]
+
+
+def test_groups_count_the_violations_beyond_the_listed_ones(
+    many_violations_trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conformance.report.data as report_data
+
+    monkeypatch.setattr(report_data, "MAX_VIOLATIONS", 100)
+    data = _data(many_violations_trace)
+    assert len(data["violations"]) == 100
+    assert sum(k["count"] for k in data["groups"]) == 136  # folded with the counts of all of them
+    assert sum(len(g["ids"]) for g in _groups_of(data).values()) == 100
+    assert any("36 more violation(s)" in s for s in data["summarised"])
+
+
+def test_failing_kinds_come_before_permitted_ones_and_a_short_list_is_all_open() -> None:
+    from conformance.report.data import OPEN_KINDS, SMALL_VIOLATIONS, group_violations
+
+    found = [{"kind": "duplicate_publish", "key": None, "events": [1], "allowed": True}]
+    found += [{"kind": f"kind{n}", "key": f"k{n % 2}", "events": [n + 2], "consumers": ["c1"]} for n in range(8)]
+    kinds = group_violations(found, listed=len(found))
+    assert [k["kind"] for k in kinds][-1] == "duplicate_publish"  # permitted: last, though it came first
+    shown = [k["groups"][0]["shown"] for k in kinds]
+    assert shown == [1] * OPEN_KINDS + [0] * (8 - OPEN_KINDS) + [0]
+    assert kinds[-1]["keys"] == 0 and kinds[-1]["groups"][0]["key"] is None
+    assert [k["lines"] for k in kinds] == [1] * 9  # one group each: no "more groups" line
+    short = group_violations(found[: SMALL_VIOLATIONS - 1] * 1, listed=SMALL_VIOLATIONS - 1)
+    assert all(g["shown"] == len(g["ids"]) for k in short for g in k["groups"])
+    only_allowed = group_violations(found[:1] * (SMALL_VIOLATIONS + 1), listed=SMALL_VIOLATIONS + 1)
+    assert only_allowed[0]["groups"][0]["shown"] == 1  # nothing fails: the permitted kind is opened
+
+
+def test_faults_are_named_on_the_page_from_json_lines_and_parquet(overlap_trace: Path, tmp_path: Path) -> None:
+    from conformance.report.faults import fault_names
+
+    data = _data(overlap_trace)
+    assert [[f[0], f[2], f[3]] for f in data["faults"]] == [[17, "broker_restart", []]]
+    assert [m[3] for m in data["global"] if m[1] == "fault"] == ["broker_restart"]
+    parquet = convert_to_parquet(overlap_trace, tmp_path / "trace.parquet")
+    assert _data(parquet)["faults"] == data["faults"]
+    assert fault_names(open_trace(parquet), {17, 3}) == {17: "broker_restart"}
+
+
+def test_a_soak_trace_directory_shows_its_faults_and_names_keyshared_soak(tmp_path: Path) -> None:
+    """A soak writes a directory of Parquet chunks; a fault touching consumers is named with them."""
+    import pyarrow.parquet as pq
+
+    from pytest_keyshared.report import write_report
+
+    b = TraceBuilder(TraceHeader(target="t", subscription=SubscriptionSpec("s")))
+    b.open("c1"), b.publish("a", "1:0"), b.receive("c1", "a", "1:0")
+    b.add("fault", fault="net_partition", consumers=["c1"])
+    b.add("fault", fault="net_partition_heal", consumers=["c1"])
+    b.receive("c1", "a", "1:0", redelivery_count=1), b.ack("c1", "1:0", key="a"), b.end(drained=True)
+    whole = convert_to_parquet(b.write(tmp_path / "t.jsonl"), tmp_path / "t.parquet")
+    table = pq.read_table(whole)
+    chunks = tmp_path / "soak" / "trace"
+    chunks.mkdir(parents=True)
+    meta = table.schema.metadata
+    pq.write_table(table.slice(0, 4).replace_schema_metadata(meta), chunks / "part-000000.parquet")
+    pq.write_table(table.slice(4).replace_schema_metadata(meta), chunks / "part-000001.parquet")
+    data = build_report_data(open_trace(chunks), check_trace(chunks).to_json())
+    assert [[f[0], f[2], f[3]] for f in data["faults"]] == [
+        [3, "net_partition", ["c1"]],
+        [4, "net_partition_heal", ["c1"]],
+    ]
+    assert [m[3] for m in data["global"] if m[1] == "fault"] == ["net_partition c1", "net_partition_heal c1"]
+    page = write_report(chunks, tmp_path / "soak" / "report.html").read_text()
+    assert '<code id="writer">keyshared soak</code>' in page
+
+
+def test_the_subtitle_names_the_command_that_wrote_the_page(overlap_trace: Path) -> None:
+    verdict = check_trace(overlap_trace).to_json()
+    page = render_html(build_report_data(open_trace(overlap_trace), verdict, writer="keyshared run"))
+    assert 'written by pytest-keyshared (<code id="writer">keyshared run</code>)' in page
+    assert "keyshared report" not in page.split("<body>", 1)[1].split("<script", 1)[0]  # nor in the title
+    anonymous = render_html(build_report_data(open_trace(overlap_trace), verdict))
+    assert 'id="writer"' not in anonymous.split("<script", 1)[0]
