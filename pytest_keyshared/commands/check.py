@@ -53,7 +53,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="parts a trace is split into on Spark (default: 1 below 200k events, else the cores Spark has)",
+        help="parts a trace is split into on Spark (default: chosen by the trace's size and the executors'"
+        " memory, at least the cores Spark has; 1 below 200k events where it fits)",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="a Spark setting for --engine spark, as spark-submit --conf (repeatable), e.g. spark.driver.memory=8g",
     )
     parser.add_argument(
         "--max-examples", type=int, default=5, metavar="N", help="explanations shown per kind (default 5)"
@@ -67,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.spark_parts is not None and args.spark_parts < 1:
         raise InvalidArgument(f"--spark-parts must be at least 1, not {args.spark_parts}")
+    from pytest_keyshared.commands._spark_args import parse_spark_conf
+
+    spark_conf = parse_spark_conf(getattr(args, "spark_conf", None))
     look_at(args.trace)
     # the `keyshared` program checking on the Python engine: the process ends after the verdict
     alone = bool(getattr(args, "whole_process", False)) and args.engine == "python"
@@ -83,11 +94,14 @@ def run(args: argparse.Namespace) -> int:
             spark_master=args.spark_master,
             parts=args.spark_parts,
             keep=kept,
+            spark_conf=spark_conf,
         )
         if args.json:
             print(verdict.to_json_text())
         else:
             print(verdict.render(max_per_kind=max(args.max_examples, 0)))
+            if "part_choice" in verdict.extra:
+                print(f"Spark parts: {verdict.extra['part_choice']['reason']}")
         return verdict_exit(verdict)
     finally:
         if kept is not None:
@@ -135,27 +149,49 @@ def check_file(
     spark_master: str = "local[*]",
     parts: int | None = None,
     keep: list[Any] | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> Any:
     """The verdict on a stored trace, as every command that judges a file gives it.
 
     A file with no header and no events is refused (:class:`TraceFormatError`, exit 2); a header without events
     is ``unknown``; anything else is judged by ``engine``.  With Spark, a URI only Spark reads goes straight to it.
     ``keep``: on the Python engine, a list the checker is appended to (:func:`~conformance.checks.api.check_source`).
+    ``spark_conf``: Spark settings over this project's (``--spark-conf``).  Running out of memory is
+    :class:`~pytest_keyshared.commands._out_of_memory.OutOfMemory` (one line, exit 3), on either engine.
     """
     from conformance.checks import check_trace, get_profile
     from conformance.trace.reader import open_trace
 
     chosen = None if profile is None else get_profile(profile)
     if engine == "spark" and _remote(str(trace)):
-        return _check_on_spark(str(trace), chosen, spark_master, parts)
+        return _check_on_spark(str(trace), chosen, spark_master, parts, spark_conf)
     source = open_trace(_local(str(trace)))
     if not _holds_events(source):
         return _nothing_to_judge(check_trace(source, profile=chosen, engine="python"))
     if engine == "spark":
-        return _check_on_spark(source, chosen, spark_master, parts)
-    from conformance.checks.api import check_source
+        return _check_on_spark(source, chosen, spark_master, parts, spark_conf)
+    return _check_on_python(source, chosen, keep)
 
-    return check_source(source, chosen, keep=keep)
+
+def _check_on_python(source: Any, profile: Any, keep: list[Any] | None) -> Any:
+    """The Python engine's verdict; a check that ran out of memory (raised, or recorded as a check's crash) is
+    :class:`OutOfMemory` naming how far it got and the Spark command that splits the trace."""
+    from conformance.checks.api import check_source
+    from pytest_keyshared.commands import _out_of_memory as oom
+
+    held: list[Any] = keep if keep is not None else []
+    try:
+        verdict = check_source(source, profile, keep=held)
+    except MemoryError as exc:  # pyarrow's ArrowMemoryError too
+        what, done = f"{type(exc).__name__}: {exc}", oom.events_checked(held[-1]) if held else None
+        held.clear()  # the checker's state: room for the message
+        raise oom.on_python(str(source.path), what, done, _events_in(source)) from None
+    crash = oom.crashed_for_memory(held[-1]) if held else None
+    if crash is not None:
+        done = oom.events_checked(held[-1])
+        held.clear()
+        raise oom.on_python(str(source.path), crash, done, _events_in(source))
+    return verdict
 
 
 def _holds_events(source: Any) -> bool:
@@ -273,7 +309,9 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
     return wait
 
 
-def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -> Any:
+def _check_on_spark(
+    source: Any, profile: Any, master: str, parts: int | None, user_conf: dict[str, str] | None = None
+) -> Any:
     from conformance.spark import build_session, check_with_spark
     from conformance.spark.session import build_context, stop
     from conformance.trace.reader import FastPathUnavailable
@@ -293,23 +331,31 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
             for _ in source.events():
                 pass
     # a large trace is validated by the Spark tasks, each reading it (a malformed one fails with the reader's error)
-    if parts is None and small:
-        parts = 1
-    planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, parts or _cores(master))
+    user_conf = user_conf or {}
+    guess = parts or _parts_before_start(master, events, small, user_conf)
+    planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, guess)
     try:
         # a trace the tasks read needs Spark Core only (no SQL session: seconds less to start); the JVM idles
         if isinstance(source, str):
-            spark = build_session(master, class_cache=True)
+            spark = build_session(master, class_cache=True, user_conf=user_conf)
         else:
-            spark = build_context(master, class_cache=True)
+            spark = build_context(master, class_cache=True, user_conf=user_conf)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     try:
-        if columnar:
-            plan = planning(spark) if planning is not None else None
-            verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
-        else:
-            verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header, parts=parts)
+        choice = _chosen_parts(spark, master, parts, events, small, user_conf)
+        parts = choice.parts
+        try:
+            if columnar:
+                plan = planning(spark) if planning is not None else None
+                verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
+            else:
+                events_ = list(source.events())
+                verdict = check_with_spark(events_, profile, spark=spark, header=source.header, parts=parts)
+        except Exception as exc:
+            _raise_if_out_of_memory(exc, source, choice, master)
+            raise
+        verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
         if isinstance(source, str):
             return verdict
         from conformance.checks.api import with_event_checks
@@ -318,3 +364,43 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None) -
     finally:
         stop(spark)
         sys.stdout.flush()
+
+
+def _parts_before_start(master: str, events: int | None, small: bool, user_conf: dict[str, str]) -> int | None:
+    """The part count a local master will be given (:mod:`conformance.spark.parts`), known before its JVM starts
+    (the plan made meanwhile is for it); None for a cluster's (its cores are known once it runs)."""
+    from conformance.spark.parts import choose_parts, defaults_file_keys, spark_memory
+    from conformance.spark.session import session_config
+
+    cores = _cores(master)
+    if cores is None:
+        return None
+    conf = {**session_config(master, small=True), **user_conf}
+    memory, source = spark_memory(conf, master, user_keys=set(user_conf) | defaults_file_keys())
+    return choose_parts(events, memory, cores, small=small, memory_from=source).parts
+
+
+def _chosen_parts(
+    spark: Any, master: str, given: int | None, events: int | None, small: bool, user_conf: dict[str, str]
+) -> Any:
+    """The part count for this run and why (``extra.part_choice``): ``--spark-parts`` if given, else by memory."""
+    from conformance.spark.parts import PartChoice, choose_for_context, defaults_file_keys
+
+    context = getattr(spark, "sparkContext", spark)
+    keys = set(user_conf) | defaults_file_keys()
+    chosen = choose_for_context(context, master, events, small=small, user_keys=keys)
+    if given is None:
+        return chosen
+    return PartChoice(
+        given, "given", events, chosen.memory_bytes, chosen.memory_from, chosen.tasks_per_executor, chosen.cores
+    )
+
+
+def _raise_if_out_of_memory(exc: BaseException, source: Any, choice: Any, master: str) -> None:
+    """A Spark job that died for memory is :class:`OutOfMemory` (one line: what died, the parts, what to do)."""
+    from pytest_keyshared.commands import _out_of_memory as oom
+
+    meaning = oom.spark_memory_failure(exc)
+    if meaning is not None:
+        trace = source if isinstance(source, str) else str(source.path)
+        raise oom.on_spark(trace, meaning, choice, master) from None
