@@ -81,7 +81,9 @@ class PartChoice:
         fits = (
             f"{self.events:,} events at {SPARK_BYTES_PER_EVENT} bytes each, {share:,} per part; "
             f"{format_bytes(self.memory_bytes)} per executor ({self.memory_from}) over {self.tasks_per_executor} "
-            f"task{'s' if self.tasks_per_executor != 1 else ''} at once is {format_bytes(per_task)} per task"
+            f"task{'s' if self.tasks_per_executor != 1 else ''} at once is {format_bytes(per_task)} per task,"
+            f" {format_bytes(max(0, per_task - TASK_OVERHEAD_BYTES))} of it for its share after"
+            f" {format_bytes(TASK_OVERHEAD_BYTES)} for the worker"
         )
         why = {
             "memory": "chosen by memory",
