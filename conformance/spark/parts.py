@@ -72,7 +72,7 @@ class PartChoice:
     def reason(self) -> str:
         """One sentence: what was chosen and from what."""
         if self.by == "given":
-            return f"{self.parts} parts, as given (--spark-parts)"
+            return f"{self.parts} part{'s' if self.parts != 1 else ''}, as given (--spark-parts)"
         head = f"{self.parts} part{'s' if self.parts != 1 else ''}"
         if self.events is None or self.memory_bytes is None:
             return f"{head}, the cores Spark has ({self.cores}): the trace's size or the memory is not known"

@@ -82,14 +82,18 @@ def spark_memory_failure(exc: BaseException) -> str | None:
 
 
 def on_spark(trace: str, meaning: str, choice: Any, master: str) -> OutOfMemory:
-    """The error for the Spark engine: what died, the parts it ran with, and the settings that give it room."""
+    """The error for the Spark engine: what died, the parts it ran with and why (``choice``, a
+    :class:`~conformance.spark.parts.PartChoice`), and the settings that give it room: more memory (the setting
+    the choice read, else the executors' memory), which the part count follows, or more parts."""
     parts = getattr(choice, "parts", None)
-    ran = f" with {parts} parts ({choice.reason()})" if choice is not None else ""
-    memory_key = "spark.driver.memory" if master.strip().startswith("local") else "spark.executor.memory"
-    more = f" --spark-parts {2 * parts}" if parts else " --spark-parts N (more than the cores)"
+    ran = f"; it ran {choice.reason()}" if choice is not None else ""
+    memory_key = getattr(choice, "memory_from", "")
+    if not memory_key.startswith("spark."):
+        memory_key = "spark.driver.memory" if master.strip().startswith("local") else "spark.executor.memory"
+    more = f"--spark-parts {2 * parts}" if parts else "--spark-parts N (more than the cores)"
     command = f"keyshared check {shlex.quote(trace)} --engine spark --spark-master {shlex.quote(master)}"
+    follows = "" if getattr(choice, "by", "") == "given" else ", which the part count follows"
     return OutOfMemory(
-        f"Spark ran out of memory checking {trace}{ran}: {meaning}. Give its executors more memory, which the"
-        f" part count then follows ({command} --spark-conf {memory_key}=8g), or split it into more parts"
-        f" ({command}{more})"
+        f"Spark ran out of memory checking {trace}: {meaning}{ran}. Give it more memory{follows}"
+        f" ({command} --spark-conf {memory_key}=8g), or split the trace into more parts ({command} {more})"
     )

@@ -104,9 +104,15 @@ def test_spark_failures_for_memory_are_recognised(text: str, meaning: str | None
 
 
 def test_the_spark_message_names_the_parts_and_the_settings() -> None:
-    from conformance.spark.parts import choose_parts
+    from conformance.spark.parts import PartChoice, choose_parts
 
-    choice = choose_parts(100_000_000, 4 * 2**30, 2, memory_from="spark.driver.memory")
-    text = str(on_spark("/t.parquet", "a Python worker ran out of memory (MemoryError)", choice, "local[2]"))
-    assert f"with {choice.parts} parts" in text
-    assert "--spark-conf spark.driver.memory=8g" in text and f"--spark-parts {2 * choice.parts}" in text
+    worker = "a Python worker ran out of memory (MemoryError)"
+    choice = choose_parts(100_000_000, 4 * 2**30, 2, memory_from="spark.executor.pyspark.memory")
+    text = str(on_spark("/t.parquet", worker, choice, "local[2]"))
+    assert f"it ran {choice.parts} parts, chosen by memory: 100,000,000 events" in text
+    assert "which the part count follows" in text and "--spark-conf spark.executor.pyspark.memory=8g" in text
+    assert f"--spark-parts {2 * choice.parts}" in text
+    given = PartChoice(3, "given", 1000, None, "available on this machine", 2, 2)
+    text = str(on_spark("/t.parquet", worker, given, "spark://h:7077"))
+    assert "it ran 3 parts, as given (--spark-parts)" in text and "part count follows" not in text
+    assert "--spark-conf spark.executor.memory=8g" in text and "--spark-parts 6" in text
