@@ -34,6 +34,7 @@ __all__ = [
     "PartChoice",
     "choose_for_context",
     "choose_parts",
+    "defaults_file_settings",
     "format_bytes",
     "parse_memory",
     "spark_memory",
@@ -193,21 +194,25 @@ def available_memory() -> int:
         return 1024 * _MIB
 
 
-def defaults_file_keys() -> set[str]:
-    """The keys ``$SPARK_CONF_DIR/spark-defaults.conf`` sets (the settings a Spark user keeps there)."""
+def defaults_file_settings() -> dict[str, str]:
+    """The settings ``$SPARK_CONF_DIR/spark-defaults.conf`` holds (a Java properties file: ``key value``,
+    ``key=value`` or ``key: value``; ``#`` and ``!`` start comments), where a Spark user keeps theirs."""
     directory = os.environ.get("SPARK_CONF_DIR")
     if not directory:
-        return set()
-    keys: set[str] = set()
+        return {}
+    settings: dict[str, str] = {}
     try:
         with open(os.path.join(directory, "spark-defaults.conf"), encoding="utf-8") as fh:
             for line in fh:
-                words = line.split(None, 1)
-                if words and not words[0].startswith("#"):
-                    keys.add(words[0].split("=", 1)[0])
+                text = line.strip()
+                if not text or text[0] in "#!":
+                    continue
+                m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)", text)
+                if m is not None:
+                    settings[m.group(1)] = m.group(2).strip()
     except OSError:
-        return set()
-    return keys
+        return {}
+    return settings
 
 
 def choose_for_context(

@@ -331,7 +331,7 @@ def _check_on_spark(
             for _ in source.events():
                 pass
     # a large trace is validated by the Spark tasks, each reading it (a malformed one fails with the reader's error)
-    user_conf = user_conf or {}
+    user_conf = _with_memory_defaults(user_conf or {})
     guess = parts or _parts_before_start(master, events, small, user_conf)
     planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, guess)
     try:
@@ -369,14 +369,14 @@ def _check_on_spark(
 def _parts_before_start(master: str, events: int | None, small: bool, user_conf: dict[str, str]) -> int | None:
     """The part count a local master will be given (:mod:`conformance.spark.parts`), known before its JVM starts
     (the plan made meanwhile is for it); None for a cluster's (its cores are known once it runs)."""
-    from conformance.spark.parts import choose_parts, defaults_file_keys, spark_memory
+    from conformance.spark.parts import choose_parts, spark_memory
     from conformance.spark.session import session_config
 
     cores = _cores(master)
     if cores is None:
         return None
     conf = {**session_config(master, small=True), **user_conf}
-    memory, source = spark_memory(conf, master, user_keys=set(user_conf) | defaults_file_keys())
+    memory, source = spark_memory(conf, master, user_keys=set(user_conf))
     return choose_parts(events, memory, cores, small=small, memory_from=source).parts
 
 
@@ -384,11 +384,10 @@ def _chosen_parts(
     spark: Any, master: str, given: int | None, events: int | None, small: bool, user_conf: dict[str, str]
 ) -> Any:
     """The part count for this run and why (``extra.part_choice``): ``--spark-parts`` if given, else by memory."""
-    from conformance.spark.parts import PartChoice, choose_for_context, defaults_file_keys
+    from conformance.spark.parts import PartChoice, choose_for_context
 
     context = getattr(spark, "sparkContext", spark)
-    keys = set(user_conf) | defaults_file_keys()
-    chosen = choose_for_context(context, master, events, small=small, user_keys=keys)
+    chosen = choose_for_context(context, master, events, small=small, user_keys=set(user_conf))
     if given is None:
         return chosen
     return PartChoice(
@@ -404,3 +403,20 @@ def _raise_if_out_of_memory(exc: BaseException, source: Any, choice: Any, master
     if meaning is not None:
         trace = source if isinstance(source, str) else str(source.path)
         raise oom.on_spark(trace, meaning, choice, master) from None
+
+
+def _with_memory_defaults(user_conf: dict[str, str]) -> dict[str, str]:
+    """The user's ``--spark-conf`` over the memory settings of their ``SPARK_CONF_DIR/spark-defaults.conf``:
+    those win over the driver memory ``keyshared`` sets (a builder's settings beat the defaults file), and the
+    part count follows them."""
+    from conformance.spark.parts import defaults_file_settings, parse_memory
+    from pytest_keyshared.commands._spark_args import MEMORY_KEYS
+    from reference_model.errors import InvalidArgument
+
+    kept = {key: value for key, value in defaults_file_settings().items() if key in MEMORY_KEYS}
+    for key, value in kept.items():
+        try:
+            parse_memory(value)
+        except ValueError as exc:
+            raise InvalidArgument(f"{key} in $SPARK_CONF_DIR/spark-defaults.conf: {exc}") from None
+    return {**kept, **user_conf}

@@ -13,6 +13,7 @@ from conformance.spark.parts import (
     SPARK_BYTES_PER_EVENT,
     TASK_OVERHEAD_BYTES,
     choose_parts,
+    defaults_file_settings,
     parse_memory,
     spark_memory,
 )
@@ -136,3 +137,29 @@ def test_a_malformed_spark_conf_is_one_line_exit_2(tmp_path: Path, capsys: pytes
         "keyshared check: InvalidArgument: --spark-conf expects KEY=VALUE (as spark-submit --conf),"
         " not 'spark.driver.memory'"
     ]
+
+
+def test_the_memory_settings_of_spark_defaults_conf_count_and_spark_conf_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_keyshared.commands.check import _with_memory_defaults
+
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# mine\nspark.driver.memory   6g\nspark.executor.memory=3g\nspark.ui.enabled: true\n! also a comment\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert defaults_file_settings() == {
+        "spark.driver.memory": "6g",
+        "spark.executor.memory": "3g",
+        "spark.ui.enabled": "true",
+    }
+    assert _with_memory_defaults({"spark.executor.memory": "5g"}) == {
+        "spark.driver.memory": "6g",
+        "spark.executor.memory": "5g",
+    }
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.memory lots\n", encoding="utf-8")
+    with pytest.raises(InvalidArgument, match=r"spark\.driver\.memory in \$SPARK_CONF_DIR/spark-defaults\.conf"):
+        _with_memory_defaults({})
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    assert defaults_file_settings() == {}
