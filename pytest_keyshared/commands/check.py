@@ -342,25 +342,24 @@ def _check_on_spark(
             spark = build_context(master, class_cache=True, user_conf=user_conf)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
+    choice = None
     try:
         choice = _chosen_parts(spark, master, parts, events, small, user_conf)
         parts = choice.parts
-        try:
-            if columnar:
-                plan = planning(spark) if planning is not None else None
-                verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
-            else:
-                events_ = list(source.events())
-                verdict = check_with_spark(events_, profile, spark=spark, header=source.header, parts=parts)
-        except Exception as exc:
-            _raise_if_out_of_memory(exc, source, choice, master)
-            raise
+        if columnar:
+            plan = planning(spark) if planning is not None else None
+            verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
+        else:
+            verdict = check_with_spark(list(source.events()), profile, spark=spark, header=source.header, parts=parts)
         verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
         if isinstance(source, str):
             return verdict
         from conformance.checks.api import with_event_checks
 
         return with_event_checks(verdict, source)
+    except Exception as exc:
+        _raise_if_out_of_memory(exc, source, choice, master)
+        raise
     finally:
         stop(spark)
         sys.stdout.flush()
