@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["build_context", "build_session", "session_config", "stop"]
@@ -79,13 +80,18 @@ def build_session(
     driver_memory: str | None = None,
     small: bool = False,
     class_cache: bool = False,
+    user_conf: Mapping[str, str] | None = None,
 ) -> Any:
     """Start (or join) a SparkSession with this project's settings; the caller stops it (:func:`stop`, which
-    a ``class_cache`` run needs: see :mod:`conformance.spark.class_cache`)."""
+    a ``class_cache`` run needs: see :mod:`conformance.spark.class_cache`).  ``user_conf``: the user's settings
+    (``keyshared check --spark-conf``), applied over this project's."""
     from pyspark.sql import SparkSession
 
     _environment()
-    conf = session_config(master, for_tests=for_tests, driver_memory=driver_memory, small=small)
+    conf = {
+        **session_config(master, for_tests=for_tests, driver_memory=driver_memory, small=small),
+        **(user_conf or {}),
+    }
 
     def start(settings: dict[str, str]) -> Any:
         builder = SparkSession.builder
@@ -99,9 +105,15 @@ def build_session(
     return spark
 
 
-def build_context(master: str = "local[*]", *, driver_memory: str | None = None, class_cache: bool = False) -> Any:
+def build_context(
+    master: str = "local[*]",
+    *,
+    driver_memory: str | None = None,
+    class_cache: bool = False,
+    user_conf: Mapping[str, str] | None = None,
+) -> Any:
     """Start a SparkContext alone, with the settings of :func:`build_session` for traces the engine's tasks
-    read (``small``); the caller stops it (:func:`stop`).
+    read (``small``), and the user's ``user_conf`` over them; the caller stops it (:func:`stop`).
 
     The engine's tasks need Spark Core only.  A SparkSession on top costs seconds more to start (the builder
     applies its settings to the SQL session state, which builds it); ``keyshared check`` starts a session only
@@ -110,7 +122,7 @@ def build_context(master: str = "local[*]", *, driver_memory: str | None = None,
     from pyspark import SparkConf, SparkContext
 
     _environment()
-    conf = session_config(master, driver_memory=driver_memory, small=True)
+    conf = {**session_config(master, driver_memory=driver_memory, small=True), **(user_conf or {})}
     context, cache = _started(
         lambda settings: SparkContext.getOrCreate(SparkConf().setAll(list(settings.items()))), conf, class_cache
     )

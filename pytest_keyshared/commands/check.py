@@ -64,7 +64,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="parts a trace is split into on Spark (default: 1 below 200k events, else the cores Spark has)",
+        help="parts a trace is split into on Spark (default: chosen by the trace's size and the executors'"
+        " memory, at least the cores Spark has; 1 below 200k events where it fits)",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="a Spark setting for --engine spark, as spark-submit --conf (repeatable), e.g. spark.driver.memory=8g",
     )
     parser.add_argument(
         "--max-examples", type=int, default=5, metavar="N", help="explanations shown per kind (default 5)"
@@ -84,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
         from conformance.spark.master import check_master
 
         check_master(args.spark_master)  # a malformed master is bad input, said before the trace is read
+    from pytest_keyshared.commands._spark_args import parse_spark_conf
+
+    spark_conf = parse_spark_conf(getattr(args, "spark_conf", None))
     look_at(args.trace)
     # the `keyshared` program checking on the Python engine: the process ends after the verdict
     alone = bool(getattr(args, "whole_process", False)) and args.engine == "python"
@@ -101,11 +112,14 @@ def run(args: argparse.Namespace) -> int:
             parts=args.spark_parts,
             keep=kept,
             spark_wait=args.spark_wait,
+            spark_conf=spark_conf,
         )
         if args.json:
             print(verdict.to_json_text())
         else:
             print(verdict_summary(verdict, listed_in="--json", max_per_kind=args.max_examples))
+            if "part_choice" in verdict.extra:
+                print(f"Spark parts: {verdict.extra['part_choice']['reason']}")
         return verdict_exit(verdict)
     finally:
         if kept is not None:
@@ -154,6 +168,7 @@ def check_file(
     parts: int | None = None,
     keep: list[Any] | None = None,
     spark_wait: float | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> Any:
     """The verdict on a stored trace, as every command that judges a file gives it.
 
@@ -161,21 +176,42 @@ def check_file(
     is ``unknown``; anything else is judged by ``engine``.  With Spark, a URI only Spark reads goes straight to it.
     ``keep``: on the Python engine, a list the checker is appended to (:func:`~conformance.checks.api.check_source`).
     ``spark_wait``: seconds a cluster master has to answer and give an executor (:mod:`conformance.spark.master`).
+    ``spark_conf``: Spark settings over this project's (``--spark-conf``).  Running out of memory is
+    :class:`~pytest_keyshared.commands._out_of_memory.OutOfMemory` (one line, exit 3), on either engine.
     """
     from conformance.checks import check_trace, get_profile
     from conformance.trace.reader import open_trace
 
     chosen = None if profile is None else get_profile(profile)
     if engine == "spark" and _remote(str(trace)):
-        return _check_on_spark(str(trace), chosen, spark_master, parts, spark_wait)
+        return _check_on_spark(str(trace), chosen, spark_master, parts, spark_wait, spark_conf)
     source = open_trace(_local(str(trace)))
     if not _holds_events(source):
         return _nothing_to_judge(check_trace(source, profile=chosen, engine="python"))
     if engine == "spark":
-        return _check_on_spark(source, chosen, spark_master, parts, spark_wait)
-    from conformance.checks.api import check_source
+        return _check_on_spark(source, chosen, spark_master, parts, spark_wait, spark_conf)
+    return _check_on_python(source, chosen, keep)
 
-    return check_source(source, chosen, keep=keep)
+
+def _check_on_python(source: Any, profile: Any, keep: list[Any] | None) -> Any:
+    """The Python engine's verdict; a check that ran out of memory (raised, or recorded as a check's crash) is
+    :class:`OutOfMemory` naming how far it got and the Spark command that splits the trace."""
+    from conformance.checks.api import check_source
+    from pytest_keyshared.commands import _out_of_memory as oom
+
+    held: list[Any] = keep if keep is not None else []
+    try:
+        verdict = check_source(source, profile, keep=held)
+    except MemoryError as exc:  # pyarrow's ArrowMemoryError too
+        what, done = f"{type(exc).__name__}: {exc}", oom.events_checked(held[-1]) if held else None
+        held.clear()  # the checker's state: room for the message
+        raise oom.on_python(str(source.path), what, done, _events_in(source)) from None
+    crash = oom.crashed_for_memory(held[-1]) if held else None
+    if crash is not None:
+        done = oom.events_checked(held[-1])
+        held.clear()
+        raise oom.on_python(str(source.path), crash, done, _events_in(source))
+    return verdict
 
 
 def _holds_events(source: Any) -> bool:
@@ -293,7 +329,14 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
     return wait
 
 
-def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None, wait_s: float | None = None) -> Any:
+def _check_on_spark(
+    source: Any,
+    profile: Any,
+    master: str,
+    parts: int | None,
+    wait_s: float | None = None,
+    user_conf: dict[str, str] | None = None,
+) -> Any:
     from conformance.spark import check_with_spark
     from conformance.spark.master import DEFAULT_WAIT_S, check_master, probe
     from conformance.spark.session import stop
@@ -317,28 +360,36 @@ def _check_on_spark(source: Any, profile: Any, master: str, parts: int | None, w
                 pass
     probe(master, wait)  # a spark:// master nobody answers at: a target failure, said without starting a JVM
     # a large trace is validated by the Spark tasks, each reading it (a malformed one fails with the reader's error)
-    if parts is None and small:
-        parts = 1
-    planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, parts or _cores(master))
+    user_conf = _with_memory_defaults(user_conf or {})
+    guess = parts or _parts_before_start(master, events, small, user_conf)
+    planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, guess)
     log = _spark_log()
     try:
         # a trace the tasks read needs Spark Core only (no SQL session: seconds less to start); the JVM idles
-        spark = _start_spark(master, log, wait, session=isinstance(source, str))
+        spark = _start_spark(master, log, wait, session=isinstance(source, str), user_conf=user_conf)
     except ImportError:  # pragma: no cover - pyspark is an optional extra
         raise InvalidArgument("--engine spark needs pyspark: pip install 'pytest-keyshared[spark]'") from None
     finished = False
+    choice = None
     try:
         with _spark_failures(master, log):
             from conformance.spark.master import wait_for_executors
 
-            wait_for_executors(spark, master, wait, log)
-            if columnar:
-                plan = planning(spark) if planning is not None else None
-                verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
-            else:
-                verdict = check_with_spark(
-                    list(source.events()), profile, spark=spark, header=source.header, parts=parts
-                )
+            try:
+                wait_for_executors(spark, master, wait, log)
+                choice = _chosen_parts(spark, master, parts, events, small, user_conf)
+                parts = choice.parts
+                if columnar:
+                    plan = planning(spark) if planning is not None else None
+                    verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
+                else:
+                    verdict = check_with_spark(
+                        list(source.events()), profile, spark=spark, header=source.header, parts=parts
+                    )
+            except Exception as exc:  # a job that died for memory: one line saying so, with what to do
+                _raise_if_out_of_memory(exc, source, choice, master)
+                raise
+            verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
         finished = True
         if isinstance(source, str):
             return verdict
@@ -366,8 +417,11 @@ def _spark_log() -> str:
     return path
 
 
-def _start_spark(master: str, log: str, wait_s: float, *, session: bool) -> Any:
-    """The Spark session (a URI only Spark reads) or context (a trace the tasks read), its JVM writing to ``log``."""
+def _start_spark(
+    master: str, log: str, wait_s: float, *, session: bool, user_conf: dict[str, str] | None = None
+) -> Any:
+    """The Spark session (a URI only Spark reads) or context (a trace the tasks read), its JVM writing to ``log``;
+    ``user_conf``: the user's Spark settings over this project's (``--spark-conf``)."""
     from pathlib import Path
 
     from conformance.spark import build_session
@@ -376,8 +430,8 @@ def _start_spark(master: str, log: str, wait_s: float, *, session: bool) -> Any:
 
     def start() -> Any:
         if session:
-            return build_session(master, class_cache=True)
-        return build_context(master, class_cache=True)
+            return build_session(master, class_cache=True, user_conf=user_conf)
+        return build_context(master, class_cache=True, user_conf=user_conf)
 
     try:
         with jvm_output_to(Path(log)):
@@ -433,3 +487,59 @@ def _stopped(exc: BaseException) -> bool:
             "All masters are unresponsive",
         )
     ) or type(exc).__name__ in ("Py4JNetworkError",)
+
+
+def _parts_before_start(master: str, events: int | None, small: bool, user_conf: dict[str, str]) -> int | None:
+    """The part count a local master will be given (:mod:`conformance.spark.parts`), known before its JVM starts
+    (the plan made meanwhile is for it); None for a cluster's (its cores are known once it runs)."""
+    from conformance.spark.parts import choose_parts, spark_memory
+    from conformance.spark.session import session_config
+
+    cores = _cores(master)
+    if cores is None:
+        return None
+    conf = {**session_config(master, small=True), **user_conf}
+    memory, source = spark_memory(conf, master, user_keys=set(user_conf))
+    return choose_parts(events, memory, cores, small=small, memory_from=source).parts
+
+
+def _chosen_parts(
+    spark: Any, master: str, given: int | None, events: int | None, small: bool, user_conf: dict[str, str]
+) -> Any:
+    """The part count for this run and why (``extra.part_choice``): ``--spark-parts`` if given, else by memory."""
+    from conformance.spark.parts import PartChoice, choose_for_context
+
+    context = getattr(spark, "sparkContext", spark)
+    chosen = choose_for_context(context, master, events, small=small, user_keys=set(user_conf))
+    if given is None:
+        return chosen
+    return PartChoice(
+        given, "given", events, chosen.memory_bytes, chosen.memory_from, chosen.tasks_per_executor, chosen.cores
+    )
+
+
+def _raise_if_out_of_memory(exc: BaseException, source: Any, choice: Any, master: str) -> None:
+    """A Spark job that died for memory is :class:`OutOfMemory` (one line: what died, the parts, what to do)."""
+    from pytest_keyshared.commands import _out_of_memory as oom
+
+    meaning = oom.spark_memory_failure(exc)
+    if meaning is not None:
+        trace = source if isinstance(source, str) else str(source.path)
+        raise oom.on_spark(trace, meaning, choice, master) from None
+
+
+def _with_memory_defaults(user_conf: dict[str, str]) -> dict[str, str]:
+    """The user's ``--spark-conf`` over the memory settings of their ``SPARK_CONF_DIR/spark-defaults.conf``:
+    those win over the driver memory ``keyshared`` sets (a builder's settings beat the defaults file), and the
+    part count follows them."""
+    from conformance.spark.parts import defaults_file_settings, parse_memory
+    from pytest_keyshared.commands._spark_args import MEMORY_KEYS
+    from reference_model.errors import InvalidArgument
+
+    kept = {key: value for key, value in defaults_file_settings().items() if key in MEMORY_KEYS}
+    for key, value in kept.items():
+        try:
+            parse_memory(value)
+        except ValueError as exc:
+            raise InvalidArgument(f"{key} in $SPARK_CONF_DIR/spark-defaults.conf: {exc}") from None
+    return {**kept, **user_conf}

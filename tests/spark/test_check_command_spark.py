@@ -60,6 +60,21 @@ def test_check_on_spark_gives_the_python_verdict(
     assert on_spark["engine"] == "spark" and borrowed.stopped
 
 
+def test_the_text_verdict_says_how_many_parts_and_why(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    borrowed = _Borrowed(spark)
+    monkeypatch.setattr("conformance.spark.session.build_context", lambda master, **kw: borrowed)
+    path = convert_to_parquet(_overlap(tmp_path / "t.jsonl"), tmp_path / "t.parquet") or tmp_path / "t.parquet"
+    assert main(["check", str(path), "--engine", "spark", "--spark-master", "local[2]"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("Spark parts:")] == [
+        next(line for line in lines if line.startswith("Spark parts: 1 part, a small trace that fits one part: "))
+    ]
+    assert main(["check", str(path), "--engine", "spark", "--spark-parts", "3"]) == 1
+    assert "Spark parts: 3 parts, as given (--spark-parts)" in capsys.readouterr().out.splitlines()
+
+
 # --- issue 28: a bad --spark-master is one line, bounded, with the JVM's output in a log ------------------------
 
 _ROOT = Path(__file__).resolve().parents[2]
