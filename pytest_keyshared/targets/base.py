@@ -210,6 +210,12 @@ class Target(ABC):
             f" the reference model can (--keyshared-target=model)."
         )
 
+    def at_release(self, spec: str) -> Target | None:
+        """This target at another release (``model:3.0``), to name the known bug that explains a generated
+        program failing here (:mod:`conformance.generated.attribution`): it passes at the release that fixed it.
+        None for a broker that is what it is (every real one); the model overrides this."""
+        return None
+
     def restart_broker(self, *, kill: bool = False) -> None:
         """Stop the broker and start it on the same storage (only with ``capabilities.broker_restart``)."""
         raise UnsupportedByTarget(f"Target {self.name!r} cannot restart its broker.")
