@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutants", help="comma-separated mutant names (default: all)")
     parser.add_argument(
-        "--area", help="only mutants of this area (pip379, classic, dispatch, selectors, dedup, replication)"
+        "--area", help="only mutants of this area (pip379, classic, dispatch, selectors, dedup, replication, client)"
     )
     parser.add_argument("--fast", action="store_true", help="the CI subset, each against the cases that see it")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression: run only these cases")
