@@ -279,7 +279,11 @@ class ModelBroker:
                 f"negative_ack_redelivery_delay_ms must be >= 0 but got {negative_ack_redelivery_delay_ms!r}."
             )
         timeout = unacked_messages_timeout_ms or 0
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or 0 < timeout < MIN_UNACKED_MESSAGES_TIMEOUT_MS:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int)
+            or not (timeout == 0 or timeout >= MIN_UNACKED_MESSAGES_TIMEOUT_MS)
+        ):
             raise InvalidArgument(
                 f"unacked_messages_timeout_ms must be 0 / None (off) or at least {MIN_UNACKED_MESSAGES_TIMEOUT_MS}"
                 f" (the client's minimum) but got {unacked_messages_timeout_ms!r}."
