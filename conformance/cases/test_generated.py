@@ -51,7 +51,8 @@ def test_model_programs(
     from conformance.generated.strategies import profile, programs
     from conformance.scenarios import dump_scenario
 
-    options = GeneratorOptions(crash=keyshared_target.capabilities.has("crash_consumer"))
+    # the ack timeout only here, on the model's simulated clock, where waiting past it costs nothing
+    options = GeneratorOptions(crash=keyshared_target.capabilities.has("crash_consumer"), ack_timeout=True)
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"
     failing: dict[str, Any] = {}

@@ -37,6 +37,7 @@ from conformance.scenarios import (
     Scenario,
     SetBehaviour,
     Settings,
+    Sleep,
     Step,
     WaitQuiet,
     loads_scenario,
@@ -80,6 +81,8 @@ MOVE_KINDS: tuple[str, ...] = (
 #: Consumer handles a program may use; ``consumer`` indexes this tuple.
 CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3")
 MAX_AMOUNT = 8
+#: the ack timeout of consumers opened with one (``GeneratorOptions.ack_timeout``): the client's minimum
+ACK_TIMEOUT_MS = 10_000
 
 
 class Move(NamedTuple):
@@ -105,6 +108,9 @@ class GeneratorOptions:
     """What generated programs may use.  ``crash`` needs a target that can cut a connection."""
 
     crash: bool = True
+    #: consumers may subscribe with the client's ack timeout (10 s), and quiet waits may last past it.  Off by
+    #: default: with it on, a program costs seconds more on a real broker (the model's clock is simulated).
+    ack_timeout: bool = False
     keys: int = 6  #: size of the key set every publish draws from (small, so keys collide across consumers)
     settings: Settings = field(default_factory=lambda: PROGRAM_SETTINGS)
 
@@ -125,7 +131,8 @@ def program_from_moves(
     def emit(step: Step) -> None:
         steps.append(step)
 
-    emit(Open(consumer="c1", behaviour=Behaviour("hold")))  # keys held from the start: joins must drain them
+    # keys held from the start: joins must drain them (and, with the ack timeout on, a long wait sends them back)
+    emit(Open(consumer="c1", behaviour=Behaviour("hold"), ack_timeout_ms=ACK_TIMEOUT_MS if opts.ack_timeout else 0))
     open_now["c1"] = False
     for raw in moves:
         kind_index, consumer_index, amount = (int(x) for x in raw)
@@ -136,10 +143,14 @@ def program_from_moves(
         if kind == "publish":
             emit(Publish(count=amount, keys=KeySet(count=opts.keys)))
         elif kind == "open" and not is_open:
-            emit(Open(consumer=handle, behaviour=_behaviour(amount), receiver_queue=5 if amount % 5 == 0 else None))
+            timeout = ACK_TIMEOUT_MS if opts.ack_timeout and amount % 3 == 0 else 0
+            queue = 5 if amount % 5 == 0 else None
+            emit(Open(consumer=handle, behaviour=_behaviour(amount), receiver_queue=queue, ack_timeout_ms=timeout))
             open_now[handle] = False
         elif kind == "wait_quiet":
             emit(WaitQuiet())
+            if opts.ack_timeout and amount % 2 == 0:
+                emit(Sleep(ms=ACK_TIMEOUT_MS + 1_500))  # past the timeout: held messages come back
         elif not is_open:
             continue  # every other move needs an open consumer
         elif kind in ("hold", "ack", "nack"):
