@@ -449,6 +449,25 @@ def _crash_never_detected() -> None:
 
 
 @mutant(
+    "redeliver-by-id-ignored",
+    "dispatch",
+    "a RedeliverUnacknowledgedMessages naming message ids (an ack timeout's, a nack's) is ignored",
+)
+def _redeliver_by_id_ignored() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def redeliver(self: Any, consumer: Any, positions: Any) -> int:
+            if positions is not None:
+                return 0
+            return int(orig(self, consumer, positions))
+
+        return redeliver
+
+    _wrap(KeySharedDispatcher, "redeliver", make)
+
+
+@mutant(
     "ack-timeout-never-fires",
     "client",
     "the consumer's ack timeout is accepted but its tracker never asks for the timed-out messages again",
