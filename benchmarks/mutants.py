@@ -21,7 +21,7 @@ __all__ = ["MUTANTS", "Mutant", "apply", "by_name"]
 @dataclass(frozen=True)
 class Mutant:
     name: str
-    area: str  #: pip379, classic, dispatch (both), selectors, dedup, replication
+    area: str  #: pip379, classic, dispatch (both), selectors, dedup, replication, client (the model's client)
     bug: str  #: one line: the broker bug it stands for
     apply: Callable[[], None]
     target: str = "model"  #: the model target spec the mutant is run against
@@ -446,6 +446,36 @@ def _crash_never_detected() -> None:
     from reference_model.broker.model_broker import ModelBroker
 
     ModelBroker._consumer_crashed = _noop  # type: ignore[method-assign]
+
+
+@mutant(
+    "redeliver-by-id-ignored",
+    "dispatch",
+    "a RedeliverUnacknowledgedMessages naming message ids (an ack timeout's, a nack's) is ignored",
+)
+def _redeliver_by_id_ignored() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def redeliver(self: Any, consumer: Any, positions: Any) -> int:
+            if positions is not None:
+                return 0
+            return int(orig(self, consumer, positions))
+
+        return redeliver
+
+    _wrap(KeySharedDispatcher, "redeliver", make)
+
+
+@mutant(
+    "ack-timeout-never-fires",
+    "client",
+    "the consumer's ack timeout is accepted but its tracker never asks for the timed-out messages again",
+)
+def _ack_timeout_never_fires() -> None:
+    from reference_model.broker.consumer import ModelConsumer
+
+    _wrap(ModelConsumer, "_redeliver_timed_out", lambda _orig: _noop)
 
 
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------

@@ -47,6 +47,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("remote-cursor-lags-a-snapshot", "same-producer-name"),
     ("classic-no-recently-joined", "join-while-pending"),
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
+    ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
 )
 
 
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutants", help="comma-separated mutant names (default: all)")
     parser.add_argument(
-        "--area", help="only mutants of this area (pip379, classic, dispatch, selectors, dedup, replication)"
+        "--area", help="only mutants of this area (pip379, classic, dispatch, selectors, dedup, replication, client)"
     )
     parser.add_argument("--fast", action="store_true", help="the CI subset, each against the cases that see it")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression: run only these cases")

@@ -59,7 +59,10 @@ def test_model_programs(
     from conformance.scenarios import dump_scenario
 
     capabilities = keyshared_target.capabilities
-    options = GeneratorOptions(crash=capabilities.has("crash_consumer"), restart=capabilities.has("broker_restart"))
+    # the ack timeout only here, on the model's simulated clock, where waiting past it costs nothing
+    options = GeneratorOptions(
+        crash=capabilities.has("crash_consumer"), restart=capabilities.has("broker_restart"), ack_timeout=True
+    )
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"
     failing: dict[str, Any] = {}

@@ -44,6 +44,7 @@ from conformance.scenarios import (
     Scenario,
     SetBehaviour,
     Settings,
+    Sleep,
     Step,
     SubscriptionSettings,
     WaitQuiet,
@@ -137,6 +138,8 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
 }
 SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
+#: the ack timeout of consumers opened with one (``GeneratorOptions.ack_timeout``): the client's minimum
+ACK_TIMEOUT_MS = 10_000
 
 
 class Move(NamedTuple):
@@ -162,6 +165,9 @@ class GeneratorOptions:
     """What generated programs may use.  ``crash`` needs a target that can cut a connection."""
 
     crash: bool = True
+    #: consumers may subscribe with the client's ack timeout (10 s), and quiet waits may last past it.  Off by
+    #: default: with it on, a program costs seconds more on a real broker (the model's clock is simulated).
+    ack_timeout: bool = False
     keys: int = 6  #: size of the key set every publish draws from (small, so keys collide across consumers)
     settings: Settings = field(default_factory=lambda: PROGRAM_SETTINGS)
     #: draw the workload dimensions (the shape and :data:`DIMENSION_MOVE_KINDS`); off for the fixed programs
@@ -282,7 +288,8 @@ def program_from_moves(
         resendable = max(resendable, published + 1 if batching != "none" else published + count)
         published += count
 
-    open_("c1", Behaviour("hold"))  # keys held from the start: joins must drain them
+    # keys held from the start: joins must drain them (and, with the ack timeout on, a long wait sends them back)
+    open_("c1", Behaviour("hold"), ack_timeout_ms=ACK_TIMEOUT_MS if opts.ack_timeout else 0)
     for raw in moves:
         kind_index, consumer_index, amount = (int(x) for x in raw)
         kind = kinds[kind_index % len(kinds)]
@@ -292,7 +299,9 @@ def program_from_moves(
         if kind == "publish":
             publish(amount, amount)
         elif kind == "open" and not is_open:
-            open_(handle, _behaviour(amount), receiver_queue=5 if amount % 5 == 0 else None)
+            timeout = ACK_TIMEOUT_MS if opts.ack_timeout and amount % 3 == 0 else 0
+            queue = 5 if amount % 5 == 0 else None
+            open_(handle, _behaviour(amount), receiver_queue=queue, ack_timeout_ms=timeout)
         elif kind == "open_same_name" and not is_open:
             other = handles[(consumer_index + 1) % len(handles)]
             open_(handle, _behaviour(amount), name=other)
@@ -315,6 +324,8 @@ def program_from_moves(
             emit(RestartBroker(kill=amount % 2 == 0))
         elif kind == "wait_quiet":
             emit(WaitQuiet())
+            if opts.ack_timeout and amount % 2 == 0:
+                emit(Sleep(ms=ACK_TIMEOUT_MS + 1_500))  # past the timeout: held messages come back
         elif not is_open:
             continue  # every other move needs an open consumer
         elif kind in ("hold", "ack", "nack"):

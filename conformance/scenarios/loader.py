@@ -27,6 +27,7 @@ from conformance.scenarios.model import (
     KEY_FIELDS,
     KEY_ORDERS,
     KEY_SHARED_MODES,
+    MIN_ACK_TIMEOUT_MS,
     SELECTORS,
     SEQUENCE_MODES,
     AckHeld,
@@ -91,6 +92,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "allow_out_of_order_delivery",
         "ranges",
         "paused",
+        "ack_timeout_ms",
     ),
     "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order", "sequence", "cluster"),
     "resend": ("producer", "from_seq", "to_seq", "reconnect"),
@@ -359,7 +361,18 @@ def _open(t: Mapping[str, Any], where: str) -> Open:
         else _bool(t["allow_out_of_order_delivery"], f"{where} allow_out_of_order_delivery"),
         ranges=ranges,
         paused=_bool(t.get("paused", False), f"{where} paused"),
+        ack_timeout_ms=_ack_timeout(t.get("ack_timeout_ms", 0), f"{where} ack_timeout_ms"),
     )
+
+
+def _ack_timeout(raw: Any, where: str) -> int:
+    value = _int(raw, where, minimum=0)
+    if 0 < value < MIN_ACK_TIMEOUT_MS:
+        raise InvalidScenario(
+            f"{where}: {value} is below the client's minimum ack timeout ({MIN_ACK_TIMEOUT_MS} ms, the C++ client"
+            f" behind pulsar-client refuses less); use 0 (off) or at least {MIN_ACK_TIMEOUT_MS}."
+        )
+    return value
 
 
 def _publish(t: Mapping[str, Any], where: str) -> Publish:

@@ -26,6 +26,7 @@ __all__ = [
     "KEY_FIELDS",
     "KEY_ORDERS",
     "KEY_SHARED_MODES",
+    "MIN_ACK_TIMEOUT_MS",
     "SELECTORS",
     "SEQUENCE_MODES",
     "AckHeld",
@@ -68,7 +69,10 @@ __all__ = [
 HASH_RANGE_MAX = 65535
 KEY_SHARED_MODES: tuple[str, ...] = ("AUTO_SPLIT", "STICKY")
 #: What a consumer does with each message it receives (see :class:`Behaviour`).
-BEHAVIOURS: tuple[str, ...] = ("ack", "ack_after", "hold", "nack")
+BEHAVIOURS: tuple[str, ...] = ("ack", "ack_after", "hold", "nack", "alternate")
+#: the shortest client ack timeout (``ack_timeout_ms`` of ``open``): the C++ client behind ``pulsar-client``
+#: refuses less ("should be greater than 10 seconds"); 0 switches it off
+MIN_ACK_TIMEOUT_MS = 10_000
 #: Which message field carries a publish step's key.  ``both`` sets the ordering key to the key and the
 #: partition key to ``"pk-" + key`` (Pulsar routes by the ordering key); ``none`` sends keyless messages,
 #: whose sticky key is Pulsar 4.0's ``producerName-sequenceId`` fallback.
@@ -146,6 +150,9 @@ class Behaviour:
     ``ack``: acknowledge at once.  ``ack_after``: acknowledge ``delay_ms`` after receiving.  ``hold``: keep it
     unacknowledged (until an ``ack_held`` step, a behaviour change or the drain).  ``nack``: negatively
     acknowledge it while its redelivery count is below ``nack_times``, then acknowledge the redelivery.
+    ``alternate``: of the messages received for the first time, acknowledge the 1st, 3rd, 5th ... and hold the
+    others; acknowledge at once a message received again (Pulsar's ``KeySharedSubscriptionTest.receiveAndCheck``,
+    which leaves every other message to the ack timeout).
     """
 
     kind: str = "ack"
@@ -193,6 +200,8 @@ class Open:
     allow_out_of_order_delivery: bool | None = None  #: overrides the subscription's flag for this consumer
     ranges: tuple[tuple[int, int], ...] = ()  #: sticky ranges (STICKY mode only)
     paused: bool = False  #: start paused: subscribed, but the application does not receive yet
+    #: the client's ack timeout (``unacked_messages_timeout_ms``): 0 off, else >= :data:`MIN_ACK_TIMEOUT_MS`
+    ack_timeout_ms: int = 0
 
     def broker_name(self) -> str:
         return self.name if self.name is not None else self.consumer

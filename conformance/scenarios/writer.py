@@ -94,6 +94,8 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
             out["ranges"] = [list(r) for r in step.ranges]
         if step.paused:
             out["paused"] = True
+        if step.ack_timeout_ms:
+            out["ack_timeout_ms"] = step.ack_timeout_ms
         return out
     if isinstance(step, SetBehaviour):
         out["consumer"] = step.consumer

@@ -86,6 +86,7 @@ class ProcessConsumer:
                 "ranges": [list(r) for r in spec.ranges],
                 "receiver_queue": spec.receiver_queue,
                 "nack_delay_ms": spec.nack_delay_ms,
+                "ack_timeout_ms": spec.ack_timeout_ms,
             },
         }
         try:

@@ -95,6 +95,8 @@ class ConsumerSpec:
     ranges: tuple[tuple[int, int], ...]
     receiver_queue: int
     nack_delay_ms: int
+    #: the client's ack timeout (``unacked_messages_timeout_ms``); 0: off
+    ack_timeout_ms: int = 0
 
     def policy(self) -> dict[str, Any]:
         """The ``policy`` extension field of the ``open`` event."""

@@ -135,6 +135,7 @@ class ModelSession(Session):
             receiver_queue_size=spec.receiver_queue,
             initial_position="Earliest",
             negative_ack_redelivery_delay_ms=spec.nack_delay_ms,
+            unacked_messages_timeout_ms=spec.ack_timeout_ms or None,
         )
         return ModelConsumerHandle(consumer)
 

@@ -133,11 +133,16 @@ def _key_shared_policy(spec: ConsumerSpec) -> pulsar.ConsumerKeySharedPolicy:
 def consumer_options(spec: ConsumerSpec) -> dict[str, Any]:
     """The keyword arguments of ``Client.subscribe`` for ``spec`` (everything but topic and subscription).
 
-    Deliberately absent: ``unacked_messages_timeout_ms``.  With an ack timeout the client would ask the broker
-    to redeliver held messages on its own, and those redeliveries would appear in no trace event (the
-    checkers would see a message move while its holder still holds it).  The client's default is no timeout.
+    ``unacked_messages_timeout_ms`` only when the scenario's ``open`` sets ``ack_timeout_ms``: the client then
+    asks the broker to redeliver held messages on its own, which no client call shows, so the driver records
+    each such release itself, a little before the client can make it (``ConsumerAgent.expired``: a ``nack``
+    event with ``cause = "ack_timeout"``).  Otherwise the client's default, no timeout.
     """
+    options: dict[str, Any] = {}
+    if spec.ack_timeout_ms:
+        options["unacked_messages_timeout_ms"] = spec.ack_timeout_ms
     return {
+        **options,
         "consumer_type": pulsar.ConsumerType.KeyShared,
         "consumer_name": spec.name,
         "receiver_queue_size": spec.receiver_queue,

@@ -128,6 +128,7 @@ class Recorder:
             name=spec.name,
             policy=spec.policy(),
             receiver_queue=spec.receiver_queue,
+            ack_timeout_ms=spec.ack_timeout_ms or None,
             error=error,
         )
 
@@ -145,6 +146,17 @@ class Recorder:
 
     def nack(self, handle: str, d: Delivery) -> None:
         self.writer.emit(_NACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
+
+    def ack_timeout(self, handle: str, d: Delivery) -> None:
+        """The client's ack timeout may release ``d`` from now on: a ``nack`` with ``cause = "ack_timeout"``.
+
+        The client's ``UnAckedMessageTracker`` sends ``RedeliverUnacknowledgedMessages`` for the timed-out ids,
+        the very command a negative ack sends, so the checkers read it as the holder's nack of ``d``.
+        """
+        self.writer.emit(
+            _NACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid, None, None,
+            {"cause": "ack_timeout"},
+        )  # fmt: skip
 
     def membership(self, op: Op, handle: str, **extra: Any) -> Event:
         """``close``, ``crash`` or ``redeliver`` of one consumer."""

@@ -320,6 +320,7 @@ class _Run(RunLoop):
             ranges=step.ranges,
             receiver_queue=step.receiver_queue or self.settings.receiver_queue,
             nack_delay_ms=self.settings.nack_delay_ms,
+            ack_timeout_ms=step.ack_timeout_ms,
         )
         crashable = self._crashable(step.consumer)
         if self._removal_watch is not None:
@@ -337,7 +338,10 @@ class _Run(RunLoop):
             self._broker_names = {}
         self._broker_names[step.consumer] = spec.name
         worker = ConsumerWorker(
-            step.consumer, handle, ConsumerAgent(step.consumer, step.behaviour, paused=step.paused), self.recorder
+            step.consumer,
+            handle,
+            ConsumerAgent(step.consumer, step.behaviour, paused=step.paused, ack_timeout_ms=step.ack_timeout_ms),
+            self.recorder,
         )
         self.workers[step.consumer] = worker
         self.scheduler.start(worker)

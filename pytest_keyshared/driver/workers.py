@@ -59,6 +59,10 @@ class ConsumerWorker:
         if due:
             self.execute(due)
             did = True
+        if self.agent.ack_timeout_ms:
+            for timed_out in self.agent.expired(now_ns()):
+                self.recorder.ack_timeout(self.name, timed_out)  # the client sends it back on its own
+                did = True
         if self.agent.paused:
             return did
         try:

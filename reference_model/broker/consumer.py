@@ -13,6 +13,13 @@ Follows the C++ client that the Python ``pulsar-client`` wraps (``ConsumerImpl``
   ``negative_ack_redelivery_delay_ms``; nacks due at the same instant are one request naming each entry once
   (``NegativeAcksTracker``); :meth:`redeliver_unacknowledged_messages` asks for every pending entry
   at once. Neither clears the receiver queue (the C++ client does not), so copies may arrive twice.
+* With ``unacked_messages_timeout_ms`` (the client's ack timeout; 0 or None: off, else at least 10 s as the C++
+  client demands) every message the application received is tracked until it is acknowledged or negatively
+  acknowledged (``UnAckedMessageTrackerEnabled``): the tracker keeps ``ceil(timeout / tick) + 1`` time
+  partitions, a message joins the newest, and every ``tick`` (1 s, the C++ ``tickDurationInMs`` default) the
+  oldest partition is popped and its messages' entries are sent back with ``RedeliverUnacknowledgedMessages``
+  for those ids only, so a message comes back at least ``timeout`` after it was received. A
+  :meth:`redeliver_unacknowledged_messages`, a close, a crash or a reconnect clears the tracker.
 * :meth:`acknowledge_cumulative` is refused by the client on Key_Shared
   (``CumulativeAcknowledgementNotAllowedError``); nothing reaches the broker.
 * :meth:`close` removes the consumer at once. :meth:`crash` kills the client: its queue is lost, nothing is
@@ -22,6 +29,7 @@ Follows the C++ client that the Python ``pulsar-client`` wraps (``ConsumerImpl``
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -38,7 +46,12 @@ if TYPE_CHECKING:
     from reference_model.broker.model_broker import ModelBroker
     from reference_model.broker.subscription import ServerSubscription
 
-__all__ = ["ModelConsumer"]
+__all__ = ["MIN_UNACKED_MESSAGES_TIMEOUT_MS", "UNACKED_TICK_MS", "ModelConsumer"]
+
+#: the C++ client refuses a shorter ack timeout ("should be greater than 10 seconds"; 0 switches it off)
+MIN_UNACKED_MESSAGES_TIMEOUT_MS = 10_000
+#: ``ConsumerConfiguration::tickDurationInMs`` default: how often the ack-timeout tracker looks
+UNACKED_TICK_MS = 1_000
 
 #: ``ModelMessage(...)`` without ``type.__call__`` (one per message delivered; see ``storage/_fast_init.py``)
 _new_received: Callable[..., ModelMessage] = ModelMessage.__new__
@@ -60,6 +73,7 @@ class ModelConsumer:
         negative_ack_redelivery_delay_ms: int,
         initial_position: str,
         replicate_subscription_state: bool,
+        unacked_messages_timeout_ms: int = 0,
     ) -> None:
         self._broker = broker
         self._topic = topic
@@ -82,6 +96,14 @@ class ModelConsumer:
         self.server: DispatchConsumer | None = None
         self.server_subscription: ServerSubscription | None = None
         self._connection = 0  # bumped on every (re)connect; a late delivery for an old connection is dropped
+        self.unacked_messages_timeout_ms = unacked_messages_timeout_ms
+        #: the ack-timeout tracker's time partitions (oldest first) of (position, batch index); empty when off
+        self._unacked_partitions: deque[set[tuple[Position, int]]] = deque()
+        self._unacked_where: dict[tuple[Position, int], set[tuple[Position, int]]] = {}
+        self._unacked_ticking = False
+        if unacked_messages_timeout_ms:
+            blank = math.ceil(unacked_messages_timeout_ms / UNACKED_TICK_MS)
+            self._unacked_partitions.extend(set() for _ in range(blank + 1))
 
     # -- pulsar.Consumer surface ---------------------------------------------------------------------------
     def topic(self) -> str:
@@ -116,6 +138,8 @@ class ModelConsumer:
             if self.state != "open" or not queue:
                 return None
         msg = queue.popleft()
+        if self.unacked_messages_timeout_ms:
+            self._track_unacked(msg.entry.position, max(msg.index, 0))
         if self.receiver_queue_size:  # each message taken counts a permit back, sent in one Flow at half the queue
             taken = self._permits_to_flow = self._permits_to_flow + 1
             if taken >= self._flow_threshold:
@@ -133,6 +157,8 @@ class ModelConsumer:
         else:
             position = message.position
             index = message.batch
+        if self._unacked_where:
+            self._untrack_unacked(position, max(index, 0))
         batches = self._batch_unacked
         if batches:
             pending = batches.get(position)
@@ -163,6 +189,8 @@ class ModelConsumer:
         self._check_open("negative_acknowledge")
         msg_id = message.message_id() if isinstance(message, ModelMessage) else message
         position = msg_id.position
+        if self._unacked_where:
+            self._untrack_unacked(position, max(msg_id.batch, 0))
         connection = self._connection
         clock = self._broker.clock
         due_ns = clock.now_ns() + int(self.negative_ack_redelivery_delay_ms * NS_PER_MS)
@@ -187,6 +215,7 @@ class ModelConsumer:
         """Ask the broker to redeliver every entry pending at this consumer (the queue is kept)."""
         self._check_open("redeliver_unacknowledged_messages")
         assert self.server_subscription is not None and self.server is not None
+        self._clear_unacked()
         dispatcher = self.server_subscription.dispatcher
         if dispatcher is not None:
             dispatcher.redeliver(self.server, None)
@@ -197,6 +226,7 @@ class ModelConsumer:
             return
         self.state = "closed"
         self._queue.clear()
+        self._clear_unacked()
         self._broker._consumer_closed(self)
 
     def crash(self) -> None:
@@ -205,6 +235,7 @@ class ModelConsumer:
             return
         self.state = "crashed"
         self._queue.clear()
+        self._clear_unacked()
         self._broker._consumer_crashed(self)
 
     def unsubscribe(self) -> None:
@@ -231,6 +262,7 @@ class ModelConsumer:
         self._connection += 1
         self._queue.clear()
         self._batch_unacked.clear()
+        self._clear_unacked()
         self._permits_to_flow = 0
         connection = self._connection
         queue = self._queue
@@ -262,6 +294,51 @@ class ModelConsumer:
             self._queue.append(ModelMessage(entry, i, topic, redelivery_count))
         if self.receiver_queue_size == 0 and self._permits_to_flow < 0:
             self._permits_to_flow = 0
+
+    # -- the ack-timeout tracker (UnAckedMessageTrackerEnabled) ---------------------------------------------
+    def _track_unacked(self, position: Position, index: int) -> None:
+        item = (position, index)
+        where = self._unacked_where
+        old = where.get(item)
+        if old is not None:
+            old.discard(item)
+        newest = self._unacked_partitions[-1]
+        newest.add(item)
+        where[item] = newest
+        if not self._unacked_ticking:
+            self._unacked_ticking = True
+            self._broker.clock.call_later(UNACKED_TICK_MS, self._unacked_tick)
+
+    def _untrack_unacked(self, position: Position, index: int) -> None:
+        partition = self._unacked_where.pop((position, index), None)
+        if partition is not None:
+            partition.discard((position, index))
+
+    def _clear_unacked(self) -> None:
+        for partition in self._unacked_partitions:
+            partition.clear()
+        self._unacked_where.clear()
+
+    def _unacked_tick(self) -> None:
+        """Pop the oldest partition and ask for its entries again; tick on while anything is tracked."""
+        partitions = self._unacked_partitions
+        expired = partitions.popleft()
+        partitions.append(set())
+        for item in expired:
+            self._unacked_where.pop(item, None)
+        if expired and self.state == "open" and self.server_subscription is not None and self.server is not None:
+            self._redeliver_timed_out(sorted({position for position, _ in expired}))
+        if self._unacked_where:
+            self._broker.clock.call_later(UNACKED_TICK_MS, self._unacked_tick)
+        else:
+            self._unacked_ticking = False
+
+    def _redeliver_timed_out(self, positions: list[Position]) -> None:
+        """``redeliverUnacknowledgedMessages(ids)``: the broker takes back these entries (Shared/Key_Shared)."""
+        assert self.server_subscription is not None and self.server is not None
+        dispatcher = self.server_subscription.dispatcher
+        if dispatcher is not None:
+            dispatcher.redeliver(self.server, positions)
 
     def _send_flow(self, permits: int) -> None:
         if self.server is not None and self.server_subscription is not None:

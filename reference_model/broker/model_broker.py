@@ -24,7 +24,7 @@ from typing import Any
 
 from reference_model.broker.clock import SimClock
 from reference_model.broker.config import BrokerConfig
-from reference_model.broker.consumer import ModelConsumer
+from reference_model.broker.consumer import MIN_UNACKED_MESSAGES_TIMEOUT_MS, ModelConsumer
 from reference_model.broker.errors import NotAllowedError, ProducerBusy
 from reference_model.broker.housekeeping import DedupHousekeeping
 from reference_model.broker.listeners import ListenerHub
@@ -248,6 +248,7 @@ class ModelBroker:
         replicate_subscription_state: bool = False,
         initial_position: str = "Latest",
         negative_ack_redelivery_delay_ms: int = 60000,
+        unacked_messages_timeout_ms: int | None = None,
         **unsupported: Any,
     ) -> ModelConsumer:
         """``client.subscribe`` for a Key_Shared consumer; raises ConsumerBusy, ConsumerAssignError, NotAllowedError."""
@@ -277,6 +278,16 @@ class ModelBroker:
             raise InvalidArgument(
                 f"negative_ack_redelivery_delay_ms must be >= 0 but got {negative_ack_redelivery_delay_ms!r}."
             )
+        timeout = unacked_messages_timeout_ms or 0
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int)
+            or not (timeout == 0 or timeout >= MIN_UNACKED_MESSAGES_TIMEOUT_MS)
+        ):
+            raise InvalidArgument(
+                f"unacked_messages_timeout_ms must be 0 / None (off) or at least {MIN_UNACKED_MESSAGES_TIMEOUT_MS}"
+                f" (the client's minimum) but got {unacked_messages_timeout_ms!r}."
+            )
         policy = key_shared_policy if key_shared_policy is not None else KeySharedPolicy()
         if not isinstance(policy, KeySharedPolicy):
             raise InvalidArgument(f"Expected a KeySharedPolicy but got {type(policy).__name__}.")
@@ -294,6 +305,7 @@ class ModelBroker:
             negative_ack_redelivery_delay_ms=negative_ack_redelivery_delay_ms,
             initial_position=initial_position,
             replicate_subscription_state=replicate_subscription_state,
+            unacked_messages_timeout_ms=timeout,
         )
         self._next_consumer_id += 1
         self._connect_consumer(client)
