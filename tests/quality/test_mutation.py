@@ -2,9 +2,9 @@
 
 ``benchmarks/mutation.py --fast`` plants thirteen of the mutants (PIP-379 draining, replay hashes, a stall, each
 selector, replication snapshots, remote cursors never or late updated, the classic dispatcher, a failed write
-that keeps its pushed id, an ack timeout that never fires), runs each against only the cases built to see it (after the same cases passed on the
-unmutated model), and exits 1 if any survives.  The full run (every mutant, the whole suite) is the
-measurement: ``python benchmarks/mutation.py`` (docs/conformance.md, "Detection power").
+that keeps its pushed id, an ack timeout that never fires), runs each against only the cases built to see it
+(after the same cases passed on the unmutated model), and exits 1 if any survives.  The full run (every mutant,
+the whole suite) is the measurement: ``python benchmarks/mutation.py`` (docs/conformance.md, "Detection power").
 """
 
 from __future__ import annotations
