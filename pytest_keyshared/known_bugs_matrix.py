@@ -155,7 +155,7 @@ def render(results: Sequence[Cell]) -> str:
         "",
         "Generated programs that fail on the classic model fail through these bugs (#23307, #23803) or #10750 on",
         "2.8: `tests/model/test_generated_classic.py` matches each violation to the bug the dispatcher ran into,",
-        "and docs/model.md (\"Generated programs on the classic dispatcher\") lists the programs.",
+        'and docs/model.md ("Generated programs on the classic dispatcher") lists the programs.',
         "",
     ]
     shown_count = sum(

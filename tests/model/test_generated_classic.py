@@ -144,7 +144,11 @@ def _runs(
             with monkeypatch.context() as patch:
                 tracer.install(patch)
                 result = run_scenario(
-                    opened, program_from_seed(seed, options=PLAIN), seed=seed, out_dir=tmp_path / f"run-{seed}", live_check=False
+                    opened,
+                    program_from_seed(seed, options=PLAIN),
+                    seed=seed,
+                    out_dir=tmp_path / f"run-{seed}",
+                    live_check=False,
                 )
             yield seed, result, tracer
 
