@@ -26,6 +26,7 @@ __all__ = [
     "event_ref",
     "free_mark",
     "holders_of",
+    "msg_of",
     "settled_of",
 ]
 
@@ -52,9 +53,10 @@ class Record:
         #: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a
         #: redelivered_after_ack
         self.acked = acked
-        #: negatively acknowledged or released by a redeliver request (ever): the key is exempt while this holds and
-        #: the message has no armed, not disarmed acknowledgement (``StreamingChecker._exempt_now``); a message with
-        #: it set is never settled, so an exemption an armed ack ended comes back when that ack is disarmed
+        #: negatively acknowledged or released by a redeliver request (ever): the key is exempt while this holds
+        #: and the message has no armed, not disarmed acknowledgement (:func:`conformance.checks.ordering.exempt_now`);
+        #: a message with it set is never settled, so an exemption an armed ack ended comes back when that ack is
+        #: disarmed
         self.exempt = False
         #: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
         self.free = free
@@ -72,6 +74,11 @@ class Record:
         #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a
         #: receive carrying the same uid is evidence the identity checks already have), else None
         self.uid = uid
+
+    def armed(self, epoch: int) -> bool:
+        """Whether it has an armed acknowledgement that nothing disarmed since (``docs/checker.md``, "Armed ack"):
+        ``epoch`` is the number of unscoped faults so far (one after the ack disarmed it)."""
+        return self.arm_i >= 0 and self.arm_epoch == epoch and self.arm_inc.last_disarm < self.arm_i
 
 
 class Settled:
@@ -110,6 +117,11 @@ def holders_of(rec: Record) -> dict[Incarnation, int]:
     if holder.__class__ is dict:
         return dict(holder)
     return {holder: rec.hold_i}
+
+
+def msg_of(mkey: str) -> str:
+    """The message id of a message key (``stream|msg_id``)."""
+    return mkey.rpartition("|")[2]
 
 
 def event_ref(mark: Mark, msg: str | None) -> tuple[int, str, str | None, str | None]:

@@ -1,24 +1,27 @@
 """The streaming Python engine: one pass over a trace, every check at once.
 
-:class:`StreamingChecker` keeps the state of :mod:`conformance.checks._state` and applies each property's rule
-(documented, with its witness and explanation, in the property's module) at the moment the trace makes it
-decidable: ``key_overlap``, ``out_of_order`` and ``redelivered_after_ack`` at a receive, ``misassigned`` at a
-receive, at the next membership event, or at an accepted open Pulsar refuses; ``undelivered``,
-``duplicate_publish``, ``lost_write`` and ``unexpected_message`` when the trace ends.
+The checker reads like ``docs/checker.md``.  :class:`StreamingChecker` keeps the state of
+:mod:`conformance.checks._state` (message records, settled remainders, incarnations) and applies each property's
+rule at the moment the trace makes it decidable, by calling the function of the property's module that decides
+it (the module holds its rule, its witness and its explanation together): :func:`exclusivity.overlaps`
+(``key_overlap``), :func:`ordering.overtaken` (``out_of_order``) and :func:`redelivery.redelivered`
+(``redelivered_after_ack``) at a receive; ``misassigned`` (:class:`~conformance.checks.assignment.Timeline`) at
+a receive, at the next membership event, or at an accepted open Pulsar refuses; :func:`loss.undelivered`,
+:func:`duplicates.duplicates` and :func:`duplicates.lost_writes` (and ``unexpected_message``) when the trace
+ends.
 
 Two ways in: :meth:`StreamingChecker.feed` takes one :class:`~conformance.trace.Event` (live, as a
 ``TraceWriter`` listener, returning what the event revealed) and :meth:`StreamingChecker.feed_batch` a
 validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource.row_batches` or
 :meth:`~conformance.trace.reader.TraceSource.batches` (the fast path for stored traces), decoded by
 :class:`~conformance.trace.decode.RowDecoder` into one list per field.  Both end in
-:meth:`StreamingChecker._run`, one loop over those columns: the three ops that make up nearly every trace
-(publish, receive, ack) are handled inline, their common case first, reading only the fields they use, on
-message records (:class:`~conformance.checks._state.Record`); the rest (and every violation) in methods,
-given the event as a tuple
-of :data:`ROW_FIELDS`.  That loop is why this module is
-long; the rules are short.  This module and :mod:`~conformance.checks._state` may run compiled by mypyc
-(``KEYSHARED_COMPILE=1``; :mod:`conformance.checks._build` picks the build), so they stay strictly typed and
-their classes are not patched at run time.
+:meth:`StreamingChecker._run`, which hands each event to the handler of its op: :meth:`~StreamingChecker._publish`,
+:meth:`~StreamingChecker._receive` and :meth:`~StreamingChecker._ack` (nearly every event; they read their
+fields straight from the columns), the others through :meth:`~StreamingChecker._rare` given the event as a tuple
+of :data:`ROW_FIELDS` (nack, redeliver, open, close, crash, gone, fault, end, failover; late receives and acks).
+This module and :mod:`~conformance.checks._state` may run compiled by mypyc (``KEYSHARED_COMPILE=1``;
+:mod:`conformance.checks._build` picks the build), so they stay strictly typed and their classes are not patched
+at run time.
 
 Memory: one record per message known in a subscription (its key is its first event's, so records are kept),
 the holdings and heaps of what is outstanding, and for the identity checks one entry per published uid and
@@ -31,6 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -42,11 +46,6 @@ from conformance.checks._state import (
     settled_of,
 )
 from conformance.checks.assignment import Change, Lower, Timeline, make_misassigned, make_refused_open, selector_factory
-from conformance.checks.duplicates import make_duplicate, make_lost_write
-from conformance.checks.exclusivity import make_overlap
-from conformance.checks.loss import make_undelivered
-from conformance.checks.ordering import make_out_of_order
-from conformance.checks.redelivery import make_redelivered
 from conformance.checks.unexpected import make_unexpected
 from conformance.profiles import Profile, resolve_profile
 from conformance.trace.decode import ROW_FIELDS, RowDecoder
@@ -191,201 +190,237 @@ class StreamingChecker:
     # --- the loop --------------------------------------------------------------------------------------
     def _run(self, columns: list[list[Any]], start: int, stop: int) -> None:
         """Check events ``start`` to ``stop`` (excluded) of a batch given as one list per field of
-        :data:`ROW_FIELDS` (but ``n``)."""
-        live_get = self.live.get
-        published = self._published
-        uid_pub = self.uid_pub
-        ids = self.ids
-        assign = self._fresh_selector is not None
-        c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
-        c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch = columns[8:]
+        :data:`ROW_FIELDS` (but ``n``): each to the handler of its op."""
+        c_op = columns[2]
         for n in range(start, stop):
             op = c_op[n]
             if op == "receive":
-                consumer = c_consumer[n]
-                inc = live_get(consumer)
-                if inc is None:
-                    self._late_receive(_row(columns, n))
-                    continue
-                i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-                ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
-                sub = inc.sub
-                rec = sub.recs.get(mkey)
-                if rec is None and sub.settled and mkey in sub.settled:
-                    rec = self._revive(sub, mkey, (ledger, entry, batch))
-                if rec is None:
-                    if uid is not None:
-                        self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, batch, key, mkey)
-                    scope = self._scope(stream, sticky)
-                    acked = bool(sub.acked_early) and mkey in sub.acked_early
-                    if acked:
-                        sub.acked_early.discard(mkey)
-                    rec = Record(acked, None, sticky, scope, (ledger, entry, batch), None, None)
-                    sub.recs[mkey] = rec
-                    was_free = None
-                else:
-                    if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
-                        self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    holder = rec.holder
-                    if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
-                        continue  # delivered again while held: changes nothing, judged by nothing
-                    was_free = rec.free
-                    if rec.key != key and self._own_keys.get(mkey, rec.key) != key:
-                        self.key_mismatches += 1
-                    if rec.arm_i >= 0 and self._armed_receive(sub, rec, inc, i, mkey):
-                        rec.acked = False  # the broker took the acknowledgement back: the message is owed again
-                    scope = rec.scope
-                holding = sub.holding
-                hold = holding.get(scope)
-                # an acknowledged message (a late redelivery) is pending nowhere: its receive holds no key
-                pending = not rec.acked
-                if pending and hold is not None and inc not in hold:
-                    self._overlap(sub, rec, inc, i, mkey, hold)
-                heap = sub.free_heaps.get(scope)
-                if heap:
-                    if heap[0][1] == mkey:
-                        _pop(heap)  # the message itself: in order (the common case)
-                    if (heap and heap[0][0] < rec.pos) or (hold is not None and (len(hold) > 1 or inc not in hold)):
-                        self._check_order(sub, rec, inc, i, mkey, hold)
-                elif hold is not None and (len(hold) > 1 or inc not in hold):
-                    self._check_order(sub, rec, inc, i, mkey, hold)
-                if assign and self.first_fault is None:
-                    tl = sub.timeline
-                    if tl is not None and tl.broken_at is None:
-                        owner = tl._owner.get(rec.key, -1)
-                        if owner == -1:
-                            owner = tl.latest_owner(rec.key)
-                        if owner != inc.id:
-                            self._check_assignment(sub, rec, inc, i, t, was_free, mkey)
-                rec.free = None
-                holder = rec.holder
-                if holder is None:
-                    rec.holder = inc
-                    rec.hold_i = i
-                elif holder.__class__ is dict:
-                    holder[inc] = i
-                else:
-                    rec.holder = {holder: rec.hold_i, inc: i}
-                if not pending:
-                    pass  # held for the acknowledgement it may get (arming), not counted as a hold of the key
-                elif hold is None:
-                    holding[scope] = {inc: 1}
-                else:
-                    hold[inc] = hold.get(inc, 0) + 1
-                inc.held[mkey] = rec
+                self._receive(columns, n)
             elif op == "ack":
-                consumer = c_consumer[n]
-                inc = live_get(consumer)
-                if inc is None:
-                    self._late_ack(_row(columns, n))
-                    continue
-                i, mkey = c_i[n], c_mkey[n]
-                sub = inc.sub
-                rec = sub.recs.get(mkey)
-                if rec is None:
-                    if not (sub.settled and mkey in sub.settled):  # settled: acknowledged already, arm kept
-                        sub.acked_early.add(mkey)
-                    continue
-                holder = rec.holder
-                if holder is None:
-                    arms = False
-                else:
-                    if holder.__class__ is not dict:
-                        holder = (holder,)  # one holder (the common case) or several
-                    arms = inc in holder
-                    if arms and holder.__class__ is dict:
-                        rec.hold_i = holder[inc]  # the acked copy's receive (see _acked_with)
-                    if rec.acked:  # received again after an ack: those holds were never counted as the key's
-                        for other in holder:
-                            del other.held[mkey]
-                    else:
-                        scope = rec.scope
-                        holding = sub.holding
-                        hold = holding[scope]
-                        for other in holder:
-                            n_held = hold[other]
-                            if n_held == 1:
-                                del hold[other]
-                            else:
-                                hold[other] = n_held - 1
-                            del other.held[mkey]
-                        if not hold:
-                            del holding[scope]
-                    rec.holder = None
-                if mkey in published and not rec.exempt:  # settled: only the compact remainder stays
-                    del sub.recs[mkey]
-                    if arms:
-                        sub.settled[mkey] = Settled(rec.scope, rec.key, i, inc, self._epoch, rec.hold_i)
-                    else:  # an ack that arms nothing leaves an earlier armed ack armed
-                        sub.settled[mkey] = settled_of(rec)
-                    continue
-                rec.acked = True
-                rec.free = None
-                if arms:
-                    rec.arm_i = i
-                    rec.arm_inc = inc
-                    rec.arm_epoch = self._epoch
-                    if rec.exempt:  # exempt: this armed ack ends the exemption until it is disarmed
-                        inc.suspended.append(mkey)
+                self._ack(columns, n)
             elif op == "publish":
-                i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-                producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
-                ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
-                first_of_uid = False
-                if uid is not None and uid not in uid_pub:
-                    first_of_uid = True
-                    uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
-                    if uid in self.pending_unexpected:
-                        self._resolve_uid(uid, uid_pub[uid])
-                if result != "ok" or mkey is None or ledger < 0 or entry < 0:
-                    if producer is not None and seq is not None:
-                        self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
-                    continue  # not stored
-                if producer is not None and seq is not None:
-                    self._may_store(producer, seq, t0)
-                    ps = (producer, seq)
-                    cur = ids.get(ps)
-                    if cur is None:
-                        ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
-                    elif cur.__class__ is not tuple or cur[0] != mkey:
-                        self._evidence(ps, mkey, (i, "publish", None, _msg(mkey)), key)
-                if mkey in published:
-                    continue  # a second receipt naming the same message: not a new message
-                published.add(mkey)
-                send_t = t if t0 is None else t0
-                if batch >= 0:  # a batch entry is dispatched whole by its first message's key
-                    key = self._entry_key(stream, ledger, entry, batch, key, mkey)
-                for sub in self._sub_list:
-                    recs = sub.recs
-                    if not sub.created:
-                        continue  # no subscription yet
-                    known = recs.get(mkey)
-                    if known is not None:  # already known from a receive: settled if acknowledged meanwhile
-                        if known.acked and known.holder is None and not known.exempt:
-                            del recs[mkey]
-                            sub.settled[mkey] = settled_of(known)
-                        continue
-                    t_c = sub.expect_cache.get(stream)
-                    if t_c is None:
-                        t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
-                    if t_c > send_t:
-                        continue  # sent strictly before the subscription existed (at an equal t: after)
-                    if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
-                        sub.acked_early.discard(mkey)
-                        sub.settled[mkey] = Settled(self._scope(stream, key), key, -1, None, 0, -1)
-                    else:
-                        scope = self._scope(stream, key)
-                        pos = (ledger, entry, batch)
-                        recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
-                        heap = sub.free_heaps.get(scope)
-                        if heap is None:
-                            sub.free_heaps[scope] = [(pos, mkey)]
-                        else:
-                            _push(heap, (pos, mkey))
+                self._publish(columns, n)
             else:
                 self._rare(op, _row(columns, n))
         self.events += stop - start
+
+    def _receive(self, columns: list[list[Any]], n: int) -> None:
+        """A live receive (a late one: :meth:`_late_receive`): the message becomes known and held, and the
+        receive is judged for key_overlap, out_of_order, redelivered_after_ack and misassigned."""
+        c_i = columns[0]
+        c_t = columns[1]
+        c_consumer = columns[3]
+        c_key = columns[4]
+        c_mkey = columns[5]
+        c_stream = columns[6]
+        c_uid = columns[7]
+        c_ledger = columns[12]
+        c_entry = columns[13]
+        c_batch = columns[14]
+        consumer = c_consumer[n]
+        inc = self.live.get(consumer)
+        if inc is None:
+            self._late_receive(_row(columns, n))
+            return
+        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
+        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
+        sub = inc.sub
+        rec = sub.recs.get(mkey)
+        if rec is None and sub.settled and mkey in sub.settled:
+            rec = self._revive(sub, mkey, (ledger, entry, batch))
+        if rec is None:
+            if uid is not None:
+                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+            sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, batch, key, mkey)
+            scope = self._scope(stream, sticky)
+            acked = bool(sub.acked_early) and mkey in sub.acked_early
+            if acked:
+                sub.acked_early.discard(mkey)
+            rec = Record(acked, None, sticky, scope, (ledger, entry, batch), None, None)
+            sub.recs[mkey] = rec
+            was_free = None
+        else:
+            if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
+                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+            holder = rec.holder
+            if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
+                return  # delivered again while held: changes nothing, judged by nothing
+            was_free = rec.free
+            if rec.key != key and self._own_keys.get(mkey, rec.key) != key:
+                self.key_mismatches += 1
+            if rec.arm_i >= 0 and self._armed_receive(sub, rec, inc, i, mkey):
+                rec.acked = False  # the broker took the acknowledgement back: the message is owed again
+            scope = rec.scope
+        holding = sub.holding
+        hold = holding.get(scope)
+        # an acknowledged message (a late redelivery) is pending nowhere: its receive holds no key
+        pending = not rec.acked
+        if pending and hold is not None and inc not in hold:
+            for overlap in exclusivity.overlaps(sub, rec, inc, i, mkey, hold):
+                self._emit(overlap)
+        heap = sub.free_heaps.get(scope)
+        if heap:
+            if heap[0][1] == mkey:
+                _pop(heap)  # the message itself: in order (the common case)
+            if (heap and heap[0][0] < rec.pos) or (hold is not None and (len(hold) > 1 or inc not in hold)):
+                self._check_order(sub, rec, inc, i, mkey, hold)
+        elif hold is not None and (len(hold) > 1 or inc not in hold):
+            self._check_order(sub, rec, inc, i, mkey, hold)
+        if self._fresh_selector is not None and self.first_fault is None:
+            tl = sub.timeline
+            if tl is not None and tl.broken_at is None:
+                owner = tl._owner.get(rec.key, -1)
+                if owner == -1:
+                    owner = tl.latest_owner(rec.key)
+                if owner != inc.id:
+                    self._check_assignment(sub, rec, inc, i, t, was_free, mkey)
+        rec.free = None
+        holder = rec.holder
+        if holder is None:
+            rec.holder = inc
+            rec.hold_i = i
+        elif holder.__class__ is dict:
+            holder[inc] = i
+        else:
+            rec.holder = {holder: rec.hold_i, inc: i}
+        if not pending:
+            pass  # held for the acknowledgement it may get (arming), not counted as a hold of the key
+        elif hold is None:
+            holding[scope] = {inc: 1}
+        else:
+            hold[inc] = hold.get(inc, 0) + 1
+        inc.held[mkey] = rec
+
+    def _ack(self, columns: list[list[Any]], n: int) -> None:
+        """A live ack (a late one: :meth:`_late_ack`): every hold of the message ends, it is acknowledged
+        (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if its consumer held it."""
+        c_i = columns[0]
+        c_consumer = columns[3]
+        c_mkey = columns[5]
+        consumer = c_consumer[n]
+        inc = self.live.get(consumer)
+        if inc is None:
+            self._late_ack(_row(columns, n))
+            return
+        i, mkey = c_i[n], c_mkey[n]
+        sub = inc.sub
+        rec = sub.recs.get(mkey)
+        if rec is None:
+            if not (sub.settled and mkey in sub.settled):  # settled: acknowledged already, arm kept
+                sub.acked_early.add(mkey)
+            return
+        holder = rec.holder
+        if holder is None:
+            arms = False
+        else:
+            if holder.__class__ is not dict:
+                holder = (holder,)  # one holder (the common case) or several
+            arms = inc in holder
+            if arms and holder.__class__ is dict:
+                rec.hold_i = holder[inc]  # the acked copy's receive (see redelivery.acked_with)
+            if rec.acked:  # received again after an ack: those holds were never counted as the key's
+                for other in holder:
+                    del other.held[mkey]
+            else:
+                scope = rec.scope
+                holding = sub.holding
+                hold = holding[scope]
+                for other in holder:
+                    n_held = hold[other]
+                    if n_held == 1:
+                        del hold[other]
+                    else:
+                        hold[other] = n_held - 1
+                    del other.held[mkey]
+                if not hold:
+                    del holding[scope]
+            rec.holder = None
+        if mkey in self._published and not rec.exempt:  # settled: only the compact remainder stays
+            del sub.recs[mkey]
+            if arms:
+                sub.settled[mkey] = Settled(rec.scope, rec.key, i, inc, self._epoch, rec.hold_i)
+            else:  # an ack that arms nothing leaves an earlier armed ack armed
+                sub.settled[mkey] = settled_of(rec)
+            return
+        rec.acked = True
+        rec.free = None
+        if arms:
+            rec.arm_i = i
+            rec.arm_inc = inc
+            rec.arm_epoch = self._epoch
+            if rec.exempt:  # exempt: this armed ack ends the exemption until it is disarmed
+                inc.suspended.append(mkey)
+
+    def _publish(self, columns: list[list[Any]], n: int) -> None:
+        """A publish receipt: identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
+        message becomes known (and free) in every subscription it reaches."""
+        c_i = columns[0]
+        c_t = columns[1]
+        c_key = columns[4]
+        c_mkey = columns[5]
+        c_stream = columns[6]
+        c_uid = columns[7]
+        c_producer = columns[8]
+        c_seq = columns[9]
+        c_result = columns[10]
+        c_t0 = columns[11]
+        c_ledger = columns[12]
+        c_entry = columns[13]
+        c_batch = columns[14]
+        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
+        producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
+        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
+        first_of_uid = False
+        if uid is not None and uid not in self.uid_pub:
+            first_of_uid = True
+            self.uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
+            if uid in self.pending_unexpected:
+                self._resolve_uid(uid, self.uid_pub[uid])
+        if result != "ok" or mkey is None or ledger < 0 or entry < 0:
+            if producer is not None and seq is not None:
+                self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
+            return  # not stored
+        if producer is not None and seq is not None:
+            self._may_store(producer, seq, t0)
+            ps = (producer, seq)
+            cur = self.ids.get(ps)
+            if cur is None:
+                self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
+            elif cur.__class__ is not tuple or cur[0] != mkey:
+                self._evidence(ps, mkey, (i, "publish", None, _msg(mkey)), key)
+        if mkey in self._published:
+            return  # a second receipt naming the same message: not a new message
+        self._published.add(mkey)
+        send_t = t if t0 is None else t0
+        if batch >= 0:  # a batch entry is dispatched whole by its first message's key
+            key = self._entry_key(stream, ledger, entry, batch, key, mkey)
+        for sub in self._sub_list:
+            recs = sub.recs
+            if not sub.created:
+                continue  # no subscription yet
+            known = recs.get(mkey)
+            if known is not None:  # already known from a receive: settled if acknowledged meanwhile
+                if known.acked and known.holder is None and not known.exempt:
+                    del recs[mkey]
+                    sub.settled[mkey] = settled_of(known)
+                continue
+            t_c = sub.expect_cache.get(stream)
+            if t_c is None:
+                t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
+            if t_c > send_t:
+                continue  # sent strictly before the subscription existed (at an equal t: after)
+            if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
+                sub.acked_early.discard(mkey)
+                sub.settled[mkey] = Settled(self._scope(stream, key), key, -1, None, 0, -1)
+            else:
+                scope = self._scope(stream, key)
+                pos = (ledger, entry, batch)
+                recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                heap = sub.free_heaps.get(scope)
+                if heap is None:
+                    sub.free_heaps[scope] = [(pos, mkey)]
+                else:
+                    _push(heap, (pos, mkey))
 
     def _entry_key(self, stream: str, ledger: int, entry: int, batch: int, key: str, mkey: str) -> str:
         """The sticky key of batch message ``mkey`` (own key ``key``): its entry's, the key on the first event of
@@ -419,6 +454,8 @@ class StreamingChecker:
 
     # --- rare ops --------------------------------------------------------------------------------------
     def _rare(self, op: str, row: tuple[Any, ...]) -> None:
+        """Every other op, to its handler: nack, redeliver, the membership events (open, close, crash, gone),
+        fault, end, failover."""
         if op == "nack":
             self._nack(row)
         elif op == "redeliver":
@@ -432,13 +469,22 @@ class StreamingChecker:
         elif op == "fault":
             self._fault(row)
         elif op == "end":
-            self.end_i = row[0]
-            self.drained = bool(self._extras(row[15]).get("drained"))
-        elif op == "failover":  # the subscription left this cluster's copy of the topic: see checks.replication
-            extra = self._extras(row[15])
-            name = extra.get("subscription")
-            left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
-            left.add(normalize_topic(str(extra.get("topic")))[0])
+            self._end(row)
+        elif op == "failover":
+            self._failover(row)
+
+    def _end(self, row: tuple[Any, ...]) -> None:
+        """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
+        self.end_i = row[0]
+        self.drained = bool(self._extras(row[15]).get("drained"))
+
+    def _failover(self, row: tuple[Any, ...]) -> None:
+        """The subscription left this cluster's copy of the topic: what that copy still holds for it is the
+        replication check's (``skipped_after_failover``), not ``undelivered``."""
+        extra = self._extras(row[15])
+        name = extra.get("subscription")
+        left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
+        left.add(normalize_topic(str(extra.get("topic")))[0])
 
     def _open(self, row: tuple[Any, ...]) -> None:
         i, t, consumer, result = row[0], row[1], row[3], row[10]
@@ -650,7 +696,7 @@ class StreamingChecker:
     def _exempt(self, sub: SubState, rec: Record, mkey: str) -> None:
         rec.exempt = True
         self._push_exempt(sub, rec, mkey)
-        if self._arm_live(rec):  # an armed ack ends it for now; it comes back if that ack is disarmed
+        if rec.armed(self._epoch):  # an armed ack ends it for now; it comes back if that ack is disarmed
             rec.arm_inc.suspended.append(mkey)
 
     def _push_exempt(self, sub: SubState, rec: Record, mkey: str) -> None:
@@ -658,16 +704,6 @@ class StreamingChecker:
         if heap is None:
             heap = sub.exempt_heaps[rec.scope] = []
         _push(heap, (rec.pos, mkey))
-
-    def _arm_live(self, rec: Record) -> bool:
-        """Whether ``rec`` has an armed acknowledgement that nothing disarmed since (``docs/checker.md``)."""
-        ack_i: int = rec.arm_i
-        return ack_i >= 0 and rec.arm_epoch == self._epoch and rec.arm_inc.last_disarm < ack_i
-
-    def _exempt_now(self, rec: Record) -> bool:
-        """Whether ``rec`` exempts its key now: it was negatively acknowledged or released by a redeliver request
-        and no armed, not since disarmed ack of it ended that (an ack may excuse, never condemn)."""
-        return bool(rec.exempt) and not self._arm_live(rec)
 
     def _revive_exemptions(self, inc: Incarnation) -> None:
         """``inc``'s acknowledgements were just disarmed: the exemptions its armed acks ended hold again."""
@@ -770,136 +806,23 @@ class StreamingChecker:
         self._new.append(violation)
 
     def _armed_receive(self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str) -> bool:
-        """The first live receive after an armed ack: a violation (True) unless a fault or the acker disarmed it."""
-        ack_i, acker = rec.arm_i, rec.arm_inc
+        """The first live receive after an armed ack, which that ack judges (:func:`redelivery.redelivered`) and
+        no longer keeps armed: True when it is a ``redelivered_after_ack`` (the message is owed again)."""
+        found = redelivery.redelivered(sub, rec, inc, i, mkey, self._epoch)
         rec.arm_i = -1
         if rec.exempt:  # no armed ack ends its exemption any more
             self._push_exempt(sub, rec, mkey)
-        if rec.arm_epoch == self._epoch and acker.last_disarm < ack_i and not self._batch_owed(sub, rec, ack_i, acker):
-            msg = _msg(mkey)
-            ref = (i, "receive", inc.consumer, msg)
-            ack_ref = (ack_i, "ack", acker.consumer, msg)
-            batch = rec.pos[2] >= 0
-            self._emit(make_redelivered(sub.name, rec.key, acker.consumer, ack_ref, inc.consumer, ref, batch))
-            return True
-        return False
-
-    def _batch_owed(self, sub: SubState, rec: Record, ack_i: int, acker: Incarnation) -> bool:
-        """Whether ``rec`` is one message of a batch (batch index >= 0) whose entry the broker may rightly deliver
-        whole again.  Without batch-index acks the client acknowledges an entry only once every message of one
-        copy of it it received is acknowledged (``docs/checker.md``, "Batches"), so the receive is judged only
-        when every other message of the entry, in its scope, was acknowledged in the very copy the acker
-        acknowledged this one in (:meth:`_acked_with`).  Scanned only at a receive an armed ack would judge."""
-        ledger, entry, batch = rec.pos
-        if batch < 0:
+        if found is None:
             return False
-        scope = rec.scope
-        nacks = acker.batch_nacks.get((scope, ledger, entry)) if acker.batch_nacks else None
-        hold_i = rec.hold_i
-        for other in sub.recs.values():
-            pos = other.pos
-            if (
-                pos[1] == entry
-                and pos[0] == ledger
-                and other is not rec
-                and other.scope == scope
-                and not (
-                    other.acked
-                    and self._acked_with(
-                        other.arm_i, other.arm_inc, other.arm_epoch, other.hold_i, acker, hold_i, nacks
-                    )
-                )
-            ):
-                return True
-        if sub.settled:
-            for mkey, left in sub.settled.items():
-                if left.scope == scope and not self._acked_with(
-                    left.arm_i, left.arm_inc, left.arm_epoch, left.hold_i, acker, hold_i, nacks
-                ):
-                    lo, en, _b = parse_position(_msg(mkey))
-                    if en == entry and lo == ledger:
-                        return True
-        return False
-
-    def _acked_with(
-        self, arm_i: int, arm_inc: Any, arm_epoch: int, arm_hold: int, acker: Incarnation, hold_i: int,
-        nacks: list[int] | None,
-    ) -> bool:  # fmt: skip
-        """Whether a message of a batch entry whose armed ack is ``(arm_i, arm_inc, arm_epoch)``, acknowledging
-        the hold that began at ``arm_hold``, was acknowledged in the same copy of the entry as the acker's hold
-        that began at ``hold_i``: by the acker itself, holding it (an ack by a non-holder, or by another consumer
-        holding another copy, completes no copy the acker's client tracks), not disarmed since (a fault touching
-        the acker, its crash or its redeliver request may have lost it), and no negative ack of the entry by the
-        acker between the two holds' receives (the client asks for the whole entry again, and what it receives
-        after that nack is another copy)."""
-        if arm_inc is not acker or arm_i < 0 or arm_epoch != self._epoch or acker.last_disarm > arm_i:
-            return False
-        if nacks:
-            lo, hi = (arm_hold, hold_i) if arm_hold < hold_i else (hold_i, arm_hold)
-            for n in nacks:
-                if lo < n < hi:
-                    return False
+        self._emit(found)
         return True
-
-    def _overlap(
-        self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int]
-    ) -> None:
-        ref = (i, "receive", inc.consumer, _msg(mkey))
-        scope = rec.scope
-        for other in hold:
-            first_mkey, first = next((m, r) for m, r in other.held.items() if r.scope == scope and not r.acked)
-            holder_ref = (holders_of(first)[other], "receive", other.consumer, _msg(first_mkey))
-            self._emit(make_overlap(sub.name, rec.key, other.consumer, holder_ref, inc.consumer, ref))
 
     def _check_order(
         self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int] | None
     ) -> None:
-        pos = rec.pos
-        scope = rec.scope
-        recs = sub.recs
-        best: tuple[Any, ...] | None = None
-        heap = sub.free_heaps.get(scope)
-        if heap:
-            while heap:
-                top = recs.get(heap[0][1])
-                if top is not None and top.free is not None:
-                    break
-                _pop(heap)  # stale: no longer free, or settled
-            if heap and heap[0][0] < pos:
-                other_mkey = heap[0][1]
-                msg = _msg(other_mkey)
-                best = (heap[0][0], event_ref(free_mark(recs[other_mkey].free), msg), None, msg)
-        if hold:
-            for holder in hold:
-                if holder is inc:
-                    continue
-                for other_mkey, other in holder.held.items():
-                    if (
-                        other.scope != scope
-                        or other.pos >= pos
-                        or other.acked
-                        or (best is not None and other.pos >= best[0])
-                    ):
-                        continue
-                    holders = holders_of(other)
-                    if inc in holders:
-                        continue
-                    first_inc, first_i = min(holders.items(), key=lambda kv: kv[1])
-                    msg = _msg(other_mkey)
-                    best = (other.pos, (first_i, "receive", first_inc.consumer, msg), first_inc.consumer, msg)
-        if best is None:
-            return
-        exempt = sub.exempt_heaps.get(scope)
-        if exempt:
-            while exempt:
-                top = recs.get(exempt[0][1])
-                if top is not None and self._exempt_now(top):
-                    break
-                _pop(exempt)  # stale: settled, or its exemption ended (pushed again if it comes back)
-            if exempt and exempt[0][0] < pos:
-                return
-        ref = (i, "receive", inc.consumer, _msg(mkey))
-        self._emit(make_out_of_order(sub.name, rec.key, inc.consumer, ref, best[1], best[3], best[2]))
+        found = ordering.overtaken(sub, rec, inc, i, mkey, hold, self._epoch)
+        if found is not None:
+            self._emit(found)
 
     def _check_assignment(
         self, sub: SubState, rec: Record, inc: Incarnation, i: int, t: int, was_free: Any, mkey: str
@@ -970,24 +893,14 @@ class StreamingChecker:
             self.notes.append(f"misassigned not judged after the fault at E{self.first_fault}")
         if self.drained and self.end_i is not None:
             for sub in self.subs.values():
-                for mkey, rec in sub.recs.items():
-                    if rec.free is not None and self._owed_here(sub, mkey):
-                        ref = event_ref(free_mark(rec.free), _msg(mkey))
-                        found.append(make_undelivered(sub.name, rec.key, _msg(mkey), ref, self.end_i))
+                found.extend(loss.undelivered(sub, self.end_i, self._owed_here))
         else:
             unjudged.append(Kind.UNDELIVERED)
             self.notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
         for uid, (ref, key) in self.pending_unexpected.items():
             found.append(make_unexpected(uid, key, ref))
-        for (producer, seq), value in self.ids.items():
-            if value.__class__ is dict:
-                ordered = sorted(value.values(), key=lambda rk: rk[0][0])
-                first_ref = ordered[0][0]
-                for ref, key in ordered[1:]:
-                    found.append(make_duplicate(producer, seq, key, first_ref, ref))
-        for ps, (ref, key) in self.dup_receipts.items():
-            if ps not in self.ids and ps not in self.maybe_stored and ps not in self.dup_excused:
-                found.append(make_lost_write(ps[0], ps[1], key, ref))
+        found.extend(duplicates.duplicates(self.ids))
+        found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:
             self.notes.append(key_mismatch_note(self.key_mismatches))
         if self.entry_order_breaks:
