@@ -2,7 +2,7 @@
 
 The meaning of every field follows ``docs/checker.md``:
 
-* a *message record* is a plain list (the hot loop reads and writes it by index: the ``R_*`` constants) that
+* a *message record* (:class:`Record`, a class with declared attributes: a C struct when compiled) that
   exists from the moment a message is known in a subscription; it says whether the message is acknowledged,
   exempt, which consumer incarnations hold it (are between its receive and its release), since which event it
   is *free* (known, unacknowledged, held by nobody), and the last acknowledgement that armed
@@ -19,24 +19,15 @@ from typing import Any
 
 __all__ = [
     "MSG_OPS",
-    "R_ACKED",
-    "R_ARM_EPOCH",
-    "R_ARM_I",
-    "R_ARM_INC",
-    "R_EXEMPT",
-    "R_FREE",
-    "R_HOLDER",
-    "R_HOLD_I",
-    "R_KEY",
-    "R_POS",
-    "R_SCOPE",
-    "R_T0",
-    "R_UID",
     "Incarnation",
+    "Record",
+    "Settled",
     "SubState",
     "event_ref",
     "free_mark",
     "holders_of",
+    "msg_of",
+    "settled_of",
 ]
 
 #: Ops whose events name one message (their references carry its msg_id).
@@ -45,44 +36,92 @@ MSG_OPS = frozenset({"publish", "receive", "ack", "nack"})
 #: A witness event as the engine remembers it: (i, op, consumer or None).
 Mark = tuple[int, str, "str | None"]
 
-# --- the fields of a message record (a list) ---------------------------------------------------------------
-#: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a redelivered_after_ack
-R_ACKED = 0
-#: negatively acknowledged or released by a redeliver request (ever): the key is exempt while this holds and the
-#: message has no armed, not disarmed acknowledgement (``StreamingChecker._exempt_now``); a message with it set is
-#: never settled, so an exemption an armed ack ended comes back when that ack is disarmed
-R_EXEMPT = 1
-#: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
-R_FREE = 2
-#: who holds it: None, one Incarnation (received at ``R_HOLD_I``), or a dict Incarnation -> receive index
-R_HOLDER = 3
-#: the receive that began the single holder's hold; after an arming ack, the acknowledged hold's (its copy)
-R_HOLD_I = 4
-R_KEY = 5  #: the key of its first known event
-R_SCOPE = 6  #: stream + "\x1f" + key: what ordering and exclusivity are judged within
-R_POS = 7  #: (ledger, entry, batch_index): its place in the topic log
-R_T0 = 8  #: ``t0`` of the publish that made it known (the lower bound of a first dispatch), else None
-R_ARM_I = 9  #: index of the ack that armed redelivered_after_ack, or -1
-R_ARM_INC = 10  #: the incarnation that acknowledged it then
-R_ARM_EPOCH = 11  #: the number of unscoped faults before that ack (such a fault disarms every ack)
-#: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a receive
-#: carrying the same uid is evidence the identity checks already have), else None
-R_UID = 12
+
+class Record:
+    """What the engine knows of one message in one subscription, from the moment it is known there until it is
+    settled (then a :class:`Settled` remainder replaces it).  Plain declared attributes: compiled with mypyc, a C
+    struct, read in the hot loop without a dictionary or an index."""
+
+    __slots__ = (
+        "acked", "arm_epoch", "arm_i", "arm_inc", "exempt", "free", "hold_i", "holder", "key", "pos", "scope", "t0",
+        "uid",
+    )  # fmt: skip
+
+    def __init__(
+        self, acked: bool, free: Any, key: str, scope: str, pos: tuple[int, int, int], t0: Any, uid: str | None
+    ) -> None:
+        #: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a
+        #: redelivered_after_ack
+        self.acked = acked
+        #: negatively acknowledged or released by a redeliver request (ever): the key is exempt while this holds
+        #: and the message has no armed, not disarmed acknowledgement (:func:`conformance.checks.ordering.exempt_now`);
+        #: a message with it set is never settled, so an exemption an armed ack ended comes back when that ack is
+        #: disarmed
+        self.exempt = False
+        #: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
+        self.free = free
+        #: who holds it: None, one Incarnation (received at ``hold_i``), or a dict Incarnation -> receive index
+        self.holder: Any = None
+        #: the receive that began the single holder's hold; after an arming ack, the acknowledged hold's (its copy)
+        self.hold_i = -1
+        self.key = key  #: the key it is judged under: its first known event's (a batch message: its entry's)
+        self.scope = scope  #: stream + "\x1f" + key: what ordering and exclusivity are judged within
+        self.pos = pos  #: (ledger, entry, batch_index): its place in the topic log
+        self.t0 = t0  #: ``t0`` of the publish that made it known (the lower bound of a first dispatch), else None
+        self.arm_i = -1  #: index of the ack that armed redelivered_after_ack, or -1
+        self.arm_inc: Any = None  #: the incarnation that acknowledged it then
+        self.arm_epoch = 0  #: the number of unscoped faults before that ack (such a fault disarms every ack)
+        #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a
+        #: receive carrying the same uid is evidence the identity checks already have), else None
+        self.uid = uid
+
+    def armed(self, epoch: int) -> bool:
+        """Whether it has an armed acknowledgement that nothing disarmed since (``docs/checker.md``, "Armed ack"):
+        ``epoch`` is the number of unscoped faults so far (one after the ack disarmed it)."""
+        return self.arm_i >= 0 and self.arm_epoch == epoch and self.arm_inc.last_disarm < self.arm_i
+
+
+class Settled:
+    """The compact remainder of a *settled* message: acknowledged, held by nobody and its publish receipt seen.
+
+    It keeps what a later receive needs: the message's key and scope (shared strings), the arming ack
+    (``arm_i``, ``arm_inc``, ``arm_epoch``) and the receive that began the hold it acknowledged (``hold_i``: which
+    copy of a batch entry the ack was in)."""
+
+    __slots__ = ("arm_epoch", "arm_i", "arm_inc", "hold_i", "key", "scope")
+
+    def __init__(self, scope: str, key: str, arm_i: int, arm_inc: Any, arm_epoch: int, hold_i: int) -> None:
+        self.scope = scope
+        self.key = key
+        self.arm_i = arm_i
+        self.arm_inc = arm_inc
+        self.arm_epoch = arm_epoch
+        self.hold_i = hold_i
+
+
+def settled_of(rec: Record) -> Settled:
+    """The remainder of ``rec`` once it is settled, keeping its armed ack."""
+    return Settled(rec.scope, rec.key, rec.arm_i, rec.arm_inc, rec.arm_epoch, rec.hold_i)
 
 
 def free_mark(free: Any) -> Mark:
-    """The event that made a message free, as a Mark (``R_FREE`` holds a bare ``i`` for a publish)."""
+    """The event that made a message free, as a Mark (``Record.free`` holds a bare ``i`` for a publish)."""
     return (free, "publish", None) if free.__class__ is int else free
 
 
-def holders_of(rec: list[Any]) -> dict[Incarnation, int]:
+def holders_of(rec: Record) -> dict[Incarnation, int]:
     """The record's holders as a dict incarnation -> receive index (a copy)."""
-    holder = rec[R_HOLDER]
+    holder = rec.holder
     if holder is None:
         return {}
     if holder.__class__ is dict:
         return dict(holder)
-    return {holder: rec[R_HOLD_I]}
+    return {holder: rec.hold_i}
+
+
+def msg_of(mkey: str) -> str:
+    """The message id of a message key (``stream|msg_id``)."""
+    return mkey.rpartition("|")[2]
 
 
 def event_ref(mark: Mark, msg: str | None) -> tuple[int, str, str | None, str | None]:
@@ -106,7 +145,7 @@ class Incarnation:
         self.policy = policy
         self.t_open = t_open
         #: message key -> record, for every message this incarnation holds (insertion order = receive order)
-        self.held: dict[str, list[Any]] = {}
+        self.held: dict[str, Record] = {}
         #: index of this incarnation's last redeliver or crash (disarms its acknowledgements)
         self.last_disarm = -1
         #: (scope, ledger, entry) -> indexes of its negative acks of messages of that batch entry: each makes the
@@ -140,12 +179,9 @@ class SubState:
     def __init__(self, name: str) -> None:
         self.name = name
         #: message key -> record, while the message is not settled (see ``settled``)
-        self.recs: dict[str, list[Any]] = {}
-        #: message key -> (scope, key, R_ARM_I, R_ARM_INC, R_ARM_EPOCH, R_HOLD_I) of a *settled* message:
-        #: acknowledged, held by nobody and its publish receipt seen. Its record is dropped; this compact remainder
-        #: keeps what a later receive needs: the message's first key (scope and key are shared strings), the arming
-        #: ack and the receive that began the hold it acknowledged (which copy of a batch entry the ack was in).
-        self.settled: dict[str, tuple[str, str, int, Any, int, int]] = {}
+        self.recs: dict[str, Record] = {}
+        #: message key -> the :class:`Settled` remainder of a settled message (its record is dropped)
+        self.settled: dict[str, Settled] = {}
         #: scope -> incarnation -> how many messages of the scope it holds
         self.holding: dict[str, dict[Incarnation, int]] = {}
         #: scope -> heap of (position, message key) of free messages (lazy: entries may be stale)

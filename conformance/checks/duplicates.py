@@ -18,12 +18,41 @@ The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["explain", "explain_lost_write", "make_duplicate", "make_lost_write"]
+__all__ = ["duplicates", "explain", "explain_lost_write", "lost_writes", "make_duplicate", "make_lost_write"]
+
+
+def duplicates(ids: Mapping[tuple[str, int], Any]) -> list[Violation]:
+    """The ``duplicate_publish`` es: each (producer, seq) stored under more than one message id (``ids`` holds a
+    dict ``{message key: (first evidence ref, key)}`` for those), one per id after the first-evidenced one."""
+    found = []
+    for (producer, seq), value in ids.items():
+        if value.__class__ is dict:
+            ordered = sorted(value.values(), key=lambda rk: rk[0][0])
+            first_ref = ordered[0][0]
+            for ref, key in ordered[1:]:
+                found.append(make_duplicate(producer, seq, key, first_ref, ref))
+    return found
+
+
+def lost_writes(
+    receipts: Mapping[tuple[str, int], tuple[Sequence[Any], str]],
+    stored: Container[tuple[str, int]],
+    maybe_stored: Container[tuple[str, int]],
+    excused: Container[tuple[str, int]],
+) -> list[Violation]:
+    """The ``lost_write`` s: each (producer, seq) with a duplicate receipt (its first in ``receipts``) that no
+    event shows ``stored``, no send with an unknown outcome may have stored, and no higher sequence id of its
+    producer that may be stored ``excused``."""
+    return [
+        make_lost_write(ps[0], ps[1], key, ref)
+        for ps, (ref, key) in receipts.items()
+        if ps not in stored and ps not in maybe_stored and ps not in excused
+    ]
 
 
 def make_duplicate(

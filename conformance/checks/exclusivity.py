@@ -22,9 +22,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.checks._state import Incarnation, Record, SubState, holders_of, msg_of
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["explain", "make_overlap"]
+__all__ = ["explain", "make_overlap", "overlaps"]
+
+
+def overlaps(
+    sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int]
+) -> list[Violation]:
+    """The ``key_overlap`` s of a receive at E``i`` by ``inc`` of unacknowledged ``rec`` that starts its hold of
+    the key (``inc`` holds none of the scope's messages; ``hold``: the scope's holders and their counts), one per
+    other holder, each witnessed by that holder's earliest-received message of the key still held."""
+    ref = (i, "receive", inc.consumer, msg_of(mkey))
+    scope = rec.scope
+    found = []
+    for other in hold:
+        first_mkey, first = next((m, r) for m, r in other.held.items() if r.scope == scope and not r.acked)
+        holder_ref = (holders_of(first)[other], "receive", other.consumer, msg_of(first_mkey))
+        found.append(make_overlap(sub.name, rec.key, other.consumer, holder_ref, inc.consumer, ref))
+    return found
 
 
 def make_overlap(

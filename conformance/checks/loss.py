@@ -18,12 +18,25 @@ The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from conformance.checks._state import SubState, event_ref, free_mark, msg_of
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["explain", "make_undelivered"]
+__all__ = ["explain", "make_undelivered", "undelivered"]
+
+
+def undelivered(sub: SubState, end_i: int, owed_here: Callable[[SubState, str], bool]) -> list[Violation]:
+    """The ``undelivered`` of a drained run ending at E``end_i``: each message of ``sub`` still free (known,
+    unacknowledged, held by nobody) that ``owed_here`` says this subscription is owed, witnessed by the event that
+    made it free."""
+    found = []
+    for mkey, rec in sub.recs.items():
+        if rec.free is not None and owed_here(sub, mkey):
+            ref = event_ref(free_mark(rec.free), msg_of(mkey))
+            found.append(make_undelivered(sub.name, rec.key, msg_of(mkey), ref, end_i))
+    return found
 
 
 def make_undelivered(subscription: str, key: str, msg: str, since_ref: Sequence[Any], end_i: int) -> Violation:

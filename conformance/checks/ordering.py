@@ -26,12 +26,72 @@ The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.checks._state import Incarnation, Record, SubState, event_ref, free_mark, holders_of, msg_of
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["explain", "make_out_of_order"]
+__all__ = ["exempt_now", "explain", "make_out_of_order", "overtaken"]
+
+
+def exempt_now(rec: Record, epoch: int) -> bool:
+    """Whether ``rec`` exempts its key now: it was negatively acknowledged or released by a redeliver request
+    and no armed, not since disarmed ack of it ended that (an ack may excuse, never condemn)."""
+    return bool(rec.exempt) and not rec.armed(epoch)
+
+
+def overtaken(
+    sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int] | None, epoch: int
+) -> Violation | None:
+    """The ``out_of_order`` of a receive at E``i`` of ``rec`` by ``inc``, if any: the earliest message of the scope
+    before it that is known, unacknowledged and not held by ``inc`` (the top of the scope's lazy free heap, or a
+    message another holder in ``hold`` holds), unless a message of the scope earlier than ``rec`` is exempt now.
+    Stale heap entries met on the way are dropped."""
+    pos = rec.pos
+    scope = rec.scope
+    recs = sub.recs
+    best: tuple[Any, ...] | None = None
+    heap = sub.free_heaps.get(scope)
+    if heap:
+        while heap:
+            top = recs.get(heap[0][1])
+            if top is not None and top.free is not None:
+                break
+            heapq.heappop(heap)  # stale: no longer free, or settled
+        if heap and heap[0][0] < pos:
+            other_mkey = heap[0][1]
+            msg = msg_of(other_mkey)
+            best = (heap[0][0], event_ref(free_mark(recs[other_mkey].free), msg), None, msg)
+    if hold:
+        for holder in hold:
+            if holder is inc:
+                continue
+            for other_mkey, other in holder.held.items():
+                if other.scope != scope or other.pos >= pos or other.acked:
+                    continue
+                if best is not None and other.pos >= best[0]:
+                    continue
+                holders = holders_of(other)
+                if inc in holders:
+                    continue
+                first_inc, first_i = min(holders.items(), key=lambda kv: kv[1])
+                msg = msg_of(other_mkey)
+                best = (other.pos, (first_i, "receive", first_inc.consumer, msg), first_inc.consumer, msg)
+    if best is None:
+        return None
+    exempt = sub.exempt_heaps.get(scope)
+    if exempt:
+        while exempt:
+            top = recs.get(exempt[0][1])
+            if top is not None and exempt_now(top, epoch):
+                break
+            heapq.heappop(exempt)  # stale: settled, or its exemption ended (pushed again if it comes back)
+        if exempt and exempt[0][0] < pos:
+            return None
+    ref = (i, "receive", inc.consumer, msg_of(mkey))
+    return make_out_of_order(sub.name, rec.key, inc.consumer, ref, best[1], best[3], best[2])
 
 
 def make_out_of_order(

@@ -29,9 +29,81 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.checks._state import Incarnation, Record, SubState, msg_of
+from conformance.trace.identity import parse_position
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["explain", "make_redelivered"]
+__all__ = ["acked_with", "batch_owed", "explain", "make_redelivered", "redelivered"]
+
+
+def redelivered(sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, epoch: int) -> Violation | None:
+    """The ``redelivered_after_ack`` of the first live receive at E``i`` of ``rec`` (by ``inc``) after the ack
+    that armed it, if any: none when a fault (``epoch``: unscoped faults so far) or the acker disarmed that ack,
+    nor when ``rec`` is a message of a batch entry the broker may rightly deliver whole again."""
+    ack_i, acker = rec.arm_i, rec.arm_inc
+    if rec.arm_epoch != epoch or acker.last_disarm >= ack_i or batch_owed(sub, rec, acker, epoch):
+        return None
+    msg = msg_of(mkey)
+    ref = (i, "receive", inc.consumer, msg)
+    ack_ref = (ack_i, "ack", acker.consumer, msg)
+    return make_redelivered(sub.name, rec.key, acker.consumer, ack_ref, inc.consumer, ref, rec.pos[2] >= 0)
+
+
+def batch_owed(sub: SubState, rec: Record, acker: Incarnation, epoch: int) -> bool:
+    """Whether ``rec`` is one message of a batch (batch index >= 0) whose entry the broker may rightly deliver
+    whole again.  Without batch-index acks the client acknowledges an entry only once every message of one
+    copy of it it received is acknowledged (``docs/checker.md``, "Batches"), so the receive is judged only
+    when every other message of the entry, in its scope, was acknowledged in the very copy the acker
+    acknowledged this one in (:func:`acked_with`).  Scanned only at a receive an armed ack would judge."""
+    ledger, entry, batch = rec.pos
+    if batch < 0:
+        return False
+    scope = rec.scope
+    nacks = acker.batch_nacks.get((scope, ledger, entry)) if acker.batch_nacks else None
+    hold_i = rec.hold_i
+    for other in sub.recs.values():
+        pos = other.pos
+        if (
+            pos[1] == entry
+            and pos[0] == ledger
+            and other is not rec
+            and other.scope == scope
+            and not (
+                other.acked
+                and acked_with(other.arm_i, other.arm_inc, other.arm_epoch, other.hold_i, acker, hold_i, nacks, epoch)
+            )
+        ):
+            return True
+    if sub.settled:
+        for mkey, left in sub.settled.items():
+            if left.scope == scope and not acked_with(
+                left.arm_i, left.arm_inc, left.arm_epoch, left.hold_i, acker, hold_i, nacks, epoch
+            ):
+                lo, en, _b = parse_position(msg_of(mkey))
+                if en == entry and lo == ledger:
+                    return True
+    return False
+
+
+def acked_with(
+    arm_i: int, arm_inc: Any, arm_epoch: int, arm_hold: int, acker: Incarnation, hold_i: int,
+    nacks: list[int] | None, epoch: int,
+) -> bool:  # fmt: skip
+    """Whether a message of a batch entry whose armed ack is ``(arm_i, arm_inc, arm_epoch)``, acknowledging
+    the hold that began at ``arm_hold``, was acknowledged in the same copy of the entry as the acker's hold
+    that began at ``hold_i``: by the acker itself, holding it (an ack by a non-holder, or by another consumer
+    holding another copy, completes no copy the acker's client tracks), not disarmed since (a fault touching
+    the acker, its crash or its redeliver request may have lost it), and no negative ack of the entry by the
+    acker between the two holds' receives (the client asks for the whole entry again, and what it receives
+    after that nack is another copy)."""
+    if arm_inc is not acker or arm_i < 0 or arm_epoch != epoch or acker.last_disarm > arm_i:
+        return False
+    if nacks:
+        lo, hi = (arm_hold, hold_i) if arm_hold < hold_i else (hold_i, arm_hold)
+        for n in nacks:
+            if lo < n < hi:
+                return False
+    return True
 
 
 def make_redelivered(

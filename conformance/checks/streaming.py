@@ -1,23 +1,27 @@
 """The streaming Python engine: one pass over a trace, every check at once.
 
-:class:`StreamingChecker` keeps the state of :mod:`conformance.checks._state` and applies each property's rule
-(documented, with its witness and explanation, in the property's module) at the moment the trace makes it
-decidable: ``key_overlap``, ``out_of_order`` and ``redelivered_after_ack`` at a receive, ``misassigned`` at a
-receive, at the next membership event, or at an accepted open Pulsar refuses; ``undelivered``,
-``duplicate_publish``, ``lost_write`` and ``unexpected_message`` when the trace ends.
+The checker reads like ``docs/checker.md``.  :class:`StreamingChecker` keeps the state of
+:mod:`conformance.checks._state` (message records, settled remainders, incarnations) and applies each property's
+rule at the moment the trace makes it decidable, by calling the function of the property's module that decides
+it (the module holds its rule, its witness and its explanation together): :func:`exclusivity.overlaps`
+(``key_overlap``), :func:`ordering.overtaken` (``out_of_order``) and :func:`redelivery.redelivered`
+(``redelivered_after_ack``) at a receive; ``misassigned`` (:class:`~conformance.checks.assignment.Timeline`) at
+a receive, at the next membership event, or at an accepted open Pulsar refuses; :func:`loss.undelivered`,
+:func:`duplicates.duplicates` and :func:`duplicates.lost_writes` (and ``unexpected_message``) when the trace
+ends.
 
 Two ways in: :meth:`StreamingChecker.feed` takes one :class:`~conformance.trace.Event` (live, as a
 ``TraceWriter`` listener, returning what the event revealed) and :meth:`StreamingChecker.feed_batch` a
 validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource.row_batches` or
 :meth:`~conformance.trace.reader.TraceSource.batches` (the fast path for stored traces), decoded by
 :class:`~conformance.trace.decode.RowDecoder` into one list per field.  Both end in
-:meth:`StreamingChecker._run`, one loop over those columns: the three ops that make up nearly every trace
-(publish, receive, ack) are handled inline, their common case first, reading only the fields they use, on
-message records that are plain lists; the rest (and every violation) in methods, given the event as a tuple
-of :data:`ROW_FIELDS`.  That loop is why this module is
-long; the rules are short.  This module and :mod:`~conformance.checks._state` may run compiled by mypyc
-(``KEYSHARED_COMPILE=1``; :mod:`conformance.checks._build` picks the build), so they stay strictly typed and
-their classes are not patched at run time.
+:meth:`StreamingChecker._run`, which hands each event to the handler of its op: :meth:`~StreamingChecker._publish`,
+:meth:`~StreamingChecker._receive` and :meth:`~StreamingChecker._ack` (nearly every event; they read their
+fields straight from the columns), the others through :meth:`~StreamingChecker._rare` given the event as a tuple
+of :data:`ROW_FIELDS` (nack, redeliver, open, close, crash, gone, fault, end, failover; late receives and acks).
+This module and :mod:`~conformance.checks._state` may run compiled by mypyc (``KEYSHARED_COMPILE=1``;
+:mod:`conformance.checks._build` picks the build), so they stay strictly typed and their classes are not patched
+at run time.
 
 Memory: one record per message known in a subscription (its key is its first event's, so records are kept),
 the holdings and heaps of what is outstanding, and for the identity checks one entry per published uid and
@@ -30,31 +34,18 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery
 from conformance.checks._state import (
-    R_ACKED,
-    R_ARM_EPOCH,
-    R_ARM_I,
-    R_ARM_INC,
-    R_EXEMPT,
-    R_FREE,
-    R_HOLD_I,
-    R_HOLDER,
-    R_KEY,
-    R_POS,
-    R_SCOPE,
-    R_T0,
     Incarnation,
+    Record,
+    Settled,
     SubState,
     event_ref,
     free_mark,
     holders_of,
+    settled_of,
 )
 from conformance.checks.assignment import Change, Lower, Timeline, make_misassigned, make_refused_open, selector_factory
-from conformance.checks.duplicates import make_duplicate, make_lost_write
-from conformance.checks.exclusivity import make_overlap
-from conformance.checks.loss import make_undelivered
-from conformance.checks.ordering import make_out_of_order
-from conformance.checks.redelivery import make_redelivered
 from conformance.checks.unexpected import make_unexpected
 from conformance.profiles import Profile, resolve_profile
 from conformance.trace.decode import ROW_FIELDS, RowDecoder
@@ -199,215 +190,237 @@ class StreamingChecker:
     # --- the loop --------------------------------------------------------------------------------------
     def _run(self, columns: list[list[Any]], start: int, stop: int) -> None:
         """Check events ``start`` to ``stop`` (excluded) of a batch given as one list per field of
-        :data:`ROW_FIELDS` (but ``n``)."""
-        live_get = self.live.get
-        published = self._published
-        uid_pub = self.uid_pub
-        ids = self.ids
-        assign = self._fresh_selector is not None
-        c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
-        c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch = columns[8:]
+        :data:`ROW_FIELDS` (but ``n``): each to the handler of its op."""
+        c_op = columns[2]
         for n in range(start, stop):
             op = c_op[n]
             if op == "receive":
-                consumer = c_consumer[n]
-                inc = live_get(consumer)
-                if inc is None:
-                    self._late_receive(_row(columns, n))
-                    continue
-                i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-                ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
-                sub = inc.sub
-                rec = sub.recs.get(mkey)
-                if rec is None and sub.settled and mkey in sub.settled:
-                    rec = self._revive(sub, mkey, (ledger, entry, batch))
-                if rec is None:
-                    if uid is not None:
-                        self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, batch, key, mkey)
-                    scope = self._scope(stream, sticky)
-                    acked = bool(sub.acked_early) and mkey in sub.acked_early
-                    if acked:
-                        sub.acked_early.discard(mkey)
-                    rec = [acked, False, None, None, -1, sticky, scope, (ledger, entry, batch), None, -1, None, 0, None]
-                    sub.recs[mkey] = rec
-                    was_free = None
-                else:
-                    if uid is not None and rec[12] != uid:  # not the uid its publish receipt already evidenced
-                        self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
-                    holder = rec[3]
-                    if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
-                        continue  # delivered again while held: changes nothing, judged by nothing
-                    was_free = rec[2]
-                    if rec[5] != key and self._own_keys.get(mkey, rec[5]) != key:
-                        self.key_mismatches += 1
-                    if rec[9] >= 0 and self._armed_receive(sub, rec, inc, i, mkey):
-                        rec[0] = False  # the broker took the acknowledgement back: the message is owed again
-                    scope = rec[6]
-                holding = sub.holding
-                hold = holding.get(scope)
-                # an acknowledged message (a late redelivery) is pending nowhere: its receive holds no key
-                pending = not rec[0]
-                if pending and hold is not None and inc not in hold:
-                    self._overlap(sub, rec, inc, i, mkey, hold)
-                heap = sub.free_heaps.get(scope)
-                if heap:
-                    if heap[0][1] == mkey:
-                        _pop(heap)  # the message itself: in order (the common case)
-                    if (heap and heap[0][0] < rec[7]) or (hold is not None and (len(hold) > 1 or inc not in hold)):
-                        self._check_order(sub, rec, inc, i, mkey, hold)
-                elif hold is not None and (len(hold) > 1 or inc not in hold):
-                    self._check_order(sub, rec, inc, i, mkey, hold)
-                if assign and self.first_fault is None:
-                    tl = sub.timeline
-                    if tl is not None and tl.broken_at is None:
-                        owner = tl._owner.get(rec[5], -1)
-                        if owner == -1:
-                            owner = tl.latest_owner(rec[5])
-                        if owner != inc.id:
-                            self._check_assignment(sub, rec, inc, i, t, was_free, mkey)
-                rec[2] = None
-                holder = rec[3]
-                if holder is None:
-                    rec[3] = inc
-                    rec[4] = i
-                elif holder.__class__ is dict:
-                    holder[inc] = i
-                else:
-                    rec[3] = {holder: rec[4], inc: i}
-                if not pending:
-                    pass  # held for the acknowledgement it may get (arming), not counted as a hold of the key
-                elif hold is None:
-                    holding[scope] = {inc: 1}
-                else:
-                    hold[inc] = hold.get(inc, 0) + 1
-                inc.held[mkey] = rec
+                self._receive(columns, n)
             elif op == "ack":
-                consumer = c_consumer[n]
-                inc = live_get(consumer)
-                if inc is None:
-                    self._late_ack(_row(columns, n))
-                    continue
-                i, mkey = c_i[n], c_mkey[n]
-                sub = inc.sub
-                rec = sub.recs.get(mkey)
-                if rec is None:
-                    if not (sub.settled and mkey in sub.settled):  # settled: acknowledged already, arm kept
-                        sub.acked_early.add(mkey)
-                    continue
-                holder = rec[3]
-                if holder is None:
-                    arms = False
-                else:
-                    if holder.__class__ is not dict:
-                        holder = (holder,)  # one holder (the common case) or several
-                    arms = inc in holder
-                    if arms and holder.__class__ is dict:
-                        rec[4] = holder[inc]  # the acked copy's receive (see _acked_with)
-                    if rec[0]:  # received again after an ack: those holds were never counted as the key's
-                        for other in holder:
-                            del other.held[mkey]
-                    else:
-                        scope = rec[6]
-                        holding = sub.holding
-                        hold = holding[scope]
-                        for other in holder:
-                            n_held = hold[other]
-                            if n_held == 1:
-                                del hold[other]
-                            else:
-                                hold[other] = n_held - 1
-                            del other.held[mkey]
-                        if not hold:
-                            del holding[scope]
-                    rec[3] = None
-                if mkey in published and not rec[1]:  # settled: only the compact remainder stays
-                    del sub.recs[mkey]
-                    if arms:
-                        sub.settled[mkey] = (rec[6], rec[5], i, inc, self._epoch, rec[4])
-                    else:  # an ack that arms nothing leaves an earlier armed ack armed
-                        sub.settled[mkey] = (rec[6], rec[5], rec[9], rec[10], rec[11], rec[4])
-                    continue
-                rec[0] = True
-                rec[2] = None
-                if arms:
-                    rec[9] = i
-                    rec[10] = inc
-                    rec[11] = self._epoch
-                    if rec[1]:  # exempt: this armed ack ends the exemption until it is disarmed
-                        inc.suspended.append(mkey)
+                self._ack(columns, n)
             elif op == "publish":
-                i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-                producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
-                ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
-                first_of_uid = False
-                if uid is not None and uid not in uid_pub:
-                    first_of_uid = True
-                    uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
-                    if uid in self.pending_unexpected:
-                        self._resolve_uid(uid, uid_pub[uid])
-                if result != "ok" or mkey is None or ledger < 0 or entry < 0:
-                    if producer is not None and seq is not None:
-                        self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
-                    continue  # not stored
-                if producer is not None and seq is not None:
-                    self._may_store(producer, seq, t0)
-                    ps = (producer, seq)
-                    cur = ids.get(ps)
-                    if cur is None:
-                        ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
-                    elif cur.__class__ is not tuple or cur[0] != mkey:
-                        self._evidence(ps, mkey, (i, "publish", None, _msg(mkey)), key)
-                if mkey in published:
-                    continue  # a second receipt naming the same message: not a new message
-                published.add(mkey)
-                send_t = t if t0 is None else t0
-                if batch >= 0:  # a batch entry is dispatched whole by its first message's key
-                    key = self._entry_key(stream, ledger, entry, batch, key, mkey)
-                for sub in self._sub_list:
-                    recs = sub.recs
-                    if not sub.created:
-                        continue  # no subscription yet
-                    known = recs.get(mkey)
-                    if known is not None:  # already known from a receive: settled if acknowledged meanwhile
-                        if known[0] and known[3] is None and not known[1]:
-                            del recs[mkey]
-                            sub.settled[mkey] = (known[6], known[5], known[9], known[10], known[11], known[4])
-                        continue
-                    t_c = sub.expect_cache.get(stream)
-                    if t_c is None:
-                        t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
-                    if t_c > send_t:
-                        continue  # sent strictly before the subscription existed (at an equal t: after)
-                    if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
-                        sub.acked_early.discard(mkey)
-                        sub.settled[mkey] = (self._scope(stream, key), key, -1, None, 0, -1)
-                    else:
-                        scope = self._scope(stream, key)
-                        pos = (ledger, entry, batch)
-                        recs[mkey] = [
-                            False,
-                            False,
-                            i,
-                            None,
-                            -1,
-                            key,
-                            scope,
-                            pos,
-                            send_t,
-                            -1,
-                            None,
-                            0,
-                            uid if first_of_uid else None,
-                        ]
-                        heap = sub.free_heaps.get(scope)
-                        if heap is None:
-                            sub.free_heaps[scope] = [(pos, mkey)]
-                        else:
-                            _push(heap, (pos, mkey))
+                self._publish(columns, n)
             else:
                 self._rare(op, _row(columns, n))
         self.events += stop - start
+
+    def _receive(self, columns: list[list[Any]], n: int) -> None:
+        """A live receive (a late one: :meth:`_late_receive`): the message becomes known and held, and the
+        receive is judged for key_overlap, out_of_order, redelivered_after_ack and misassigned."""
+        c_i = columns[0]
+        c_t = columns[1]
+        c_consumer = columns[3]
+        c_key = columns[4]
+        c_mkey = columns[5]
+        c_stream = columns[6]
+        c_uid = columns[7]
+        c_ledger = columns[12]
+        c_entry = columns[13]
+        c_batch = columns[14]
+        consumer = c_consumer[n]
+        inc = self.live.get(consumer)
+        if inc is None:
+            self._late_receive(_row(columns, n))
+            return
+        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
+        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
+        sub = inc.sub
+        rec = sub.recs.get(mkey)
+        if rec is None and sub.settled and mkey in sub.settled:
+            rec = self._revive(sub, mkey, (ledger, entry, batch))
+        if rec is None:
+            if uid is not None:
+                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+            sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, batch, key, mkey)
+            scope = self._scope(stream, sticky)
+            acked = bool(sub.acked_early) and mkey in sub.acked_early
+            if acked:
+                sub.acked_early.discard(mkey)
+            rec = Record(acked, None, sticky, scope, (ledger, entry, batch), None, None)
+            sub.recs[mkey] = rec
+            was_free = None
+        else:
+            if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
+                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+            holder = rec.holder
+            if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
+                return  # delivered again while held: changes nothing, judged by nothing
+            was_free = rec.free
+            if rec.key != key and self._own_keys.get(mkey, rec.key) != key:
+                self.key_mismatches += 1
+            if rec.arm_i >= 0 and self._armed_receive(sub, rec, inc, i, mkey):
+                rec.acked = False  # the broker took the acknowledgement back: the message is owed again
+            scope = rec.scope
+        holding = sub.holding
+        hold = holding.get(scope)
+        # an acknowledged message (a late redelivery) is pending nowhere: its receive holds no key
+        pending = not rec.acked
+        if pending and hold is not None and inc not in hold:
+            for overlap in exclusivity.overlaps(sub, rec, inc, i, mkey, hold):
+                self._emit(overlap)
+        heap = sub.free_heaps.get(scope)
+        if heap:
+            if heap[0][1] == mkey:
+                _pop(heap)  # the message itself: in order (the common case)
+            if (heap and heap[0][0] < rec.pos) or (hold is not None and (len(hold) > 1 or inc not in hold)):
+                self._check_order(sub, rec, inc, i, mkey, hold)
+        elif hold is not None and (len(hold) > 1 or inc not in hold):
+            self._check_order(sub, rec, inc, i, mkey, hold)
+        if self._fresh_selector is not None and self.first_fault is None:
+            tl = sub.timeline
+            if tl is not None and tl.broken_at is None:
+                owner = tl._owner.get(rec.key, -1)
+                if owner == -1:
+                    owner = tl.latest_owner(rec.key)
+                if owner != inc.id:
+                    self._check_assignment(sub, rec, inc, i, t, was_free, mkey)
+        rec.free = None
+        holder = rec.holder
+        if holder is None:
+            rec.holder = inc
+            rec.hold_i = i
+        elif holder.__class__ is dict:
+            holder[inc] = i
+        else:
+            rec.holder = {holder: rec.hold_i, inc: i}
+        if not pending:
+            pass  # held for the acknowledgement it may get (arming), not counted as a hold of the key
+        elif hold is None:
+            holding[scope] = {inc: 1}
+        else:
+            hold[inc] = hold.get(inc, 0) + 1
+        inc.held[mkey] = rec
+
+    def _ack(self, columns: list[list[Any]], n: int) -> None:
+        """A live ack (a late one: :meth:`_late_ack`): every hold of the message ends, it is acknowledged
+        (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if its consumer held it."""
+        c_i = columns[0]
+        c_consumer = columns[3]
+        c_mkey = columns[5]
+        consumer = c_consumer[n]
+        inc = self.live.get(consumer)
+        if inc is None:
+            self._late_ack(_row(columns, n))
+            return
+        i, mkey = c_i[n], c_mkey[n]
+        sub = inc.sub
+        rec = sub.recs.get(mkey)
+        if rec is None:
+            if not (sub.settled and mkey in sub.settled):  # settled: acknowledged already, arm kept
+                sub.acked_early.add(mkey)
+            return
+        holder = rec.holder
+        if holder is None:
+            arms = False
+        else:
+            if holder.__class__ is not dict:
+                holder = (holder,)  # one holder (the common case) or several
+            arms = inc in holder
+            if arms and holder.__class__ is dict:
+                rec.hold_i = holder[inc]  # the acked copy's receive (see redelivery.acked_with)
+            if rec.acked:  # received again after an ack: those holds were never counted as the key's
+                for other in holder:
+                    del other.held[mkey]
+            else:
+                scope = rec.scope
+                holding = sub.holding
+                hold = holding[scope]
+                for other in holder:
+                    n_held = hold[other]
+                    if n_held == 1:
+                        del hold[other]
+                    else:
+                        hold[other] = n_held - 1
+                    del other.held[mkey]
+                if not hold:
+                    del holding[scope]
+            rec.holder = None
+        if mkey in self._published and not rec.exempt:  # settled: only the compact remainder stays
+            del sub.recs[mkey]
+            if arms:
+                sub.settled[mkey] = Settled(rec.scope, rec.key, i, inc, self._epoch, rec.hold_i)
+            else:  # an ack that arms nothing leaves an earlier armed ack armed
+                sub.settled[mkey] = settled_of(rec)
+            return
+        rec.acked = True
+        rec.free = None
+        if arms:
+            rec.arm_i = i
+            rec.arm_inc = inc
+            rec.arm_epoch = self._epoch
+            if rec.exempt:  # exempt: this armed ack ends the exemption until it is disarmed
+                inc.suspended.append(mkey)
+
+    def _publish(self, columns: list[list[Any]], n: int) -> None:
+        """A publish receipt: identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
+        message becomes known (and free) in every subscription it reaches."""
+        c_i = columns[0]
+        c_t = columns[1]
+        c_key = columns[4]
+        c_mkey = columns[5]
+        c_stream = columns[6]
+        c_uid = columns[7]
+        c_producer = columns[8]
+        c_seq = columns[9]
+        c_result = columns[10]
+        c_t0 = columns[11]
+        c_ledger = columns[12]
+        c_entry = columns[13]
+        c_batch = columns[14]
+        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
+        producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
+        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
+        first_of_uid = False
+        if uid is not None and uid not in self.uid_pub:
+            first_of_uid = True
+            self.uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
+            if uid in self.pending_unexpected:
+                self._resolve_uid(uid, self.uid_pub[uid])
+        if result != "ok" or mkey is None or ledger < 0 or entry < 0:
+            if producer is not None and seq is not None:
+                self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
+            return  # not stored
+        if producer is not None and seq is not None:
+            self._may_store(producer, seq, t0)
+            ps = (producer, seq)
+            cur = self.ids.get(ps)
+            if cur is None:
+                self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
+            elif cur.__class__ is not tuple or cur[0] != mkey:
+                self._evidence(ps, mkey, (i, "publish", None, _msg(mkey)), key)
+        if mkey in self._published:
+            return  # a second receipt naming the same message: not a new message
+        self._published.add(mkey)
+        send_t = t if t0 is None else t0
+        if batch >= 0:  # a batch entry is dispatched whole by its first message's key
+            key = self._entry_key(stream, ledger, entry, batch, key, mkey)
+        for sub in self._sub_list:
+            recs = sub.recs
+            if not sub.created:
+                continue  # no subscription yet
+            known = recs.get(mkey)
+            if known is not None:  # already known from a receive: settled if acknowledged meanwhile
+                if known.acked and known.holder is None and not known.exempt:
+                    del recs[mkey]
+                    sub.settled[mkey] = settled_of(known)
+                continue
+            t_c = sub.expect_cache.get(stream)
+            if t_c is None:
+                t_c = sub.expect_cache[stream] = sub.created_at(stream.rpartition("|")[0])
+            if t_c > send_t:
+                continue  # sent strictly before the subscription existed (at an equal t: after)
+            if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
+                sub.acked_early.discard(mkey)
+                sub.settled[mkey] = Settled(self._scope(stream, key), key, -1, None, 0, -1)
+            else:
+                scope = self._scope(stream, key)
+                pos = (ledger, entry, batch)
+                recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                heap = sub.free_heaps.get(scope)
+                if heap is None:
+                    sub.free_heaps[scope] = [(pos, mkey)]
+                else:
+                    _push(heap, (pos, mkey))
 
     def _entry_key(self, stream: str, ledger: int, entry: int, batch: int, key: str, mkey: str) -> str:
         """The sticky key of batch message ``mkey`` (own key ``key``): its entry's, the key on the first event of
@@ -441,6 +454,8 @@ class StreamingChecker:
 
     # --- rare ops --------------------------------------------------------------------------------------
     def _rare(self, op: str, row: tuple[Any, ...]) -> None:
+        """Every other op, to its handler: nack, redeliver, the membership events (open, close, crash, gone),
+        fault, end, failover."""
         if op == "nack":
             self._nack(row)
         elif op == "redeliver":
@@ -454,13 +469,22 @@ class StreamingChecker:
         elif op == "fault":
             self._fault(row)
         elif op == "end":
-            self.end_i = row[0]
-            self.drained = bool(self._extras(row[15]).get("drained"))
-        elif op == "failover":  # the subscription left this cluster's copy of the topic: see checks.replication
-            extra = self._extras(row[15])
-            name = extra.get("subscription")
-            left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
-            left.add(normalize_topic(str(extra.get("topic")))[0])
+            self._end(row)
+        elif op == "failover":
+            self._failover(row)
+
+    def _end(self, row: tuple[Any, ...]) -> None:
+        """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
+        self.end_i = row[0]
+        self.drained = bool(self._extras(row[15]).get("drained"))
+
+    def _failover(self, row: tuple[Any, ...]) -> None:
+        """The subscription left this cluster's copy of the topic: what that copy still holds for it is the
+        replication check's (``skipped_after_failover``), not ``undelivered``."""
+        extra = self._extras(row[15])
+        name = extra.get("subscription")
+        left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
+        left.add(normalize_topic(str(extra.get("topic")))[0])
 
     def _open(self, row: tuple[Any, ...]) -> None:
         i, t, consumer, result = row[0], row[1], row[3], row[10]
@@ -526,13 +550,13 @@ class StreamingChecker:
             if not (sub.settled and mkey in sub.settled):
                 return
             rec = self._revive(sub, mkey, parse_position(_msg(mkey)))  # acknowledged, but perhaps not effectively
-        ledger, entry, batch = rec[R_POS]
+        ledger, entry, batch = rec.pos
         if batch >= 0:
-            inc.batch_nacks.setdefault((rec[R_SCOPE], ledger, entry), []).append(i)
-        holder = rec[R_HOLDER]
+            inc.batch_nacks.setdefault((rec.scope, ledger, entry), []).append(i)
+        holder = rec.holder
         if holder is inc or (holder.__class__ is dict and inc in holder):
             self._release(sub, rec, mkey, inc, (i, "nack", consumer), True)
-        elif not rec[R_EXEMPT]:  # an ack that arms nothing may never have taken effect: the nack still exempts
+        elif not rec.exempt:  # an ack that arms nothing may never have taken effect: the nack still exempts
             self._exempt(sub, rec, mkey)
 
     def _redeliver(self, row: tuple[Any, ...]) -> None:
@@ -586,7 +610,7 @@ class StreamingChecker:
             key = self._entry_key(stream, row[12], row[13], row[14], key, mkey)
         scope = self._scope(stream, key)
         acked = bool(sub.acked_early) and mkey in sub.acked_early
-        rec = [acked, False, None, None, -1, key, scope, (row[12], row[13], row[14]), None, -1, None, 0, None]
+        rec = Record(acked, None, key, scope, (row[12], row[13], row[14]), None, None)
         sub.recs[mkey] = rec
         if acked:
             sub.acked_early.discard(mkey)
@@ -604,17 +628,15 @@ class StreamingChecker:
             if not (sub.settled and mkey in sub.settled):
                 sub.acked_early.add(mkey)
             return
-        holder = rec[R_HOLDER]
+        holder = rec.holder
         if holder is not None:
             for other in list(holders_of(rec)):
                 self._unhold(sub, rec, mkey, other)
-        rec[R_ACKED] = True  # an exemption stays: only an armed ack ends it
-        rec[R_FREE] = None
-        if mkey in self._published and not rec[R_EXEMPT]:
+        rec.acked = True  # an exemption stays: only an armed ack ends it
+        rec.free = None
+        if mkey in self._published and not rec.exempt:
             del sub.recs[mkey]
-            sub.settled[mkey] = (
-                rec[R_SCOPE], rec[R_KEY], rec[R_ARM_I], rec[R_ARM_INC], rec[R_ARM_EPOCH], rec[R_HOLD_I]
-            )  # fmt: skip
+            sub.settled[mkey] = settled_of(rec)
 
     # --- shared state changes --------------------------------------------------------------------------
     def _sub(self, name: str | None) -> SubState:
@@ -625,25 +647,29 @@ class StreamingChecker:
             self._sub_list = tuple(self.subs.values())
         return sub
 
-    def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> list[Any]:
+    def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> Record:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
-        scope, key, arm_i, arm_inc, arm_epoch, hold_i = sub.settled.pop(mkey)
-        rec = [True, False, None, None, hold_i, key, scope, pos, None, arm_i, arm_inc, arm_epoch, None]
+        left = sub.settled.pop(mkey)
+        rec = Record(True, None, left.key, left.scope, pos, None, None)
+        rec.hold_i = left.hold_i
+        rec.arm_i = left.arm_i
+        rec.arm_inc = left.arm_inc
+        rec.arm_epoch = left.arm_epoch
         sub.recs[mkey] = rec
         return rec
 
-    def _unhold(self, sub: SubState, rec: list[Any], mkey: str, inc: Incarnation) -> None:
-        holder = rec[R_HOLDER]
+    def _unhold(self, sub: SubState, rec: Record, mkey: str, inc: Incarnation) -> None:
+        holder = rec.holder
         if holder.__class__ is dict:
             del holder[inc]
             if len(holder) == 1:
-                ((rec[R_HOLDER], rec[R_HOLD_I]),) = holder.items()
+                ((rec.holder, rec.hold_i),) = holder.items()
         else:
-            rec[R_HOLDER] = None
+            rec.holder = None
         del inc.held[mkey]
-        if rec[R_ACKED]:
+        if rec.acked:
             return  # a receive of an acknowledged message holds no key (see the receive in _run)
-        scope = rec[R_SCOPE]
+        scope = rec.scope
         hold = sub.holding[scope]
         n_held = hold[inc]
         if n_held == 1:
@@ -653,13 +679,13 @@ class StreamingChecker:
         else:
             hold[inc] = n_held - 1
 
-    def _release(self, sub: SubState, rec: list[Any], mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
+    def _release(self, sub: SubState, rec: Record, mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
         self._unhold(sub, rec, mkey, inc)
-        if exempt and not rec[R_EXEMPT]:  # exempt even if acknowledged: an ack that is not armed may not have counted
+        if exempt and not rec.exempt:  # exempt even if acknowledged: an ack that is not armed may not have counted
             self._exempt(sub, rec, mkey)
-        if rec[R_ACKED]:
+        if rec.acked:
             return  # an ack of it was logged: owed to nobody, never free
-        if rec[R_HOLDER] is None:
+        if rec.holder is None:
             self._free(sub, rec, mkey, mark)
 
     def _release_all(self, inc: Incarnation, mark: Mark, exempt: bool) -> None:
@@ -667,43 +693,33 @@ class StreamingChecker:
         for mkey, rec in list(inc.held.items()):
             self._release(sub, rec, mkey, inc, mark, exempt)
 
-    def _exempt(self, sub: SubState, rec: list[Any], mkey: str) -> None:
-        rec[R_EXEMPT] = True
+    def _exempt(self, sub: SubState, rec: Record, mkey: str) -> None:
+        rec.exempt = True
         self._push_exempt(sub, rec, mkey)
-        if self._arm_live(rec):  # an armed ack ends it for now; it comes back if that ack is disarmed
-            rec[R_ARM_INC].suspended.append(mkey)
+        if rec.armed(self._epoch):  # an armed ack ends it for now; it comes back if that ack is disarmed
+            rec.arm_inc.suspended.append(mkey)
 
-    def _push_exempt(self, sub: SubState, rec: list[Any], mkey: str) -> None:
-        heap = sub.exempt_heaps.get(rec[R_SCOPE])
+    def _push_exempt(self, sub: SubState, rec: Record, mkey: str) -> None:
+        heap = sub.exempt_heaps.get(rec.scope)
         if heap is None:
-            heap = sub.exempt_heaps[rec[R_SCOPE]] = []
-        _push(heap, (rec[R_POS], mkey))
-
-    def _arm_live(self, rec: list[Any]) -> bool:
-        """Whether ``rec`` has an armed acknowledgement that nothing disarmed since (``docs/checker.md``)."""
-        ack_i: int = rec[R_ARM_I]
-        return ack_i >= 0 and rec[R_ARM_EPOCH] == self._epoch and rec[R_ARM_INC].last_disarm < ack_i
-
-    def _exempt_now(self, rec: list[Any]) -> bool:
-        """Whether ``rec`` exempts its key now: it was negatively acknowledged or released by a redeliver request
-        and no armed, not since disarmed ack of it ended that (an ack may excuse, never condemn)."""
-        return bool(rec[R_EXEMPT]) and not self._arm_live(rec)
+            heap = sub.exempt_heaps[rec.scope] = []
+        _push(heap, (rec.pos, mkey))
 
     def _revive_exemptions(self, inc: Incarnation) -> None:
         """``inc``'s acknowledgements were just disarmed: the exemptions its armed acks ended hold again."""
         sub = inc.sub
         for mkey in inc.suspended:
             rec = sub.recs.get(mkey)
-            if rec is not None and rec[R_EXEMPT] and rec[R_ARM_INC] is inc:
+            if rec is not None and rec.exempt and rec.arm_inc is inc:
                 self._push_exempt(sub, rec, mkey)
         inc.suspended.clear()
 
-    def _free(self, sub: SubState, rec: list[Any], mkey: str, mark: Mark) -> None:
-        rec[R_FREE] = mark
-        heap = sub.free_heaps.get(rec[R_SCOPE])
+    def _free(self, sub: SubState, rec: Record, mkey: str, mark: Mark) -> None:
+        rec.free = mark
+        heap = sub.free_heaps.get(rec.scope)
         if heap is None:
-            heap = sub.free_heaps[rec[R_SCOPE]] = []
-        _push(heap, (rec[R_POS], mkey))
+            heap = sub.free_heaps[rec.scope] = []
+        _push(heap, (rec.pos, mkey))
 
     # --- identity checks -------------------------------------------------------------------------------
     def _unstored_receipt(
@@ -789,139 +805,27 @@ class StreamingChecker:
         self.found.append(violation)
         self._new.append(violation)
 
-    def _armed_receive(self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str) -> bool:
-        """The first live receive after an armed ack: a violation (True) unless a fault or the acker disarmed it."""
-        ack_i, acker = rec[R_ARM_I], rec[R_ARM_INC]
-        rec[R_ARM_I] = -1
-        if rec[R_EXEMPT]:  # no armed ack ends its exemption any more
+    def _armed_receive(self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str) -> bool:
+        """The first live receive after an armed ack, which that ack judges (:func:`redelivery.redelivered`) and
+        no longer keeps armed: True when it is a ``redelivered_after_ack`` (the message is owed again)."""
+        found = redelivery.redelivered(sub, rec, inc, i, mkey, self._epoch)
+        rec.arm_i = -1
+        if rec.exempt:  # no armed ack ends its exemption any more
             self._push_exempt(sub, rec, mkey)
-        if (
-            rec[R_ARM_EPOCH] == self._epoch
-            and acker.last_disarm < ack_i
-            and not self._batch_owed(sub, rec, ack_i, acker)
-        ):
-            msg = _msg(mkey)
-            ref = (i, "receive", inc.consumer, msg)
-            ack_ref = (ack_i, "ack", acker.consumer, msg)
-            batch = rec[R_POS][2] >= 0
-            self._emit(make_redelivered(sub.name, rec[R_KEY], acker.consumer, ack_ref, inc.consumer, ref, batch))
-            return True
-        return False
-
-    def _batch_owed(self, sub: SubState, rec: list[Any], ack_i: int, acker: Incarnation) -> bool:
-        """Whether ``rec`` is one message of a batch (batch index >= 0) whose entry the broker may rightly deliver
-        whole again.  Without batch-index acks the client acknowledges an entry only once every message of one
-        copy of it it received is acknowledged (``docs/checker.md``, "Batches"), so the receive is judged only
-        when every other message of the entry, in its scope, was acknowledged in the very copy the acker
-        acknowledged this one in (:meth:`_acked_with`).  Scanned only at a receive an armed ack would judge."""
-        ledger, entry, batch = rec[R_POS]
-        if batch < 0:
+        if found is None:
             return False
-        scope = rec[R_SCOPE]
-        nacks = acker.batch_nacks.get((scope, ledger, entry)) if acker.batch_nacks else None
-        hold_i = rec[R_HOLD_I]
-        for other in sub.recs.values():
-            pos = other[R_POS]
-            if (
-                pos[1] == entry
-                and pos[0] == ledger
-                and other is not rec
-                and other[R_SCOPE] == scope
-                and not (
-                    other[R_ACKED]
-                    and self._acked_with(
-                        other[R_ARM_I], other[R_ARM_INC], other[R_ARM_EPOCH], other[R_HOLD_I], acker, hold_i, nacks
-                    )
-                )
-            ):
-                return True
-        if sub.settled:
-            for mkey, (s_scope, _key, arm_i, arm_inc, arm_epoch, s_hold) in sub.settled.items():
-                if s_scope == scope and not self._acked_with(arm_i, arm_inc, arm_epoch, s_hold, acker, hold_i, nacks):
-                    lo, en, _b = parse_position(_msg(mkey))
-                    if en == entry and lo == ledger:
-                        return True
-        return False
-
-    def _acked_with(
-        self, arm_i: int, arm_inc: Any, arm_epoch: int, arm_hold: int, acker: Incarnation, hold_i: int,
-        nacks: list[int] | None,
-    ) -> bool:  # fmt: skip
-        """Whether a message of a batch entry whose armed ack is ``(arm_i, arm_inc, arm_epoch)``, acknowledging
-        the hold that began at ``arm_hold``, was acknowledged in the same copy of the entry as the acker's hold
-        that began at ``hold_i``: by the acker itself, holding it (an ack by a non-holder, or by another consumer
-        holding another copy, completes no copy the acker's client tracks), not disarmed since (a fault touching
-        the acker, its crash or its redeliver request may have lost it), and no negative ack of the entry by the
-        acker between the two holds' receives (the client asks for the whole entry again, and what it receives
-        after that nack is another copy)."""
-        if arm_inc is not acker or arm_i < 0 or arm_epoch != self._epoch or acker.last_disarm > arm_i:
-            return False
-        if nacks:
-            lo, hi = (arm_hold, hold_i) if arm_hold < hold_i else (hold_i, arm_hold)
-            for n in nacks:
-                if lo < n < hi:
-                    return False
+        self._emit(found)
         return True
 
-    def _overlap(
-        self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int]
-    ) -> None:
-        ref = (i, "receive", inc.consumer, _msg(mkey))
-        scope = rec[R_SCOPE]
-        for other in hold:
-            first_mkey, first = next((m, r) for m, r in other.held.items() if r[R_SCOPE] == scope and not r[R_ACKED])
-            holder_ref = (holders_of(first)[other], "receive", other.consumer, _msg(first_mkey))
-            self._emit(make_overlap(sub.name, rec[R_KEY], other.consumer, holder_ref, inc.consumer, ref))
-
     def _check_order(
-        self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int] | None
+        self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, hold: dict[Incarnation, int] | None
     ) -> None:
-        pos = rec[R_POS]
-        scope = rec[R_SCOPE]
-        recs = sub.recs
-        best: tuple[Any, ...] | None = None
-        heap = sub.free_heaps.get(scope)
-        if heap:
-            while heap and (recs.get(heap[0][1]) or _SETTLED)[R_FREE] is None:
-                _pop(heap)  # stale: no longer free, or settled
-            if heap and heap[0][0] < pos:
-                other_mkey = heap[0][1]
-                msg = _msg(other_mkey)
-                best = (heap[0][0], event_ref(free_mark(recs[other_mkey][R_FREE]), msg), None, msg)
-        if hold:
-            for holder in hold:
-                if holder is inc:
-                    continue
-                for other_mkey, other in holder.held.items():
-                    if (
-                        other[R_SCOPE] != scope
-                        or other[R_POS] >= pos
-                        or other[R_ACKED]
-                        or (best is not None and other[R_POS] >= best[0])
-                    ):
-                        continue
-                    holders = holders_of(other)
-                    if inc in holders:
-                        continue
-                    first_inc, first_i = min(holders.items(), key=lambda kv: kv[1])
-                    msg = _msg(other_mkey)
-                    best = (other[R_POS], (first_i, "receive", first_inc.consumer, msg), first_inc.consumer, msg)
-        if best is None:
-            return
-        exempt = sub.exempt_heaps.get(scope)
-        if exempt:
-            while exempt:
-                top = recs.get(exempt[0][1])
-                if top is not None and self._exempt_now(top):
-                    break
-                _pop(exempt)  # stale: settled, or its exemption ended (pushed again if it comes back)
-            if exempt and exempt[0][0] < pos:
-                return
-        ref = (i, "receive", inc.consumer, _msg(mkey))
-        self._emit(make_out_of_order(sub.name, rec[R_KEY], inc.consumer, ref, best[1], best[3], best[2]))
+        found = ordering.overtaken(sub, rec, inc, i, mkey, hold, self._epoch)
+        if found is not None:
+            self._emit(found)
 
     def _check_assignment(
-        self, sub: SubState, rec: list[Any], inc: Incarnation, i: int, t: int, was_free: Any, mkey: str
+        self, sub: SubState, rec: Record, inc: Incarnation, i: int, t: int, was_free: Any, mkey: str
     ) -> None:
         tl: Timeline = sub.timeline
         msg = _msg(mkey)
@@ -929,11 +833,11 @@ class StreamingChecker:
         lower_ref = None
         if was_free is not None:
             mark = free_mark(was_free)
-            if mark[1] == "publish" and rec[R_T0] is not None:
-                lower, lower_ref = ("time", min(rec[R_T0], t)), event_ref(mark, msg)
+            if mark[1] == "publish" and rec.t0 is not None:
+                lower, lower_ref = ("time", min(rec.t0, t)), event_ref(mark, msg)
             elif mark[1] in _RELEASE_OPS:
                 lower, lower_ref = ("index", mark[0]), event_ref(mark, msg)
-        key = rec[R_KEY]
+        key = rec.key
         if tl.explains(i, lower, key, inc.id):
             return
         ref = (i, "receive", inc.consumer, msg)
@@ -989,24 +893,14 @@ class StreamingChecker:
             self.notes.append(f"misassigned not judged after the fault at E{self.first_fault}")
         if self.drained and self.end_i is not None:
             for sub in self.subs.values():
-                for mkey, rec in sub.recs.items():
-                    if rec[R_FREE] is not None and self._owed_here(sub, mkey):
-                        ref = event_ref(free_mark(rec[R_FREE]), _msg(mkey))
-                        found.append(make_undelivered(sub.name, rec[R_KEY], _msg(mkey), ref, self.end_i))
+                found.extend(loss.undelivered(sub, self.end_i, self._owed_here))
         else:
             unjudged.append(Kind.UNDELIVERED)
             self.notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
         for uid, (ref, key) in self.pending_unexpected.items():
             found.append(make_unexpected(uid, key, ref))
-        for (producer, seq), value in self.ids.items():
-            if value.__class__ is dict:
-                ordered = sorted(value.values(), key=lambda rk: rk[0][0])
-                first_ref = ordered[0][0]
-                for ref, key in ordered[1:]:
-                    found.append(make_duplicate(producer, seq, key, first_ref, ref))
-        for ps, (ref, key) in self.dup_receipts.items():
-            if ps not in self.ids and ps not in self.maybe_stored and ps not in self.dup_excused:
-                found.append(make_lost_write(ps[0], ps[1], key, ref))
+        found.extend(duplicates.duplicates(self.ids))
+        found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:
             self.notes.append(key_mismatch_note(self.key_mismatches))
         if self.entry_order_breaks:
@@ -1024,10 +918,6 @@ def key_mismatch_note(count: int) -> str:
         f"{count} receive(s) carried a key other than their message's first one;"
         " each message is checked under its first key"
     )
-
-
-#: what a settled message reads as in the lazy heaps: neither free nor exempt
-_SETTLED: list[Any] = [True, False, None]
 
 
 def _msg(mkey: str) -> str:

@@ -13,7 +13,10 @@ Spark's Python workers — each task reads the trace itself — and merges the r
 start it with :func:`build_session` (``keyshared check --engine spark`` does).
 """
 
-from conformance.spark.engine import check_frames, check_many, check_with_spark
+from conformance.spark.engine import check_frames, check_many, check_with_spark, needs_plan, plan_trace, warm_workers
 from conformance.spark.session import build_session, session_config
 
-__all__ = ["build_session", "check_frames", "check_many", "check_with_spark", "session_config"]
+__all__ = [
+    "build_session", "check_frames", "check_many", "check_with_spark", "needs_plan", "plan_trace", "session_config",
+    "warm_workers",
+]  # fmt: skip

@@ -45,7 +45,7 @@ from reference_model.errors import InvalidArgument
 
 __all__ = [
     "active_session", "check_frames", "check_many", "check_routed_task", "check_task", "check_with_spark",
-    "looks_routable", "plan_trace", "run_tasks", "warm_workers",
+    "looks_routable", "needs_plan", "plan_trace", "run_tasks", "warm_workers",
 ]  # fmt: skip
 
 _OUT_SCHEMA = "tid long, pass int, part int, split_exact boolean, result binary"
@@ -354,6 +354,16 @@ def _driver_plan(given: TaskInput, parts: int) -> Plan | None:
     from conformance.trace.reader import open_trace
 
     return plan_trace(open_trace(given[1]), parts)
+
+
+def needs_plan(source: TraceSource, parts: int) -> bool:
+    """Whether checking the stored trace ``source`` in ``parts`` parts needs a plan made before the tasks run
+    (:func:`plan_trace`): a split into two or more parts of a trace the tasks cannot route by key themselves
+    (its acks carry no key: :mod:`conformance.spark.router`).  ``keyshared check`` makes that plan while Spark
+    starts."""
+    if parts < 2:
+        return False
+    return not looks_routable(("path", str(source.path.resolve())))
 
 
 def looks_routable(given: TaskInput) -> bool:

@@ -303,9 +303,9 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
     plan is not made yet (a large trace).  None for a trace split by key (the tasks route it: nothing to plan)."""
     import threading
 
-    from conformance.spark.engine import looks_routable, plan_trace
+    from conformance.spark import needs_plan, plan_trace
 
-    if parts is None or parts < 2 or looks_routable(("path", str(source.path.resolve()))):
+    if parts is None or not needs_plan(source, parts):
         return None
     made: list[Any] = [None]
 
@@ -319,7 +319,7 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
         if thread.is_alive():  # Spark is up before the plan (a large trace): start its Python workers meanwhile
             import contextlib
 
-            from conformance.spark.engine import warm_workers
+            from conformance.spark import warm_workers
 
             with contextlib.suppress(Exception):  # only a head start: the check's own job meets any failure
                 warm_workers(spark, parts)
