@@ -81,12 +81,11 @@ def drop_per_key_leftovers(checker: Any, cache_bound: int) -> int:
     """Drop the stale entries of ``checker``'s per-key heaps and the heaps left empty; empty its per-key caches
     once they hold more than ``cache_bound`` keys.  Changes no judgement (tests/soak/test_live.py feeds traces
     to a checker that does this after every event and to one that never does: they find the same)."""
-    from conformance.checks._state import R_EXEMPT, R_FREE
-
     forgotten = 0
     for sub in checker.subs.values():
-        forgotten += _drop_stale(sub.free_heaps, sub.recs, R_FREE, still=_is_free)
-        forgotten += _drop_stale(sub.exempt_heaps, sub.recs, R_EXEMPT, still=bool)
+        # a free mark may be the int 0 (made free by its publish, event 0)
+        forgotten += _drop_stale(sub.free_heaps, sub.recs, still=lambda rec: rec.free is not None)
+        forgotten += _drop_stale(sub.exempt_heaps, sub.recs, still=lambda rec: bool(rec.exempt))
         timeline = sub.timeline
         if timeline is not None and len(timeline._slots) > cache_bound:
             # both at once: a membership change reads every cached owner's slot from the slot cache
@@ -100,17 +99,14 @@ def drop_per_key_leftovers(checker: Any, cache_bound: int) -> int:
     return forgotten
 
 
-def _is_free(mark: Any) -> bool:
-    return mark is not None  # a free mark may be the int 0 (made free by its publish, event 0)
-
-
-def _drop_stale(heaps: dict[str, list[Any]], recs: dict[str, list[Any]], field: int, still: Any) -> int:
-    """Drop the entries of ``heaps`` (scope -> heap of (position, message key)) whose message's record no longer
-    says ``field`` (per ``still``), or is gone (settled), and the heaps left empty; returns how many went."""
+def _drop_stale(heaps: dict[str, list[Any]], recs: dict[str, Any], still: Any) -> int:
+    """Drop the entries of ``heaps`` (scope -> heap of (position, message key)) whose message's record (a
+    :class:`~conformance.checks._state.Record`) no longer passes ``still``, or is gone (settled), and the heaps
+    left empty; returns how many went."""
     dropped = 0
     for scope in list(heaps):
         heap = heaps[scope]
-        kept = [item for item in heap if (rec := recs.get(item[1])) is not None and still(rec[field])]
+        kept = [item for item in heap if (rec := recs.get(item[1])) is not None and still(rec)]
         if kept and len(kept) == len(heap):
             continue
         dropped += len(heap) - len(kept)
