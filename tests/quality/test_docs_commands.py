@@ -279,6 +279,10 @@ def plan(command: Command) -> list[Step]:
         elif re.match(r"(python -m )?pytest .*--pyargs conformance", part):
             reason = "the whole suite takes minutes: collecting it proves the plugin loads and takes every option"
             steps.append(Step(command, f"{part} --collect-only -q -p no:cacheprovider", reason))
+        elif (programs := re.search(r"--programs (\d+)", part)) and int(programs.group(1)) > 3:
+            cheap = part.replace(programs.group(0), "--programs 2")
+            reason = "a sweep of thousands of generated programs is the nightly run: two per target take its path"
+            steps.append(Step(command, cheap, reason, False))
         elif (runs := re.search(r"--runs (\d+)", part)) and int(runs.group(1)) > 3 and "--target model" not in part:
             cheap = part.replace(runs.group(0), "--runs 2")
             steps.append(Step(command, cheap, "two runs take the path more runs do, in less time", False))
