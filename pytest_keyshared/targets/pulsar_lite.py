@@ -210,7 +210,7 @@ class PulsarLiteTarget(PulsarTarget):
                 raise TargetError(
                     f"pulsar-lite did not become ready on 127.0.0.1:{self._port} within"
                     f" {self._startup_timeout_s:g}s; stopped it. Raise startup_timeout_s, or see its log"
-                    f" {self._log_path}: {self._log_tail(log_offset)}"
+                    f" {self._log_path}"
                 )
             time.sleep(0.01)
 
@@ -223,8 +223,10 @@ class PulsarLiteTarget(PulsarTarget):
             return b""
 
     def _log_tail(self, offset: int) -> str:
+        """The log's last lines, short enough for a one-line error (the whole log is named beside it)."""
         lines = self._read_log(offset).decode("utf-8", "replace").strip().splitlines()
-        return " | ".join(lines[-3:]) or "(empty)"
+        tail = " | ".join(lines[-3:]) or "(empty)"
+        return tail if len(tail) <= 160 else "..." + tail[-157:]
 
     def stop(self) -> None:
         if self._proc is not None:
