@@ -70,7 +70,8 @@ def test_prune_forgets_the_oldest_first() -> None:
     strict=True,
     reason="since an ack that may never have arrived no longer ends a nack's exemption (issue 24), the record of a"
     " message ever nacked is kept (its exemption comes back if the ack is disarmed), and so is its exempt-heap"
-    " entry: per-key state grows with the nacked messages of a live soak (docs/soak.md, 'The live check and the verdict')",
+    " entry: per-key state grows with the nacked messages of a live soak"
+    " (docs/soak.md, 'The live check and the verdict')",
 )
 def test_keyless_messages_leave_no_per_key_state_behind() -> None:
     """A soak's keyless messages each have a key of their own: the per-key heaps and caches stay bounded."""
