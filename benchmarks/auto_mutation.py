@@ -198,10 +198,13 @@ def _classified(path: Path, digests: dict[str, str]) -> dict[str, tuple[str, str
 
 
 def _sample(points: list[Point], size: int, seed: int) -> list[Point]:
+    """``size`` points drawn with ``seed``, in an order shuffled with it: a run cut short has measured a sample of
+    every area, not the modules that sort first."""
+    rng = random.Random(seed)
     ordered = sorted(points, key=lambda p: p.id)
-    if size >= len(ordered):
-        return ordered
-    return sorted(random.Random(seed).sample(ordered, size), key=lambda p: p.id)
+    drawn = ordered if size >= len(ordered) else sorted(rng.sample(ordered, size), key=lambda p: p.id)
+    rng.shuffle(drawn)
+    return drawn
 
 
 def _run_mutant(point: Point, overlay: Path, baselines: list[Baseline], timeout_s: float) -> Fate:
