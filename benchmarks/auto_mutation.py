@@ -313,8 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     points = points_under(ROOT, modules)
     sample = _sample(points, args.sample, args.seed)
     if args.list:
-        for p in sample:
-            print(p.describe())
+        try:
+            for p in sample:
+                print(p.describe())
+        except BrokenPipeError:  # ``--list | head``: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     digests = {p.path: source_digest((ROOT / p.path).read_text(encoding="utf-8")) for p in points}
     classified = _classified(args.classified, digests)
