@@ -57,6 +57,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from ast_mutants import DEFAULT_MODULES, Point, apply_point, points_under, source_digest  # noqa: E402
+from mutation import suite_command  # noqa: E402
 
 PACKAGES = ("reference_model", "conformance", "pytest_keyshared")
 DEFAULT_TARGETS = ("model", "model:classic", "model:3.0")
@@ -90,26 +91,7 @@ def _pytest(
     """(failing node ids, all node ids run, note, seconds) of one suite run from the overlay."""
     report = overlay / "junit.xml"
     report.unlink(missing_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "pytest_keyshared",
-        "-p",
-        "automut_plugin",
-        "--pyargs",
-        "conformance",
-        f"--keyshared-target={target}",
-        "--keyshared-expectations=none",
-        f"--keyshared-artifacts={overlay}/artifacts",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "-q",
-        f"--junitxml={report}",
-    ]
+    cmd = [*suite_command("automut_plugin", target, f"{overlay}/artifacts", report), "-p", "no:randomly"]
     if select is not None:
         cmd.append("-x")
     env = dict(os.environ)

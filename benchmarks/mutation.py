@@ -63,6 +63,30 @@ class Fate:
         return bool(self.killed_by)
 
 
+def suite_command(plugin: str, target: str, artifacts: str, report: Path) -> list[str]:
+    """The conformance suite against ``target`` with ``plugin`` (which plants the mutant) loaded, every case run
+    whatever the target's expectations, its results in the JUnit file ``report`` (this script's and
+    ``auto_mutation.py``'s runs)."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "pytest_keyshared",
+        "-p",
+        plugin,
+        "--pyargs",
+        "conformance",
+        f"--keyshared-target={target}",
+        "--keyshared-expectations=none",
+        f"--keyshared-artifacts={artifacts}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--junitxml={report}",
+    ]
+
+
 def _run(
     target: str, mutant: str | None, keyword: str | None, timeout_s: float, *, first: bool = False
 ) -> tuple[set[str], str, float]:
@@ -70,24 +94,7 @@ def _run(
     first failing case (``-x``), enough to know a mutant is killed when the baseline fails nothing."""
     with tempfile.TemporaryDirectory(prefix="keyshared-mutation-") as tmp:
         report = Path(tmp) / "junit.xml"
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "pytest_keyshared",
-            "-p",
-            "mutation_plugin",
-            "--pyargs",
-            "conformance",
-            f"--keyshared-target={target}",
-            "--keyshared-expectations=none",
-            f"--keyshared-artifacts={tmp}/artifacts",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            f"--junitxml={report}",
-        ]
+        cmd = suite_command("mutation_plugin", target, f"{tmp}/artifacts", report)
         if keyword:
             cmd += ["-k", keyword]
         if first:
