@@ -1,7 +1,7 @@
 """Write the fixed generated programs: ``python -m conformance.generated.regenerate [DIR]``.
 
 Each ``program-NN.toml`` is :func:`~conformance.generated.programs.program_from_seed` of its seed, written
-with the scenario writer; ``tests/plugin/test_plugin_generated.py`` checks that the stored files still equal
+with the scenario writer; ``tests/unit/test_stored_programs.py`` checks that the stored files still equal
 what the generator derives, so a change to the generator is a deliberate regeneration.
 """
 
