@@ -241,8 +241,8 @@ def _replay_newest_first() -> None:
     from reference_model.keyshared.replay_queue import ReplayQueue
 
     def make(orig: Any) -> Any:
-        def select(self: Any, max_positions: int, accept: Any = None) -> list[Any]:
-            out = list(orig(self, max_positions, accept))
+        def select(self: Any, max_positions: int, accept: Any = None, rejected: Any = None) -> list[Any]:
+            out = list(orig(self, max_positions, accept, rejected))
             out.reverse()
             return out
 
