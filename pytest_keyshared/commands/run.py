@@ -41,7 +41,7 @@ examples:
   keyshared run --target model --scenario join-while-pending --seed 7
   keyshared run join-while-pending --target model --out run1
   keyshared run --target pulsar://127.0.0.1:6650 --scenario my-workload.toml --out runs/one
-  keyshared run --target testcontainers:4.0.13 -o implementation=classic --scenario leave-while-pending
+  keyshared run --target testcontainers:4.0.14 -o implementation=classic --scenario leave-while-pending
   keyshared run --list
 """
 

@@ -3,7 +3,7 @@
 ==================================  ========================================================================
 ``pulsar-lite`` (the default)       the embedded Rust broker from the ``pulsar-lite`` wheel, as a subprocess
 ``pulsar://HOST:PORT``              any running broker; ``?admin=http://HOST:8080`` adds its admin API
-``testcontainers[:IMAGE:TAG]``      Apache Pulsar standalone in Docker (``testcontainers:4.0.13`` for a tag)
+``testcontainers[:IMAGE:TAG]``      Apache Pulsar standalone in Docker (``testcontainers:4.0.14`` for a tag)
 ``testcontainers-geo[:IMAGE:TAG]``  two Apache Pulsar clusters (``r1``, ``r2``), a replicated namespace
 ``model[:VERSION][:IMPL]``          the in-process reference model (``model:classic``, ``model:pulsar-3.3``)
 ==================================  ========================================================================

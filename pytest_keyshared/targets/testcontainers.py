@@ -49,7 +49,7 @@ __all__ = [
 
 DEFAULT_IMAGE = "apachepulsar/pulsar"
 #: A current 4.0 LTS release (pin full patch versions; never ``latest``).
-DEFAULT_TAG = "4.0.13"
+DEFAULT_TAG = "4.0.14"
 STANDALONE_CONF = "conf/standalone.conf"
 _TAG_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-.][A-Za-z0-9.]+)?$")
 _OPTIONS: dict[str, type | tuple[type, ...]] = {

@@ -60,7 +60,7 @@ def test_the_geo_target_string_and_its_contract(tmp_path: Path) -> None:
     assert target.cluster_names == CLUSTERS == ("r1", "r2")
     assert target.replicated_namespace == NAMESPACE == f"{TENANT}/replicated"
     assert target.capabilities.replication and target.capabilities.admin_api and target.capabilities.broker_restart
-    assert (target.claims.pulsar_version, target.claims.implementation) == ("4.0.13", "pip379")
+    assert (target.claims.pulsar_version, target.claims.implementation) == ("4.0.14", "pip379")
     assert make_target("testcontainers-geo:3.0.12", artifacts_dir=tmp_path).claims.implementation == "classic"
     with pytest.raises(TargetError, match=r"no running cluster 'r1' .*not started"):
         _ = target.service_url
