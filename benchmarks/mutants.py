@@ -478,6 +478,54 @@ def _ack_timeout_never_fires() -> None:
     _wrap(ModelConsumer, "_redeliver_timed_out", lambda _orig: _noop)
 
 
+@mutant(
+    "out-of-order-replay-drops-hashless",
+    "pip379",
+    "with allowOutOfOrderDelivery the replay filter rejects positions without a sticky-key hash (redelivered ones)"
+    " instead of leaving them to dispatch: they are never replayed (apache/pulsar#26268's"
+    " testOutOfOrderReplayFilterIncludesPositionWithoutStickyKeyHash)",
+)
+def _out_of_order_replay_drops_hashless() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    def make(orig: Any) -> Any:
+        def make_replay_filter(self: Any, *, block_for_ordering: bool = True) -> Any:
+            accept, blocked = orig(self, block_for_ordering=block_for_ordering)
+            if block_for_ordering:
+                return accept, blocked
+            return (lambda position, slot: slot is not None and bool(accept(position, slot))), blocked
+
+        return make_replay_filter
+
+    _wrap(Pip379Dispatcher, "_make_replay_filter", make)
+
+
+@mutant(
+    "out-of-order-flag-kept-after-all-leave",
+    "dispatch",
+    "once every consumer has left, a consumer asking for another allowOutOfOrderDelivery is accepted but the"
+    " subscription keeps the first flag (KeySharedSubscriptionTest"
+    ".testAllowOutOfOrderDeliveryChangedAfterAllConsumerDisconnected)",
+)
+def _out_of_order_flag_kept() -> None:
+    import dataclasses
+
+    from reference_model.broker.subscription import ServerSubscription
+
+    def make(orig: Any) -> Any:
+        def add_consumer(self: Any, consumer: Any, policy: Any) -> None:
+            current = self.dispatcher
+            if current is not None and not current.consumers and current.policy.mode == policy.mode:
+                policy = dataclasses.replace(
+                    policy, allow_out_of_order_delivery=current.policy.allow_out_of_order_delivery
+                )
+            orig(self, consumer, policy)
+
+        return add_consumer
+
+    _wrap(ServerSubscription, "add_consumer", make)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from reference_model.versions import (
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    OUT_OF_ORDER_REPLAY_FILTERED,
+    PIP_379,
     Fix,
     PulsarVersion,
     parse_version,
@@ -25,16 +27,24 @@ __all__ = ["GATED_CASES", "GatedCase"]
 
 @dataclass(frozen=True, slots=True)
 class GatedCase:
-    """A case (``area/name``), the gate it needs, the contracts it breaks without it, and why."""
+    """A case (``area/name``), the gate it needs, the contracts it breaks without it, and why.
+
+    ``pip379_only``: the gate fixed only the PIP-379 dispatcher, so the classic dispatcher (every 3.x release, and
+    4.x with ``subscriptionKeySharedUseClassicPersistentImplementation=true``) fails the case on every release.
+    """
 
     case: str
     gate: Fix
     contracts: tuple[str, ...]
     reason: str
+    pip379_only: bool = False
 
-    def affects(self, version: str | PulsarVersion) -> bool:
-        """Whether a broker of ``version`` fails the case (it lacks the gate)."""
-        return not self.gate.present_in(parse_version(version))
+    def affects(self, version: str | PulsarVersion, implementation: str = "pip379") -> bool:
+        """Whether a broker of ``version`` running ``implementation`` (``pip379``/``classic``) fails the case."""
+        release = parse_version(version)
+        if self.pip379_only and (implementation == "classic" or not release.has(PIP_379)):
+            return True
+        return not self.gate.present_in(release)
 
 
 GATED_CASES: tuple[GatedCase, ...] = (
@@ -51,5 +61,21 @@ GATED_CASES: tuple[GatedCase, ...] = (
         "the consistent-hashing ring removes every consumer of the leaving consumer's name from its points, so the"
         " other same-name consumers own nothing and their keys wait (apache/pulsar#10750; fixed in 2.9.3 by #13991,"
         " never in the 2.8 line)",
+    ),
+    GatedCase(
+        "catalogue/out-of-order-replay-skips-consumer-without-permits", OUT_OF_ORDER_REPLAY_FILTERED, ("delivery",),
+        "with allowOutOfOrderDelivery every replay position is read in order: the positions of a consumer without"
+        " permits spend the read budget and are pushed back, the look-ahead skips the next replay and, at the end of"
+        " the topic, the other consumer's replayed message starves (apache/pulsar#26268, fixed in 4.0.14 and 4.2.5"
+        " for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
+        pip379_only=True,
+    ),
+    GatedCase(
+        "catalogue/out-of-order-replay-keeps-hashless-positions", OUT_OF_ORDER_REPLAY_FILTERED, ("delivery",),
+        "with allowOutOfOrderDelivery a redelivered (hashless) position of a consumer without permits is read,"
+        " discarded and queued again without its hash, so it spends every replay read's budget and, at the end of"
+        " the topic, the other consumer's redelivered message starves (apache/pulsar#26268, fixed in 4.0.14 and"
+        " 4.2.5 for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
+        pip379_only=True,
     ),
 )  # fmt: skip

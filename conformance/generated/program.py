@@ -276,10 +276,23 @@ def program_from_moves(
     def emit(step: Step) -> None:
         steps.append(step)
 
+    # allowOutOfOrderDelivery: the subscription's (the header's, which picks the checker's contract) and the one
+    # opens ask for now. With the subscription's true, an open once every consumer has closed may switch it
+    # (KeySharedSubscriptionTest.testAllowOutOfOrderDeliveryChangedAfterAllConsumerDisconnected): the ordered
+    # phases are then judged by the more lenient contract, never the other way round. Not after a crash: the
+    # broker may still count the crashed consumer, and refuses a changed flag while it does.
+    out_of_order = bool(form["out_of_order"])
+    flag = out_of_order
+    ever_opened = crashed = False
+
     def open_(handle: str, behaviour: Behaviour | None = None, **extra: object) -> None:
+        nonlocal ever_opened
         ranges = form.sticky_ranges(handle)
+        if flag != out_of_order:
+            extra["allow_out_of_order_delivery"] = flag
         emit(Open(consumer=handle, behaviour=behaviour or Behaviour(), ranges=ranges, **extra))  # type: ignore[arg-type]
         open_now[handle] = False
+        ever_opened = True
 
     def publish(count: int, amount: int) -> None:
         nonlocal published, resendable
@@ -299,6 +312,8 @@ def program_from_moves(
         if kind == "publish":
             publish(amount, amount)
         elif kind == "open" and not is_open:
+            if out_of_order and ever_opened and not open_now and not crashed and amount % 2 == 0:
+                flag = not flag  # every consumer has left: the next ones ask for the other value
             timeout = ACK_TIMEOUT_MS if opts.ack_timeout and amount % 3 == 0 else 0
             queue = 5 if amount % 5 == 0 else None
             open_(handle, _behaviour(amount), receiver_queue=queue, ack_timeout_ms=timeout)
@@ -342,6 +357,7 @@ def program_from_moves(
         elif kind == "crash" and opts.crash:
             emit(Crash(consumer=handle))
             del open_now[handle]
+            crashed = True
             if sticky:  # let the broker notice before the handle's ranges are asked for again (else: a conflict)
                 emit(WaitQuiet())
         elif kind == "pause" and not open_now[handle]:

@@ -289,3 +289,41 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
 def engine_identities(violations: Sequence[Any]) -> Counter[Identity]:
     """The engine's violations (but ``misassigned``) as the same multiset."""
     return Counter(v.identity() for v in violations if v.kind.value != "misassigned")
+
+
+#: ``docs/checker.md`` "Profiles and the verdict", read again: the kinds each header-derived contract permits
+_PERMITTED_BY_CONTRACT: dict[str, frozenset[str]] = {
+    "shared": frozenset({"key_overlap", "out_of_order", "misassigned", "accepted_conflicting_open"}),
+    # allowOutOfOrderDelivery: no draining hashes, no recently-joined limit, no hash blocked for ordering, so a
+    # key moves while held and order across consumers is not kept; routing, delivery and acks still hold
+    "out-of-order": frozenset({"key_overlap", "out_of_order"}),
+    "sticky": frozenset({"undelivered"}),
+    "classic": frozenset({"key_overlap"}),
+    "pip379": frozenset(),
+}
+
+
+def permitted_by_header(header: TraceHeader) -> frozenset[str]:
+    """The kinds the contract the header records permits (no ``--profile``): Shared, then out-of-order delivery,
+    then STICKY, then the classic dispatcher or a release before 4.0, else PIP-379; deduplication off adds
+    ``duplicate_publish``."""
+    sub = header.subscription
+    version = header.pulsar_version
+    if sub.type.lower() == "shared":
+        contract = "shared"
+    elif sub.allow_out_of_order_delivery:
+        contract = "out-of-order"
+    elif sub.key_shared_mode.upper() == "STICKY":
+        contract = "sticky"
+    elif header.implementation == "classic" or (version is not None and int(version.split(".")[0]) < 4):
+        contract = "classic"
+    else:
+        contract = "pip379"
+    permitted = _PERMITTED_BY_CONTRACT[contract]
+    return permitted if header.deduplication else permitted | {"duplicate_publish"}
+
+
+def forbidden(header: TraceHeader, found: Counter[Identity]) -> Counter[Identity]:
+    """The identities of ``found`` the header's contract forbids: what makes the trace invalid."""
+    allowed = permitted_by_header(header)
+    return Counter({identity: n for identity, n in found.items() if identity[0] not in allowed})

@@ -256,6 +256,11 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         [_m("open", "c2", 1), _m("publish", amount=8), _m("close")],
         _shape(out_of_order=1),
     ),
+    "allowOutOfOrderDelivery changed once every consumer has left": (
+        lambda s: any(isinstance(o, Open) and o.allow_out_of_order_delivery is False for o in s.steps),
+        [_m("publish", amount=4), _m("close"), _m("open", "c2", 2), _m("publish", amount=8)],
+        _shape(out_of_order=1),
+    ),
 }
 
 
