@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery
+from conformance.checks import duplicates, exclusivity, loss, nonpersistent, ordering, redelivery
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -93,6 +93,10 @@ class StreamingChecker:
         #: reach the subscription through replication), not undelivered
         clusters = self.header.extra.get("clusters")
         self._replicated = isinstance(clusters, list) and len(clusters) >= 2
+        #: a non-persistent topic (``topic_kind`` in the header): every receive is judged for delivered_twice
+        self._non_persistent = nonpersistent.is_non_persistent(self.header)
+        #: (subscription, msg) -> (i, consumer) of its first receive, on a non-persistent topic only
+        self._np_first: dict[tuple[str, str], tuple[int, str]] = {}
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -219,6 +223,8 @@ class StreamingChecker:
         c_batch = columns[14]
         consumer = c_consumer[n]
         inc = self.live.get(consumer)
+        if self._non_persistent:
+            self._np_receive(columns, n, inc)
         if inc is None:
             self._late_receive(_row(columns, n))
             return
@@ -416,6 +422,8 @@ class StreamingChecker:
                 scope = self._scope(stream, key)
                 pos = (ledger, entry, batch)
                 recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                if self._non_persistent:
+                    continue  # delivered at once or dropped: never waiting (conformance.checks.nonpersistent)
                 heap = sub.free_heaps.get(scope)
                 if heap is None:
                     sub.free_heaps[scope] = [(pos, mkey)]
@@ -598,6 +606,17 @@ class StreamingChecker:
                 last.last_disarm = i
                 self._revive_exemptions(last)
 
+    def _np_receive(self, columns: list[list[Any]], n: int, inc: Incarnation | None) -> None:
+        """A receive on a non-persistent topic: a second one of a message is ``delivered_twice``."""
+        consumer = columns[3][n]
+        if inc is None:
+            inc = self.last_inc.get(consumer)
+        sub = inc.sub.name if inc is not None else self._sub(self._extras(columns[15][n]).get("subscription")).name
+        mkey = columns[5][n]
+        twice = nonpersistent.delivered_twice(self._np_first, sub, columns[4][n], _msg(mkey), columns[0][n], consumer)
+        if twice is not None:
+            self._emit(twice)
+
     def _late_receive(self, row: tuple[Any, ...]) -> None:
         i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
         if uid is not None:
@@ -716,6 +735,8 @@ class StreamingChecker:
 
     def _free(self, sub: SubState, rec: Record, mkey: str, mark: Mark) -> None:
         rec.free = mark
+        if self._non_persistent:
+            return  # released on a non-persistent topic: gone, never waiting for redelivery
         heap = sub.free_heaps.get(rec.scope)
         if heap is None:
             heap = sub.free_heaps[rec.scope] = []
