@@ -53,15 +53,17 @@ def delivered_twice(
     first: dict[tuple[str, str], tuple[int, str]],
     subscription: str,
     key: str,
+    mkey: str,
     msg: str,
     i: int,
     consumer: str,
 ) -> Violation | None:
-    """Remember the receive at E``i`` of ``msg`` by ``consumer`` in ``first`` (subscription, msg) -> (i, consumer),
-    or, when it is a second one, return its ``delivered_twice`` (witness: the first receive and this one)."""
-    seen = first.get((subscription, msg))
+    """Remember the receive at E``i`` of message ``mkey`` (its canonical topic and id; ``msg`` is the id, for
+    people) by ``consumer`` in ``first``: (subscription, mkey) -> (i, consumer); or, when it is a second one,
+    return its ``delivered_twice`` (witness: the first receive and this one)."""
+    seen = first.get((subscription, mkey))
     if seen is None:
-        first[(subscription, msg)] = (i, consumer)
+        first[(subscription, mkey)] = (i, consumer)
         return None
     facts = {
         "subscription": subscription,

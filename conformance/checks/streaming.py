@@ -95,7 +95,7 @@ class StreamingChecker:
         self._replicated = isinstance(clusters, list) and len(clusters) >= 2
         #: a non-persistent topic (``topic_kind`` in the header): every receive is judged for delivered_twice
         self._non_persistent = nonpersistent.is_non_persistent(self.header)
-        #: (subscription, msg) -> (i, consumer) of its first receive, on a non-persistent topic only
+        #: (subscription, message key) -> (i, consumer) of its first receive, on a non-persistent topic only
         self._np_first: dict[tuple[str, str], tuple[int, str]] = {}
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
@@ -613,7 +613,8 @@ class StreamingChecker:
             inc = self.last_inc.get(consumer)
         sub = inc.sub.name if inc is not None else self._sub(self._extras(columns[15][n]).get("subscription")).name
         mkey = columns[5][n]
-        twice = nonpersistent.delivered_twice(self._np_first, sub, columns[4][n], _msg(mkey), columns[0][n], consumer)
+        key, i = columns[4][n], columns[0][n]
+        twice = nonpersistent.delivered_twice(self._np_first, sub, key, mkey, _msg(mkey), i, consumer)
         if twice is not None:
             self._emit(twice)
 

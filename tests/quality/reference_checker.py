@@ -8,6 +8,10 @@ repeat them).  It uses only the trace format's own helpers (canonical message id
 
 It returns violation identities, ``(kind, subscription, key, events)``, the same tuple
 :meth:`conformance.violations.Violation.identity` gives.
+
+A non-persistent topic (header ``topic_kind``, ``docs/checker.md`` "Non-persistent topics"): every receive of a
+message after its first, by anyone, is ``delivered_twice``; a message nobody holds is never *owed* there (sent at
+once or dropped), so ``out_of_order`` looks only at earlier messages another consumer holds.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ class Msg:
 def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Identity]:
     """Every violation (but ``misassigned``) of the trace, as a multiset of identities."""
     default_sub = header.subscription.name
+    non_persistent = header.extra.get("topic_kind") == "non-persistent"
+    received_first: dict[tuple[str, str], int] = {}  # (sub, message) -> its first receive (non-persistent only)
     found: Counter[Identity] = Counter()
     opens: dict[str, list[tuple[int, int, str | None]]] = {}  # sub -> ok opens: (i, t, topic base or None)
     msgs: dict[str, dict[str, Msg]] = {}  # sub -> message key -> record
@@ -184,6 +190,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if op == "receive":
                 if e.uid is not None:
                     receives_with_uid.append((e.uid, mkey, i, key))
+                if non_persistent:
+                    if (sub, mkey) in received_first:
+                        found[("delivered_twice", sub, key, (received_first[(sub, mkey)], i))] += 1
+                    else:
+                        received_first[(sub, mkey)] = i
                 if m is None:
                     pos = parse_position(msg)
                     sk = sticky(stream, pos, key)
@@ -227,7 +238,15 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     for other in others:
                         first = min(x.holders[other] for x in pending if other in x.holders)
                         found[("key_overlap", sub, m.key, (first, i))] += 1
-                owed = [x for x in same_scope if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m]
+                owed = [
+                    x
+                    for x in same_scope
+                    if x.pos < m.pos
+                    and not x.acked
+                    and inc not in x.holders
+                    and x is not m
+                    and (x.holders or not non_persistent)  # non-persistent: nothing free is owed
+                ]
                 if owed and not any(x.pos < m.pos and exempt_at(x, i) for x in same_scope):
                     earliest = min(owed, key=lambda x: x.pos)
                     witness = earliest.since if earliest.free() else min(earliest.holders.values())
