@@ -19,9 +19,11 @@ header says ``"topic_kind": "non-persistent"``:
   of its key that another consumer still holds, never against ones that were published or released and not
   delivered (the streaming engine keeps no message of such a trace in its free heaps, ``_publish`` / ``_free``).
 
-A consumer that *joins* moves keys at once (no draining hashes, nothing pending to wait for), so a join while
-another consumer holds messages of a moved key gives ``key_overlap`` on Pulsar too; the cases join consumers
-before publishing, and a trace with such a join is best judged with ``--profile out-of-order``.
+A consumer that *joins* moves keys at once (``addConsumer`` changes the selector; nothing is pending, nothing
+drains), so while another consumer still holds messages of a moved key, the new owner receiving later ones is
+Pulsar's behaviour: a ``key_overlap`` or ``out_of_order`` whose earlier witness event precedes a join of the
+subscription (an ``open`` between it and the receive) is excused (:func:`moved_by_join`). Holds that began after
+the latest join are judged as on any topic.
 
 Rule: for each subscription, the first receive of each message is remembered (one index per message received:
 O(messages) memory, which a non-persistent run's size bounds); a later receive of the same message is a
@@ -38,7 +40,7 @@ from typing import Any
 from conformance.trace.header import TraceHeader
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["NON_PERSISTENT", "delivered_twice", "explain", "is_non_persistent"]
+__all__ = ["NON_PERSISTENT", "delivered_twice", "explain", "is_non_persistent", "moved_by_join"]
 
 #: ``topic_kind`` of a non-persistent run in the trace header (absent: persistent)
 NON_PERSISTENT = "non-persistent"
@@ -47,6 +49,13 @@ NON_PERSISTENT = "non-persistent"
 def is_non_persistent(header: TraceHeader) -> bool:
     """Whether the trace is of a non-persistent topic (its header's ``topic_kind``)."""
     return header.extra.get("topic_kind") == NON_PERSISTENT
+
+
+def moved_by_join(violation: Violation, last_open: int) -> bool:
+    """Whether a ``key_overlap`` or ``out_of_order`` found at a receive is excused on a non-persistent topic: its
+    earlier witness (the other holder's receive) precedes ``last_open``, the subscription's latest ``open`` before
+    the receive, so a join moved the key at once while the other consumer held it."""
+    return violation.events[0] < last_open
 
 
 def delivered_twice(

@@ -97,6 +97,8 @@ class StreamingChecker:
         self._non_persistent = nonpersistent.is_non_persistent(self.header)
         #: (subscription, message key) -> (i, consumer) of its first receive, on a non-persistent topic only
         self._np_first: dict[tuple[str, str], tuple[int, str]] = {}
+        #: subscription -> its latest ok open (non-persistent only: a join moves keys at once there)
+        self._np_last_open: dict[str, int] = {}
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -263,7 +265,8 @@ class StreamingChecker:
         pending = not rec.acked
         if pending and hold is not None and inc not in hold:
             for overlap in exclusivity.overlaps(sub, rec, inc, i, mkey, hold):
-                self._emit(overlap)
+                if not (self._non_persistent and nonpersistent.moved_by_join(overlap, self._np_last_open[sub.name])):
+                    self._emit(overlap)
         heap = sub.free_heaps.get(scope)
         if heap:
             if heap[0][1] == mkey:
@@ -513,6 +516,8 @@ class StreamingChecker:
             sub.expect_cache.clear()
         self.live[consumer] = inc
         self.last_inc[consumer] = inc
+        if self._non_persistent:
+            self._np_last_open[sub.name] = i
         ranges = None
         if isinstance(policy, dict) and policy.get("sticky_ranges"):
             ranges = tuple((int(a), int(b)) for a, b in policy["sticky_ranges"])
@@ -844,6 +849,8 @@ class StreamingChecker:
     ) -> None:
         found = ordering.overtaken(sub, rec, inc, i, mkey, hold, self._epoch)
         if found is not None:
+            if self._non_persistent and nonpersistent.moved_by_join(found, self._np_last_open[sub.name]):
+                return
             self._emit(found)
 
     def _check_assignment(

@@ -11,7 +11,9 @@ It returns violation identities, ``(kind, subscription, key, events)``, the same
 
 A non-persistent topic (header ``topic_kind``, ``docs/checker.md`` "Non-persistent topics"): every receive of a
 message after its first, by anyone, is ``delivered_twice``; a message nobody holds is never *owed* there (sent at
-once or dropped), so ``out_of_order`` looks only at earlier messages another consumer holds.
+once or dropped), so ``out_of_order`` looks only at earlier messages another consumer holds; and a consumer that
+joins takes its keys over at once, so a ``key_overlap`` or ``out_of_order`` whose earlier witness precedes a join
+(an open between it and the receive) is not one there.
 """
 
 from __future__ import annotations
@@ -101,6 +103,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         for m in msgs.get(inc.sub, {}).values():
             if inc in m.holders:
                 release(inc, m, i, op, exempt)
+
+    def joined_between(sub: str, first: int, r: int) -> bool:
+        """Non-persistent only: a consumer joined the subscription after ``first`` and before ``r`` (it took the
+        key over at once: nothing drains on such a topic)."""
+        return non_persistent and any(first < o < r for o, _t, _topic in opens.get(sub, ()))
 
     def disarmed(ack_i: int, acker: Inc, r: int) -> bool:
         return any(ack_i < d < r for d in acker.disarms)
@@ -237,7 +244,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     others = {h for x in pending for h in x.holders}
                     for other in others:
                         first = min(x.holders[other] for x in pending if other in x.holders)
-                        found[("key_overlap", sub, m.key, (first, i))] += 1
+                        if not joined_between(sub, first, i):
+                            found[("key_overlap", sub, m.key, (first, i))] += 1
                 owed = [
                     x
                     for x in same_scope
@@ -251,7 +259,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     earliest = min(owed, key=lambda x: x.pos)
                     witness = earliest.since if earliest.free() else min(earliest.holders.values())
                     assert witness is not None
-                    found[("out_of_order", sub, m.key, tuple(sorted((witness, i))))] += 1
+                    if not joined_between(sub, witness, i):
+                        found[("out_of_order", sub, m.key, tuple(sorted((witness, i))))] += 1
                 m.holders[inc] = i
                 m.since = None
             elif op == "ack":

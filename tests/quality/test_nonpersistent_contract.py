@@ -156,3 +156,50 @@ def test_a_keyless_message_delivered_twice() -> None:
     validity, violations, _ = judged(b)
     assert validity is Validity.INVALID
     assert {kind for kind, _ in violations} == {Kind.DELIVERED_TWICE}
+
+
+def test_a_join_moves_a_held_key_at_once_which_is_no_violation() -> None:
+    b = builder()
+    b.open("c1")
+    b.publish("k", "0:1")
+    b.receive("c1", "k", "0:1")  # E2: c1 holds k
+    b.open("c2")  # E3: the selector gives k to c2 at once (nothing drains on a non-persistent topic)
+    b.publish("k", "0:2")
+    b.receive("c2", "k", "0:2")  # E5: two holders, a later message first: Pulsar's behaviour here
+    b.ack("c1", "0:1")
+    b.ack("c2", "0:2")
+    b.end()
+    validity, violations, _ = judged(b)
+    assert (validity, violations) == (Validity.VALID, set())
+
+
+def test_the_same_join_on_a_persistent_topic_must_drain() -> None:
+    b = builder(non_persistent=False)
+    b.open("c1")
+    b.publish("k", "0:1")
+    b.receive("c1", "k", "0:1")
+    b.open("c2")
+    b.publish("k", "0:2")
+    b.receive("c2", "k", "0:2")
+    b.ack("c1", "0:1")
+    b.ack("c2", "0:2")
+    b.end()
+    validity, violations, _ = judged(b)
+    assert validity is Validity.INVALID
+    assert {kind for kind, _ in violations} == {Kind.KEY_OVERLAP, Kind.OUT_OF_ORDER}
+
+
+def test_a_hold_that_began_after_the_latest_join_is_judged() -> None:
+    b = builder()
+    b.open("c1")
+    b.open("c2")  # E1: the latest join
+    b.publish("k", "0:1")
+    b.publish("k", "0:2")
+    b.receive("c1", "k", "0:1")  # E4: after the join
+    b.receive("c2", "k", "0:2")  # E5: nothing moved k since E4
+    b.ack("c1", "0:1")
+    b.ack("c2", "0:2")
+    b.end()
+    validity, violations, _ = judged(b)
+    assert validity is Validity.INVALID
+    assert violations == {(Kind.KEY_OVERLAP, (4, 5)), (Kind.OUT_OF_ORDER, (4, 5))}
