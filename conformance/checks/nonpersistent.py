@@ -21,8 +21,8 @@ header says ``"topic_kind": "non-persistent"``:
 
 A consumer that *joins* moves keys at once (``addConsumer`` changes the selector; nothing is pending, nothing
 drains), so while another consumer still holds messages of a moved key, the new owner receiving later ones is
-Pulsar's behaviour: a ``key_overlap`` or ``out_of_order`` whose earlier witness event precedes a join of the
-subscription (an ``open`` between it and the receive) is excused (:func:`moved_by_join`). Holds that began after
+Pulsar's behaviour: a ``key_overlap`` or ``out_of_order`` whose earlier witness message was published before a
+join of the subscription that precedes the receive is excused (:func:`moved_by_join`). Holds that began after
 the latest join are judged as on any topic.
 
 Rule: for each subscription, the first receive of each message is remembered (one index per message received:
@@ -51,11 +51,18 @@ def is_non_persistent(header: TraceHeader) -> bool:
     return header.extra.get("topic_kind") == NON_PERSISTENT
 
 
-def moved_by_join(violation: Violation, last_open: int) -> bool:
-    """Whether a ``key_overlap`` or ``out_of_order`` found at a receive is excused on a non-persistent topic: its
-    earlier witness (the other holder's receive) precedes ``last_open``, the subscription's latest ``open`` before
-    the receive, so a join moved the key at once while the other consumer held it."""
-    return violation.events[0] < last_open
+def moved_by_join(violation: Violation, last_open: int, published_at: Mapping[str, int], topic: str) -> bool:
+    """Whether a ``key_overlap`` or ``out_of_order`` found at a receive is excused on a non-persistent topic: the
+    other holder's message (the earlier witness) may have been dispatched before ``last_open``, the subscription's
+    latest ``open`` before the receive, so a join may have moved the key at once while the other consumer had it.
+
+    The dispatch is bounded by the message's publish (``published_at``: message key -> its first publish event),
+    not by its receive: a client logs a receive when the application takes the message from its queue, which may
+    be long after the broker sent it. A message with no publish in the trace may have been sent at any time.
+    ``topic`` is the canonical topic of the receive (the witness is of the same key scope, so of the same topic).
+    """
+    published = published_at.get(f"{topic}|{violation.facts['refs'][0][3]}")
+    return published is None or published < last_open
 
 
 def delivered_twice(

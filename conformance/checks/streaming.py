@@ -99,6 +99,8 @@ class StreamingChecker:
         self._np_first: dict[tuple[str, str], tuple[int, str]] = {}
         #: subscription -> its latest ok open (non-persistent only: a join moves keys at once there)
         self._np_last_open: dict[str, int] = {}
+        #: message key -> its first ok publish (non-persistent only: the earliest its dispatch can have happened)
+        self._np_published: dict[str, int] = {}
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -265,7 +267,7 @@ class StreamingChecker:
         pending = not rec.acked
         if pending and hold is not None and inc not in hold:
             for overlap in exclusivity.overlaps(sub, rec, inc, i, mkey, hold):
-                if not (self._non_persistent and nonpersistent.moved_by_join(overlap, self._np_last_open[sub.name])):
+                if not (self._non_persistent and self._moved_by_join(overlap, sub, mkey)):
                     self._emit(overlap)
         heap = sub.free_heaps.get(scope)
         if heap:
@@ -400,6 +402,8 @@ class StreamingChecker:
         if mkey in self._published:
             return  # a second receipt naming the same message: not a new message
         self._published.add(mkey)
+        if self._non_persistent:
+            self._np_published[mkey] = i
         send_t = t if t0 is None else t0
         if batch >= 0:  # a batch entry is dispatched whole by its first message's key
             key = self._entry_key(stream, ledger, entry, batch, key, mkey)
@@ -610,6 +614,10 @@ class StreamingChecker:
             if last is not None:
                 last.last_disarm = i
                 self._revive_exemptions(last)
+
+    def _moved_by_join(self, violation: Violation, sub: SubState, mkey: str) -> bool:
+        last_open = self._np_last_open.get(sub.name, -1)
+        return nonpersistent.moved_by_join(violation, last_open, self._np_published, mkey.rpartition("|")[0])
 
     def _np_receive(self, columns: list[list[Any]], n: int, inc: Incarnation | None) -> None:
         """A receive on a non-persistent topic: a second one of a message is ``delivered_twice``."""
@@ -849,7 +857,7 @@ class StreamingChecker:
     ) -> None:
         found = ordering.overtaken(sub, rec, inc, i, mkey, hold, self._epoch)
         if found is not None:
-            if self._non_persistent and nonpersistent.moved_by_join(found, self._np_last_open[sub.name]):
+            if self._non_persistent and self._moved_by_join(found, sub, mkey):
                 return
             self._emit(found)
 

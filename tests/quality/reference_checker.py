@@ -54,6 +54,7 @@ class Msg:
     holders: dict[Inc, int] = field(default_factory=dict)  # incarnation -> the receive that started its hold
     since: int | None = None  # while free: the event that made it free
     armed: tuple[int, Inc, int] | None = None  # (ack index, acker, the receive that began the acker's hold)
+    published: int | None = None  # its first ok publish known to the subscription (None: none seen)
 
     def free(self) -> bool:
         return not self.acked and not self.holders
@@ -104,10 +105,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if inc in m.holders:
                 release(inc, m, i, op, exempt)
 
-    def joined_between(sub: str, first: int, r: int) -> bool:
-        """Non-persistent only: a consumer joined the subscription after ``first`` and before ``r`` (it took the
-        key over at once: nothing drains on such a topic)."""
-        return non_persistent and any(first < o < r for o, _t, _topic in opens.get(sub, ()))
+    def joined_after(sub: str, held: Msg, r: int) -> bool:
+        """Non-persistent only: a consumer joined the subscription before ``r`` and after ``held`` may have been
+        dispatched (its publish; any time without one), so it took the key over at once (nothing drains there)."""
+        since = -1 if held.published is None else held.published
+        return non_persistent and any(since < o < r for o, _t, _topic in opens.get(sub, ()))
 
     def disarmed(ack_i: int, acker: Inc, r: int) -> bool:
         return any(ack_i < d < r for d in acker.disarms)
@@ -180,7 +182,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     continue
                 if mkey in msgs.setdefault(sub, {}):
                     continue
-                m = Msg(key, (stream, key), (ledger, entry, batch))
+                m = Msg(key, (stream, key), (ledger, entry, batch), published=i)
                 if mkey in acked_early.get(sub, set()):
                     acked_early[sub].discard(mkey)
                     m.acked = True
@@ -243,8 +245,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if not m.acked and not any(inc in x.holders for x in pending):
                     others = {h for x in pending for h in x.holders}
                     for other in others:
-                        first = min(x.holders[other] for x in pending if other in x.holders)
-                        if not joined_between(sub, first, i):
+                        first, held = min((x.holders[other], id(x), x) for x in pending if other in x.holders)[::2]
+                        if not joined_after(sub, held, i):
                             found[("key_overlap", sub, m.key, (first, i))] += 1
                 owed = [
                     x
@@ -259,7 +261,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     earliest = min(owed, key=lambda x: x.pos)
                     witness = earliest.since if earliest.free() else min(earliest.holders.values())
                     assert witness is not None
-                    if not joined_between(sub, witness, i):
+                    if earliest.free() or not joined_after(sub, earliest, i):
                         found[("out_of_order", sub, m.key, tuple(sorted((witness, i))))] += 1
                 m.holders[inc] = i
                 m.since = None
