@@ -509,6 +509,17 @@ def _non_persistent_no_permits_to_other() -> None:
 
 
 @mutant(
+    "non-persistent-ignores-permits",
+    "non-persistent",
+    "non-persistent: every message goes to its key's consumer whatever its permits (Pulsar before #11692)",
+)
+def _non_persistent_ignores_permits() -> None:
+    from reference_model.keyshared.nonpersistent import NonPersistentDispatcher
+
+    _wrap(NonPersistentDispatcher, "_may_send", lambda _orig: lambda self, consumer: True)
+
+
+@mutant(
     "non-persistent-sent-twice",
     "non-persistent",
     "non-persistent: each published entry is handed to the subscription's dispatcher twice",

@@ -55,6 +55,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "unexpected_message": "delivery",
     "redelivered_after_ack": "redelivery",
     "delivered_twice": "redelivery",
+    "received_beyond_permits": "delivery",
     "duplicate_publish": "deduplication",
     "lost_write": "deduplication",
     "misassigned": "assignment",

@@ -17,10 +17,13 @@ Nothing is kept: acknowledgements, negative acknowledgements and redelivery requ
 removal releases nothing, and a joining consumer takes a key over at once (there is nothing pending to drain).
 So a client sees: loss allowed, each message at most once, a key at one consumer at a time, per-key order.
 
-What changes per release is only what this class shares with the persistent dispatchers: the selector
-(:mod:`reference_model.selectors`, per version) and the sticky key of a key-less message (resolved by the topic,
-``producerName-sequenceId`` from 4.0, apache/pulsar#23219). The dispatch rule above is the same in every
-release the model knows.
+Per release: before 2.8.1 the permits were not checked at all, every message went to its key's consumer
+(:data:`~reference_model.versions.NON_PERSISTENT_FLOW_CONTROL`, apache/pulsar#11692); otherwise what changes is
+what this class shares with the persistent dispatchers: the selector (:mod:`reference_model.selectors`, per
+version) and the sticky key of a key-less message (resolved by the topic, ``producerName-sequenceId`` from 4.0,
+apache/pulsar#23219). Read in ascentstream/pulsar: the file's history from 2.8 to master (938e57cbd1) changes
+nothing else a client can observe (apache/pulsar#12035, a new dispatcher when a consumer of another mode
+arrives after all left, reached 2.8.2 and 2.9.0 for both kinds of topic; the model builds one from 2.8.0).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from reference_model.keyshared.consumer import DispatchConsumer
 from reference_model.keyshared.dispatcher import KeySharedDispatcher, ReadType
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position
+from reference_model.versions import NON_PERSISTENT_FLOW_CONTROL
 
 __all__ = ["NonPersistentDispatcher"]
 
@@ -45,6 +49,11 @@ class NonPersistentDispatcher(KeySharedDispatcher):
     dropped_no_permits: int = 0
     #: entries dropped because no consumer was connected or none owned the key's hash
     dropped_no_consumer: int = 0
+
+    @property
+    def flow_control(self) -> bool:
+        """Whether this release drops a message whose consumer has no permits (apache/pulsar#11692)."""
+        return self.version.has(NON_PERSISTENT_FLOW_CONTROL)
 
     # -- membership: nothing to rewind, release or drain ---------------------------------------------------
     def add_consumer(self, consumer: DispatchConsumer) -> None:
@@ -112,8 +121,9 @@ class NonPersistentDispatcher(KeySharedDispatcher):
         return sent
 
     def _may_send(self, consumer: DispatchConsumer) -> bool:
-        """``consumer.getAvailablePermits() > 0 && consumer.isWritable()`` (the model's connections are)."""
-        return consumer.permits > 0
+        """``consumer.getAvailablePermits() > 0 && consumer.isWritable()`` (the model's connections are); before
+        apache/pulsar#11692 (2.8.1) no check: everything was sent."""
+        return consumer.permits > 0 or not self.flow_control
 
     # -- what the persistent read loop needs, never used here ----------------------------------------------
     def _replay_candidates(self, max_positions: int) -> list[Position]:
