@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from reference_model.versions import (
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    NON_PERSISTENT_FLOW_CONTROL,
     Fix,
     PulsarVersion,
     parse_version,
@@ -51,5 +52,10 @@ GATED_CASES: tuple[GatedCase, ...] = (
         "the consistent-hashing ring removes every consumer of the leaving consumer's name from its points, so the"
         " other same-name consumers own nothing and their keys wait (apache/pulsar#10750; fixed in 2.9.3 by #13991,"
         " never in the 2.8 line)",
+    ),
+    GatedCase(
+        "catalogue/non-persistent-flow-control", NON_PERSISTENT_FLOW_CONTROL, ("delivery",),
+        "the non-persistent Key_Shared dispatcher ignores permits: a paused consumer is sent every message of its"
+        " keys, past its receiver queue (apache/pulsar#11692; fixed in 2.8.1 and 2.9.0)",
     ),
 )  # fmt: skip
