@@ -21,7 +21,7 @@ __all__ = ["MUTANTS", "Mutant", "apply", "by_name"]
 @dataclass(frozen=True)
 class Mutant:
     name: str
-    area: str  #: pip379, classic, dispatch (both), selectors, dedup, replication, client (the model's client)
+    area: str  #: pip379, classic, dispatch (both), non-persistent, selectors, dedup, replication, client (the model's)
     bug: str  #: one line: the broker bug it stands for
     apply: Callable[[], None]
     target: str = "model"  #: the model target spec the mutant is run against
@@ -524,6 +524,64 @@ def _out_of_order_flag_kept() -> None:
         return add_consumer
 
     _wrap(ServerSubscription, "add_consumer", make)
+
+
+# --- non-persistent dispatcher ---------------------------------------------------------------------------
+
+
+@mutant(
+    "non-persistent-no-permits-to-other",
+    "non-persistent",
+    "non-persistent: a message whose key's consumer has no permits goes to another consumer instead of being dropped",
+)
+def _non_persistent_no_permits_to_other() -> None:
+    from reference_model.keyshared.nonpersistent import NonPersistentDispatcher
+
+    def make(orig: Any) -> Any:
+        def send_messages(self: Any, entries: list[Any]) -> int:
+            sent = 0
+            for entry in entries:
+                owner = self.select(self.slot_of(entry)) if self.consumers else None
+                if owner is None:
+                    continue
+                to = owner if owner.permits > 0 else next((c for c in self.consumers.values() if c.permits > 0), None)
+                if to is not None:
+                    to.record_sent(entry)
+                    to.sink(entry, 0)
+                    sent += 1
+            return sent
+
+        return send_messages
+
+    _wrap(NonPersistentDispatcher, "send_messages", make)
+
+
+@mutant(
+    "non-persistent-ignores-permits",
+    "non-persistent",
+    "non-persistent: every message goes to its key's consumer whatever its permits (Pulsar before #11692)",
+)
+def _non_persistent_ignores_permits() -> None:
+    from reference_model.keyshared.nonpersistent import NonPersistentDispatcher
+
+    _wrap(NonPersistentDispatcher, "_may_send", lambda _orig: lambda self, consumer: True)
+
+
+@mutant(
+    "non-persistent-sent-twice",
+    "non-persistent",
+    "non-persistent: each published entry is handed to the subscription's dispatcher twice",
+)
+def _non_persistent_sent_twice() -> None:
+    from reference_model.keyshared.nonpersistent import NonPersistentDispatcher
+
+    def make(orig: Any) -> Any:
+        def send_messages(self: Any, entries: list[Any]) -> int:
+            return int(orig(self, entries)) + int(orig(self, entries))
+
+        return send_messages
+
+    _wrap(NonPersistentDispatcher, "send_messages", make)
 
 
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from reference_model.versions import (
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    NON_PERSISTENT_FLOW_CONTROL,
     OUT_OF_ORDER_REPLAY_FILTERED,
     PIP_379,
     Fix,
@@ -77,5 +78,10 @@ GATED_CASES: tuple[GatedCase, ...] = (
         " the topic, the other consumer's redelivered message starves (apache/pulsar#26268, fixed in 4.0.14 and"
         " 4.2.5 for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
         pip379_only=True,
+    ),
+    GatedCase(
+        "catalogue/non-persistent-flow-control", NON_PERSISTENT_FLOW_CONTROL, ("delivery",),
+        "the non-persistent Key_Shared dispatcher ignores permits: a paused consumer is sent every message of its"
+        " keys, past its receiver queue (apache/pulsar#11692; fixed in 2.8.1 and 2.9.0)",
     ),
 )  # fmt: skip

@@ -24,7 +24,9 @@ profile            contract                                                     
                                                                                       accepted_conflicting_open
 =================  =================================================================  ============================
 
-Deduplication off in the header adds ``duplicate_publish`` to the permitted kinds of a derived profile.
+Deduplication off in the header adds ``duplicate_publish`` to the permitted kinds of a derived profile, and a
+non-persistent topic (``"topic_kind": "non-persistent"``) adds ``undelivered``: such a topic may drop messages
+(:mod:`conformance.checks.nonpersistent`).
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ def profile_for_header(header: TraceHeader) -> Profile:
     base = replace(base, adjustments=(f"derived from the trace header ({_contract_words(header)})",))
     if not header.deduplication:
         base = base.permitting({Kind.DUPLICATE_PUBLISH}, "deduplication off: duplicate_publish permitted")
+    if header.extra.get("topic_kind") == "non-persistent":  # conformance.checks.nonpersistent: loss allowed there
+        base = base.permitting({Kind.UNDELIVERED}, "non-persistent topic: messages may be dropped")
     return base
 
 

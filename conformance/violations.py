@@ -8,9 +8,9 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
 ``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
-``redelivered_after_failover``; and
-four that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
-``not_quiet`` and ``pinned_owner``.
+``redelivered_after_failover``, ``delivered_twice``; and
+five that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
+``not_quiet``, ``pinned_owner`` and ``received_beyond_permits``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
@@ -63,6 +63,11 @@ class Kind(str, Enum):
     #: after a failover, a message at or before the position the replicated cursor must already have reached
     #: (a completed snapshot the acknowledgements had passed, its update settled) was delivered again (PIP-33)
     REDELIVERED_AFTER_FAILOVER = "redelivered_after_failover"
+    #: on a non-persistent topic (nothing is ever redelivered there), a message received a second time
+    DELIVERED_TWICE = "delivered_twice"
+    #: on a non-persistent topic, a paused consumer received more of what was published meanwhile than its
+    #: receiver queue gave it permits for (a case-level judgement)
+    RECEIVED_BEYOND_PERMITS = "received_beyond_permits"
 
     def __str__(self) -> str:
         return self.value

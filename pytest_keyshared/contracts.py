@@ -54,6 +54,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "undelivered": "delivery",
     "unexpected_message": "delivery",
     "redelivered_after_ack": "redelivery",
+    "delivered_twice": "redelivery",
+    "received_beyond_permits": "delivery",
     "duplicate_publish": "deduplication",
     "lost_write": "deduplication",
     "misassigned": "assignment",

@@ -42,6 +42,7 @@ __all__ = [
     "LOOKAHEAD_ONLY_WITH_MORE_ENTRIES",
     "MIN_MODEL_VERSION",
     "MIN_SELECTOR_VERSION",
+    "NON_PERSISTENT_FLOW_CONTROL",
     "NO_KEY_FALLBACK",
     "OUT_OF_ORDER_REPLAY_FILTERED",
     "PIP_379",
@@ -186,6 +187,10 @@ CONSISTENT_HASHING_NAME_INDEX = Fix("ring key consumer-name index", "apache/puls
 PIP_379 = Fix("PIP-379 draining hashes", "apache/pulsar#23352", ("4.0.0",))
 #: Key-less messages hash ``producerName-sequenceId`` instead of ``NONE_KEY`` (``Commands.resolveStickyKey``).
 NO_KEY_FALLBACK = Fix("no-key fallback producerName-sequenceId", "apache/pulsar#23219", ("4.0.0",))
+#: The non-persistent Key_Shared dispatcher sends only to a consumer with permits and drops the rest (before it,
+#: it sent every message to its key's consumer whatever its permits). On branch-2.8 before Release 2.8.1, and in
+#: 2.9.0 (read in ascentstream/pulsar: commits bd5f75f6f3 on branch-2.8 and 5835fd23e5).
+NON_PERSISTENT_FLOW_CONTROL = Fix("non-persistent Key_Shared respects flow control", "apache/pulsar#11692", ("2.8.1",))
 #: Oldest release whose sticky-key selectors the model reproduces: 2.8.0.  What changed since is gated: the
 #: consistent-hashing ring removed every consumer sharing the leaving consumer's name before 2.9.3
 #: (:data:`CONSISTENT_HASHING_REMOVE_BY_IDENTITY`), and stats were keyed by consumer name before 2.8.2 / 2.9.0
@@ -361,6 +366,7 @@ GATES: tuple[Fix, ...] = (
     CONSISTENT_HASHING_NAME_INDEX,
     PIP_379,
     NO_KEY_FALLBACK,
+    NON_PERSISTENT_FLOW_CONTROL,
     CLASSIC_RECENTLY_JOINED_SORTED,
     PIP_379_REPLAY_FILTER_FIX,
     STICKY_GAP_FIX,

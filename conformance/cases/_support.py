@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conformance.cases._permits import received_beyond_permits
 from conformance.scenarios import Open, Scenario, loads_scenario, parse_scenario
 from conformance.scenarios.model import InvalidScenario, WaitQuiet
 from conformance.violations import Kind
@@ -314,7 +315,8 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     """What the case judges beyond the trace checker, as ``(contract, kind, explanation)``.
 
     STICKY scenarios: deliveries outside the declared ranges (an accepted conflicting open is the trace checker's
-    ``accepted_conflicting_open``).  With ``progress``: ``wait_received`` steps that timed out
+    ``accepted_conflicting_open``).  Non-persistent scenarios: a paused consumer sent more than its permits
+    (:mod:`conformance.cases._permits`).  With ``progress``: ``wait_received`` steps that timed out
     (:func:`progress_problems`).
     """
     problems: list[tuple[str, Kind, str]] = []
@@ -325,6 +327,10 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
         if outside:
             more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
             problems.append(("assignment", Kind.OUTSIDE_STICKY_RANGES, outside[0] + more))
+    beyond = received_beyond_permits(scenario, result)
+    if beyond:
+        more = f" (and {len(beyond) - 1} more)" if len(beyond) > 1 else ""
+        problems.append(("delivery", Kind.RECEIVED_BEYOND_PERMITS, beyond[0] + more))
     shared = deliveries_in_shared_published_ranges(result.trace_path)
     if shared:
         more = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""

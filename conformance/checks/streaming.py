@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery
+from conformance.checks import duplicates, exclusivity, loss, nonpersistent, ordering, redelivery
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -93,6 +93,14 @@ class StreamingChecker:
         #: reach the subscription through replication), not undelivered
         clusters = self.header.extra.get("clusters")
         self._replicated = isinstance(clusters, list) and len(clusters) >= 2
+        #: a non-persistent topic (``topic_kind`` in the header): every receive is judged for delivered_twice
+        self._non_persistent = nonpersistent.is_non_persistent(self.header)
+        #: (subscription, message key) -> (i, consumer) of its first receive, on a non-persistent topic only
+        self._np_first: dict[tuple[str, str], tuple[int, str]] = {}
+        #: subscription -> its latest ok open (non-persistent only: a join moves keys at once there)
+        self._np_last_open: dict[str, int] = {}
+        #: message key -> its first ok publish (non-persistent only: the earliest its dispatch can have happened)
+        self._np_published: dict[str, int] = {}
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -219,6 +227,8 @@ class StreamingChecker:
         c_batch = columns[14]
         consumer = c_consumer[n]
         inc = self.live.get(consumer)
+        if self._non_persistent:
+            self._np_receive(columns, n, inc)
         if inc is None:
             self._late_receive(_row(columns, n))
             return
@@ -257,7 +267,8 @@ class StreamingChecker:
         pending = not rec.acked
         if pending and hold is not None and inc not in hold:
             for overlap in exclusivity.overlaps(sub, rec, inc, i, mkey, hold):
-                self._emit(overlap)
+                if not (self._non_persistent and self._moved_by_join(overlap, sub, mkey)):
+                    self._emit(overlap)
         heap = sub.free_heaps.get(scope)
         if heap:
             if heap[0][1] == mkey:
@@ -391,6 +402,8 @@ class StreamingChecker:
         if mkey in self._published:
             return  # a second receipt naming the same message: not a new message
         self._published.add(mkey)
+        if self._non_persistent:
+            self._np_published[mkey] = i
         send_t = t if t0 is None else t0
         if batch >= 0:  # a batch entry is dispatched whole by its first message's key
             key = self._entry_key(stream, ledger, entry, batch, key, mkey)
@@ -416,6 +429,8 @@ class StreamingChecker:
                 scope = self._scope(stream, key)
                 pos = (ledger, entry, batch)
                 recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                if self._non_persistent:
+                    continue  # delivered at once or dropped: never waiting (conformance.checks.nonpersistent)
                 heap = sub.free_heaps.get(scope)
                 if heap is None:
                     sub.free_heaps[scope] = [(pos, mkey)]
@@ -505,6 +520,8 @@ class StreamingChecker:
             sub.expect_cache.clear()
         self.live[consumer] = inc
         self.last_inc[consumer] = inc
+        if self._non_persistent:
+            self._np_last_open[sub.name] = i
         ranges = None
         if isinstance(policy, dict) and policy.get("sticky_ranges"):
             ranges = tuple((int(a), int(b)) for a, b in policy["sticky_ranges"])
@@ -597,6 +614,22 @@ class StreamingChecker:
             if last is not None:
                 last.last_disarm = i
                 self._revive_exemptions(last)
+
+    def _moved_by_join(self, violation: Violation, sub: SubState, mkey: str) -> bool:
+        last_open = self._np_last_open.get(sub.name, -1)
+        return nonpersistent.moved_by_join(violation, last_open, self._np_published, mkey.rpartition("|")[0])
+
+    def _np_receive(self, columns: list[list[Any]], n: int, inc: Incarnation | None) -> None:
+        """A receive on a non-persistent topic: a second one of a message is ``delivered_twice``."""
+        consumer = columns[3][n]
+        if inc is None:
+            inc = self.last_inc.get(consumer)
+        sub = inc.sub.name if inc is not None else self._sub(self._extras(columns[15][n]).get("subscription")).name
+        mkey = columns[5][n]
+        key, i = columns[4][n], columns[0][n]
+        twice = nonpersistent.delivered_twice(self._np_first, sub, key, mkey, _msg(mkey), i, consumer)
+        if twice is not None:
+            self._emit(twice)
 
     def _late_receive(self, row: tuple[Any, ...]) -> None:
         i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
@@ -716,6 +749,8 @@ class StreamingChecker:
 
     def _free(self, sub: SubState, rec: Record, mkey: str, mark: Mark) -> None:
         rec.free = mark
+        if self._non_persistent:
+            return  # released on a non-persistent topic: gone, never waiting for redelivery
         heap = sub.free_heaps.get(rec.scope)
         if heap is None:
             heap = sub.free_heaps[rec.scope] = []
@@ -822,6 +857,8 @@ class StreamingChecker:
     ) -> None:
         found = ordering.overtaken(sub, rec, inc, i, mkey, hold, self._epoch)
         if found is not None:
+            if self._non_persistent and self._moved_by_join(found, sub, mkey):
+                return
             self._emit(found)
 
     def _check_assignment(

@@ -135,6 +135,8 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     "mode": ("AUTO_SPLIT", "STICKY"),
     "out_of_order": (False, True),
     "consumers": (3, 5),
+    #: a non-persistent topic (``docs/scenarios.md``): no deduplication, resends, restarts or default batches there
+    "topic": ("persistent", "non-persistent"),
 }
 SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
@@ -202,16 +204,26 @@ class _Shape:
         pairs: list[tuple[str, int | bool]] = []
         for name in ("unacked_consumer", "unacked_subscription", "lookahead", "redelivery_delay"):
             pairs.extend(self.values[name])  # type: ignore[arg-type]
-        if self.values["dedup"] == "on-snapshot-every-2":
+        if self.values["dedup"] == "on-snapshot-every-2" and not self.non_persistent:
             pairs.append(("brokerDeduplicationEntriesInterval", 2))
         return tuple(pairs)
+
+    @property
+    def non_persistent(self) -> bool:
+        return self.values["topic"] == "non-persistent"
+
+    @property
+    def deduplication(self) -> bool:
+        """Deduplication asked for (never on a non-persistent topic, where it does not apply)."""
+        return self.values["dedup"] != "off" and not self.non_persistent
 
     def settings(self, base: Settings) -> Settings:
         selector = str(self.values["selector"])
         return replace(
             base,
             nack_delay_ms=int(self.values["nack_delay_ms"]),  # type: ignore[call-overload]
-            deduplication=self.values["dedup"] != "off",
+            deduplication=self.deduplication,
+            topic=str(self.values["topic"]),
             selector="consistent-hashing" if selector.startswith("consistent-hashing") else selector,
             points=1 if selector == "consistent-hashing-1-point" else 0,
         )
@@ -224,7 +236,8 @@ class _Shape:
 
     def batching(self, amount: int) -> str:
         mode = str(self.values["batching"])
-        return ("none", "key_based", "default")[amount % 3] if mode == "per-publish" else mode
+        mode = ("none", "key_based", "default")[amount % 3] if mode == "per-publish" else mode
+        return "key_based" if mode == "default" and self.non_persistent else mode  # one key per entry there
 
     def handles(self) -> tuple[str, ...]:
         return MANY_CONSUMERS if self.values["consumers"] == 5 else CONSUMERS
@@ -332,10 +345,10 @@ def program_from_moves(
                 if other != handle:
                     emit(Close(consumer=other))
                     del open_now[other]
-        elif kind == "resend" and resendable and form["dedup"] != "off":  # without deduplication: a duplicate
+        elif kind == "resend" and resendable and form.deduplication:  # without deduplication: a duplicate
             first = max(1, resendable - amount + 1)
             emit(Resend(producer="p1", from_seq=first, to_seq=resendable, reconnect=True))
-        elif kind == "restart" and opts.restart:
+        elif kind == "restart" and opts.restart and not form.non_persistent:
             emit(RestartBroker(kill=amount % 2 == 0))
         elif kind == "wait_quiet":
             emit(WaitQuiet())

@@ -30,6 +30,7 @@ from conformance.scenarios.model import (
     MIN_ACK_TIMEOUT_MS,
     SELECTORS,
     SEQUENCE_MODES,
+    TOPIC_KINDS,
     AckHeld,
     AckPlan,
     Behaviour,
@@ -266,6 +267,8 @@ def _settings(raw: Any, where: str) -> Settings:
             values[f.name] = _bool(table[f.name], f"{where} {f.name}")
         elif f.name == "selector":
             values[f.name] = _choice(table[f.name], SELECTORS, f"{where} selector")
+        elif f.name == "topic":
+            values[f.name] = _choice(table[f.name], TOPIC_KINDS, f"{where} topic")
         else:
             minimum = 0 if f.name == "payload_bytes" else 1
             values[f.name] = _int(table[f.name], f"{where} {f.name}", minimum=minimum)
@@ -547,11 +550,61 @@ def _check_failover(scenario: Scenario, where: str) -> None:
         )
 
 
+#: what a non-persistent topic cannot do, by step kind: the reason the loader gives
+_NOT_ON_NON_PERSISTENT: dict[type, str] = {
+    Resend: "a resend is judged by deduplication, which never applies to a non-persistent topic.",
+    RestartBroker: "a non-persistent topic keeps nothing over a broker restart.",
+    StorageDown: "a non-persistent topic writes nothing to storage.",
+    StorageUp: "a non-persistent topic writes nothing to storage.",
+    WaitReceived: "a non-persistent topic owes no consumer any count (it may drop messages); use wait_quiet.",
+}
+
+
+def _check_non_persistent(scenario: Scenario, where: str) -> None:
+    """``[settings] topic = "non-persistent"``: only what such a topic does, and one producer.
+
+    The broker gives every message of a non-persistent topic the id ``0:0`` (``NonPersistentTopic.publishMessage``),
+    so the driver names each message by its producer's sequence id (``docs/trace-format.md``): one producer, and
+    no ``default`` batching (a batch of several keys is one entry the checkers could not tell apart).
+    """
+    if scenario.settings.deduplication or any(name.startswith("brokerDeduplication") for name, _ in scenario.broker):
+        raise InvalidScenario(
+            f'{where}: [settings] topic = "non-persistent": deduplication never applies to a non-persistent topic;'
+            " drop deduplication (and the brokerDeduplication settings)."
+        )
+    producers: set[str] = set()
+    for index, step in enumerate(scenario.steps, start=1):
+        at = f"{where}: step {index} ({step.do})"
+        reason = _NOT_ON_NON_PERSISTENT.get(type(step))
+        if reason is not None:
+            raise InvalidScenario(
+                f'{at}: not on a non-persistent topic ([settings] topic = "non-persistent"); {reason}'
+            )
+        if isinstance(step, Publish):
+            if step.batching == "default":
+                raise InvalidScenario(
+                    f'{at}: batching = "default" on a non-persistent topic: every message there has the id 0:0, so'
+                    ' the messages of a batch of several keys cannot be told apart; use batching = "key_based" or'
+                    ' "none".'
+                )
+            producers.add(step.producer)
+            if len(producers) > 1:
+                raise InvalidScenario(
+                    f"{at}: a second producer ({', '.join(sorted(producers))}) on a non-persistent topic: the trace"
+                    " names each message by its one producer's sequence id there (the broker's ids are all 0:0);"
+                    " publish from one producer."
+                )
+
+
 def _check_semantics(scenario: Scenario, where: str) -> None:
     """Consumer lifecycles, sticky ranges against modes, and resends against what was published."""
     if scenario.is_failover():
+        if scenario.settings.topic != "persistent":
+            raise InvalidScenario(f"{where}: a failover scenario replicates a persistent topic; drop [settings] topic.")
         _check_failover(scenario, where)
         return
+    if scenario.settings.topic == "non-persistent":
+        _check_non_persistent(scenario, where)
     open_now: dict[str, bool] = {}  # handle -> paused
     opened_ever: set[str] = set()
     published: dict[str, int] = {}  # producer -> highest sequence id sent

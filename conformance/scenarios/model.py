@@ -29,6 +29,7 @@ __all__ = [
     "MIN_ACK_TIMEOUT_MS",
     "SELECTORS",
     "SEQUENCE_MODES",
+    "TOPIC_KINDS",
     "AckHeld",
     "AckPlan",
     "Behaviour",
@@ -103,6 +104,8 @@ BrokerValue = Union[int, bool]  # noqa: UP007 - a runtime alias
 
 #: ``[settings] selector``: the AUTO_SPLIT selector a scenario asks for (``""``: whatever the target has).
 SELECTORS: tuple[str, ...] = ("consistent-hashing", "auto-split")
+#: ``[settings] topic``: the kind of topic the run uses (``persistent://`` or ``non-persistent://``)
+TOPIC_KINDS: tuple[str, ...] = ("persistent", "non-persistent")
 
 
 class InvalidScenario(InvalidArgument):
@@ -141,6 +144,9 @@ class Settings:
     clusters: tuple[str, ...] = ()
     #: ``(from, to, ms)``: the replication link ``from -> to`` delivers ``ms`` late (failover scenarios only)
     replication_delays: tuple[tuple[str, str, int], ...] = ()
+    #: the kind of topic the run uses: ``persistent`` or ``non-persistent`` (no backlog, no redelivery: the
+    #: checker allows loss there, ``docs/checker.md``); recorded in the trace header as ``topic_kind``
+    topic: str = "persistent"
 
 
 @dataclass(frozen=True, slots=True)

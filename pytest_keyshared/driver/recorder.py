@@ -46,11 +46,28 @@ class Counters:
     events: int
 
 
+def non_persistent_id(msg_id: str | None, seq: int | None) -> str | None:
+    """The trace's name of a message of a non-persistent topic: ``0:<seq>:<partition>:-1``.
+
+    The broker gives every message there the id ``0:0`` (``NonPersistentTopic.publishMessage`` completes each send
+    with ledger 0, entry 0, and dispatches ``Entry`` 0:0), so the id tells no two messages apart; the run's one
+    producer numbers its messages 1, 2, ... in send order, which is the topic's order, so the sequence id takes the
+    entry's place (``docs/trace-format.md``, "Non-persistent topics"). ``None`` stays ``None`` (a send without a
+    receipt), and a message without a sequence id keeps the id it came with."""
+    if msg_id is None or seq is None:
+        return msg_id
+    parts = msg_id.split(":")
+    partition = parts[2] if len(parts) > 2 else "-1"
+    return f"0:{seq}:{partition}:-1"
+
+
 class Recorder:
-    def __init__(self, writer: TraceWriter, topic: str, subscription: str) -> None:
+    def __init__(self, writer: TraceWriter, topic: str, subscription: str, *, non_persistent: bool = False) -> None:
         self.writer = writer
         self.topic = topic
         self.subscription = subscription
+        #: a non-persistent topic: message ids are named by :func:`non_persistent_id`, the client's in ``broker_msg_id``
+        self.non_persistent = non_persistent
         self._lock = threading.Lock()
         self._published: Counter[str] = Counter()
         self._ok_uids: set[str] = set()
@@ -136,16 +153,25 @@ class Recorder:
         hook = self.before_receive
         if hook is not None:
             hook(handle)
+        if self.non_persistent:
+            self.writer.emit(
+                _RECEIVE, self.topic, self.subscription, handle, d.producer, d.key, non_persistent_id(d.msg_id, d.seq),
+                d.seq, d.uid, None, d.redelivery_count, {"broker_msg_id": d.msg_id},
+            )  # fmt: skip
+            return
         self.writer.emit(
             _RECEIVE, self.topic, self.subscription, handle, d.producer, d.key, d.msg_id, d.seq, d.uid, None,
             d.redelivery_count,
         )  # fmt: skip
 
+    def _msg_id(self, d: Delivery) -> str:
+        return (non_persistent_id(d.msg_id, d.seq) or d.msg_id) if self.non_persistent else d.msg_id
+
     def ack(self, handle: str, d: Delivery) -> None:
-        self.writer.emit(_ACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
+        self.writer.emit(_ACK, self.topic, self.subscription, handle, None, d.key, self._msg_id(d), None, d.uid)
 
     def nack(self, handle: str, d: Delivery) -> None:
-        self.writer.emit(_NACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid)
+        self.writer.emit(_NACK, self.topic, self.subscription, handle, None, d.key, self._msg_id(d), None, d.uid)
 
     def ack_timeout(self, handle: str, d: Delivery) -> None:
         """The client's ack timeout may release ``d`` from now on: a ``nack`` with ``cause = "ack_timeout"``.
@@ -154,7 +180,7 @@ class Recorder:
         the very command a negative ack sends, so the checkers read it as the holder's nack of ``d``.
         """
         self.writer.emit(
-            _NACK, self.topic, self.subscription, handle, None, d.key, d.msg_id, None, d.uid, None, None,
+            _NACK, self.topic, self.subscription, handle, None, d.key, self._msg_id(d), None, d.uid, None, None,
             {"cause": "ack_timeout"},
         )  # fmt: skip
 
@@ -173,8 +199,12 @@ class Recorder:
         result = outcome.result
         if result not in _RESULTS:
             result = Result(result).value  # raises, naming the bad value
+        msg_id = outcome.msg_id
+        if self.non_persistent and msg_id is not None:
+            extra["broker_msg_id"] = msg_id
+            msg_id = non_persistent_id(msg_id, message.seq)
         self.writer.emit(
-            _PUBLISH, self.topic, None, None, producer, message.key, outcome.msg_id, message.seq, message.uid, result,
+            _PUBLISH, self.topic, None, None, producer, message.key, msg_id, message.seq, message.uid, result,
             None, extra,
         )  # fmt: skip
 

@@ -76,8 +76,9 @@ MAX_CONSECUTIVE_UNCONFIRMED = 3
 
 
 def topic_for(scenario: Scenario, seed: int, nonce: str) -> str:
-    """A topic no other run uses: ``persistent://public/default/ks-<scenario>-<seed>-<nonce>``."""
-    return f"persistent://public/default/ks-{scenario.name}-{seed}-{nonce}"
+    """A topic no other run uses: ``persistent://public/default/ks-<scenario>-<seed>-<nonce>`` (``non-persistent://``
+    with ``[settings] topic = "non-persistent"``)."""
+    return f"{scenario.settings.topic}://public/default/ks-{scenario.name}-{seed}-{nonce}"
 
 
 def run_scenario(
@@ -218,7 +219,12 @@ class _Run(RunLoop):
             self.writer = TraceWriter(None, header, clock=self.session.clock, keep=False)
             self.pipeline = TracePipeline(trace_path, header, [self.live.feed_lines])
             self.writer.add_listener(self.pipeline.append)
-        self.recorder = Recorder(self.writer, self.topic, self.scenario.subscription.name)
+        self.recorder = Recorder(
+            self.writer,
+            self.topic,
+            self.scenario.subscription.name,
+            non_persistent=self.scenario.settings.topic == "non-persistent",
+        )
         self.session.watch_faults(self.recorder)
         self.scheduler = self.session.scheduler
         self.scheduler.on_tick(self._report)
@@ -268,6 +274,8 @@ class _Run(RunLoop):
             "driver": f"pytest-keyshared {_version()}",
             "capabilities": self.target.capabilities.to_dict(),
         }
+        if self.scenario.settings.topic != "persistent":
+            extra["topic_kind"] = self.scenario.settings.topic  # the checker's contract for it (docs/checker.md)
         if dedup_asked and not claims.deduplication:
             extra["deduplication_switched_on"] = self.target.capabilities.dedup_switch
         return TraceHeader(

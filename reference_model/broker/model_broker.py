@@ -48,17 +48,21 @@ _INITIAL_POSITIONS = ("Latest", "Earliest")
 
 
 def normalise_topic(topic: str) -> str:
-    """``"t"`` -> ``"persistent://public/default/t"``; ``"tenant/ns/t"`` -> ``"persistent://tenant/ns/t"``."""
+    """``"t"`` -> ``"persistent://public/default/t"``; ``"tenant/ns/t"`` -> ``"persistent://tenant/ns/t"``.
+
+    ``non-persistent://tenant/ns/t`` names a non-persistent topic (:mod:`reference_model.keyshared.nonpersistent`).
+    """
     if not isinstance(topic, str) or not topic or topic.strip() != topic:
         raise InvalidArgument(
             f"Expected a topic name like 'my-topic' or 'persistent://public/default/t' but got {topic!r}."
         )
     if "://" in topic:
         scheme, rest = topic.split("://", 1)
-        if scheme == "non-persistent":
-            raise InvalidArgument(f"Non-persistent topics are not modelled ({topic!r}); use a persistent:// topic.")
-        if scheme != "persistent" or len(rest.split("/")) != 3:
-            raise InvalidArgument(f"Expected persistent://tenant/namespace/topic but got {topic!r}.")
+        if scheme not in ("persistent", "non-persistent") or len(rest.split("/")) != 3:
+            raise InvalidArgument(
+                f"Expected persistent://tenant/namespace/topic or non-persistent://tenant/namespace/topic but got"
+                f" {topic!r}."
+            )
         return topic
     parts = topic.split("/")
     if len(parts) == 1:

@@ -96,6 +96,7 @@ class ServerSubscription:
             implementation=broker.implementation,
             schedule=schedule,
             on_marker=self._marker_read,
+            non_persistent=not self.topic.persistent,
         )
         return dispatcher
 

@@ -4,6 +4,10 @@ Follows ``PersistentTopic``: the publish path is producer -> deduplication decis
 to the log -> ``recordMessagePersisted`` -> every subscription's dispatcher reads. The sticky key of an entry is
 resolved once at append, with the broker version's rules (``Commands.resolveStickyKey`` in 4.0, which falls back
 to ``producerName-sequenceId`` for key-less messages; ``peekStickyKey`` in 3.x).
+
+A ``non-persistent://`` topic (``NonPersistentTopic``) keeps the same log only so that each entry has a position
+the model's clients can name; nothing reads it back: each entry goes straight to every subscription's
+non-persistent dispatcher (``publishMessage`` -> ``sendMessages``), and deduplication never applies.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from reference_model.broker.subscription import ServerSubscription
 from reference_model.dedup import DedupDecision, MessageDeduplication, effective_deduplication
 from reference_model.dedup.deduplication import check_int
 from reference_model.hashing import sticky_key
+from reference_model.keyshared.nonpersistent import NonPersistentDispatcher
 from reference_model.storage.cursor import ManagedCursor
 from reference_model.storage.entry import Entry, MessageMetadata, SingleMessage
 from reference_model.storage.position import Position
@@ -42,6 +47,8 @@ class ServerTopic:
         self.broker = broker
         self.name = name
         self.log = TopicLog(name, ledger_id)
+        #: ``False`` for a ``non-persistent://`` topic: entries are handed to the dispatchers, never read back
+        self.persistent = not name.startswith("non-persistent://")
         self.subscriptions: dict[str, ServerSubscription] = {}
         self.connected_producers: dict[str, int] = {}
         self.topic_dedup_policy: bool | None = None
@@ -280,6 +287,12 @@ class ServerTopic:
         if listeners._listeners:
             listeners.entry_added(self.name, entry)
         subscriptions = self.subscriptions
+        if subscriptions and not self.persistent:
+            for sub in tuple(subscriptions.values()):
+                np_dispatcher = sub.dispatcher
+                if isinstance(np_dispatcher, NonPersistentDispatcher):
+                    np_dispatcher.send_messages([entry])
+            return
         if subscriptions:
             for sub in tuple(subscriptions.values()):
                 dispatcher = sub.dispatcher  # ``sub.dispatch()``, inlined: this runs for every entry published

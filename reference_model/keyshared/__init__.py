@@ -13,6 +13,7 @@ from reference_model.keyshared.factory import (
     default_implementation,
     make_dispatcher,
 )
+from reference_model.keyshared.nonpersistent import NonPersistentDispatcher
 from reference_model.keyshared.pending_acks import PendingAcks
 from reference_model.keyshared.pip379 import Pip379Dispatcher
 from reference_model.keyshared.policy import AUTO_SPLIT, KEY_SHARED_MODES, STICKY, KeySharedPolicy
@@ -33,6 +34,7 @@ __all__ = [
     "EntrySink",
     "KeySharedDispatcher",
     "KeySharedPolicy",
+    "NonPersistentDispatcher",
     "PendingAcks",
     "Pip379Dispatcher",
     "ReadType",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from reference_model.errors import InvalidArgument, did_you_mean
 from reference_model.keyshared.classic import ClassicDispatcher
 from reference_model.keyshared.dispatcher import KeySharedDispatcher, Scheduler
+from reference_model.keyshared.nonpersistent import NonPersistentDispatcher
 from reference_model.keyshared.pip379 import Pip379Dispatcher
 from reference_model.keyshared.policy import KeySharedPolicy
 from reference_model.keyshared.settings import DispatcherSettings
@@ -64,13 +65,33 @@ def make_dispatcher(
     implementation: str | None = None,
     schedule: Scheduler | None = None,
     on_marker: Callable[[Entry], None] | None = None,
+    non_persistent: bool = False,
 ) -> KeySharedDispatcher:
-    """A dispatcher for ``cursor`` with a fresh selector for ``policy`` under ``version`` and ``settings``."""
+    """A dispatcher for ``cursor`` with a fresh selector for ``policy`` under ``version`` and ``settings``.
+
+    ``non_persistent``: the dispatcher of a non-persistent topic (``NonPersistentStickyKeyDispatcherMultipleConsumers``,
+    whatever ``implementation`` says; its selector never tracks draining hashes)."""
     pulsar = parse_version(version)
     impl = check_implementation(implementation, pulsar)
     settings = settings or DispatcherSettings()
     kind = selector_kind(policy, settings)
     classic = impl == "classic"
+    if non_persistent:
+        return NonPersistentDispatcher(
+            cursor=cursor,
+            selector=make_selector(
+                kind,
+                version=pulsar,
+                points=settings.consistent_hashing_points,
+                classic=classic,
+                track_impacted=False if pulsar.has(PIP_379) else None,
+            ),
+            policy=policy,
+            settings=settings,
+            version=pulsar,
+            schedule=schedule,
+            on_marker=on_marker,
+        )
     draining = not classic and kind != "sticky" and not policy.allow_out_of_order_delivery
     selector = make_selector(
         kind,

@@ -8,6 +8,12 @@ repeat them).  It uses only the trace format's own helpers (canonical message id
 
 It returns violation identities, ``(kind, subscription, key, events)``, the same tuple
 :meth:`conformance.violations.Violation.identity` gives.
+
+A non-persistent topic (header ``topic_kind``, ``docs/checker.md`` "Non-persistent topics"): every receive of a
+message after its first, by anyone, is ``delivered_twice``; a message nobody holds is never *owed* there (sent at
+once or dropped), so ``out_of_order`` looks only at earlier messages another consumer holds; and a consumer that
+joins takes its keys over at once, so a ``key_overlap`` or ``out_of_order`` whose earlier witness precedes a join
+(an open between it and the receive) is not one there.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class Msg:
     holders: dict[Inc, int] = field(default_factory=dict)  # incarnation -> the receive that started its hold
     since: int | None = None  # while free: the event that made it free
     armed: tuple[int, Inc, int] | None = None  # (ack index, acker, the receive that began the acker's hold)
+    published: int | None = None  # its first ok publish known to the subscription (None: none seen)
 
     def free(self) -> bool:
         return not self.acked and not self.holders
@@ -56,6 +63,8 @@ class Msg:
 def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Identity]:
     """Every violation (but ``misassigned``) of the trace, as a multiset of identities."""
     default_sub = header.subscription.name
+    non_persistent = header.extra.get("topic_kind") == "non-persistent"
+    received_first: dict[tuple[str, str], int] = {}  # (sub, message) -> its first receive (non-persistent only)
     found: Counter[Identity] = Counter()
     opens: dict[str, list[tuple[int, int, str | None]]] = {}  # sub -> ok opens: (i, t, topic base or None)
     msgs: dict[str, dict[str, Msg]] = {}  # sub -> message key -> record
@@ -95,6 +104,12 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         for m in msgs.get(inc.sub, {}).values():
             if inc in m.holders:
                 release(inc, m, i, op, exempt)
+
+    def joined_after(sub: str, held: Msg, r: int) -> bool:
+        """Non-persistent only: a consumer joined the subscription before ``r`` and after ``held`` may have been
+        dispatched (its publish; any time without one), so it took the key over at once (nothing drains there)."""
+        since = -1 if held.published is None else held.published
+        return non_persistent and any(since < o < r for o, _t, _topic in opens.get(sub, ()))
 
     def disarmed(ack_i: int, acker: Inc, r: int) -> bool:
         return any(ack_i < d < r for d in acker.disarms)
@@ -167,7 +182,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     continue
                 if mkey in msgs.setdefault(sub, {}):
                     continue
-                m = Msg(key, (stream, key), (ledger, entry, batch))
+                m = Msg(key, (stream, key), (ledger, entry, batch), published=i)
                 if mkey in acked_early.get(sub, set()):
                     acked_early[sub].discard(mkey)
                     m.acked = True
@@ -184,6 +199,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if op == "receive":
                 if e.uid is not None:
                     receives_with_uid.append((e.uid, mkey, i, key))
+                if non_persistent:
+                    if (sub, mkey) in received_first:
+                        found[("delivered_twice", sub, key, (received_first[(sub, mkey)], i))] += 1
+                    else:
+                        received_first[(sub, mkey)] = i
                 if m is None:
                     pos = parse_position(msg)
                     sk = sticky(stream, pos, key)
@@ -225,14 +245,24 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if not m.acked and not any(inc in x.holders for x in pending):
                     others = {h for x in pending for h in x.holders}
                     for other in others:
-                        first = min(x.holders[other] for x in pending if other in x.holders)
-                        found[("key_overlap", sub, m.key, (first, i))] += 1
-                owed = [x for x in same_scope if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m]
+                        first, held = min((x.holders[other], id(x), x) for x in pending if other in x.holders)[::2]
+                        if not joined_after(sub, held, i):
+                            found[("key_overlap", sub, m.key, (first, i))] += 1
+                owed = [
+                    x
+                    for x in same_scope
+                    if x.pos < m.pos
+                    and not x.acked
+                    and inc not in x.holders
+                    and x is not m
+                    and (x.holders or not non_persistent)  # non-persistent: nothing free is owed
+                ]
                 if owed and not any(x.pos < m.pos and exempt_at(x, i) for x in same_scope):
                     earliest = min(owed, key=lambda x: x.pos)
                     witness = earliest.since if earliest.free() else min(earliest.holders.values())
                     assert witness is not None
-                    found[("out_of_order", sub, m.key, tuple(sorted((witness, i))))] += 1
+                    if earliest.free() or not joined_after(sub, earliest, i):
+                        found[("out_of_order", sub, m.key, tuple(sorted((witness, i))))] += 1
                 m.holders[inc] = i
                 m.since = None
             elif op == "ack":

@@ -68,9 +68,9 @@ CASES: list[tuple[str, Callable[[], Any], str]] = [
     ),
     ("create_producer(topic='')", lambda: _broker().create_producer(""), "Expected a topic name"),
     (
-        "create_producer('non-persistent://public/default/t')",
-        lambda: _broker().create_producer("non-persistent://public/default/t"),
-        "Non-persistent topics are not modelled",
+        "create_producer('kafka://public/default/t')",
+        lambda: _broker().create_producer("kafka://public/default/t"),
+        "or non-persistent://tenant/namespace/topic",
     ),
     ("create_producer(producer_name='')", lambda: _broker().create_producer("t", producer_name=""), "non-empty"),
     (

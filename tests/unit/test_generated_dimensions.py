@@ -30,6 +30,7 @@ from conformance.scenarios import (
     Crash,
     NackHeld,
     Open,
+    Pause,
     Publish,
     Resend,
     RestartBroker,
@@ -260,6 +261,20 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         lambda s: any(isinstance(o, Open) and o.allow_out_of_order_delivery is False for o in s.steps),
         [_m("publish", amount=4), _m("close"), _m("open", "c2", 2), _m("publish", amount=8)],
         _shape(out_of_order=1),
+    ),
+    "a non-persistent topic: holds, a paused consumer, a join, a leave": (
+        lambda s: s.settings.topic == "non-persistent" and any(isinstance(x, Pause) for x in s.steps),
+        [
+            _m("publish", amount=4),
+            _m("open", "c2", 5),  # a queue of 5
+            _m("pause", "c2"),
+            _m("publish", amount=8),
+            _m("open", "c3", 1),
+            _m("nack_held"),
+            _m("close", "c2"),
+            _m("publish", amount=6),
+        ],
+        _shape(topic=1, dedup=1, batching=2),
     ),
 }
 

@@ -243,6 +243,42 @@ BAD_INPUTS = [
     pytest.param({"name": "x", "settings": {"drain": "yes"}, "steps": [OPEN]}, "expected true or false", id="bad-bool"),
     pytest.param({"name": "x", "settings": {"quite_ms": 5}, "steps": [OPEN]}, "Did you mean 'quiet_ms'?", id="typo"),
     pytest.param(_steps({"do": "wait_received", "count": 3, "consumer": "zz"}), "never opened", id="wait-unknown"),
+    pytest.param(
+        {"name": "x", "settings": {"topic": "nonpersistent"}, "steps": [OPEN]},
+        "Did you mean 'non-persistent'?",
+        id="topic-kind-typo",
+    ),
+    *(
+        pytest.param({"name": "x", "settings": {"topic": "non-persistent", **settings}, "steps": steps}, msg, id=name)
+        for name, settings, steps, msg in [
+            ("np-dedup", {"deduplication": True}, [OPEN], "deduplication never applies to a non-persistent topic"),
+            ("np-restart", {}, [OPEN, {"do": "restart_broker"}], "keeps nothing over a broker restart"),
+            ("np-wait-received", {}, [OPEN, {"do": "wait_received", "count": 3}], "use wait_quiet"),
+            ("np-storage", {}, [OPEN, {"do": "storage_down"}], "writes nothing to storage"),
+            (
+                "np-resend",
+                {},
+                [{"do": "publish", "count": 2}, {"do": "resend", "producer": "p1", "from_seq": 1, "to_seq": 1}],
+                "never applies to a non-persistent topic",
+            ),
+            ("np-default-batching", {}, [{"do": "publish", "count": 2, "batching": "default"}], "id 0:0"),
+            (
+                "np-two-producers",
+                {},
+                [{"do": "publish", "count": 1}, {"do": "publish", "count": 1, "producer": "p2"}],
+                "publish from one producer",
+            ),
+        ]
+    ),
+    pytest.param(
+        {
+            "name": "x",
+            "settings": {"topic": "non-persistent", "clusters": ["r1", "r2"]},
+            "steps": [{"do": "publish", "count": 1}],
+        },
+        "a failover scenario replicates a persistent topic",
+        id="np-failover",
+    ),
 ]
 
 
@@ -284,6 +320,14 @@ def test_a_scenario_can_reopen_a_consumer_after_it_left() -> None:
     s = parse_scenario(_steps(OPEN, {"do": "close", "consumer": "c1"}, OPEN, {"do": "pause", "consumer": "c1"}))
     assert s.consumers() == ("c1",)
     assert isinstance(s.steps[3], Pause)
+
+
+def test_a_non_persistent_scenario_round_trips_and_names_its_topic_kind(tmp_path: Path) -> None:
+    data = {"name": "np", "settings": {"topic": "non-persistent"}, "steps": [OPEN, {"do": "publish", "count": 3}]}
+    scenario = parse_scenario(data)
+    assert scenario.settings.topic == "non-persistent"
+    assert load_scenario(dump_scenario(scenario, tmp_path / "np.toml")) == scenario
+    assert 'topic = "non-persistent"' in (tmp_path / "np.toml").read_text()
 
 
 def test_resend_steps_parse_with_their_defaults() -> None:
