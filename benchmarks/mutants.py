@@ -478,6 +478,18 @@ def _ack_timeout_never_fires() -> None:
     _wrap(ModelConsumer, "_redeliver_timed_out", lambda _orig: _noop)
 
 
+@mutant(
+    "lookahead-at-end-of-topic",
+    "pip379",
+    "a look-ahead triggered by a replay read discarded at the end of the topic skips the next replay and parks"
+    " dispatch (apache/pulsar#26236 undone)",
+)
+def _lookahead_at_end_of_topic() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    _wrap(Pip379Dispatcher, "_lookahead_may_engage", lambda _orig: lambda self: True)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

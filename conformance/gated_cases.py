@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from reference_model.versions import (
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     Fix,
     PulsarVersion,
     parse_version,
@@ -25,15 +26,22 @@ __all__ = ["GATED_CASES", "GatedCase"]
 
 @dataclass(frozen=True, slots=True)
 class GatedCase:
-    """A case (``area/name``), the gate it needs, the contracts it breaks without it, and why."""
+    """A case (``area/name``), the gate it needs, the contracts it breaks without it, and why.
+
+    ``fixed_in``: the Key_Shared dispatchers (``pip379``, ``classic``) the gate changed; empty: the gate is not
+    about a dispatcher.  On a dispatcher it did not change, every release fails the case.
+    """
 
     case: str
     gate: Fix
     contracts: tuple[str, ...]
     reason: str
+    fixed_in: tuple[str, ...] = ()
 
-    def affects(self, version: str | PulsarVersion) -> bool:
-        """Whether a broker of ``version`` fails the case (it lacks the gate)."""
+    def affects(self, version: str | PulsarVersion, implementation: str | None = None) -> bool:
+        """Whether a broker of ``version`` (and dispatcher ``implementation``, where given) fails the case."""
+        if self.fixed_in and implementation is not None and implementation not in self.fixed_in:
+            return True
         return not self.gate.present_in(parse_version(version))
 
 
@@ -51,5 +59,13 @@ GATED_CASES: tuple[GatedCase, ...] = (
         "the consistent-hashing ring removes every consumer of the leaving consumer's name from its points, so the"
         " other same-name consumers own nothing and their keys wait (apache/pulsar#10750; fixed in 2.9.3 by #13991,"
         " never in the 2.8 line)",
+    ),
+    GatedCase(
+        "dispatch/replay-at-end-of-topic", LOOKAHEAD_ONLY_WITH_MORE_ENTRIES, ("delivery",),
+        "a replay read discarded at the end of the topic (its position belongs to a consumer without permits)"
+        " engages the look-ahead, which skips the next replay: the other consumer's replayed message waits for"
+        " entries that never come (apache/pulsar#26236; fixed in 4.0.13 and 4.2.4 in the PIP-379 dispatcher only,"
+        " never in 4.1 or 3.x; the classic dispatcher's stuck-on-replays read parks the same way at every release)",
+        fixed_in=("pip379",),
     ),
 )  # fmt: skip

@@ -174,7 +174,8 @@ def progress_problems(result: Any, scenario: Scenario | None = None) -> list[tup
 
     * ``stalled`` (``delivery``): a ``wait_received`` step timed out.  A case waits for a count the broker
       owes that consumer, so an expired wait is a broken promise of progress (a healthy consumer owning other
-      keys must keep receiving while another consumer is stuck).
+      keys must keep receiving while another consumer is stuck).  So does a ``wait_delivered`` step (messages
+      neither acknowledged nor held by an open consumer were left undelivered for its whole bound).
     * ``not_quiet`` (``redelivery``): a ``wait_quiet`` step *with its own* ``timeout_ms`` timed out: the case
       promises the subscription settles within that bound (a consumer that nacks a message a fixed number of
       times and then acknowledges it); a broker that keeps redelivering breaks it.  A ``wait_quiet`` without
@@ -186,8 +187,8 @@ def progress_problems(result: Any, scenario: Scenario | None = None) -> list[tup
         if step.ok:
             continue
         planned = steps[step.index - 1] if 0 < step.index <= len(steps) else None
-        if step.do == "wait_received":
-            out.append(("delivery", Kind.STALLED, f"stalled: step {step.index} (wait_received): {step.note}"))
+        if step.do in ("wait_received", "wait_delivered"):
+            out.append(("delivery", Kind.STALLED, f"stalled: step {step.index} ({step.do}): {step.note}"))
         elif step.do == "wait_quiet" and isinstance(planned, WaitQuiet) and planned.timeout_ms is not None:
             out.append(("redelivery", Kind.NOT_QUIET, f"not_quiet: step {step.index} (wait_quiet): {step.note}"))
     return out
