@@ -490,6 +490,26 @@ def _lookahead_at_end_of_topic() -> None:
     _wrap(Pip379Dispatcher, "_lookahead_may_engage", lambda _orig: lambda self: True)
 
 
+@mutant(
+    "sticky-ranges-kept-after-close",
+    "selectors",
+    "a closed STICKY consumer's hash ranges stay taken: a later consumer asking for them is refused",
+)
+def _sticky_ranges_kept_after_close() -> None:
+    from reference_model.selectors.exclusive import StickyRangesSelector
+
+    def make(orig: Any) -> Any:
+        def remove(self: Any, consumer: Any) -> None:
+            kept = {k: v for k, v in self._at.items() if v[2] == consumer}
+            orig(self, consumer)
+            self._at.update(kept)  # the points stay, owned by the closed consumer
+            self._keys = sorted(self._at)
+
+        return remove
+
+    _wrap(StickyRangesSelector, "_remove", make)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 
