@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from reference_model.versions import (
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    DRAINING_REASSIGNMENT_FIX,
     LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     Fix,
     PulsarVersion,
@@ -29,7 +30,9 @@ class GatedCase:
     """A case (``area/name``), the gate it needs, the contracts it breaks without it, and why.
 
     ``fixed_in``: the Key_Shared dispatchers (``pip379``, ``classic``) the gate changed; empty: the gate is not
-    about a dispatcher.  On a dispatcher it did not change, every release fails the case.
+    about a dispatcher.  On a dispatcher it did not change, every release fails the case.  ``only_in``: the
+    dispatchers that had the bug; on another, every release passes the case (``fixed_in`` and ``only_in`` are
+    not given together).
     """
 
     case: str
@@ -37,11 +40,14 @@ class GatedCase:
     contracts: tuple[str, ...]
     reason: str
     fixed_in: tuple[str, ...] = ()
+    only_in: tuple[str, ...] = ()
 
     def affects(self, version: str | PulsarVersion, implementation: str | None = None) -> bool:
         """Whether a broker of ``version`` (and dispatcher ``implementation``, where given) fails the case."""
         if self.fixed_in and implementation is not None and implementation not in self.fixed_in:
             return True
+        if self.only_in and implementation is not None and implementation not in self.only_in:
+            return False
         return not self.gate.present_in(parse_version(version))
 
 
@@ -67,5 +73,12 @@ GATED_CASES: tuple[GatedCase, ...] = (
         " entries that never come (apache/pulsar#26236; fixed in 4.0.13 and 4.2.4 in the PIP-379 dispatcher only,"
         " never in 4.1 or 3.x; the classic dispatcher's stuck-on-replays read parks the same way at every release)",
         fixed_in=("pip379",),
+    ),
+    GatedCase(
+        "dispatch/draining-owner-closes", DRAINING_REASSIGNMENT_FIX, ("delivery",),
+        "a hash that moved away from the consumer holding its messages, back and away again stays marked draining"
+        " with references counted twice; once that consumer closes, the new owner never gets the messages"
+        " (apache/pulsar#23845; fixed by #24736 in 4.0.7 and 4.1.1; the classic dispatcher has no draining hashes)",
+        only_in=("pip379",),
     ),
 )  # fmt: skip
