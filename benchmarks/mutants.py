@@ -510,6 +510,17 @@ def _sticky_ranges_kept_after_close() -> None:
     _wrap(StickyRangesSelector, "_remove", make)
 
 
+@mutant(
+    "replay-read-newest-first",
+    "dispatch",
+    "a replay read dispatches the positions it read newest first (the replay set is not walked in position order)",
+)
+def _replay_read_newest_first() -> None:
+    from reference_model.keyshared.replay_queue import ReplayQueue
+
+    _wrap(ReplayQueue, "select", lambda orig: lambda self, *a, **k: orig(self, *a, **k)[::-1])
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 
