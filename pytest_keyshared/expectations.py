@@ -172,7 +172,7 @@ def bundled_expectations(target: str) -> Path | None:
     The file is chosen by the target's kind (the part before the first ``:``); a URL target
     (``pulsar://...``) has no shipped file.  A model target picks its release line's file:
     ``model:3.0`` -> ``model-3.0.toml``, ``model:4.0:classic`` -> ``model-4.0-classic.toml``; a line with no
-    file (``model``, ``model:4.1``) passes everything.  The files describe the newest patch of each line: an
+    file (``model``, ``model:4.2``) passes everything.  The files describe the newest patch of each line: an
     older patch also fails the known-bug cases fixed since (``docs/known-bugs.md``).
     """
     if "://" in target:
