@@ -582,6 +582,46 @@ def _non_persistent_sent_twice() -> None:
         return send_messages
 
     _wrap(NonPersistentDispatcher, "send_messages", make)
+    "lookahead-at-end-of-topic",
+    "pip379",
+    "a look-ahead triggered by a replay read discarded at the end of the topic skips the next replay and parks"
+    " dispatch (apache/pulsar#26236 undone)",
+)
+def _lookahead_at_end_of_topic() -> None:
+    from reference_model.keyshared.pip379 import Pip379Dispatcher
+
+    _wrap(Pip379Dispatcher, "_lookahead_may_engage", lambda _orig: lambda self: True)
+
+
+@mutant(
+    "sticky-ranges-kept-after-close",
+    "selectors",
+    "a closed STICKY consumer's hash ranges stay taken: a later consumer asking for them is refused",
+)
+def _sticky_ranges_kept_after_close() -> None:
+    from reference_model.selectors.exclusive import StickyRangesSelector
+
+    def make(orig: Any) -> Any:
+        def remove(self: Any, consumer: Any) -> None:
+            kept = {k: v for k, v in self._at.items() if v[2] == consumer}
+            orig(self, consumer)
+            self._at.update(kept)  # the points stay, owned by the closed consumer
+            self._keys = sorted(self._at)
+
+        return remove
+
+    _wrap(StickyRangesSelector, "_remove", make)
+
+
+@mutant(
+    "replay-read-newest-first",
+    "dispatch",
+    "a replay read dispatches the positions it read newest first (the replay set is not walked in position order)",
+)
+def _replay_read_newest_first() -> None:
+    from reference_model.keyshared.replay_queue import ReplayQueue
+
+    _wrap(ReplayQueue, "select", lambda orig: lambda self, *a, **k: orig(self, *a, **k)[::-1])
 
 
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------

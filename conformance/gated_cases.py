@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from reference_model.versions import (
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
+    DRAINING_REASSIGNMENT_FIX,
+    LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     NON_PERSISTENT_FLOW_CONTROL,
     OUT_OF_ORDER_REPLAY_FILTERED,
-    PIP_379,
     Fix,
     PulsarVersion,
     parse_version,
@@ -30,22 +31,26 @@ __all__ = ["GATED_CASES", "GatedCase"]
 class GatedCase:
     """A case (``area/name``), the gate it needs, the contracts it breaks without it, and why.
 
-    ``pip379_only``: the gate fixed only the PIP-379 dispatcher, so the classic dispatcher (every 3.x release, and
-    4.x with ``subscriptionKeySharedUseClassicPersistentImplementation=true``) fails the case on every release.
+    ``fixed_in``: the Key_Shared dispatchers (``pip379``, ``classic``) the gate changed; empty: the gate is not
+    about a dispatcher.  On a dispatcher it did not change, every release fails the case.  ``only_in``: the
+    dispatchers that had the bug; on another, every release passes the case (``fixed_in`` and ``only_in`` are
+    not given together).
     """
 
     case: str
     gate: Fix
     contracts: tuple[str, ...]
     reason: str
-    pip379_only: bool = False
+    fixed_in: tuple[str, ...] = ()
+    only_in: tuple[str, ...] = ()
 
-    def affects(self, version: str | PulsarVersion, implementation: str = "pip379") -> bool:
-        """Whether a broker of ``version`` running ``implementation`` (``pip379``/``classic``) fails the case."""
-        release = parse_version(version)
-        if self.pip379_only and (implementation == "classic" or not release.has(PIP_379)):
+    def affects(self, version: str | PulsarVersion, implementation: str | None = None) -> bool:
+        """Whether a broker of ``version`` (and dispatcher ``implementation``, where given) fails the case."""
+        if self.fixed_in and implementation is not None and implementation not in self.fixed_in:
             return True
-        return not self.gate.present_in(release)
+        if self.only_in and implementation is not None and implementation not in self.only_in:
+            return False
+        return not self.gate.present_in(parse_version(version))
 
 
 GATED_CASES: tuple[GatedCase, ...] = (
@@ -69,7 +74,7 @@ GATED_CASES: tuple[GatedCase, ...] = (
         " permits spend the read budget and are pushed back, the look-ahead skips the next replay and, at the end of"
         " the topic, the other consumer's replayed message starves (apache/pulsar#26268, fixed in 4.0.14 and 4.2.5"
         " for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
-        pip379_only=True,
+        fixed_in=("pip379",),
     ),
     GatedCase(
         "catalogue/out-of-order-replay-keeps-hashless-positions", OUT_OF_ORDER_REPLAY_FILTERED, ("delivery",),
@@ -77,11 +82,26 @@ GATED_CASES: tuple[GatedCase, ...] = (
         " discarded and queued again without its hash, so it spends every replay read's budget and, at the end of"
         " the topic, the other consumer's redelivered message starves (apache/pulsar#26268, fixed in 4.0.14 and"
         " 4.2.5 for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
-        pip379_only=True,
+        fixed_in=("pip379",),
     ),
     GatedCase(
         "catalogue/non-persistent-flow-control", NON_PERSISTENT_FLOW_CONTROL, ("delivery",),
         "the non-persistent Key_Shared dispatcher ignores permits: a paused consumer is sent every message of its"
         " keys, past its receiver queue (apache/pulsar#11692; fixed in 2.8.1 and 2.9.0)",
+    ),
+    GatedCase(
+        "dispatch/replay-at-end-of-topic", LOOKAHEAD_ONLY_WITH_MORE_ENTRIES, ("delivery",),
+        "a replay read discarded at the end of the topic (its position belongs to a consumer without permits)"
+        " engages the look-ahead, which skips the next replay: the other consumer's replayed message waits for"
+        " entries that never come (apache/pulsar#26236; fixed in 4.0.13 and 4.2.4 in the PIP-379 dispatcher only,"
+        " never in 4.1 or 3.x; the classic dispatcher's stuck-on-replays read parks the same way at every release)",
+        fixed_in=("pip379",),
+    ),
+    GatedCase(
+        "dispatch/draining-owner-closes", DRAINING_REASSIGNMENT_FIX, ("delivery",),
+        "a hash that moved away from the consumer holding its messages, back and away again stays marked draining"
+        " with references counted twice; once that consumer closes, the new owner never gets the messages"
+        " (apache/pulsar#23845; fixed by #24736 in 4.0.7 and 4.1.1; the classic dispatcher has no draining hashes)",
+        only_in=("pip379",),
     ),
 )  # fmt: skip

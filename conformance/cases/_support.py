@@ -44,6 +44,7 @@ __all__ = [
     "pinned_mismatches",
     "profile_of",
     "progress_problems",
+    "redeliveries_out_of_order",
     "requires_of",
     "run_case",
 ]
@@ -175,7 +176,8 @@ def progress_problems(result: Any, scenario: Scenario | None = None) -> list[tup
 
     * ``stalled`` (``delivery``): a ``wait_received`` step timed out.  A case waits for a count the broker
       owes that consumer, so an expired wait is a broken promise of progress (a healthy consumer owning other
-      keys must keep receiving while another consumer is stuck).
+      keys must keep receiving while another consumer is stuck).  So does a ``wait_delivered`` step (messages
+      neither acknowledged nor held by an open consumer were left undelivered for its whole bound).
     * ``not_quiet`` (``redelivery``): a ``wait_quiet`` step *with its own* ``timeout_ms`` timed out: the case
       promises the subscription settles within that bound (a consumer that nacks a message a fixed number of
       times and then acknowledges it); a broker that keeps redelivering breaks it.  A ``wait_quiet`` without
@@ -187,8 +189,8 @@ def progress_problems(result: Any, scenario: Scenario | None = None) -> list[tup
         if step.ok:
             continue
         planned = steps[step.index - 1] if 0 < step.index <= len(steps) else None
-        if step.do == "wait_received":
-            out.append(("delivery", Kind.STALLED, f"stalled: step {step.index} (wait_received): {step.note}"))
+        if step.do in ("wait_received", "wait_delivered"):
+            out.append(("delivery", Kind.STALLED, f"stalled: step {step.index} ({step.do}): {step.note}"))
         elif step.do == "wait_quiet" and isinstance(planned, WaitQuiet) and planned.timeout_ms is not None:
             out.append(("redelivery", Kind.NOT_QUIET, f"not_quiet: step {step.index} (wait_quiet): {step.note}"))
     return out
@@ -311,12 +313,61 @@ def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
     return problems
 
 
+def redeliveries_out_of_order(trace_path: str | Path) -> list[str]:
+    """Explanations of every message the client's ack timeout released that came back before an earlier message
+    of its key released with it.
+
+    Pulsar's ``KeySharedSubscriptionTest.receiveAndCheck`` asserts that the messages redelivered after the ack
+    timeout reach the application in per-key order among themselves, and the broker's source guarantees it:
+    ``redeliverUnacknowledgedMessages`` adds the positions to the replay set, which is sorted
+    (``MessageRedeliveryController.getMessagesToReplayNow`` returns the smallest positions first), and a replay
+    read is dispatched in position order.  What is not promised is their order against *new* messages: the
+    positions carry no sticky-key hash, so a normal read of the key is not held back (the trace checker's
+    exemption after a release stays).  So the rule compares redeliveries with each other only: the first receive
+    of a released message m (E``j``) is out of order when an earlier receive (E``i`` < E``j``) redelivered a
+    message m' of the same key and partition with a later position, and m had been released before E``i``
+    (both were owed at once, so the smaller position should have come first).  Released: a ``nack`` with
+    ``cause = "ack_timeout"`` (:meth:`Recorder.ack_timeout`).
+    """
+    from conformance.trace.identity import canonical_message, parse_position
+    from conformance.trace.reader import open_trace
+
+    released: dict[str, int] = {}  # message key -> the release's event index, until its next receive
+    redelivered: dict[tuple[str, str], list[tuple[tuple[int, int, int], int, str]]] = {}  # (stream, key) -> ...
+    problems: list[str] = []
+    for event in open_trace(trace_path).events():
+        op = event.op.value
+        if event.msg_id is None or event.topic is None or op not in ("nack", "receive"):
+            continue
+        mkey, stream, canon = canonical_message(event.topic, event.msg_id)
+        if op == "nack":
+            if event.extra.get("cause") == "ack_timeout":
+                released.setdefault(mkey, event.i)
+            continue
+        release = released.pop(mkey, None)
+        if release is None:
+            continue
+        pos = parse_position(canon)
+        seen = redelivered.setdefault((stream, str(event.key)), [])
+        for other_pos, at, other_id in seen:
+            if other_pos > pos and at > release:
+                problems.append(
+                    f"out_of_order: key {event.key!r}: {event.msg_id}, released by the ack timeout at E{release},"
+                    f" came back at E{event.i}, after the later {other_id} came back at E{at}: redelivered"
+                    " messages of a key must come back in order among themselves"
+                )
+                break
+        seen.append((pos, event.i, event.msg_id))
+    return problems
+
+
 def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> list[tuple[str, Kind, str]]:
     """What the case judges beyond the trace checker, as ``(contract, kind, explanation)``.
 
     STICKY scenarios: deliveries outside the declared ranges (an accepted conflicting open is the trace checker's
     ``accepted_conflicting_open``).  Non-persistent scenarios: a paused consumer sent more than its permits
-    (:mod:`conformance.cases._permits`).  With ``progress``: ``wait_received`` steps that timed out
+    (:mod:`conformance.cases._permits`).  Scenarios with the client's ack timeout: redeliveries out of order among
+    themselves (:func:`redeliveries_out_of_order`).  With ``progress``: ``wait_received`` steps that timed out
     (:func:`progress_problems`).
     """
     problems: list[tuple[str, Kind, str]] = []
@@ -331,6 +382,11 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if beyond:
         more = f" (and {len(beyond) - 1} more)" if len(beyond) > 1 else ""
         problems.append(("delivery", Kind.RECEIVED_BEYOND_PERMITS, beyond[0] + more))
+    if any(isinstance(s, Open) and s.ack_timeout_ms for s in scenario.steps):
+        reordered = redeliveries_out_of_order(result.trace_path)
+        if reordered:
+            more = f" (and {len(reordered) - 1} more)" if len(reordered) > 1 else ""
+            problems.append(("ordering", Kind.OUT_OF_ORDER, reordered[0] + more))
     shared = deliveries_in_shared_published_ranges(result.trace_path)
     if shared:
         more = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""

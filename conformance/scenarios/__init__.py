@@ -47,6 +47,7 @@ from conformance.scenarios.model import (
     StorageDown,
     StorageUp,
     SubscriptionSettings,
+    WaitDelivered,
     WaitQuiet,
     WaitReceived,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "StorageDown",
     "StorageUp",
     "SubscriptionSettings",
+    "WaitDelivered",
     "WaitQuiet",
     "WaitReceived",
     "builtin_scenarios",

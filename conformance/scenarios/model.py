@@ -62,6 +62,7 @@ __all__ = [
     "StorageDown",
     "StorageUp",
     "SubscriptionSettings",
+    "WaitDelivered",
     "WaitQuiet",
     "WaitReceived",
 ]
@@ -282,10 +283,17 @@ class NackHeld:
 
 @dataclass(frozen=True, slots=True)
 class Redeliver:
-    """``redeliver_unacknowledged_messages()`` on ``consumer``: its held messages are given up."""
+    """``redeliver_unacknowledged_messages()`` on ``consumer``: its held messages are given up.
+
+    The application first drops what its client prefetched (as the Java client clears its queue), unless
+    ``keep_prefetched``: then the queue stays, as the C++ client behind ``pulsar-client`` keeps it, and so does the
+    consumer's lack of permits when the queue was full (apache/pulsar#26236's state: a replayed position for a
+    consumer without permits).  A kept message reaches the application later although the broker took it back.
+    """
 
     do: ClassVar[str] = "redeliver"
     consumer: str
+    keep_prefetched: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +341,21 @@ class WaitReceived:
     count: int
     consumer: str | None = None
     timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitDelivered:
+    """Wait until nothing the broker owes is left undelivered: every message published ok is acknowledged, or held
+    unacknowledged by a consumer that is still open, at most ``timeout_ms``.
+
+    The bounded "expect progress within T" end of a case: a quiet wait followed by the drain hides a dispatcher
+    that parked (the drain's acknowledgements and flow permits restart it), this does not.  A message released by
+    its holder (a nack, the ack timeout, a ``redeliver``, a close or crash) is owed again until someone receives it.
+    A paused consumer receives nothing, so a case waits for this only once the consumers that own keys receive.
+    """
+
+    do: ClassVar[str] = "wait_delivered"
+    timeout_ms: int | None = None  #: defaults to ``settings.step_timeout_ms``
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,6 +512,7 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     Resume,
     WaitQuiet,
     WaitReceived,
+    WaitDelivered,
     Sleep,
     RestartBroker,
     StorageDown,

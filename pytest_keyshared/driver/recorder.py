@@ -28,6 +28,8 @@ __all__ = ["Counters", "Recorder"]
 
 #: Op and Result values, as :meth:`TraceWriter.emit` takes them (an enum's ``.value`` costs a descriptor call).
 _RECEIVE, _ACK, _NACK, _PUBLISH = Op.RECEIVE.value, Op.ACK.value, Op.NACK.value, Op.PUBLISH.value
+#: Events after which a consumer holds nothing: it left, or asked for all it held again.
+_RELEASES_ALL = frozenset((Op.CLOSE.value, Op.CRASH.value, Op.REDELIVER.value))
 _RESULTS = frozenset(r.value for r in Result)
 
 
@@ -77,6 +79,9 @@ class Recorder:
         self._acked = 0
         self._acked_expected = 0  # |ok_uids & acked_uids|, kept up to date event by event
         self._last_receive_ns = 0
+        #: uid -> the consumer holding it (received, not acknowledged or released since), and its reverse
+        self._holder: dict[str, str] = {}
+        self._holds: dict[str, set[str]] = {}
         #: Called with the consumer's handle before its ``receive`` is recorded (the client-log watch records
         #: reconnect faults first).
         self.before_receive: Callable[[str], object] | None = None
@@ -93,9 +98,11 @@ class Recorder:
                 self._received += 1
                 self._received_by[row[5] or ""] += 1
                 self._last_receive_ns = row[1]
+                self._hold(row[10], row[5] or "")
             elif op == "ack":
                 self._acked += 1
                 uid = row[10]
+                self._release(uid)
                 if uid is not None and uid not in self._acked_uids:
                     self._acked_uids.add(uid)
                     self._acked_expected += uid in self._ok_uids
@@ -106,6 +113,23 @@ class Recorder:
                 if result == "ok" and uid is not None and uid not in self._ok_uids:
                     self._ok_uids.add(uid)  # a batch receipt may come after the message was acked
                     self._acked_expected += uid in self._acked_uids
+            elif op == _NACK:
+                self._release(row[10])
+            elif op in _RELEASES_ALL:
+                for uid in self._holds.pop(row[5] or "", set()):
+                    del self._holder[uid]
+
+    def _hold(self, uid: str | None, consumer: str) -> None:
+        if uid is None:
+            return
+        self._release(uid)
+        self._holder[uid] = consumer
+        self._holds.setdefault(consumer, set()).add(uid)
+
+    def _release(self, uid: str | None) -> None:
+        holder = self._holder.pop(uid, None) if uid is not None else None
+        if holder is not None:
+            self._holds[holder].discard(uid)
 
     def counters(self) -> Counters:
         with self._lock:
@@ -128,6 +152,13 @@ class Recorder:
     def received_by(self, consumer: str | None) -> int:
         with self._lock:
             return self._received if consumer is None else self._received_by[consumer]
+
+    def owed(self) -> int:
+        """Messages published ok that are neither acknowledged nor held by a consumer still open: what the broker
+        still has to deliver (``wait_delivered``)."""
+        with self._lock:
+            holder, acked = self._holder, self._acked_uids
+            return sum(1 for uid in self._ok_uids if uid not in acked and uid not in holder)
 
     def all_acked(self) -> bool:
         with self._lock:

@@ -44,6 +44,7 @@ from conformance.scenarios import (
     Step,
     StorageDown,
     StorageUp,
+    WaitDelivered,
     WaitQuiet,
     WaitReceived,
 )
@@ -471,7 +472,7 @@ class _Run(RunLoop):
             return self._missing(step.consumer)
 
         def command(agent: ConsumerAgent) -> list[Action]:
-            worker.redeliver()
+            worker.redeliver(keep_prefetched=step.keep_prefetched)
             return []
 
         self.scheduler.call(worker, command)
@@ -542,6 +543,16 @@ class _Run(RunLoop):
         got = self.recorder.received_by(step.consumer)
         who = f"consumer {step.consumer!r}" if step.consumer else "all consumers"
         return False, f"{who} received {got} of {step.count} within {timeout_ms} ms"
+
+    def _do_wait_delivered(self, step: WaitDelivered) -> tuple[bool, str]:
+        timeout_ms = step.timeout_ms or self.settings.step_timeout_ms
+        if self.scheduler.wait_until(lambda: self.recorder.owed() == 0, timeout_ms):
+            return True, ""
+        owed = self.recorder.owed()
+        return False, (
+            f"{owed} message(s) published ok were neither acknowledged nor held by an open consumer"
+            f" after {timeout_ms} ms"
+        )
 
     def _do_sleep(self, step: Sleep) -> tuple[bool, str]:
         self.scheduler.sleep(step.ms)

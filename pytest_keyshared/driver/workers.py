@@ -81,7 +81,7 @@ class ConsumerWorker:
     #: Upper bound on prefetched messages dropped at a ``redeliver`` (more than any receiver queue we set).
     MAX_PREFETCH_DROP = 100_000
 
-    def redeliver(self) -> None:
+    def redeliver(self, *, keep_prefetched: bool = False) -> None:
         """Record, drop what the client prefetched, then ask the broker to take back everything unacknowledged.
 
         The C++ client (so the Python one) keeps its receiver queue on ``redeliverUnacknowledgedMessages``
@@ -90,13 +90,14 @@ class ConsumerWorker:
         would show as a ``key_overlap`` that is not the broker's.  So the application drops, unrecorded,
         whatever is already in the queue before making the call, as a Java application would; the broker
         redelivers those messages like every other unacknowledged one.  (A message still in flight on the
-        network can slip through; the window is the time the command takes to reach the broker.)
+        network can slip through; the window is the time the command takes to reach the broker.)  With
+        ``keep_prefetched`` the queue is left as the client keeps it (the scenario's ``keep_prefetched``).
         """
         self.agent.drop_held()
         self.recorder.membership(Op.REDELIVER, self.name)
         dropped = 0
         try:
-            while dropped < self.MAX_PREFETCH_DROP and self.handle.receive(0) is not None:
+            while not keep_prefetched and dropped < self.MAX_PREFETCH_DROP and self.handle.receive(0) is not None:
                 dropped += 1
             self.handle.redeliver_unacknowledged()
         except Exception as exc:

@@ -19,6 +19,7 @@ from conformance.scenarios import (
     Open,
     Pause,
     Publish,
+    Redeliver,
     Resend,
     RestartBroker,
     Resume,
@@ -29,6 +30,7 @@ from conformance.scenarios import (
     StorageDown,
     StorageUp,
     SubscriptionSettings,
+    WaitDelivered,
     WaitQuiet,
     WaitReceived,
     builtin_scenarios,
@@ -141,12 +143,29 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     pick = st.sampled_from(open_now)
     for _ in range(draw(st.integers(0, 6))):
         maker = draw(
-            st.sampled_from(["quiet", "received", "sleep", "ack", "behaviour", "resume", "restart", "storage"])
+            st.sampled_from(
+                [
+                    "quiet",
+                    "received",
+                    "delivered",
+                    "redeliver",
+                    "sleep",
+                    "ack",
+                    "behaviour",
+                    "resume",
+                    "restart",
+                    "storage",
+                ]
+            )
         )
         if maker == "quiet":
             steps.append(WaitQuiet(quiet_ms=draw(st.none() | st.integers(1, 999))))
         elif maker == "received":
             steps.append(WaitReceived(count=draw(st.integers(1, 9)), consumer=draw(st.none() | pick)))
+        elif maker == "delivered":
+            steps.append(WaitDelivered(timeout_ms=draw(st.none() | st.integers(1, 9999))))
+        elif maker == "redeliver":
+            steps.append(Redeliver(consumer=draw(pick), keep_prefetched=draw(st.booleans())))
         elif maker == "sleep":
             steps.append(Sleep(ms=draw(st.integers(0, 99))))
         elif maker == "ack":
