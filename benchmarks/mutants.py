@@ -582,6 +582,9 @@ def _non_persistent_sent_twice() -> None:
         return send_messages
 
     _wrap(NonPersistentDispatcher, "send_messages", make)
+
+
+@mutant(
     "lookahead-at-end-of-topic",
     "pip379",
     "a look-ahead triggered by a replay read discarded at the end of the topic skips the next replay and parks"
