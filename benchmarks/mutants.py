@@ -478,6 +478,28 @@ def _ack_timeout_never_fires() -> None:
     _wrap(ModelConsumer, "_redeliver_timed_out", lambda _orig: _noop)
 
 
+@mutant(
+    "delayed-delivery-ignored",
+    "dispatch",
+    "a message's delivery time (deliver_after) is ignored: delayed messages are dispatched at once",
+)
+def _delayed_delivery_ignored() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    _wrap(KeySharedDispatcher, "_track_delayed", lambda _orig: lambda _self, entries: entries)
+
+
+@mutant(
+    "delayed-never-released",
+    "dispatch",
+    "delayed messages are held in the tracker and never dispatched once due",
+)
+def _delayed_never_released() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    _wrap(KeySharedDispatcher, "_release_due_delayed", lambda _orig: _noop)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

@@ -63,6 +63,9 @@ class Kind(str, Enum):
     #: after a failover, a message at or before the position the replicated cursor must already have reached
     #: (a completed snapshot the acknowledgements had passed, its update settled) was delivered again (PIP-33)
     REDELIVERED_AFTER_FAILOVER = "redelivered_after_failover"
+    #: a message sent with a delivery time (deliver_after) was received before it, beyond the broker's one-tick
+    #: allowance (delayed delivery, PIP-26)
+    DELIVERED_EARLY = "delivered_early"
 
     def __str__(self) -> str:
         return self.value

@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery
+from conformance.checks import delayed, duplicates, exclusivity, loss, ordering, redelivery
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -93,6 +93,8 @@ class StreamingChecker:
         #: reach the subscription through replication), not undelivered
         clusters = self.header.extra.get("clusters")
         self._replicated = isinstance(clusters, list) and len(clusters) >= 2
+        #: the header says publishes may carry ``deliver_after_ms`` (delayed delivery): read it on each publish
+        self._delayed = bool(self.header.extra.get("delayed_delivery"))
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -258,6 +260,10 @@ class StreamingChecker:
         if pending and hold is not None and inc not in hold:
             for overlap in exclusivity.overlaps(sub, rec, inc, i, mkey, hold):
                 self._emit(overlap)
+        if rec.due is not None:
+            if delayed.early(rec.due, t):
+                self._emit(delayed.make_delivered_early(sub.name, rec.key, consumer, _msg(mkey), rec.due, i, t))
+            rec.due = None  # received: an ordinary message from now on
         heap = sub.free_heaps.get(scope)
         if heap:
             if heap[0][1] == mkey:
@@ -415,7 +421,12 @@ class StreamingChecker:
             else:
                 scope = self._scope(stream, key)
                 pos = (ledger, entry, batch)
-                recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                rec = recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                if self._delayed:
+                    due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"))
+                    if due is not None:
+                        rec.due = due  # not waiting in the key's order until received: not on the free heap
+                        continue
                 heap = sub.free_heaps.get(scope)
                 if heap is None:
                     sub.free_heaps[scope] = [(pos, mkey)]
@@ -939,6 +950,7 @@ def _extra_of(event: Event) -> dict[str, Any]:
         "drained": event.drained,
         "consumers": extra.get("consumers"),
         "unattributed": extra.get("unattributed"),
+        "deliver_after_ms": extra.get("deliver_after_ms"),
     }
 
 

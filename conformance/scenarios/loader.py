@@ -94,7 +94,18 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "paused",
         "ack_timeout_ms",
     ),
-    "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order", "sequence", "cluster"),
+    "publish": (
+        "count",
+        "keys",
+        "key_prefix",
+        "producer",
+        "key_field",
+        "batching",
+        "order",
+        "sequence",
+        "cluster",
+        "deliver_after_ms",
+    ),
     "resend": ("producer", "from_seq", "to_seq", "reconnect"),
     "set_behaviour": ("consumer", *_BEHAVIOUR_FIELDS),
     "ack_held": ("consumer", "count"),
@@ -398,6 +409,7 @@ def _publish(t: Mapping[str, Any], where: str) -> Publish:
         order=_choice(t.get("order", "cycle"), KEY_ORDERS, f"{where} order"),
         sequence=_choice(t.get("sequence", "explicit"), SEQUENCE_MODES, f"{where} sequence"),
         cluster=None if "cluster" not in t else _name(t["cluster"], f"{where} cluster"),
+        deliver_after_ms=_int(t.get("deliver_after_ms", 0), f"{where} deliver_after_ms", minimum=0),
     )
 
 

@@ -82,6 +82,7 @@ def _fast_schema() -> Any:
             ("redelivery_count", pa.int64()),
             ("drained", pa.bool_()),
             ("t0", pa.int64()),
+            ("deliver_after_ms", pa.int64()),  # on a publish: delayed delivery (the delayed check reads it)
             ("name", pa.string()),
             ("receiver_queue", pa.int64()),
             ("policy", policy),

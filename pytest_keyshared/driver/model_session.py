@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ class ModelProducerHandle:
             "partition_key": message.partition_key,
             "ordering_key": message.ordering_key,
             "sequence_id": None if message.auto_sequence else message.seq,
+            **({"deliver_after": timedelta(milliseconds=message.deliver_after_ms)} if message.deliver_after_ms else {}),
         }
 
     def send(self, message: OutgoingMessage) -> SendOutcome:

@@ -268,6 +268,8 @@ class _Run(RunLoop):
             "driver": f"pytest-keyshared {_version()}",
             "capabilities": self.target.capabilities.to_dict(),
         }
+        if self.scenario.uses_delayed_delivery():
+            extra["delayed_delivery"] = True  # publishes carry deliver_after_ms: the checker reads it
         if dedup_asked and not claims.deduplication:
             extra["deduplication_switched_on"] = self.target.capabilities.dedup_switch
         return TraceHeader(
@@ -386,6 +388,7 @@ class _Run(RunLoop):
                 ordering_key=ordering_key,
                 properties={PROP_UID: uid, PROP_SEQ: str(seq), PROP_KEY: key},
                 auto_sequence=step.sequence == "auto",
+                deliver_after_ms=step.deliver_after_ms,
             )
             self.sent.setdefault(producer, {})[seq] = message
             yield message

@@ -46,6 +46,8 @@ class Capabilities:
     crash_consumer: bool = False  #: cut one consumer's connection without a close
     broker_restart: bool = False  #: stop and start the broker on the same storage during a run
     storage_failure: bool = False  #: make the broker's storage refuse writes for a while (``storage_down``)
+    #: hold a message sent with ``deliver_after`` until its delivery time (``publish`` with ``deliver_after_ms``)
+    delayed_delivery: bool = False
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:

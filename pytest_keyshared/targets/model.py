@@ -93,6 +93,7 @@ class ModelTarget(Target):
             crash_consumer=True,
             broker_restart=True,
             storage_failure=True,
+            delayed_delivery=True,
         )
 
     @property

@@ -245,6 +245,7 @@ class TestcontainersTarget(PulsarTarget):
             replication=False,
             crash_consumer=True,
             broker_restart=True,
+            delayed_delivery=True,
             reasons={
                 "replication": "one standalone container is one cluster",
                 "storage_failure": "the standalone container's BookKeeper runs inside the broker's process",

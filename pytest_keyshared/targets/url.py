@@ -90,6 +90,7 @@ class UrlTarget(PulsarTarget):
             replication=False,
             crash_consumer=True,
             broker_restart=False,
+            delayed_delivery=True,
             reasons={
                 "admin_api": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "dedup_switch": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",

@@ -96,6 +96,7 @@ class ServerSubscription:
             implementation=broker.implementation,
             schedule=schedule,
             on_marker=self._marker_read,
+            clock=broker.clock.now_ns,
         )
         return dispatcher
 

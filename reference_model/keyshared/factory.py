@@ -64,6 +64,7 @@ def make_dispatcher(
     implementation: str | None = None,
     schedule: Scheduler | None = None,
     on_marker: Callable[[Entry], None] | None = None,
+    clock: Callable[[], int] | None = None,
 ) -> KeySharedDispatcher:
     """A dispatcher for ``cursor`` with a fresh selector for ``policy`` under ``version`` and ``settings``."""
     pulsar = parse_version(version)
@@ -88,4 +89,5 @@ def make_dispatcher(
         version=pulsar,
         schedule=schedule,
         on_marker=on_marker,
+        clock=clock,
     )
