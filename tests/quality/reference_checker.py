@@ -48,6 +48,9 @@ class Msg:
     holders: dict[Inc, int] = field(default_factory=dict)  # incarnation -> the receive that started its hold
     since: int | None = None  # while free: the event that made it free
     armed: tuple[int, Inc, int] | None = None  # (ack index, acker, the receive that began the acker's hold)
+    # delayed delivery, until the first receive: (publish index, send t0, earliest allowed receive t); meanwhile
+    # the message is not owed in its key's order
+    delay: tuple[int, int, int] | None = None
 
     def free(self) -> bool:
         return not self.acked and not self.holders
@@ -173,6 +176,9 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     m.acked = True
                 else:
                     m.since = i
+                    after = e.extra.get("deliver_after_ms") if header.extra.get("delayed_delivery") else None
+                    if isinstance(after, int) and not isinstance(after, bool) and after > 0:
+                        m.delay = (i, send_t, send_t + (after - 1000) * 1_000_000)
                 msgs[sub][mkey] = m
         elif op in ("receive", "ack", "nack"):
             assert e.topic is not None and e.msg_id is not None
@@ -195,6 +201,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                         m.since = i  # a late receive: known, and needs delivery again
                 if inc is None or inc in m.holders:
                     continue  # late, or absorbed: judged by nothing
+                if m.delay is not None:
+                    pub_i, sent, allowed = m.delay
+                    m.delay = None
+                    if sent < e.t < allowed:  # before its time, by a clock that moved since the send
+                        found[("delivered_early", sub, m.key, (pub_i, i))] += 1
                 if m.armed is not None:
                     ack_i, acker, hold_i = m.armed
                     m.armed = None
@@ -227,7 +238,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     for other in others:
                         first = min(x.holders[other] for x in pending if other in x.holders)
                         found[("key_overlap", sub, m.key, (first, i))] += 1
-                owed = [x for x in same_scope if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m]
+                owed = [
+                    x
+                    for x in same_scope
+                    if x.pos < m.pos and not x.acked and inc not in x.holders and x is not m and x.delay is None
+                ]
                 if owed and not any(x.pos < m.pos and exempt_at(x, i) for x in same_scope):
                     earliest = min(owed, key=lambda x: x.pos)
                     witness = earliest.since if earliest.free() else min(earliest.holders.values())
