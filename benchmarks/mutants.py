@@ -500,6 +500,17 @@ def _delayed_never_released() -> None:
     _wrap(KeySharedDispatcher, "_release_due_delayed", lambda _orig: _noop)
 
 
+@mutant(
+    "max-unacked-consumer-never-unblocks",
+    "dispatch",
+    "a consumer blocked at maxUnackedMessagesPerConsumer stays blocked when its messages are acknowledged",
+)
+def _max_unacked_consumer_never_unblocks() -> None:
+    from reference_model.keyshared.consumer import DispatchConsumer
+
+    _wrap(DispatchConsumer, "maybe_unblock", lambda _orig: lambda _self: False)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

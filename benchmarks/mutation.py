@@ -49,6 +49,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
     ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
     ("delayed-delivery-ignored", "delayed-with-joiner"),
+    ("max-unacked-consumer-never-unblocks", "max-unacked-per-consumer-lifted"),
 )
 
 
