@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import delayed, duplicates, exclusivity, loss, ordering, redelivery
+from conformance.checks import delayed, duplicates, exclusivity, expiry, loss, ordering, redelivery
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -586,10 +586,13 @@ class StreamingChecker:
         when it names none (no field) or carries ``unattributed`` handlers the driver could not name.
         """
         i = row[0]
+        extra = self._extras(row[15])
+        if extra.get("fault") == expiry.EXPIRE_FAULT:
+            self._expire(self._sub(extra.get("subscription")), row[1], extra.get("expire_seconds"))
+            return  # the broker acknowledged; no consumer was touched, nothing about membership changed
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)
-        extra = self._extras(row[15])
         named = extra.get("consumers")
         if named is None or extra.get("unattributed"):
             for inc in list(self.live.values()):
@@ -608,6 +611,34 @@ class StreamingChecker:
             if last is not None:
                 last.last_disarm = i
                 self._revive_exemptions(last)
+
+    def _expire(self, sub: SubState, t: int, seconds: Any) -> None:
+        """Message expiry (:mod:`conformance.checks.expiry`): every unacknowledged message of ``sub`` that may
+        have expired is acknowledged by the broker, as by an ack that arms nothing; its holds end."""
+        holding = sub.holding
+        for mkey, rec in list(sub.recs.items()):
+            if rec.acked or not expiry.may_expire(rec.t0, t, seconds):
+                continue
+            holder = rec.holder
+            if holder is not None:
+                hold = holding[rec.scope]
+                for other in holder if holder.__class__ is dict else (holder,):
+                    n_held = hold[other]
+                    if n_held == 1:
+                        del hold[other]
+                    else:
+                        hold[other] = n_held - 1
+                    del other.held[mkey]
+                if not hold:
+                    del holding[rec.scope]
+                rec.holder = None
+            rec.due = None
+            if mkey in self._published and not rec.exempt:
+                del sub.recs[mkey]
+                sub.settled[mkey] = settled_of(rec)
+                continue
+            rec.acked = True
+            rec.free = None
 
     def _late_receive(self, row: tuple[Any, ...]) -> None:
         i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
@@ -951,6 +982,8 @@ def _extra_of(event: Event) -> dict[str, Any]:
         "consumers": extra.get("consumers"),
         "unattributed": extra.get("unattributed"),
         "deliver_after_ms": extra.get("deliver_after_ms"),
+        "fault": extra.get("fault"),
+        "expire_seconds": extra.get("expire_seconds"),
     }
 
 

@@ -39,6 +39,7 @@ from conformance.scenarios.model import (
     Consume,
     Crash,
     DeleteSubscription,
+    ExpireMessages,
     FailOver,
     InvalidScenario,
     KeySet,
@@ -118,6 +119,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "wait_quiet": ("quiet_ms", "timeout_ms"),
     "wait_received": ("count", "consumer", "timeout_ms"),
     "sleep": ("ms",),
+    "expire_messages": ("seconds",),
     "restart_broker": ("kill",),
     "storage_down": ("fail_after_ms",),
     "storage_up": (),
@@ -138,6 +140,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "set_behaviour": ("consumer", "behaviour"),
     "wait_received": ("count",),
     "sleep": ("ms",),
+    "expire_messages": ("seconds",),
     "cluster_down": ("cluster",),
     "cluster_up": ("cluster",),
     "replicated_status": ("cluster", "enabled"),
@@ -483,6 +486,7 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
         timeout_ms=None if "timeout_ms" not in t else _int(t["timeout_ms"], f"{w} timeout_ms"),
     ),
     "sleep": lambda t, w: Sleep(ms=_int(t["ms"], f"{w} ms", minimum=0)),
+    "expire_messages": lambda t, w: ExpireMessages(seconds=_int(t["seconds"], f"{w} seconds", minimum=0)),
     "restart_broker": lambda t, w: RestartBroker(kill=_bool(t.get("kill", False), f"{w} kill")),
     "storage_down": lambda t, w: StorageDown(
         fail_after_ms=_int(t.get("fail_after_ms", 200), f"{w} fail_after_ms", minimum=0)

@@ -38,6 +38,7 @@ __all__ = [
     "Consume",
     "Crash",
     "DeleteSubscription",
+    "ExpireMessages",
     "FailOver",
     "InvalidScenario",
     "KeySet",
@@ -340,6 +341,16 @@ class Sleep:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpireMessages:
+    """Message expiry now (TTL): the subscription's messages published more than ``seconds`` ago and not yet
+    acknowledged expire, as Pulsar's TTL check expires them (the admin API's ``expireMessages``;
+    ``docs/scenarios.md``, "Message expiry")."""
+
+    do: ClassVar[str] = "expire_messages"
+    seconds: int
+
+
+@dataclass(frozen=True, slots=True)
 class RestartBroker:
     """Stop the broker and start it again on the same storage; clients reconnect by themselves."""
 
@@ -488,6 +499,7 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     WaitQuiet,
     WaitReceived,
     Sleep,
+    ExpireMessages,
     RestartBroker,
     StorageDown,
     StorageUp,
@@ -523,6 +535,7 @@ _STEP_CAPABILITY: dict[type, str] = {
     RestartBroker: "broker_restart",
     StorageDown: "storage_failure",
     StorageUp: "storage_failure",
+    ExpireMessages: "message_expiry",
 }
 
 

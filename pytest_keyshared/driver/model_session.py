@@ -167,6 +167,9 @@ class ModelSession(Session):
     def set_deduplication(self, enabled: bool) -> None:
         self.broker.set_topic_deduplication(self.topic, enabled)
 
+    def expire_messages(self, subscription: str, expire_time_s: int) -> None:
+        self.broker.expire_messages(self.topic, subscription, expire_time_s)
+
     def key_hash_ranges(self, subscription: str) -> dict[str, list[list[int]]] | None:
         return stats_key_hash_ranges(self.broker.topic_stats(self.topic), subscription)
 

@@ -30,6 +30,7 @@ from conformance.scenarios import (
     AckHeld,
     Close,
     Crash,
+    ExpireMessages,
     NackHeld,
     Open,
     Pause,
@@ -540,6 +541,15 @@ class _Run(RunLoop):
 
     def _do_sleep(self, step: Sleep) -> tuple[bool, str]:
         self.scheduler.sleep(step.ms)
+        return True, ""
+
+    def _do_expire_messages(self, step: ExpireMessages) -> tuple[bool, str]:
+        self.session.expire_messages(self.scenario.subscription.name, step.seconds)
+        # recorded after the call returned: every message the broker expired was sent more than ``seconds``
+        # before this event's t (the checker's rule, docs/checker.md "Message expiry")
+        self.recorder.fault(
+            "expire_messages", consumers=[], subscription=self.scenario.subscription.name, expire_seconds=step.seconds
+        )
         return True, ""
 
     def _do_restart_broker(self, step: RestartBroker) -> tuple[bool, str]:

@@ -94,6 +94,7 @@ class ModelTarget(Target):
             broker_restart=True,
             storage_failure=True,
             delayed_delivery=True,
+            message_expiry=True,
         )
 
     @property

@@ -154,6 +154,21 @@ class ServerSubscription:
             dispatcher.after_acknowledgements(True)
         return True
 
+    def expire_messages(self, cutoff_ns: int) -> bool:
+        """Message expiry (``PersistentMessageExpiryMonitor.expireMessages``, what a TTL check runs): the mark-delete
+        position moves to the newest entry published before ``cutoff_ns`` (``findNewestMatching`` over the
+        unacknowledged entries); pending acks and replay positions at or below it are dropped
+        (:meth:`acknowledge_cumulative_to`: PIP-379's ``markDeletePositionMoveForward``, classic's recently joined
+        positions then pass).  Returns whether anything expired."""
+        newest = None
+        for entry in self.cursor.log.entries_after(self.cursor.mark_delete_position):
+            if entry.metadata.publish_time_ns >= cutoff_ns:
+                break
+            newest = entry.position
+        if newest is None:
+            return False
+        return self.acknowledge_cumulative_to(newest)
+
     def _marker_read(self, entry: Entry) -> None:
         before = self.cursor.mark_delete_position
         self.cursor.delete(entry.position)

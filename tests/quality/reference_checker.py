@@ -51,6 +51,7 @@ class Msg:
     # delayed delivery, until the first receive: (publish index, send t0, earliest allowed receive t); meanwhile
     # the message is not owed in its key's order
     delay: tuple[int, int, int] | None = None
+    t0: int | None = None  # the send time of the publish that made it known (None: known from a receive)
 
     def free(self) -> bool:
         return not self.acked and not self.holders
@@ -128,6 +129,23 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if inc is not None:
                 release_all(inc, i, op, True)
                 inc.disarms.append(i)
+        elif op == "fault" and e.extra.get("fault") == "expire_messages":
+            # the broker acknowledged every message sent more than expire_seconds before (t0; unknown t0 or a clock
+            # that did not move since the send: it may have); their holds end, and nothing is armed
+            seconds = e.extra.get("expire_seconds")
+            for m in msgs.get(e.subscription or default_sub, {}).values():
+                t0 = m.t0
+                aged = (
+                    t0 is None
+                    or not isinstance(seconds, int)
+                    or isinstance(seconds, bool)
+                    or seconds < 0
+                    or t0 >= e.t
+                    or t0 < e.t - seconds * 1_000_000_000
+                )
+                if not m.acked and aged:
+                    m.holders.clear()
+                    m.acked, m.since, m.delay = True, None, None
         elif op == "fault":
             named = e.extra.get("consumers")
             if named is None or e.extra.get("unattributed"):
@@ -170,7 +188,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     continue
                 if mkey in msgs.setdefault(sub, {}):
                     continue
-                m = Msg(key, (stream, key), (ledger, entry, batch))
+                m = Msg(key, (stream, key), (ledger, entry, batch), t0=send_t)
                 if mkey in acked_early.get(sub, set()):
                     acked_early[sub].discard(mkey)
                     m.acked = True
