@@ -511,6 +511,39 @@ def _max_unacked_consumer_never_unblocks() -> None:
     _wrap(DispatchConsumer, "maybe_unblock", lambda _orig: lambda _self: False)
 
 
+@mutant(
+    "expiry-ignored",
+    "dispatch",
+    "message expiry (a TTL check, admin expireMessages) leaves the subscription as it was: nothing expires",
+)
+def _expiry_ignored() -> None:
+    from reference_model.broker.subscription import ServerSubscription
+
+    _wrap(ServerSubscription, "expire_messages", lambda _orig: lambda _self, _cutoff: False)
+
+
+@mutant(
+    "expiry-keeps-pending-acks",
+    "pip379",
+    "expiry moves the mark-delete position but the dispatcher keeps the expired messages' pending acks",
+)
+def _expiry_keeps_pending_acks() -> None:
+    from reference_model.broker.subscription import ServerSubscription
+
+    def make(_orig: Any) -> Any:
+        def expire_messages(self: Any, cutoff_ns: int) -> bool:
+            newest = None
+            for entry in self.cursor.log.entries_after(self.cursor.mark_delete_position):
+                if entry.metadata.publish_time_ns >= cutoff_ns:
+                    break
+                newest = entry.position
+            return newest is not None and bool(self.cursor.mark_delete(newest))
+
+        return expire_messages
+
+    _wrap(ServerSubscription, "expire_messages", make)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

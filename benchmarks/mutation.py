@@ -50,6 +50,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
     ("delayed-delivery-ignored", "delayed-with-joiner"),
     ("max-unacked-consumer-never-unblocks", "max-unacked-per-consumer-lifted"),
+    ("expiry-ignored", "ttl-restarts-blocked-dispatch"),
 )
 
 
