@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--delayed", action="store_true", help="programs may publish delayed messages (GeneratorOptions.delayed)"
     )
+    parser.add_argument("--expiry", action="store_true", help="programs may expire messages (GeneratorOptions.expiry)")
     return parser
 
 
@@ -210,7 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unexplained = 0
     try:
         for target in targets or ["model"]:
-            options = GeneratorOptions(delayed=True) if args.delayed else None
+            options = (
+                GeneratorOptions(delayed=args.delayed, expiry=args.expiry) if args.delayed or args.expiry else None
+            )
             report = sweep(
                 target, args.programs, first_seed=args.first_seed, length=args.length, out=args.out, options=options
             )

@@ -65,6 +65,7 @@ def test_model_programs(
         restart=capabilities.has("broker_restart"),
         ack_timeout=True,
         delayed=capabilities.has("delayed_delivery"),
+        expiry=capabilities.has("message_expiry"),
     )
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"

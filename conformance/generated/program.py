@@ -32,6 +32,7 @@ from conformance.scenarios import (
     Behaviour,
     Close,
     Crash,
+    ExpireMessages,
     KeySet,
     NackHeld,
     Open,
@@ -174,6 +175,9 @@ class GeneratorOptions:
     #: some publishes send delayed messages (``deliver_after_ms`` = :data:`DELAY_MS`), and the program sleeps past
     #: the delay before its end.  Off by default, like the ack timeout (and pulsar-lite has no delayed delivery).
     delayed: bool = False
+    #: some quiet waits are followed by a message expiry (``expire_messages``, a TTL of 1 s after a 1.5 s sleep):
+    #: the model only by default (it needs the admin API; pulsar-lite has none)
+    expiry: bool = False
     keys: int = 6  #: size of the key set every publish draws from (small, so keys collide across consumers)
     settings: Settings = field(default_factory=lambda: PROGRAM_SETTINGS)
     #: draw the workload dimensions (the shape and :data:`DIMENSION_MOVE_KINDS`); off for the fixed programs
@@ -336,6 +340,9 @@ def program_from_moves(
             emit(WaitQuiet())
             if opts.ack_timeout and amount % 2 == 0:
                 emit(Sleep(ms=ACK_TIMEOUT_MS + 1_500))  # past the timeout: held messages come back
+            elif opts.expiry and amount % 4 == 1:
+                emit(Sleep(ms=1_500))
+                emit(ExpireMessages(seconds=1))  # what was published before the sleep expires (a TTL of 1 s)
         elif not is_open:
             continue  # every other move needs an open consumer
         elif kind in ("hold", "ack", "nack"):

@@ -167,7 +167,17 @@ class ServerSubscription:
             newest = entry.position
         if newest is None:
             return False
-        return self.acknowledge_cumulative_to(newest)
+        moved = self.acknowledge_cumulative_to(newest)
+        dispatcher = self.dispatcher
+        if moved and dispatcher is not None and dispatcher.consumers:
+            # the expired messages no longer count as unacknowledged: a consumer (or the subscription) blocked at
+            # its max-unacked limit is released as after acknowledgements (``addUnAckedMessages`` with the
+            # negative count), else it waited for acks of messages the broker had acknowledged itself
+            for consumer in list(dispatcher.consumers.values()):
+                consumer.maybe_unblock()
+            dispatcher._unacked_released()
+            dispatcher.read_more_entries()
+        return moved
 
     def _marker_read(self, entry: Entry) -> None:
         before = self.cursor.mark_delete_position
