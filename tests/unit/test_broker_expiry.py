@@ -50,3 +50,20 @@ def test_the_step_loads_and_needs_the_capability() -> None:
     assert scenario.required_capabilities() == {"message_expiry": "step 2 (expire_messages)"}
     with pytest.raises(InvalidScenario, match="seconds"):
         parse_scenario({"name": "e", "steps": [{"do": "expire_messages"}]})
+
+
+def test_expiry_releases_a_consumer_blocked_at_its_max_unacked_limit() -> None:
+    from reference_model.broker import BrokerConfig
+
+    broker = ModelBroker(config=BrokerConfig.from_broker_conf({"maxUnackedMessagesPerConsumer": 4}))
+    c1 = broker.subscribe("t", "s", consumer_name="c1")
+    producer = broker.create_producer("t")
+    for i in range(4):
+        producer.send(f"old-{i}".encode(), partition_key="k")
+    assert all(c1.receive(0) is not None for _ in range(4))  # held: c1 is at its limit
+    broker.clock.advance(2_000)
+    producer.send(b"blocked", partition_key="k")  # young: it does not expire
+    assert c1.receive(0) is None
+    assert broker.expire_messages("t", "s", 1)
+    msg = c1.receive(0)  # the broker acknowledged the four itself: c1 is below half its limit again
+    assert msg is not None and msg.data() == b"blocked"
