@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -76,3 +77,16 @@ def test_the_publish_step_carries_the_delay_and_needs_the_capability(tmp_path: o
     data["steps"][1]["deliver_after_ms"] = -1  # type: ignore[index]
     with pytest.raises(InvalidScenario, match="deliver_after_ms: expected an integer >= 0"):
         parse_scenario(data)
+
+
+def test_the_real_client_is_asked_for_the_delay() -> None:
+    from pytest_keyshared.driver.handles import OutgoingMessage
+    from pytest_keyshared.driver.pulsar_client import PulsarProducer
+
+    message = OutgoingMessage(
+        key="k", seq=1, uid="p1:1", payload=b"x", partition_key="k", ordering_key=None, properties={},
+        deliver_after_ms=1500,
+    )  # fmt: skip
+    kwargs = PulsarProducer._send_kwargs(message)
+    assert kwargs["deliver_after"] == timedelta(milliseconds=1500)
+    assert "deliver_after" not in PulsarProducer._send_kwargs(replace(message, deliver_after_ms=0))
