@@ -27,25 +27,37 @@ from typing import Any
 
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["EARLY_ALLOWANCE_MS", "Due", "due_of", "early", "explain", "make_delivered_early"]
+__all__ = ["EARLY_ALLOWANCE_MS", "Due", "allowance_of", "due_of", "early", "explain", "make_delivered_early"]
 
 #: how much earlier than its delivery time a broker may deliver a delayed message: Pulsar's default
 #: ``delayedDeliveryTickTimeMillis`` (1000) under the default, non-strict cutoff
 EARLY_ALLOWANCE_MS = 1000
 
 #: what a delayed message's record keeps until its first receive: (earliest allowed receive t in ns, ``t0`` of the
-#: send, index of the publish, the delay in ms)
-Due = tuple[int, int, int, int]
+#: send, index of the publish, the delay in ms, the allowance in ms)
+Due = tuple[int, int, int, int, int]
 
 
-def due_of(send_t: int, publish_i: int, deliver_after_ms: Any) -> Due | None:
+def allowance_of(header_extra: Mapping[str, Any]) -> int:
+    """The early-delivery allowance of a trace: the tick of the broker's ``[broker]`` settings the header records
+    (``broker_conf.delayedDeliveryTickTimeMillis``, a run of the model with a scenario's setting), else Pulsar's
+    default, :data:`EARLY_ALLOWANCE_MS`."""
+    conf = header_extra.get("broker_conf")
+    tick = conf.get("delayedDeliveryTickTimeMillis") if isinstance(conf, Mapping) else None
+    if isinstance(tick, int) and not isinstance(tick, bool) and tick >= 0:
+        return tick
+    return EARLY_ALLOWANCE_MS
+
+
+def due_of(send_t: int, publish_i: int, deliver_after_ms: Any, allowance_ms: int = EARLY_ALLOWANCE_MS) -> Due | None:
     """The :data:`Due` of a message published at ``publish_i`` (send called at ``send_t``), or None when it was
     not delayed (no ``deliver_after_ms``, or 0)."""
     if deliver_after_ms is None or isinstance(deliver_after_ms, bool) or not isinstance(deliver_after_ms, int):
         return None
     if deliver_after_ms <= 0:
         return None
-    return (send_t + (deliver_after_ms - EARLY_ALLOWANCE_MS) * 1_000_000, send_t, publish_i, deliver_after_ms)
+    allowed = send_t + (deliver_after_ms - allowance_ms) * 1_000_000
+    return (allowed, send_t, publish_i, deliver_after_ms, allowance_ms)
 
 
 def early(due: Due, t: int) -> bool:
@@ -63,7 +75,7 @@ def make_delivered_early(
         "msg": msg,
         "deliver_after_ms": due[3],
         "after_ms": (t - due[1]) / 1_000_000,
-        "allowance_ms": EARLY_ALLOWANCE_MS,
+        "allowance_ms": due[4],
         "refs": [[due[2], "publish", None, msg], [receive_i, "receive", consumer, msg]],
     }
     return Violation(Kind.DELIVERED_EARLY, key, (consumer,), (due[2], receive_i), explain(facts), subscription, facts)

@@ -95,6 +95,7 @@ class StreamingChecker:
         self._replicated = isinstance(clusters, list) and len(clusters) >= 2
         #: the header says publishes may carry ``deliver_after_ms`` (delayed delivery): read it on each publish
         self._delayed = bool(self.header.extra.get("delayed_delivery"))
+        self._early_allowance = delayed.allowance_of(self.header.extra)
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -423,7 +424,7 @@ class StreamingChecker:
                 pos = (ledger, entry, batch)
                 rec = recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
                 if self._delayed:
-                    due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"))
+                    due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"), self._early_allowance)
                     if due is not None:
                         rec.due = due  # not waiting in the key's order until received: not on the free heap
                         continue

@@ -196,7 +196,9 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     m.since = i
                     after = e.extra.get("deliver_after_ms") if header.extra.get("delayed_delivery") else None
                     if isinstance(after, int) and not isinstance(after, bool) and after > 0:
-                        m.delay = (i, send_t, send_t + (after - 1000) * 1_000_000)
+                        conf = header.extra.get("broker_conf")
+                        tick = conf.get("delayedDeliveryTickTimeMillis", 1000) if isinstance(conf, dict) else 1000
+                        m.delay = (i, send_t, send_t + (after - tick) * 1_000_000)
                 msgs[sub][mkey] = m
         elif op in ("receive", "ack", "nack"):
             assert e.topic is not None and e.msg_id is not None

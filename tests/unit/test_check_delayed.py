@@ -62,3 +62,14 @@ def test_the_bound_is_strict_and_needs_a_moving_clock() -> None:
     assert early(due, bound - 1)
     assert not early(due, bound)
     assert not early(due, 0)  # the clock did not move between the send and the receive
+
+
+def test_the_allowance_is_the_tick_the_header_records() -> None:
+    """A model run with ``[broker] delayedDeliveryTickTimeMillis = 3000`` may deliver 2100 ms after a 3000 ms delay
+    and still 100 ms after the send; the header's ``broker_conf`` says so."""
+    b = DELAYED_CASES["early"][0]()
+    header = replace(b.header, extra={**b.header.extra, "broker_conf": {"delayedDeliveryTickTimeMillis": 3000}})
+    assert check_trace(b.events, header=header).valid
+    from reference_checker import reference_check
+
+    assert not reference_check(header, b.events)
