@@ -627,6 +627,72 @@ def _replay_read_newest_first() -> None:
     _wrap(ReplayQueue, "select", lambda orig: lambda self, *a, **k: orig(self, *a, **k)[::-1])
 
 
+@mutant(
+    "delayed-delivery-ignored",
+    "dispatch",
+    "a message's delivery time (deliver_after) is ignored: delayed messages are dispatched at once",
+)
+def _delayed_delivery_ignored() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    _wrap(KeySharedDispatcher, "_track_delayed", lambda _orig: lambda _self, entries: entries)
+
+
+@mutant(
+    "delayed-never-released",
+    "dispatch",
+    "delayed messages are held in the tracker and never dispatched once due",
+)
+def _delayed_never_released() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    _wrap(KeySharedDispatcher, "_release_due_delayed", lambda _orig: _noop)
+
+
+@mutant(
+    "max-unacked-consumer-never-unblocks",
+    "dispatch",
+    "a consumer blocked at maxUnackedMessagesPerConsumer stays blocked when its messages are acknowledged",
+)
+def _max_unacked_consumer_never_unblocks() -> None:
+    from reference_model.keyshared.consumer import DispatchConsumer
+
+    _wrap(DispatchConsumer, "maybe_unblock", lambda _orig: lambda _self: False)
+
+
+@mutant(
+    "expiry-ignored",
+    "dispatch",
+    "message expiry (a TTL check, admin expireMessages) leaves the subscription as it was: nothing expires",
+)
+def _expiry_ignored() -> None:
+    from reference_model.broker.subscription import ServerSubscription
+
+    _wrap(ServerSubscription, "expire_messages", lambda _orig: lambda _self, _cutoff: False)
+
+
+@mutant(
+    "expiry-keeps-pending-acks",
+    "pip379",
+    "expiry moves the mark-delete position but the dispatcher keeps the expired messages' pending acks",
+)
+def _expiry_keeps_pending_acks() -> None:
+    from reference_model.broker.subscription import ServerSubscription
+
+    def make(_orig: Any) -> Any:
+        def expire_messages(self: Any, cutoff_ns: int) -> bool:
+            newest = None
+            for entry in self.cursor.log.entries_after(self.cursor.mark_delete_position):
+                if entry.metadata.publish_time_ns >= cutoff_ns:
+                    break
+                newest = entry.position
+            return newest is not None and bool(self.cursor.mark_delete(newest))
+
+        return expire_messages
+
+    _wrap(ServerSubscription, "expire_messages", make)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

@@ -49,6 +49,9 @@ FAST: tuple[tuple[str, str], ...] = (
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
     ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
     ("non-persistent-no-permits-to-other", "non-persistent-flow-control"),
+    ("delayed-delivery-ignored", "delayed-with-joiner"),
+    ("max-unacked-consumer-never-unblocks", "max-unacked-per-consumer-lifted"),
+    ("expiry-ignored", "ttl-restarts-blocked-dispatch"),
 )
 
 

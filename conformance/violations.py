@@ -8,7 +8,7 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
 ``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
-``redelivered_after_failover``, ``delivered_twice``; and
+``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``; and
 five that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner`` and ``received_beyond_permits``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
@@ -68,6 +68,9 @@ class Kind(str, Enum):
     #: on a non-persistent topic, a paused consumer received more of what was published meanwhile than its
     #: receiver queue gave it permits for (a case-level judgement)
     RECEIVED_BEYOND_PERMITS = "received_beyond_permits"
+    #: a message sent with a delivery time (deliver_after) was received before it, beyond the broker's one-tick
+    #: allowance (delayed delivery, PIP-26)
+    DELIVERED_EARLY = "delivered_early"
 
     def __str__(self) -> str:
         return self.value

@@ -67,6 +67,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "stalled": "delivery",
     "not_quiet": "redelivery",
     "pinned_owner": "assignment",
+    "delivered_early": "delivery",
 }
 
 

@@ -182,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--length", type=int, default=20, help="moves per program (default 20)")
     parser.add_argument("--out", type=Path, help="keep failing programs' scenarios and traces here")
     parser.add_argument("--json", action="store_true", help="print one JSON object per target")
+    parser.add_argument(
+        "--delayed", action="store_true", help="programs may publish delayed messages (GeneratorOptions.delayed)"
+    )
+    parser.add_argument("--expiry", action="store_true", help="programs may expire messages (GeneratorOptions.expiry)")
     return parser
 
 
@@ -207,7 +211,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     unexplained = 0
     try:
         for target in targets or ["model"]:
-            report = sweep(target, args.programs, first_seed=args.first_seed, length=args.length, out=args.out)
+            options = (
+                GeneratorOptions(delayed=args.delayed, expiry=args.expiry) if args.delayed or args.expiry else None
+            )
+            report = sweep(
+                target, args.programs, first_seed=args.first_seed, length=args.length, out=args.out, options=options
+            )
             unexplained += len(report.unexplained)
             if args.json:
                 print(json.dumps(report.to_json()))

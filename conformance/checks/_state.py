@@ -43,8 +43,8 @@ class Record:
     struct, read in the hot loop without a dictionary or an index."""
 
     __slots__ = (
-        "acked", "arm_epoch", "arm_i", "arm_inc", "exempt", "free", "hold_i", "holder", "key", "pos", "scope", "t0",
-        "uid",
+        "acked", "arm_epoch", "arm_i", "arm_inc", "due", "exempt", "free", "hold_i", "holder", "key", "pos", "scope",
+        "t0", "uid",
     )  # fmt: skip
 
     def __init__(
@@ -74,6 +74,9 @@ class Record:
         #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a
         #: receive carrying the same uid is evidence the identity checks already have), else None
         self.uid = uid
+        #: a delayed message not yet received: its :data:`conformance.checks.delayed.Due` (it is not on the free
+        #: heap meanwhile: its delivery time is its own order), else None
+        self.due: Any = None
 
     def armed(self, epoch: int) -> bool:
         """Whether it has an armed acknowledgement that nothing disarmed since (``docs/checker.md``, "Armed ack"):

@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import duplicates, exclusivity, loss, nonpersistent, ordering, redelivery
+from conformance.checks import delayed, duplicates, exclusivity, expiry, loss, nonpersistent, ordering, redelivery
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -101,6 +101,9 @@ class StreamingChecker:
         self._np_last_open: dict[str, int] = {}
         #: message key -> its first ok publish (non-persistent only: the earliest its dispatch can have happened)
         self._np_published: dict[str, int] = {}
+        #: the header says publishes may carry ``deliver_after_ms`` (delayed delivery): read it on each publish
+        self._delayed = bool(self.header.extra.get("delayed_delivery"))
+        self._early_allowance = delayed.allowance_of(self.header.extra)
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -269,6 +272,10 @@ class StreamingChecker:
             for overlap in exclusivity.overlaps(sub, rec, inc, i, mkey, hold):
                 if not (self._non_persistent and self._moved_by_join(overlap, sub, mkey)):
                     self._emit(overlap)
+        if rec.due is not None:
+            if delayed.early(rec.due, t):
+                self._emit(delayed.make_delivered_early(sub.name, rec.key, consumer, _msg(mkey), rec.due, i, t))
+            rec.due = None  # received: an ordinary message from now on
         heap = sub.free_heaps.get(scope)
         if heap:
             if heap[0][1] == mkey:
@@ -428,9 +435,14 @@ class StreamingChecker:
             else:
                 scope = self._scope(stream, key)
                 pos = (ledger, entry, batch)
-                recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                rec = recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
                 if self._non_persistent:
                     continue  # delivered at once or dropped: never waiting (conformance.checks.nonpersistent)
+                if self._delayed:
+                    due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"), self._early_allowance)
+                    if due is not None:
+                        rec.due = due  # not waiting in the key's order until received: not on the free heap
+                        continue
                 heap = sub.free_heaps.get(scope)
                 if heap is None:
                     sub.free_heaps[scope] = [(pos, mkey)]
@@ -592,10 +604,13 @@ class StreamingChecker:
         when it names none (no field) or carries ``unattributed`` handlers the driver could not name.
         """
         i = row[0]
+        extra = self._extras(row[15])
+        if extra.get("fault") == expiry.EXPIRE_FAULT:
+            self._expire(self._sub(extra.get("subscription")), row[1], extra.get("expire_seconds"))
+            return  # the broker acknowledged; no consumer was touched, nothing about membership changed
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)
-        extra = self._extras(row[15])
         named = extra.get("consumers")
         if named is None or extra.get("unattributed"):
             for inc in list(self.live.values()):
@@ -630,6 +645,34 @@ class StreamingChecker:
         twice = nonpersistent.delivered_twice(self._np_first, sub, key, mkey, _msg(mkey), i, consumer)
         if twice is not None:
             self._emit(twice)
+
+    def _expire(self, sub: SubState, t: int, seconds: Any) -> None:
+        """Message expiry (:mod:`conformance.checks.expiry`): every unacknowledged message of ``sub`` that may
+        have expired is acknowledged by the broker, as by an ack that arms nothing; its holds end."""
+        holding = sub.holding
+        for mkey, rec in list(sub.recs.items()):
+            if rec.acked or not expiry.may_expire(rec.t0, t, seconds):
+                continue
+            holder = rec.holder
+            if holder is not None:
+                hold = holding[rec.scope]
+                for other in holder if holder.__class__ is dict else (holder,):
+                    n_held = hold[other]
+                    if n_held == 1:
+                        del hold[other]
+                    else:
+                        hold[other] = n_held - 1
+                    del other.held[mkey]
+                if not hold:
+                    del holding[rec.scope]
+                rec.holder = None
+            rec.due = None
+            if mkey in self._published and not rec.exempt:
+                del sub.recs[mkey]
+                sub.settled[mkey] = settled_of(rec)
+                continue
+            rec.acked = True
+            rec.free = None
 
     def _late_receive(self, row: tuple[Any, ...]) -> None:
         i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
@@ -976,6 +1019,9 @@ def _extra_of(event: Event) -> dict[str, Any]:
         "drained": event.drained,
         "consumers": extra.get("consumers"),
         "unattributed": extra.get("unattributed"),
+        "deliver_after_ms": extra.get("deliver_after_ms"),
+        "fault": extra.get("fault"),
+        "expire_seconds": extra.get("expire_seconds"),
     }
 
 

@@ -32,6 +32,7 @@ from conformance.scenarios import (
     Behaviour,
     Close,
     Crash,
+    ExpireMessages,
     KeySet,
     NackHeld,
     Open,
@@ -142,6 +143,9 @@ SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
 #: the ack timeout of consumers opened with one (``GeneratorOptions.ack_timeout``): the client's minimum
 ACK_TIMEOUT_MS = 10_000
+#: the delay of delayed publishes (``GeneratorOptions.delayed``): past a tick (1 s) and the quiet bounds, so the
+#: messages of the key published after them are delivered first
+DELAY_MS = 2_000
 
 
 class Move(NamedTuple):
@@ -170,6 +174,12 @@ class GeneratorOptions:
     #: consumers may subscribe with the client's ack timeout (10 s), and quiet waits may last past it.  Off by
     #: default: with it on, a program costs seconds more on a real broker (the model's clock is simulated).
     ack_timeout: bool = False
+    #: some publishes send delayed messages (``deliver_after_ms`` = :data:`DELAY_MS`), and the program sleeps past
+    #: the delay before its end.  Off by default, like the ack timeout (and pulsar-lite has no delayed delivery).
+    delayed: bool = False
+    #: some quiet waits are followed by a message expiry (``expire_messages``, a TTL of 1 s after a 1.5 s sleep):
+    #: the model only by default (it needs the admin API; pulsar-lite has none)
+    expiry: bool = False
     keys: int = 6  #: size of the key set every publish draws from (small, so keys collide across consumers)
     settings: Settings = field(default_factory=lambda: PROGRAM_SETTINGS)
     #: draw the workload dimensions (the shape and :data:`DIMENSION_MOVE_KINDS`); off for the fixed programs
@@ -307,10 +317,14 @@ def program_from_moves(
         open_now[handle] = False
         ever_opened = True
 
+    delays = False  # some publish was delayed: sleep past the delay before the end
+
     def publish(count: int, amount: int) -> None:
-        nonlocal published, resendable
+        nonlocal published, resendable, delays
         batching = form.batching(amount)
-        emit(Publish(count=count, keys=form.key_set(opts.keys), batching=batching))
+        delay = DELAY_MS if opts.delayed and amount % 4 == 3 else 0
+        delays = delays or bool(delay)
+        emit(Publish(count=count, keys=form.key_set(opts.keys), batching=batching, deliver_after_ms=delay))
         resendable = max(resendable, published + 1 if batching != "none" else published + count)
         published += count
 
@@ -354,6 +368,9 @@ def program_from_moves(
             emit(WaitQuiet())
             if opts.ack_timeout and amount % 2 == 0:
                 emit(Sleep(ms=ACK_TIMEOUT_MS + 1_500))  # past the timeout: held messages come back
+            elif opts.expiry and amount % 4 == 1:
+                emit(Sleep(ms=1_500))
+                emit(ExpireMessages(seconds=1))  # what was published before the sleep expires (a TTL of 1 s)
         elif not is_open:
             continue  # every other move needs an open consumer
         elif kind in ("hold", "ack", "nack"):
@@ -388,6 +405,8 @@ def program_from_moves(
             emit(Resume(consumer=handle))
     if not any(isinstance(step, Publish) for step in steps):
         publish(MAX_AMOUNT, MAX_AMOUNT)
+    if delays:
+        emit(Sleep(ms=DELAY_MS + 500))  # the delayed messages come due before the drain, which waits only so long
     emit(WaitQuiet())
     return Scenario(
         name=name,

@@ -40,6 +40,7 @@ from conformance.scenarios.model import (
     Consume,
     Crash,
     DeleteSubscription,
+    ExpireMessages,
     FailOver,
     InvalidScenario,
     KeySet,
@@ -96,7 +97,18 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "paused",
         "ack_timeout_ms",
     ),
-    "publish": ("count", "keys", "key_prefix", "producer", "key_field", "batching", "order", "sequence", "cluster"),
+    "publish": (
+        "count",
+        "keys",
+        "key_prefix",
+        "producer",
+        "key_field",
+        "batching",
+        "order",
+        "sequence",
+        "cluster",
+        "deliver_after_ms",
+    ),
     "resend": ("producer", "from_seq", "to_seq", "reconnect"),
     "set_behaviour": ("consumer", *_BEHAVIOUR_FIELDS),
     "ack_held": ("consumer", "count"),
@@ -110,6 +122,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "wait_received": ("count", "consumer", "timeout_ms"),
     "wait_delivered": ("timeout_ms",),
     "sleep": ("ms",),
+    "expire_messages": ("seconds",),
     "restart_broker": ("kill",),
     "storage_down": ("fail_after_ms",),
     "storage_up": (),
@@ -130,6 +143,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "set_behaviour": ("consumer", "behaviour"),
     "wait_received": ("count",),
     "sleep": ("ms",),
+    "expire_messages": ("seconds",),
     "cluster_down": ("cluster",),
     "cluster_up": ("cluster",),
     "replicated_status": ("cluster", "enabled"),
@@ -403,6 +417,7 @@ def _publish(t: Mapping[str, Any], where: str) -> Publish:
         order=_choice(t.get("order", "cycle"), KEY_ORDERS, f"{where} order"),
         sequence=_choice(t.get("sequence", "explicit"), SEQUENCE_MODES, f"{where} sequence"),
         cluster=None if "cluster" not in t else _name(t["cluster"], f"{where} cluster"),
+        deliver_after_ms=_int(t.get("deliver_after_ms", 0), f"{where} deliver_after_ms", minimum=0),
     )
 
 
@@ -482,6 +497,7 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
         timeout_ms=None if "timeout_ms" not in t else _int(t["timeout_ms"], f"{w} timeout_ms"),
     ),
     "sleep": lambda t, w: Sleep(ms=_int(t["ms"], f"{w} ms", minimum=0)),
+    "expire_messages": lambda t, w: ExpireMessages(seconds=_int(t["seconds"], f"{w} seconds", minimum=0)),
     "restart_broker": lambda t, w: RestartBroker(kill=_bool(t.get("kill", False), f"{w} kill")),
     "storage_down": lambda t, w: StorageDown(
         fail_after_ms=_int(t.get("fail_after_ms", 200), f"{w} fail_after_ms", minimum=0)

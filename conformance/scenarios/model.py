@@ -39,6 +39,7 @@ __all__ = [
     "Consume",
     "Crash",
     "DeleteSubscription",
+    "ExpireMessages",
     "FailOver",
     "InvalidScenario",
     "KeySet",
@@ -97,6 +98,7 @@ BROKER_SETTINGS: dict[str, str] = {
     "keySharedLookAheadMsgInReplayThresholdPerSubscription": "look-ahead limit of the subscription (0 disables)",
     "keySharedUnblockingIntervalMs": "delay between a hash being unblocked and the replay read that redelivers",
     "dispatcherMaxReadBatchSize": "entries per read",
+    "delayedDeliveryTickTimeMillis": "a delayed message due within this many ms is delivered now (up to a tick early)",
     "brokerDeduplicationEnabled": "deduplication for every topic",
     "brokerDeduplicationEntriesInterval": "a deduplication snapshot every this many entries",
     "brokerDeduplicationSnapshotIntervalSeconds": "time-based deduplication snapshots (0 disables)",
@@ -231,6 +233,9 @@ class Publish:
 
     #: failover scenarios: the cluster the messages are published in (None: the first one)
     cluster: str | None = None
+    #: delayed delivery: each message is sent with ``deliver_after`` this many ms (0: delivered at once); the
+    #: client turns it into the message's ``deliverAtTime`` (``docs/scenarios.md``, "Delayed delivery")
+    deliver_after_ms: int = 0
 
     def message_keys(self, rng: random.Random) -> list[str]:
         """The key of each message, in send order (``rng`` is used only for ``order = "shuffle"``)."""
@@ -362,6 +367,16 @@ class WaitDelivered:
 class Sleep:
     do: ClassVar[str] = "sleep"
     ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireMessages:
+    """Message expiry now (TTL): the subscription's messages published more than ``seconds`` ago and not yet
+    acknowledged expire, as Pulsar's TTL check expires them (the admin API's ``expireMessages``;
+    ``docs/scenarios.md``, "Message expiry")."""
+
+    do: ClassVar[str] = "expire_messages"
+    seconds: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,6 +529,7 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     WaitReceived,
     WaitDelivered,
     Sleep,
+    ExpireMessages,
     RestartBroker,
     StorageDown,
     StorageUp,
@@ -549,6 +565,7 @@ _STEP_CAPABILITY: dict[type, str] = {
     RestartBroker: "broker_restart",
     StorageDown: "storage_failure",
     StorageUp: "storage_failure",
+    ExpireMessages: "message_expiry",
 }
 
 
@@ -583,7 +600,13 @@ class Scenario:
             capability = _STEP_CAPABILITY.get(type(step))
             if capability is not None:
                 needs.setdefault(capability, f"step {index} ({step.do})")
+            elif isinstance(step, Publish) and step.deliver_after_ms:
+                needs.setdefault("delayed_delivery", f"step {index} (publish with deliver_after_ms)")
         return needs
+
+    def uses_delayed_delivery(self) -> bool:
+        """Whether some ``publish`` step sends delayed messages (the trace header then says so)."""
+        return any(isinstance(step, Publish) and step.deliver_after_ms for step in self.steps)
 
     def is_failover(self) -> bool:
         """A failover scenario (``[settings] clusters``): the replication workload runs it, not the Key_Shared

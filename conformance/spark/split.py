@@ -56,7 +56,10 @@ _MAX = 0xFFFFFFFFFFFFFFFF  # above every hash that is not itself _MAX: a minimum
 _EMPTY = 0  # hash_strings of the empty string (the key of a message no event gives one)
 #: Fields only rare ops read (the checker fetches them by row); the identity pass reads none of them, and
 #: without them its receives (no consumer is open there) skip fetching them one row at a time.
-_RARE_FIELDS = ("topic", "subscription", "name", "policy", "drained", "consumers", "unattributed")
+_RARE_FIELDS = (
+    "topic", "subscription", "name", "policy", "drained", "consumers", "unattributed", "deliver_after_ms", "fault",
+    "expire_seconds",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,10 @@ ROW_FIELDS: tuple[str, ...] = (
     "batch", "n",
 )  # fmt: skip
 #: Fields only rare ops read (open, end, fault, failover): kept as Arrow columns, read one event at a time.
-RARE_FIELDS: tuple[str, ...] = ("topic", "subscription", "name", "policy", "drained", "consumers", "unattributed")
+RARE_FIELDS: tuple[str, ...] = (
+    "topic", "subscription", "name", "policy", "drained", "consumers", "unattributed", "deliver_after_ms", "fault",
+    "expire_seconds",
+)  # fmt: skip
 #: Labels with few distinct values: one object per value for the whole trace.
 _LABELS = frozenset({"op", "consumer", "key", "stream", "producer", "result"})
 #: Strings encoded as dictionaries by :func:`row_columns` (labels, and the per-message ``mkey`` and ``uid``,

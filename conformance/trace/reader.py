@@ -82,6 +82,9 @@ def _fast_schema() -> Any:
             ("redelivery_count", pa.int64()),
             ("drained", pa.bool_()),
             ("t0", pa.int64()),
+            ("deliver_after_ms", pa.int64()),  # on a publish: delayed delivery (the delayed check reads it)
+            ("fault", pa.string()),  # on a fault: what happened (an expiry is judged: checks/expiry.py)
+            ("expire_seconds", pa.int64()),  # on an expire_messages fault: the TTL it ran with
             ("name", pa.string()),
             ("receiver_queue", pa.int64()),
             ("policy", policy),

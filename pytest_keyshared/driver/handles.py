@@ -120,6 +120,8 @@ class OutgoingMessage:
     properties: Mapping[str, str]
     #: sent without a sequence id: the client numbers it (``publish`` with ``sequence = "auto"``)
     auto_sequence: bool = False
+    #: sent with ``deliver_after`` this many ms (delayed delivery); 0: delivered at once
+    deliver_after_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ class ModelProducerHandle:
             "partition_key": message.partition_key,
             "ordering_key": message.ordering_key,
             "sequence_id": None if message.auto_sequence else message.seq,
+            **({"deliver_after": timedelta(milliseconds=message.deliver_after_ms)} if message.deliver_after_ms else {}),
         }
 
     def send(self, message: OutgoingMessage) -> SendOutcome:
@@ -164,6 +166,9 @@ class ModelSession(Session):
 
     def set_deduplication(self, enabled: bool) -> None:
         self.broker.set_topic_deduplication(self.topic, enabled)
+
+    def expire_messages(self, subscription: str, expire_time_s: int) -> None:
+        self.broker.expire_messages(self.topic, subscription, expire_time_s)
 
     def key_hash_ranges(self, subscription: str) -> dict[str, list[list[int]]] | None:
         return stats_key_hash_ranges(self.broker.topic_stats(self.topic), subscription)

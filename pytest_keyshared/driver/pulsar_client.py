@@ -19,6 +19,7 @@ import contextlib
 import os
 import tempfile
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,8 @@ class PulsarProducer:
             kwargs["partition_key"] = message.partition_key
         if message.ordering_key:
             kwargs["ordering_key"] = message.ordering_key
+        if message.deliver_after_ms:
+            kwargs["deliver_after"] = timedelta(milliseconds=message.deliver_after_ms)
         return kwargs
 
     def send(self, message: OutgoingMessage) -> SendOutcome:

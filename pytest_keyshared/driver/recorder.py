@@ -225,6 +225,8 @@ class Recorder:
             extra["partition_key"] = message.partition_key
         if message.ordering_key is not None:
             extra["ordering_key"] = message.ordering_key
+        if message.deliver_after_ms:
+            extra["deliver_after_ms"] = message.deliver_after_ms
         if outcome.error is not None:
             extra["error"] = outcome.error
         result = outcome.result

@@ -30,6 +30,7 @@ from conformance.scenarios import (
     AckHeld,
     Close,
     Crash,
+    ExpireMessages,
     NackHeld,
     Open,
     Pause,
@@ -277,6 +278,8 @@ class _Run(RunLoop):
         }
         if self.scenario.settings.topic != "persistent":
             extra["topic_kind"] = self.scenario.settings.topic  # the checker's contract for it (docs/checker.md)
+        if self.scenario.uses_delayed_delivery():
+            extra["delayed_delivery"] = True  # publishes carry deliver_after_ms: the checker reads it
         if dedup_asked and not claims.deduplication:
             extra["deduplication_switched_on"] = self.target.capabilities.dedup_switch
         return TraceHeader(
@@ -395,6 +398,7 @@ class _Run(RunLoop):
                 ordering_key=ordering_key,
                 properties={PROP_UID: uid, PROP_SEQ: str(seq), PROP_KEY: key},
                 auto_sequence=step.sequence == "auto",
+                deliver_after_ms=step.deliver_after_ms,
             )
             self.sent.setdefault(producer, {})[seq] = message
             yield message
@@ -556,6 +560,15 @@ class _Run(RunLoop):
 
     def _do_sleep(self, step: Sleep) -> tuple[bool, str]:
         self.scheduler.sleep(step.ms)
+        return True, ""
+
+    def _do_expire_messages(self, step: ExpireMessages) -> tuple[bool, str]:
+        self.session.expire_messages(self.scenario.subscription.name, step.seconds)
+        # recorded after the call returned: every message the broker expired was sent more than ``seconds``
+        # before this event's t (the checker's rule, docs/checker.md "Message expiry")
+        self.recorder.fault(
+            "expire_messages", consumers=[], subscription=self.scenario.subscription.name, expire_seconds=step.seconds
+        )
         return True, ""
 
     def _do_restart_broker(self, step: RestartBroker) -> tuple[bool, str]:

@@ -118,6 +118,11 @@ class Session(ABC):
 
         raise UnsupportedByTarget(f"Target {self.target.name!r} cannot fail its storage (storage_failure).")
 
+    def expire_messages(self, subscription: str, expire_time_s: int) -> None:
+        """Expire the subscription's messages older than ``expire_time_s`` (``message_expiry``, checked before
+        the run starts)."""
+        self.target.expire_messages(self.topic, subscription, expire_time_s)
+
     def set_deduplication(self, enabled: bool) -> None:
         self.ensure_topic()
         self.target.set_topic_deduplication(self.topic, enabled)

@@ -85,6 +85,11 @@ class AdminClient:
         sub = urllib.parse.quote(subscription, safe="")
         self.request("POST", f"/admin/v2/{topic_path(topic)}/subscription/{sub}/replicatedSubscriptionStatus", enabled)
 
+    def expire_messages(self, topic: str, subscription: str, expire_time_s: int) -> None:
+        """``POST .../subscription/{sub}/expireMessages/{expireTimeInSeconds}``: what a TTL check runs, now."""
+        sub = urllib.parse.quote(subscription, safe="")
+        self.request("POST", f"/admin/v2/{topic_path(topic)}/subscription/{sub}/expireMessages/{expire_time_s}")
+
     def set_topic_deduplication(self, topic: str, enabled: bool, *, wait_s: float = 15.0) -> None:
         """Set the topic-level ``deduplicationEnabled`` policy and wait (bounded) until the topic applies it.
 

@@ -46,6 +46,10 @@ class Capabilities:
     crash_consumer: bool = False  #: cut one consumer's connection without a close
     broker_restart: bool = False  #: stop and start the broker on the same storage during a run
     storage_failure: bool = False  #: make the broker's storage refuse writes for a while (``storage_down``)
+    #: hold a message sent with ``deliver_after`` until its delivery time (``publish`` with ``deliver_after_ms``)
+    delayed_delivery: bool = False
+    #: expire a subscription's old messages now, as a TTL check does (admin ``expireMessages``; ``expire_messages``)
+    message_expiry: bool = False
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:
@@ -223,6 +227,11 @@ class Target(ABC):
     def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
         """Turn deduplication on or off for ``topic`` (only with ``capabilities.dedup_switch``)."""
         raise UnsupportedByTarget(f"Target {self.name!r} cannot switch deduplication.")
+
+    def expire_messages(self, topic: str, subscription: str, expire_time_s: int) -> None:
+        """Expire the subscription's messages older than ``expire_time_s`` (only with
+        ``capabilities.message_expiry``: the admin API's ``expireMessages``, what a TTL check runs)."""
+        raise UnsupportedByTarget(f"Target {self.name!r} cannot expire messages (message_expiry).")
 
     def describe(self) -> str:
         """One line for run summaries."""

@@ -372,6 +372,7 @@ class GeoTarget(PulsarTarget):
             replication=True,
             crash_consumer=True,
             broker_restart=True,
+            delayed_delivery=True,
             reasons={"storage_failure": "the clusters' BookKeeper runs inside each standalone broker's process"},
         )
         self.quirks = ClientQuirks(operation_timeout_s=int(opts.get("operation_timeout_s", 10)))

@@ -93,6 +93,8 @@ class ModelTarget(Target):
             crash_consumer=True,
             broker_restart=True,
             storage_failure=True,
+            delayed_delivery=True,
+            message_expiry=True,
         )
 
     @property

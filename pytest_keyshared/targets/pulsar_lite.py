@@ -100,6 +100,8 @@ class PulsarLiteTarget(PulsarTarget):
                 "dedup_switch": "pulsar-lite has no deduplication and no setting to enable it",
                 "replication": "pulsar-lite is a single broker without geo-replication",
                 "storage_failure": "pulsar-lite writes to its own local files, which the harness cannot make fail",
+                "delayed_delivery": "pulsar-lite ignores a message's delivery time (deliver_after)",
+                "message_expiry": "pulsar-lite has no message TTL and no admin API to expire messages",
             },
         )
         self.claims = Claims(pulsar_version="4.0", implementation="pip379", selector="consistent-hashing", points=100)

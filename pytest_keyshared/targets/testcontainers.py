@@ -245,6 +245,8 @@ class TestcontainersTarget(PulsarTarget):
             replication=False,
             crash_consumer=True,
             broker_restart=True,
+            delayed_delivery=True,
+            message_expiry=True,
             reasons={
                 "replication": "one standalone container is one cluster",
                 "storage_failure": "the standalone container's BookKeeper runs inside the broker's process",
@@ -325,6 +327,11 @@ class TestcontainersTarget(PulsarTarget):
             raise TargetError(f"Target {self.name!r} is not running; cannot restart it.")
         self._container.restart(kill=kill)
         wait_until_ready(self._admin, self._startup_timeout_s)
+
+    def expire_messages(self, topic: str, subscription: str, expire_time_s: int) -> None:
+        if self._admin is None:
+            raise TargetError(f"Target {self.name!r} is not started.")
+        self._admin.expire_messages(topic, subscription, expire_time_s)
 
     def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
         if self._admin is None:

@@ -90,9 +90,12 @@ class UrlTarget(PulsarTarget):
             replication=False,
             crash_consumer=True,
             broker_restart=False,
+            delayed_delivery=True,
+            message_expiry=has_admin,
             reasons={
                 "admin_api": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "dedup_switch": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
+                "message_expiry": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "replication": "a single broker URL names one cluster",
                 "broker_restart": "the harness does not own a broker it reaches by URL",
                 "storage_failure": "the harness cannot stop the storage of a broker it reaches by URL",
@@ -128,6 +131,12 @@ class UrlTarget(PulsarTarget):
 
     def stop(self) -> None:
         """Nothing to stop: the harness did not start this broker."""
+
+    def expire_messages(self, topic: str, subscription: str, expire_time_s: int) -> None:
+        if self._admin is None:
+            super().expire_messages(topic, subscription, expire_time_s)
+            return
+        self._admin.expire_messages(topic, subscription, expire_time_s)
 
     def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
         if self._admin is None:

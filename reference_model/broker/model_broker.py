@@ -438,6 +438,19 @@ class ModelBroker:
         server.topic_dedup_policy = enabled
         server.apply_dedup_policy()
 
+    def expire_messages(self, topic: str, subscription: str, expire_time_s: int) -> bool:
+        """``POST .../subscription/{sub}/expireMessages/{expireTimeInSeconds}``: the subscription's messages
+        published more than ``expire_time_s`` ago expire (as a TTL check with that TTL); returns whether any did."""
+        if isinstance(expire_time_s, bool) or not isinstance(expire_time_s, int) or expire_time_s < 0:
+            raise InvalidArgument(f"Expected seconds >= 0 for expire_time_s but got {expire_time_s!r}.")
+        server = self._topic(topic)
+        sub = server.subscriptions.get(subscription)
+        if sub is None:
+            raise InvalidArgument(f"Subscription {subscription!r} does not exist on {topic!r}.")
+        expired = sub.expire_messages(self.clock.now_ns() - expire_time_s * 1_000_000_000)
+        self.clock.run_due()
+        return expired
+
     # -- hooks for replicated subscriptions ----------------------------------------------------------------
     def topic_log(self, topic: str) -> TopicLog:
         """The topic's log (read entries after a position; ``last_position``)."""

@@ -19,7 +19,8 @@ Follows the C++ client that the Python ``pulsar-client`` wraps (``ProducerImpl``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from reference_model.broker.errors import AlreadyClosed, BrokerClientError, SendTimeout
@@ -142,6 +143,8 @@ class ModelProducer:
         ordering_key: str | bytes | None = None,
         sequence_id: int | None = None,
         event_timestamp: int | None = None,
+        deliver_after: timedelta | None = None,
+        deliver_at: int | None = None,
         **unsupported: Any,
     ) -> ModelMessageId:
         """Publish and wait for the receipt; a duplicate dropped by deduplication returns id ``(-1, -1)``.
@@ -158,6 +161,8 @@ class ModelProducer:
             ordering_key,
             sequence_id,
             event_timestamp,
+            deliver_after,
+            deliver_at,
             **unsupported,
         )
         if not outcome:
@@ -180,15 +185,23 @@ class ModelProducer:
         ordering_key: str | bytes | None = None,
         sequence_id: int | None = None,
         event_timestamp: int | None = None,
+        deliver_after: timedelta | None = None,
+        deliver_at: int | None = None,
         **unsupported: Any,
     ) -> None:
-        """Publish without waiting; ``callback(result, message_id)`` runs when the receipt arrives."""
+        """Publish without waiting; ``callback(result, message_id)`` runs when the receipt arrives.
+
+        ``deliver_after`` (a ``timedelta``) or ``deliver_at`` (ms on the broker's clock) set the message's delivery
+        time, as ``pulsar-client`` does; such a message is never batched (the C++ client's ``canAddToBatch``
+        refuses it): what the container holds is flushed first and it goes alone.
+        """
         if self.state != "open":
             self._check_open("send")
         if unsupported:
-            raise InvalidArgument(
-                f"send() options {sorted(unsupported)} are not modelled (delayed delivery, replication clusters)."
-            )
+            raise InvalidArgument(f"send() options {sorted(unsupported)} are not modelled (replication clusters).")
+        deliver_at_ns = 0
+        if deliver_after is not None or deliver_at is not None:
+            deliver_at_ns = self._deliver_at_ns(deliver_after, deliver_at)
         if type(content) is not bytes:
             if not isinstance(content, (bytes, bytearray)):
                 raise InvalidArgument(f"Expected bytes for content but got {type(content).__name__}.")
@@ -208,6 +221,10 @@ class ModelProducer:
             tuple(sorted((str(k), str(v)) for k, v in properties.items())) if properties else (),
             event_timestamp or 0,
         )
+        if deliver_at_ns:
+            self.flush()
+            self._publish_one(message, callback, deliver_at_ns)
+            return
         if not self.batching_enabled:
             self._publish_one(message, callback)
             return
@@ -250,7 +267,17 @@ class ModelProducer:
         self._broker._producer_closed(self)
 
     # -- publishing ----------------------------------------------------------------------------------------
-    def _publish_one(self, message: SingleMessage, callback: SendCallback) -> None:
+    def _deliver_at_ns(self, deliver_after: timedelta | None, deliver_at: int | None) -> int:
+        """The delivery time on the broker's clock (ns) of ``deliver_after`` or ``deliver_at`` (ms)."""
+        if deliver_after is not None:
+            if not isinstance(deliver_after, timedelta):
+                raise InvalidArgument(f"Expected a timedelta for deliver_after but got {type(deliver_after).__name__}.")
+            return self._broker.clock.now_ns() + max(0, int(deliver_after.total_seconds() * 1000)) * 1_000_000
+        if isinstance(deliver_at, bool) or not isinstance(deliver_at, int):
+            raise InvalidArgument(f"Expected milliseconds (int) for deliver_at but got {type(deliver_at).__name__}.")
+        return max(1, deliver_at * 1_000_000)
+
+    def _publish_one(self, message: SingleMessage, callback: SendCallback, deliver_at_ns: int = 0) -> None:
         """A non-batched send: one message, one entry, one receipt (the common case, kept free of lists)."""
         seq = message.sequence_id
         metadata = _new_metadata(
@@ -262,6 +289,8 @@ class ModelProducer:
             False,
             message.ordering_key,
         )
+        if deliver_at_ns:
+            metadata = replace(metadata, deliver_at_ns=deliver_at_ns)
         try:
             server = self._server
             entry = (server.publish if server is not None else self._broker._topic(self._topic).publish)(

@@ -97,6 +97,7 @@ class ServerSubscription:
             schedule=schedule,
             on_marker=self._marker_read,
             non_persistent=not self.topic.persistent,
+            clock=broker.clock.now_ns,
         )
         return dispatcher
 
@@ -153,6 +154,31 @@ class ServerSubscription:
         if dispatcher is not None:
             dispatcher.after_acknowledgements(True)
         return True
+
+    def expire_messages(self, cutoff_ns: int) -> bool:
+        """Message expiry (``PersistentMessageExpiryMonitor.expireMessages``, what a TTL check runs): the mark-delete
+        position moves to the newest entry published before ``cutoff_ns`` (``findNewestMatching`` over the
+        unacknowledged entries); pending acks and replay positions at or below it are dropped
+        (:meth:`acknowledge_cumulative_to`: PIP-379's ``markDeletePositionMoveForward``, classic's recently joined
+        positions then pass).  Returns whether anything expired."""
+        newest = None
+        for entry in self.cursor.log.entries_after(self.cursor.mark_delete_position):
+            if entry.metadata.publish_time_ns >= cutoff_ns:
+                break
+            newest = entry.position
+        if newest is None:
+            return False
+        moved = self.acknowledge_cumulative_to(newest)
+        dispatcher = self.dispatcher
+        if moved and dispatcher is not None and dispatcher.consumers:
+            # the expired messages no longer count as unacknowledged: a consumer (or the subscription) blocked at
+            # its max-unacked limit is released as after acknowledgements (``addUnAckedMessages`` with the
+            # negative count), else it waited for acks of messages the broker had acknowledged itself
+            for consumer in list(dispatcher.consumers.values()):
+                consumer.maybe_unblock()
+            dispatcher._unacked_released()
+            dispatcher.read_more_entries()
+        return moved
 
     def _marker_read(self, entry: Entry) -> None:
         before = self.cursor.mark_delete_position

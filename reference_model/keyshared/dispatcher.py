@@ -14,6 +14,14 @@ Follows ``PersistentDispatcherMultipleConsumers`` (the base of both of Pulsar's 
   until :meth:`complete_pending_read`, which lets a scenario force the interleavings Pulsar's races need
   (a delayed cursor rewind, #23802; a close while a read is in flight, #12885: from 2.8.3 / 2.9.1 such a read is
   redone after the older replay, apache/pulsar#12890).
+* **Delayed delivery** (PIP-26; ``InMemoryDelayedDeliveryTracker``): a normal read skips an entry whose
+  ``deliverAtTime`` is later than the cutoff (now plus ``delayedDeliveryTickTimeMillis``, the default
+  non-strict mode: up to a tick early) and keeps its position in the tracker (``trackDelayedDelivery`` in
+  ``filterEntriesForConsumer``); the cursor reads on past it.  A timer at the cutoff re-reads, and each read
+  round first moves the due positions into the replay queue *without* their hash (``getMessagesToReplayNow``:
+  ``redeliveryMessages.add(ledgerId, entryId)``), so they are dispatched as replays, after the Key_Shared rules of
+  the implementation (draining hashes, or the recently joined consumers' positions).  The tracker belongs to the
+  dispatcher: a restart, or a new dispatcher, finds the still unacknowledged delayed entries again by reading.
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ class KeySharedDispatcher(ABC):
         version: PulsarVersion,
         schedule: Scheduler | None = None,
         on_marker: Callable[[Entry], None] | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.cursor = cursor
         self.log = cursor.log
@@ -105,6 +114,12 @@ class KeySharedDispatcher(ABC):
         #: skip the next replay read once, to read ahead (PIP-379 ``skipNextReplayToTriggerLookAhead``, classic
         #: ``isDispatcherStuckOnReplays``); set and consumed by the implementations
         self.skip_next_replay = False
+        #: ``now_ns()`` of the broker's clock (delayed delivery); without it, delivery times are ignored
+        self._clock = clock
+        #: the delayed-delivery tracker: position -> ``deliverAtTime`` (ns) of entries read but not yet due
+        self.delayed: dict[Position, int] = {}
+        #: cutoff instants (ns) a re-read is scheduled for
+        self._delayed_timers: set[int] = set()
 
     # -- membership ----------------------------------------------------------------------------------------
     def add_consumer(self, consumer: DispatchConsumer) -> None:
@@ -371,6 +386,8 @@ class KeySharedDispatcher(ABC):
             return False
         replay = self.replay
         cursor = self.cursor
+        if self.delayed:
+            self._release_due_delayed()
         if not replay.positions and not self._holding:
             last = self.log._last  # ``cursor.has_more_entries()``
             if last is None or cursor.read_position > last:
@@ -438,6 +455,11 @@ class KeySharedDispatcher(ABC):
             if entry.metadata.marker_type is not None:
                 entries = self._strip_markers(entries)
                 break
+        if entries and self._clock is not None:
+            for entry in entries:
+                if entry.metadata.deliver_at_ns:
+                    entries = self._track_delayed(entries)
+                    break
         if entries:
             if min_replayed is not None and not self.allow_out_of_order and self.replay_precedence:
                 first = replay.first()
@@ -451,6 +473,46 @@ class KeySharedDispatcher(ABC):
             else:
                 self._send_entries(ReadType.NORMAL, entries)
         return cursor.read_position != before or replay.version != version_before
+
+    def _cutoff_ns(self) -> int:
+        """``getCutoffTime``: an entry due at or before it is delivered now (non-strict: one tick ahead)."""
+        assert self._clock is not None
+        return self._clock() + self.settings.delayed_delivery_tick_ms * 1_000_000
+
+    def _track_delayed(self, entries: list[Entry]) -> list[Entry]:
+        """``trackDelayedDelivery``: entries not yet due go to the tracker (with a re-read at their cutoff) and are
+        not dispatched now; the others are returned."""
+        cutoff = self._cutoff_ns()
+        out: list[Entry] = []
+        for entry in entries:
+            due = entry.metadata.deliver_at_ns
+            if due and due > cutoff:
+                self.delayed[entry.position] = due
+                self._schedule_delayed(due - self.settings.delayed_delivery_tick_ms * 1_000_000)
+            else:
+                out.append(entry)
+        return out
+
+    def _schedule_delayed(self, at_ns: int) -> None:
+        """A read when the clock reaches ``at_ns`` (``InMemoryDelayedDeliveryTracker.updateTimer``)."""
+        if self._schedule is None or self._clock is None or at_ns in self._delayed_timers:
+            return
+        self._delayed_timers.add(at_ns)
+        delay_ms = max(0, -(-(at_ns - self._clock()) // 1_000_000))
+
+        def fire() -> None:
+            self._delayed_timers.discard(at_ns)
+            self.read_more_entries()
+
+        self._schedule(delay_ms, fire)
+
+    def _release_due_delayed(self) -> None:
+        """``getMessagesToReplayNow``: the tracker's due positions join the replay queue without their hash."""
+        cutoff = self._cutoff_ns()
+        due = sorted(p for p, at in self.delayed.items() if at <= cutoff)
+        for position in due:
+            del self.delayed[position]
+            self._add_to_replay(position, None)
 
     def _strip_markers(self, entries: list[Entry]) -> list[Entry]:
         """Markers are acknowledged as they are read and never sent (``filterEntriesForConsumer``)."""

@@ -66,6 +66,7 @@ def make_dispatcher(
     schedule: Scheduler | None = None,
     on_marker: Callable[[Entry], None] | None = None,
     non_persistent: bool = False,
+    clock: Callable[[], int] | None = None,
 ) -> KeySharedDispatcher:
     """A dispatcher for ``cursor`` with a fresh selector for ``policy`` under ``version`` and ``settings``.
 
@@ -109,4 +110,5 @@ def make_dispatcher(
         version=pulsar,
         schedule=schedule,
         on_marker=on_marker,
+        clock=clock,
     )

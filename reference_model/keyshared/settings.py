@@ -31,6 +31,10 @@ class DispatcherSettings:
     ``use_consistent_hashing`` / ``consistent_hashing_points``
         ``subscriptionKeySharedUseConsistentHashing`` (true) / ``...ConsistentHashingReplicaPoints`` (100):
         the AUTO_SPLIT selector.
+    ``delayed_delivery_tick_ms``
+        ``delayedDeliveryTickTimeMillis`` (1000): with ``isDelayedDeliveryDeliverAtTimeStrict=false`` (the
+        default) a delayed message whose delivery time is within one tick from now is delivered now
+        (``InMemoryDelayedDeliveryTracker.getCutoffTime``): up to a tick early.
     """
 
     lookahead_per_consumer: int = 2000
@@ -41,6 +45,7 @@ class DispatcherSettings:
     max_unacked_per_subscription: int = 200000
     use_consistent_hashing: bool = True
     consistent_hashing_points: int = 100
+    delayed_delivery_tick_ms: int = 1000
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -85,6 +90,7 @@ BROKER_CONF_NAMES: Mapping[str, str] = {
     "maxUnackedMessagesPerSubscription": "max_unacked_per_subscription",
     "subscriptionKeySharedUseConsistentHashing": "use_consistent_hashing",
     "subscriptionKeySharedConsistentHashingReplicaPoints": "consistent_hashing_points",
+    "delayedDeliveryTickTimeMillis": "delayed_delivery_tick_ms",
 }
 
 _INT_MAX = 2**31 - 1

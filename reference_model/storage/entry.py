@@ -38,6 +38,8 @@ class MessageMetadata:
     marker_type: int | None = None
     replicate_to: tuple[str, ...] | None = None
     replicated_from: str | None = None
+    #: ``deliverAtTime`` (delayed delivery, PIP-26) on the broker's clock, in ns; 0: absent (deliver at once)
+    deliver_at_ns: int = 0
 
 
 @fast_frozen_init

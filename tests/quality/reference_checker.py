@@ -55,6 +55,10 @@ class Msg:
     since: int | None = None  # while free: the event that made it free
     armed: tuple[int, Inc, int] | None = None  # (ack index, acker, the receive that began the acker's hold)
     published: int | None = None  # its first ok publish known to the subscription (None: none seen)
+    # delayed delivery, until the first receive: (publish index, send t0, earliest allowed receive t); meanwhile
+    # the message is not owed in its key's order
+    delay: tuple[int, int, int] | None = None
+    t0: int | None = None  # the send time of the publish that made it known (None: known from a receive)
 
     def free(self) -> bool:
         return not self.acked and not self.holders
@@ -140,6 +144,23 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if inc is not None:
                 release_all(inc, i, op, True)
                 inc.disarms.append(i)
+        elif op == "fault" and e.extra.get("fault") == "expire_messages":
+            # the broker acknowledged every message sent more than expire_seconds before (t0; unknown t0 or a clock
+            # that did not move since the send: it may have); their holds end, and nothing is armed
+            seconds = e.extra.get("expire_seconds")
+            for m in msgs.get(e.subscription or default_sub, {}).values():
+                t0 = m.t0
+                aged = (
+                    t0 is None
+                    or not isinstance(seconds, int)
+                    or isinstance(seconds, bool)
+                    or seconds < 0
+                    or t0 >= e.t
+                    or t0 < e.t - seconds * 1_000_000_000
+                )
+                if not m.acked and aged:
+                    m.holders.clear()
+                    m.acked, m.since, m.delay = True, None, None
         elif op == "fault":
             named = e.extra.get("consumers")
             if named is None or e.extra.get("unattributed"):
@@ -182,12 +203,17 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     continue
                 if mkey in msgs.setdefault(sub, {}):
                     continue
-                m = Msg(key, (stream, key), (ledger, entry, batch), published=i)
+                m = Msg(key, (stream, key), (ledger, entry, batch), published=i, t0=send_t)
                 if mkey in acked_early.get(sub, set()):
                     acked_early[sub].discard(mkey)
                     m.acked = True
                 else:
                     m.since = i
+                    after = e.extra.get("deliver_after_ms") if header.extra.get("delayed_delivery") else None
+                    if isinstance(after, int) and not isinstance(after, bool) and after > 0:
+                        conf = header.extra.get("broker_conf")
+                        tick = conf.get("delayedDeliveryTickTimeMillis", 1000) if isinstance(conf, dict) else 1000
+                        m.delay = (i, send_t, send_t + (after - tick) * 1_000_000)
                 msgs[sub][mkey] = m
         elif op in ("receive", "ack", "nack"):
             assert e.topic is not None and e.msg_id is not None
@@ -215,6 +241,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                         m.since = i  # a late receive: known, and needs delivery again
                 if inc is None or inc in m.holders:
                     continue  # late, or absorbed: judged by nothing
+                if m.delay is not None:
+                    pub_i, sent, allowed = m.delay
+                    m.delay = None
+                    if sent < e.t < allowed:  # before its time, by a clock that moved since the send
+                        found[("delivered_early", sub, m.key, (pub_i, i))] += 1
                 if m.armed is not None:
                     ack_i, acker, hold_i = m.armed
                     m.armed = None
@@ -255,6 +286,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     and not x.acked
                     and inc not in x.holders
                     and x is not m
+                    and x.delay is None  # delayed: not owed in its key's order until received
                     and (x.holders or not non_persistent)  # non-persistent: nothing free is owed
                 ]
                 if owed and not any(x.pos < m.pos and exempt_at(x, i) for x in same_scope):

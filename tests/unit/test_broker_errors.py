@@ -104,7 +104,16 @@ CASES: list[tuple[str, Callable[[], Any], str]] = [
     ("receive(timeout_millis=-5)", lambda: _broker().subscribe("t", "s").receive(-5), "timeout >= 0"),
     ("topic_stats('missing')", lambda: _broker().topic_stats("missing"), "does not exist"),
     ("send(content='text')", lambda: _broker().create_producer("t").send("text"), "Expected bytes"),  # type: ignore[arg-type]
-    ("send(deliver_after=...)", lambda: _broker().create_producer("t").send(b"x", deliver_after=5), "not modelled"),
+    (
+        "send(deliver_after=5)",
+        lambda: _broker().create_producer("t").send(b"x", deliver_after=5),  # type: ignore[arg-type]
+        "Expected a timedelta",
+    ),
+    (
+        "send(replication_clusters=...)",
+        lambda: _broker().create_producer("t").send(b"x", replication_clusters=["r2"]),
+        "not modelled",
+    ),
     ("write_marker(marker_type='12')", lambda: _broker().write_marker("t", "12", {}, None), "marker_type"),  # type: ignore[arg-type]
     (
         "append_replicated(sequence_id='7'), deduplication off",
