@@ -11,8 +11,10 @@ nobody listed).  The rule, applied by :func:`attribute`:
    the difference (a program that passes on 3.1 but fails on 3.0, which has every fix 3.1 has, is unexplained);
 2. a classic program that fails on every classic release and passes on the PIP-379 dispatcher of 4.0 is
    explained by the PIP-379 gate (the classic dispatcher's bugs fixed only by PIP-379);
-3. the failure is *expected* when known bugs of :data:`conformance.known_bugs.KNOWN_BUGS` that affect the
-   failing release have their gates among those fixes, and it names those bugs; otherwise it is *unexplained*.
+3. the failure is *expected* when known bugs of :data:`conformance.known_bugs.KNOWN_BUGS` (or gated cases of
+   :data:`conformance.gated_cases.GATED_CASES`: behaviour changes with a case of their own, such as the ring's
+   removal by identity) that affect the failing release have their gates among those fixes, and it names them;
+   otherwise it is *unexplained*.
    The PIP-379 gate of rule 2 changes the whole dispatcher, so there the contracts the program broke must also
    be among those the classic bugs' cases break (``contract:`` tags of
    ``conformance/cases/scenarios/known_bugs/``): a classic program that delivers an acknowledged message again
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from conformance.known_bugs import KNOWN_BUGS, KnownBug
+from conformance.gated_cases import GATED_CASES
+from conformance.known_bugs import KNOWN_BUGS
 from conformance.scenarios import loads_scenario
 from reference_model import versions
 from reference_model.versions import PIP_379, RELEASES, Fix, PulsarVersion, newest_patch, parse_version
@@ -92,15 +95,32 @@ def bug_contracts() -> dict[str, frozenset[str]]:
     return out
 
 
-def _bugs_with(fixes: set[Fix], version: PulsarVersion, implementation: str) -> list[KnownBug]:
-    return [b for b in KNOWN_BUGS if b.gate in fixes and b.affects(version, implementation)]
+@dataclass(frozen=True, slots=True)
+class _Explanation:
+    """A known bug or a gated case that a release lacks: its case and the contracts its case breaks."""
+
+    case: str
+    contracts: frozenset[str]
 
 
-def _covers(bugs: list[KnownBug], broken: frozenset[str] | None) -> bool:
+def _bugs_with(fixes: set[Fix], version: PulsarVersion, implementation: str) -> list[_Explanation]:
+    known = [
+        _Explanation(b.case, bug_contracts().get(b.case, frozenset()))
+        for b in KNOWN_BUGS
+        if b.gate in fixes and b.affects(version, implementation)
+    ]
+    gated = [
+        _Explanation(g.case, frozenset(g.contracts))
+        for g in GATED_CASES
+        if g.gate in fixes and g.affects(version, implementation)
+    ]
+    return known + gated
+
+
+def _covers(bugs: list[_Explanation], broken: frozenset[str] | None) -> bool:
     if broken is None:
         return True
-    contracts = bug_contracts()
-    return broken <= frozenset().union(*(contracts.get(b.case, frozenset()) for b in bugs))
+    return broken <= frozenset().union(*(b.contracts for b in bugs))
 
 
 def attribute(

@@ -12,16 +12,14 @@ import pytest
 
 from conformance.generated.attribution import attribute, later_specs
 from pytest_keyshared.generated_sweep import release_line_targets, sweep
-from reference_model.versions import parse_version
+from reference_model.versions import CONSISTENT_HASHING_REMOVE_BY_IDENTITY, newest_patch, parse_version
 
 PROGRAMS_PER_LINE = 5
 
 #: (target, program seed) -> why nothing in the known-bug table explains it yet.  Exactly these are accepted.
-OPEN_FINDINGS: dict[tuple[str, int], str] = {
-    ("model:2.8", 2): "fails up to 2.8.4 and passes from 2.9.3, which brings the ring's removal by consumer"
-    " instead of by name (reference_model.versions.CONSISTENT_HASHING_REMOVE_BY_IDENTITY): a bug the model"
-    " reproduces that conformance/known_bugs.py does not list",
-}
+#: (The ring's removal by name before 2.9.3, once listed here, is explained by its gated case
+#: ``catalogue/same-name-consumers``: attribution reads conformance/gated_cases.py too.)
+OPEN_FINDINGS: dict[tuple[str, int], str] = {}
 
 
 @pytest.mark.parametrize("target", release_line_targets())
@@ -90,3 +88,23 @@ def test_a_classic_only_failure_breaking_another_contract_is_unexplained() -> No
     assert not attribution.expected and "none of the classic dispatcher's known bugs" in attribution.note
     reordered = attribute("model:4.0:classic", "4.0", "classic", lambda spec: spec == "model:4.0", broken={"ordering"})
     assert reordered.expected
+
+
+def test_a_gated_fix_explains_a_failure_as_a_known_bug_does() -> None:
+    """A program that fails on 2.8 and first passes on 2.9.3, the release that brought the ring's removal by
+    identity (#13991), is explained by that gate's own case, not reported as a finding; the same failure with no
+    gate in between stays unexplained."""
+    from conformance.generated.attribution import attribute
+
+    def passes_from_2_9_3(spec: str) -> bool:
+        release = spec.split(":")[1]
+        version = newest_patch(release) if release.count(".") == 1 else parse_version(release)
+        return version >= parse_version("2.9.3")
+
+    found = attribute("model:2.8", "2.8", "classic", passes_from_2_9_3)
+    assert found.expected, found.render()
+    assert found.bugs == ("catalogue/same-name-consumers",) and found.passes_on == "model:2.9.3", found.render()
+    assert found.fixes == (CONSISTENT_HASHING_REMOVE_BY_IDENTITY.name,)
+
+    never = attribute("model:2.8", "2.8", "classic", lambda spec: False)
+    assert not never.expected
