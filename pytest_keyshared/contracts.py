@@ -56,6 +56,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "redelivered_after_ack": "redelivery",
     "duplicate_publish": "deduplication",
     "lost_write": "deduplication",
+    "stored_below_highest": "deduplication",
     "misassigned": "assignment",
     "accepted_conflicting_open": "assignment",
     "skipped_after_failover": "replication",

@@ -18,12 +18,24 @@ The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["duplicates", "explain", "explain_lost_write", "lost_writes", "make_duplicate", "make_lost_write"]
+__all__ = [
+    "below_highest",
+    "duplicates",
+    "explain",
+    "explain_lost_write",
+    "explain_stored_below",
+    "lost_writes",
+    "make_duplicate",
+    "make_lost_write",
+    "make_stored_below",
+    "raise_highest",
+]
 
 
 def duplicates(ids: Mapping[tuple[str, int], Any]) -> list[Violation]:
@@ -122,5 +134,75 @@ def explain_lost_write(facts: Mapping[str, Any]) -> str:
             "No event of the trace shows it stored (no receipt with a message id, no receive of it), and no send"
             " of it has an unknown outcome.",
             "However, a duplicate receipt is only due for a stored (producer, sequence id): the write was lost.",
+        ],
+    )
+
+
+def raise_highest(stairs: list[list[Any]], t: int, seq: int, ref: Sequence[Any]) -> None:
+    """Record a receipt (logged at ``t``, witness ``ref``) showing a producer's ``seq`` stored as the first message
+    of its entry, in ``stairs`` = ``[times, (seq, ref) rows]``: kept only when above every id recorded so far, so
+    the rows rise with the times (one row per new highest id)."""
+    times, rows = stairs
+    if rows and seq <= rows[-1][0]:
+        return
+    times.append(t)
+    rows.append((seq, ref))
+
+
+def below_highest(stairs: list[list[Any]], seq: int, t0: int) -> tuple[int, Sequence[Any]] | None:
+    """``stored_below_highest``'s decision for a send of ``seq`` started at ``t0`` that was stored: the highest id of
+    its producer whose receipt was logged strictly before ``t0``, with that receipt, when it is above ``seq``.
+
+    Property (``MessageDeduplication.isDuplicate``, unchanged since PIP-6): with deduplication on, the broker
+    compares a send's sequence id with the highest id it accepted for the producer (``lastSequenceIdPushed``),
+    not with a set of stored ids, and answers one at or below it as a duplicate (``-1:-1``, not stored) or, while
+    that write is in flight, with an error.  A receipt is evidence of the pushed id only for the first message of
+    an entry (a batch is judged by the ids of its send, at least its first message's: ``highest_sequence_id``
+    is optional), so ``stairs`` holds only those."""
+    times, rows = stairs
+    at = bisect_left(times, t0) - 1
+    if at < 0:
+        return None
+    higher, ref = rows[at]
+    return (higher, ref) if higher > seq else None
+
+
+def make_stored_below(
+    producer: str, seq: int, key: str | None, higher: int, higher_ref: Sequence[Any], ref: Sequence[Any]
+) -> Violation:
+    """``stored_below_highest``: a send of (producer, seq) started after the broker had stored a higher id of that
+    producer on the topic (its receipt logged before), and the broker stored it (a receipt with a message id).
+
+    Rule: see :func:`below_highest`; judged at the receipt, only with deduplication on (the header) and when no
+    earlier event showed (producer, seq) stored (a resend stored again is ``duplicate_publish``'s).  Witness: the
+    higher id's receipt and this one.  Pulsar's own tests: ``ClientDeduplicationTest.testProducerDeduplication
+    NonBatchAsync`` and ``...WithDiscontinuousSequenceId`` (the gapped id is never received).
+    """
+    facts = {
+        "producer": producer,
+        "seq": seq,
+        "higher": higher,
+        "key": key,
+        "higher_msg": higher_ref[3],
+        "msg": ref[3],
+        "refs": [list(higher_ref), list(ref)],
+    }
+    return Violation(
+        Kind.STORED_BELOW_HIGHEST, key, (), (higher_ref[0], ref[0]), explain_stored_below(facts), None, facts
+    )
+
+
+def explain_stored_below(facts: Mapping[str, Any]) -> str:
+    higher, got = facts["refs"]
+    who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    return render_elle(
+        f"stored_below_highest: {who} was stored after its id {facts['higher']} was",
+        [higher, got],
+        [
+            f"E{higher[0]} shows producer {facts['producer']!r} sequence id {facts['higher']} stored as"
+            f" {facts['higher_msg']}, before the send of {facts['seq']} started.",
+            "With deduplication on, the broker compares an id with the highest one it accepted from the producer:"
+            " a lower one is a duplicate (-1:-1, not stored).",
+            f"However, E{got[0]} shows {who} stored as {facts['msg']}.",
         ],
     )

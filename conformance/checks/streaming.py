@@ -114,6 +114,10 @@ class StreamingChecker:
         self.top_seq: dict[str, int] = {}
         self.unexcused: dict[str, list[tuple[int, int]]] = {}
         self.dup_excused: set[tuple[str, int]] = set()
+        #: stored_below_highest (deduplication on, not a failover run): (stream, producer) -> [receipt times, (seq,
+        #: ref)]: its highest ids stored as the first message of an entry, as they rose (:func:`duplicates.raise_highest`)
+        self._judge_below = self.header.deduplication and not self._replicated
+        self.stored_top: dict[tuple[str, str], list[list[Any]]] = {}
         #: stream -> key -> scope: one shared string per scope, found without building the string again
         self._scopes: dict[str, dict[str, str]] = {}
         #: stream -> (ledger, entry) -> the sticky key of a batch entry (the key on the first event of any of its
@@ -384,6 +388,8 @@ class StreamingChecker:
             self._may_store(producer, seq, t0)
             ps = (producer, seq)
             cur = self.ids.get(ps)
+            if self._judge_below:
+                self._below_highest(i, t, t0, key, mkey, stream, producer, seq, batch, cur)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -739,6 +745,29 @@ class StreamingChecker:
         else:
             self.maybe_stored.add(ps)
             self._may_store(producer, seq, t0)
+
+    def judges_across_ids(self) -> bool:
+        """Whether this checker judged ``stored_below_highest`` over some stored receipt (a partitioned engine then
+        checks the trace again whole: the rule compares ids its identity pass splits apart)."""
+        return bool(self.stored_top)
+
+    def _below_highest(
+        self, i: int, t: int, t0: int | None, key: str, mkey: str, stream: str, producer: str, seq: int, batch: int,
+        cur: Any,
+    ) -> None:
+        """A receipt storing (producer, seq) as ``mkey``: ``stored_below_highest`` if its send started after a higher
+        id of the producer was stored on the stream and nothing stored it before; then, as the first message of its
+        entry, it may raise the producer's highest stored id."""
+        ref = (i, "publish", None, _msg(mkey))
+        stairs = self.stored_top.get((stream, producer))
+        if stairs is None:
+            stairs = self.stored_top[(stream, producer)] = [[], []]
+        if t0 is not None and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+            higher = duplicates.below_highest(stairs, seq, t0)
+            if higher is not None:
+                self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
+        if batch <= 0:
+            duplicates.raise_highest(stairs, t, seq, ref)
 
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each

@@ -362,9 +362,12 @@ class _Run(RunLoop):
     def _messages(self, step: Publish) -> Iterator[OutgoingMessage]:
         keys = step.message_keys(self.rng)
         producer = step.producer
+        chosen = iter(step.sequence_ids)
         for key in keys:
-            seq = self.next_seq.get(producer, 1)
-            self.next_seq[producer] = seq + 1
+            seq = next(chosen, None) if step.sequence_ids else None
+            if seq is None:
+                seq = self.next_seq.get(producer, 1)
+            self.next_seq[producer] = max(self.next_seq.get(producer, 1), seq + 1)
             uid = f"{producer}:{seq}"
             partition_key = ordering_key = None
             if step.key_field == "none":

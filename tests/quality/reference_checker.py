@@ -70,6 +70,10 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     dup_receipts: dict[tuple[str, int], tuple[int, str, int]] = {}  # (p, seq) -> its first: (i, key, t)
     sends: dict[str, list[tuple[int, int | None, int]]] = {}  # producer -> (i, t0, seq) of sends that may be stored
     maybe_stored: set[tuple[str, int]] = set()
+    # stored_below_highest: stored publish receipts, (i, t, t0, (p, seq), stream, batch, message key, key); the index
+    # of each uid's first publish
+    stored_receipts: list[tuple[int, int, Any, tuple[str, int], str, int, str, str]] = []
+    uid_first_i: dict[str, int] = {}
     end: tuple[int, bool] | None = None
     # (stream, ledger, entry) -> the key of the first event (a stored publish, a receive) of any message of a
     # batch entry: the broker dispatches the entry whole by one key, so each of its messages is judged under it
@@ -140,6 +144,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         elif op == "publish":
             if e.uid is not None and e.uid not in uid_first:
                 uid_first[e.uid] = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
+                uid_first_i[e.uid] = i
             ps = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
             assert e.topic is not None
             mkey, stream, msg = canonical_message(e.topic, e.msg_id) if e.msg_id is not None else (None, "", "")
@@ -156,6 +161,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 continue
             if ps is not None:
                 stored.setdefault(ps, {}).setdefault(mkey, (i, key))
+                stored_receipts.append((i, e.t, e.extra.get("t0"), ps, stream, batch, mkey, key))
             if mkey in published:
                 continue
             published.add(mkey)
@@ -277,6 +283,33 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         evidence = sorted(ids.values())
         for i, key in evidence[1:]:
             found[("duplicate_publish", None, key, (evidence[0][0], i))] += 1
+    clusters = header.extra.get("clusters")
+    if header.deduplication and not (isinstance(clusters, list) and len(clusters) >= 2):
+        # stored_below_highest: a stored receipt of (p, s) whose send started (t0) after the receipt of a higher id
+        # of p on the same stream, stored as the first message of its entry, was logged; unless an event before it
+        # showed (p, s) stored under another message id.  Witness: the highest such id (its first receipt).
+        # when the engine learns that an event evidences (p, s) stored: a publish at its index; a receive once its uid
+        # is published (a receive before the uid's first publish is learnt at that publish, before it is judged)
+        evidence: list[tuple[float, tuple[str, int], str]] = [(r[0], r[3], r[6]) for r in stored_receipts]
+        for uid, mkey, recv_i, _key in receives_with_uid:
+            ps_u = uid_first.get(uid)
+            if ps_u is not None:
+                evidence.append((max(recv_i, uid_first_i[uid]) - 0.5, ps_u, mkey))
+        for i, _t, t0, ps, stream, _batch, mkey, key in stored_receipts:
+            if t0 is None:
+                continue
+            if any(e_ps == ps and e_mkey != mkey and e_i < i for e_i, e_ps, e_mkey in evidence):
+                continue
+            higher = [
+                (h_seq_t[1], h_i)
+                for h_i, h_t, _h0, h_seq_t, h_stream, h_batch, _m, _k in stored_receipts
+                if h_i < i and h_stream == stream and h_seq_t[0] == ps[0] and h_batch <= 0 and h_t < t0
+            ]
+            if higher:
+                top = max(seq for seq, _ in higher)
+                if top > ps[1]:
+                    first_i = min(h_i for seq, h_i in higher if seq == top)
+                    found[("stored_below_highest", None, key, (first_i, i))] += 1
     for ps, (i, key, t) in dup_receipts.items():
         # Pulsar answers -1:-1 at or below the highest id stored: a send of a higher id that may be stored and
         # may have been sent before the receipt was logged (logged before it, or t0 unknown or not later) excuses

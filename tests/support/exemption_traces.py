@@ -194,3 +194,14 @@ def lost_write_above_the_highest(*, then_higher: bool = False) -> TraceBuilder:
         b.publish("k", "1:3", seq=7)
         count = 4
     return _drain(b, count)
+
+
+def gapped_id_stored(*, step: int = 1000) -> TraceBuilder:
+    """0, 1, 5 stored, then 3 sent after 5's receipt was logged and stored as well: what a broker that keeps a set of
+    stored ids (not the highest pushed one) does; ``stored_below_highest``.  ``step``: ns between events (0: equal
+    timestamps, where the send of 3 cannot be shown to follow 5's receipt)."""
+    b = pulsar_40()
+    b.step = step
+    _stored(b, (0, 1, 5))
+    b.publish("k", "1:3", seq=3, t0=b.t - step // 2 if step else b.t)
+    return _drain(b, 4)
