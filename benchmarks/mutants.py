@@ -972,6 +972,69 @@ def _dedup_in_flight_written_again() -> None:
     _wrap(MessageDeduplication, "is_duplicate", make)
 
 
+@mutant(
+    "dedup-gap-stored",
+    "dedup",
+    "a send below the highest pushed id that was never sent before (a gapped id) is stored, as if deduplication"
+    " kept a set of stored ids instead of comparing with the highest one",
+)
+def _dedup_gap_stored() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            seen = self.__dict__.setdefault("_mutant_seen", set())
+            decision = orig(self, name, sequence_id, highest_sequence_id, **kw)
+            if decision is DedupDecision.DUP and (name, sequence_id) not in seen:
+                decision = DedupDecision.NOT_DUP
+            seen.add((name, sequence_id))
+            return decision
+
+        return is_duplicate
+
+    _wrap(MessageDeduplication, "is_duplicate", make)
+
+
+@mutant(
+    "dedup-gap-drops-higher",
+    "dedup",
+    "an id more than one above the highest pushed one (after a gap) is answered as a duplicate (-1:-1) and lost",
+)
+def _dedup_gap_drops_higher() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            pushed = self._pushed.get(name)
+            if self.enabled and not kw.get("marker") and pushed is not None and sequence_id > pushed + 1:
+                return DedupDecision.DUP
+            return orig(self, name, sequence_id, highest_sequence_id, **kw)
+
+        return is_duplicate
+
+    _wrap(MessageDeduplication, "is_duplicate", make)
+
+
+@mutant(
+    "dedup-recovery-skips-replay",
+    "dedup",
+    "after a broker restart deduplication is recovered from the last snapshot alone: the entries written after it"
+    " are not replayed, so their ids are stored again and a reconnecting producer is answered the snapshot's id",
+)
+def _dedup_recovery_skips_replay() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def recover(self: Any, snapshot: Any, entries: Any) -> None:
+            orig(self, snapshot, [])
+
+        return recover
+
+    _wrap(MessageDeduplication, "recover", make)
+
+
 # --- replicated subscriptions ----------------------------------------------------------------------------
 
 
