@@ -114,8 +114,8 @@ class StreamingChecker:
         self.top_seq: dict[str, int] = {}
         self.unexcused: dict[str, list[tuple[int, int]]] = {}
         self.dup_excused: set[tuple[str, int]] = set()
-        #: stored_below_highest (deduplication on, not a failover run): (stream, producer) -> [receipt times, (seq,
-        #: ref)]: its highest ids stored as the first message of an entry, as they rose (:func:`duplicates.raise_highest`)
+        #: stored_below_highest (deduplication on, not a failover run): (stream, producer) -> [receipt times,
+        #: (seq, ref)]: its highest ids stored as an entry's first message, as they rose (duplicates.raise_highest)
         self._judge_below = self.header.deduplication and not self._replicated
         self.stored_top: dict[tuple[str, str], list[list[Any]]] = {}
         #: stream -> key -> scope: one shared string per scope, found without building the string again
@@ -752,7 +752,16 @@ class StreamingChecker:
         return bool(self.stored_top)
 
     def _below_highest(
-        self, i: int, t: int, t0: int | None, key: str, mkey: str, stream: str, producer: str, seq: int, batch: int,
+        self,
+        i: int,
+        t: int,
+        t0: int | None,
+        key: str,
+        mkey: str,
+        stream: str,
+        producer: str,
+        seq: int,
+        batch: int,
         cur: Any,
     ) -> None:
         """A receipt storing (producer, seq) as ``mkey``: ``stored_below_highest`` if its send started after a higher
