@@ -860,8 +860,8 @@ def _dedup_restart() -> None:
     from reference_model.dedup.deduplication import MessageDeduplication
 
     def make(orig: Any) -> Any:
-        def recover(self: Any, snapshot: Any, entries: Any) -> None:
-            orig(self, None, [])
+        def recover(self: Any, snapshot: Any, entries: Any, **kw: Any) -> None:
+            orig(self, None, [], **kw)
 
         return recover
 
@@ -1027,8 +1027,8 @@ def _dedup_recovery_skips_replay() -> None:
     from reference_model.dedup.deduplication import MessageDeduplication
 
     def make(orig: Any) -> Any:
-        def recover(self: Any, snapshot: Any, entries: Any) -> None:
-            orig(self, snapshot, [])
+        def recover(self: Any, snapshot: Any, entries: Any, **kw: Any) -> None:
+            orig(self, snapshot, [], **kw)
 
         return recover
 

@@ -18,7 +18,6 @@ The Spark engine runs this same code (:mod:`conformance.checks.partition`).
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
@@ -26,6 +25,8 @@ from conformance.violations import Kind, Violation, render_elle
 
 __all__ = [
     "below_highest",
+    "explain_behind",
+    "make_behind",
     "duplicates",
     "explain",
     "explain_lost_write",
@@ -138,44 +139,44 @@ def explain_lost_write(facts: Mapping[str, Any]) -> str:
     )
 
 
-def raise_highest(stairs: list[list[Any]], t: int, seq: int, ref: Sequence[Any]) -> None:
-    """Record a receipt (logged at ``t``, witness ``ref``) showing a producer's ``seq`` stored as the first message
-    of its entry, in ``stairs`` = ``[times, (seq, ref) rows]``: kept only when above every id recorded so far, so
-    the rows rise with the times (one row per new highest id)."""
-    times, rows = stairs
-    if rows and seq <= rows[-1][0]:
-        return
-    times.append(t)
-    rows.append((seq, ref))
+#: A producer's highest id stored as an entry's first message so far: (seq, its first receipt, its position).
+Top = tuple[int, Sequence[Any], tuple[int, int]]
 
 
-def below_highest(stairs: list[list[Any]], seq: int, t0: int) -> tuple[int, Sequence[Any]] | None:
-    """``stored_below_highest``'s decision for a send of ``seq`` started at ``t0`` that was stored: the highest id of
-    its producer whose receipt was logged strictly before ``t0``, with that receipt, when it is above ``seq``.
+def raise_highest(top: Top | None, seq: int, ref: Sequence[Any], position: tuple[int, int]) -> Top:
+    """``top`` after a receipt (witness ``ref``) showing ``seq`` stored at ``position`` as its entry's first
+    message: the first receipt of the highest id."""
+    return top if top is not None and seq <= top[0] else (seq, ref, position)
+
+
+def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = None) -> Top | None:
+    """``stored_below_highest``'s decision for an unbatched send of ``seq`` stored at ``position`` (and
+    ``last_sequence_id_behind``'s for an answered ``seq``, without a position): the producer's highest id stored so
+    far as an entry's first message (``top``, from the receipts logged before), when it is above ``seq`` and (for a
+    stored send) was written earlier in the topic.
 
     Property (``MessageDeduplication.isDuplicate``, unchanged since PIP-6): with deduplication on, the broker
-    compares a send's sequence id with the highest id it accepted for the producer (``lastSequenceIdPushed``),
-    not with a set of stored ids, and answers one at or below it as a duplicate (``-1:-1``, not stored) or, while
-    that write is in flight, with an error.  A receipt is evidence of the pushed id only for the first message of
-    an entry (a batch is judged by the ids of its send, at least its first message's: ``highest_sequence_id``
-    is optional), so ``stairs`` holds only those."""
-    times, rows = stairs
-    at = bisect_left(times, t0) - 1
-    if at < 0:
+    compares a send's sequence id with the highest id it accepted from the producer (``lastSequenceIdPushed``,
+    raised before the write), not with a set of stored ids, and answers one at or below it as a duplicate
+    (``-1:-1``, not stored) or, while that write is in flight, with an error.  The broker writes a topic's entries
+    in the order it takes their sends, so an entry at a later position was judged after the higher id was pushed.
+    Evidence of the pushed id is only an entry's first message (a batch is judged by the ids of its send, at least
+    its first message's: ``highest_sequence_id`` is optional), and only an unbatched send is judged by its own id
+    (the C++ client sends a batch under its first id, Java's key-based batches under their highest)."""
+    if top is None or top[0] <= seq or (position is not None and top[2] >= position):
         return None
-    higher, ref = rows[at]
-    return (higher, ref) if higher > seq else None
+    return top
 
 
 def make_stored_below(
     producer: str, seq: int, key: str | None, higher: int, higher_ref: Sequence[Any], ref: Sequence[Any]
 ) -> Violation:
-    """``stored_below_highest``: a send of (producer, seq) started after the broker had stored a higher id of that
-    producer on the topic (its receipt logged before), and the broker stored it (a receipt with a message id).
+    """``stored_below_highest``: an unbatched send of (producer, seq) was stored (a receipt with a message id) after
+    a receipt showing a higher id of that producer stored on the topic partition as an entry's first message.
 
-    Rule: see :func:`below_highest`; judged at the receipt, only with deduplication on (the header) and when no
-    earlier event showed (producer, seq) stored (a resend stored again is ``duplicate_publish``'s).  Witness: the
-    higher id's receipt and this one.  Pulsar's own tests: ``ClientDeduplicationTest.testProducerDeduplication
+    Rule: see :func:`below_highest`; judged at the receipt, only with deduplication on (the header), outside
+    failover runs, and when no earlier event showed (producer, seq) stored under another message id (a resend
+    stored again is ``duplicate_publish``'s).  Witness: the higher id's first receipt and this one.  Pulsar's own tests: ``ClientDeduplicationTest.testProducerDeduplication
     NonBatchAsync`` and ``...WithDiscontinuousSequenceId`` (the gapped id is never received).
     """
     facts = {
@@ -200,9 +201,53 @@ def explain_stored_below(facts: Mapping[str, Any]) -> str:
         [higher, got],
         [
             f"E{higher[0]} shows producer {facts['producer']!r} sequence id {facts['higher']} stored as"
-            f" {facts['higher_msg']}, before the send of {facts['seq']} started.",
+            f" {facts['higher_msg']}: the broker had taken it before the send of {facts['seq']} (one producer's"
+            " receipts come back in the order of its sends).",
             "With deduplication on, the broker compares an id with the highest one it accepted from the producer:"
             " a lower one is a duplicate (-1:-1, not stored).",
             f"However, E{got[0]} shows {who} stored as {facts['msg']}.",
+        ],
+    )
+
+
+def make_behind(producer: str, answer: int, higher: int, higher_ref: Sequence[Any], ref: Sequence[Any]) -> Violation:
+    """``last_sequence_id_behind``: producer ``producer`` was created (``ref``, a ``producer_open``) after its id
+    ``higher`` was stored on the topic partition as an entry's first message (``higher_ref``, logged before), and
+    the broker answered a last sequence id ``answer`` below it (the earlier producer of that name had closed, so
+    the broker had taken that send before it answered).
+
+    Rule: :func:`below_highest` with the answer for the id (the same evidence: receipts of an entry's first
+    message); only with deduplication on and outside failover runs.  Pulsar answers the producer's highest pushed
+    id (``MessageDeduplication.getLastPublishedSequenceId``), which is at least every id stored, after a reconnect
+    and after a restart alike (recovery replays the log after the snapshot:
+    ``ClientDeduplicationTest.testProducerSequenceAfterReconnect`` / ``...AfterRestart``).  Witness: the higher
+    id's receipt and the ``producer_open``.
+    """
+    facts = {
+        "producer": producer,
+        "answer": answer,
+        "higher": higher,
+        "higher_msg": higher_ref[3],
+        "refs": [list(higher_ref), list(ref)],
+    }
+    return Violation(
+        Kind.LAST_SEQUENCE_ID_BEHIND, None, (), (higher_ref[0], ref[0]), explain_behind(facts), None, facts
+    )
+
+
+def explain_behind(facts: Mapping[str, Any]) -> str:
+    higher, opened = facts["refs"]
+    who = f"producer {facts['producer']!r}"
+    return render_elle(
+        f"last_sequence_id_behind: {who} was answered last sequence id {facts['answer']} after {facts['higher']}"
+        " was stored",
+        [higher, opened],
+        [
+            f"E{higher[0]} shows {who} sequence id {facts['higher']} stored as {facts['higher_msg']}, before the"
+            f" producer was created again at E{opened[0]}.",
+            "With deduplication on, the broker answers a connecting producer its highest accepted id; a client"
+            " numbers its next messages from it.",
+            f"However, E{opened[0]} shows the answer {facts['answer']}: ids {facts['answer'] + 1}..{facts['higher']}"
+            " would be sent again and dropped as duplicates.",
         ],
     )

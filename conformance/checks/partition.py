@@ -43,7 +43,13 @@ __all__ = ["IDENTITY_KINDS", "PartChecker", "PartResult", "check_part", "merge_p
 
 #: The kinds the identity pass decides (the scope pass never sees the fields they read).
 IDENTITY_KINDS: frozenset[Kind] = frozenset(
-    {Kind.DUPLICATE_PUBLISH, Kind.UNEXPECTED_MESSAGE, Kind.LOST_WRITE, Kind.STORED_BELOW_HIGHEST}
+    {
+        Kind.DUPLICATE_PUBLISH,
+        Kind.UNEXPECTED_MESSAGE,
+        Kind.LOST_WRITE,
+        Kind.STORED_BELOW_HIGHEST,
+        Kind.LAST_SEQUENCE_ID_BEHIND,
+    }
 )
 
 

@@ -114,10 +114,10 @@ class StreamingChecker:
         self.top_seq: dict[str, int] = {}
         self.unexcused: dict[str, list[tuple[int, int]]] = {}
         self.dup_excused: set[tuple[str, int]] = set()
-        #: stored_below_highest (deduplication on, not a failover run): (stream, producer) -> [receipt times,
-        #: (seq, ref)]: its highest ids stored as an entry's first message, as they rose (duplicates.raise_highest)
+        #: stored_below_highest, last_sequence_id_behind (deduplication on, not a failover run): (stream, producer)
+        #: -> its highest id stored as an entry's first message so far, with its first receipt
         self._judge_below = self.header.deduplication and not self._replicated
-        self.stored_top: dict[tuple[str, str], list[list[Any]]] = {}
+        self.stored_top: dict[tuple[str, str], duplicates.Top] = {}
         #: stream -> key -> scope: one shared string per scope, found without building the string again
         self._scopes: dict[str, dict[str, str]] = {}
         #: stream -> (ledger, entry) -> the sticky key of a batch entry (the key on the first event of any of its
@@ -389,7 +389,7 @@ class StreamingChecker:
             ps = (producer, seq)
             cur = self.ids.get(ps)
             if self._judge_below:
-                self._below_highest(i, t, t0, key, mkey, stream, producer, seq, batch, cur)
+                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -478,6 +478,23 @@ class StreamingChecker:
             self._end(row)
         elif op == "failover":
             self._failover(row)
+        elif op == "producer_open":
+            self._producer_open(row)
+
+    def _producer_open(self, row: tuple[Any, ...]) -> None:
+        """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
+        id of it was stored on the topic partition before (a receipt logged before this event)."""
+        i, producer, answer, result = row[0], row[8], row[9], row[10]
+        if not self._judge_below or producer is None or answer is None or result != "ok":
+            return
+        topic = self._extras(row[15]).get("topic")
+        if topic is None:
+            return
+        base, named = normalize_topic(str(topic))
+        higher = duplicates.below_highest(self.stored_top.get((f"{base}|{named}", producer)), answer)
+        if higher is not None:
+            ref = (i, "producer_open", None, None)
+            self._emit(duplicates.make_behind(producer, answer, higher[0], higher[1], ref))
 
     def _end(self, row: tuple[Any, ...]) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
@@ -754,29 +771,26 @@ class StreamingChecker:
     def _below_highest(
         self,
         i: int,
-        t: int,
-        t0: int | None,
         key: str,
         mkey: str,
         stream: str,
         producer: str,
         seq: int,
+        position: tuple[int, int],
         batch: int,
         cur: Any,
     ) -> None:
-        """A receipt storing (producer, seq) as ``mkey``: ``stored_below_highest`` if its send started after a higher
-        id of the producer was stored on the stream and nothing stored it before; then, as the first message of its
-        entry, it may raise the producer's highest stored id."""
+        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, ``stored_below_highest`` when
+        a higher id of the producer was stored earlier in the stream (a receipt logged before) and nothing stored
+        (producer, seq) under another id; as an entry's first message, it may raise the producer's highest id."""
         ref = (i, "publish", None, _msg(mkey))
-        stairs = self.stored_top.get((stream, producer))
-        if stairs is None:
-            stairs = self.stored_top[(stream, producer)] = [[], []]
-        if t0 is not None and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
-            higher = duplicates.below_highest(stairs, seq, t0)
+        top = self.stored_top.get((stream, producer))
+        if batch < 0 and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+            higher = duplicates.below_highest(top, seq, position)
             if higher is not None:
                 self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
         if batch <= 0:
-            duplicates.raise_highest(stairs, t, seq, ref)
+            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, seq, ref, position)
 
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each

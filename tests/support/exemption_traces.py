@@ -205,3 +205,13 @@ def gapped_id_stored(*, step: int = 1000) -> TraceBuilder:
     _stored(b, (0, 1, 5))
     b.publish("k", "1:3", seq=3, t0=b.t - step // 2 if step else b.t)
     return _drain(b, 4)
+
+
+def producer_answered(answer: int, *, step: int = 1000) -> TraceBuilder:
+    """0, 1, 5 stored by producer ``p``, which is then created again and told ``answer`` as its last sequence id
+    (``producer_open``): Pulsar answers 5; below it is ``last_sequence_id_behind``.  ``step``: ns between events."""
+    b = pulsar_40()
+    b.step = step
+    _stored(b, (0, 1, 5))
+    b.add("producer_open", topic=b.topic, producer="p", seq=answer, result="ok", t0=b.t - step // 2 if step else b.t)
+    return _drain(b, 3)
