@@ -25,13 +25,13 @@ from conformance.violations import Kind, Violation, render_elle
 
 __all__ = [
     "below_highest",
-    "explain_behind",
-    "make_behind",
     "duplicates",
     "explain",
+    "explain_behind",
     "explain_lost_write",
     "explain_stored_below",
     "lost_writes",
+    "make_behind",
     "make_duplicate",
     "make_lost_write",
     "make_stored_below",
@@ -176,7 +176,8 @@ def make_stored_below(
 
     Rule: see :func:`below_highest`; judged at the receipt, only with deduplication on (the header), outside
     failover runs, and when no earlier event showed (producer, seq) stored under another message id (a resend
-    stored again is ``duplicate_publish``'s).  Witness: the higher id's first receipt and this one.  Pulsar's own tests: ``ClientDeduplicationTest.testProducerDeduplication
+    stored again is ``duplicate_publish``'s).  Witness: the higher id's first receipt and this one.  Pulsar's own
+    tests: ``ClientDeduplicationTest.testProducerDeduplication
     NonBatchAsync`` and ``...WithDiscontinuousSequenceId`` (the gapped id is never received).
     """
     facts = {
