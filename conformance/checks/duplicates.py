@@ -177,8 +177,8 @@ def make_stored_below(
     Rule: see :func:`below_highest`; judged at the receipt, only with deduplication on (the header), outside
     failover runs, and when no earlier event showed (producer, seq) stored under another message id (a resend
     stored again is ``duplicate_publish``'s).  Witness: the higher id's first receipt and this one.  Pulsar's own
-    tests: ``ClientDeduplicationTest.testProducerDeduplication
-    NonBatchAsync`` and ``...WithDiscontinuousSequenceId`` (the gapped id is never received).
+    tests: ``ClientDeduplicationTest.testProducerDeduplicationNonBatchAsync`` and
+    ``...WithDiscontinuousSequenceId`` (the gapped id is never received).
     """
     facts = {
         "producer": producer,

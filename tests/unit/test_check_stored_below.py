@@ -77,7 +77,8 @@ def test_a_producer_told_less_than_its_highest_stored_id_is_last_sequence_id_beh
     b = producer_answered(answer)
     expected = [(Kind.LAST_SEQUENCE_ID_BEHIND, (3, 4))] if behind else []
     assert _found(b) == expected
-    assert reference_check(b.header, b.events) == ({("last_sequence_id_behind", None, None, (3, 4)): 1} if behind else {})
+    identity = ("last_sequence_id_behind", None, None, (3, 4))
+    assert reference_check(b.header, b.events) == ({identity: 1} if behind else {})
     if behind:
         text = check_trace(b.events, header=b.header).violations[0].explanation
         assert f"producer 'p' was answered last sequence id {answer} after 5 was stored" in text
