@@ -1035,6 +1035,35 @@ def _dedup_recovery_skips_replay() -> None:
     _wrap(MessageDeduplication, "recover", make)
 
 
+@mutant(
+    "storage-failed-write-stored",
+    "dedup",
+    "a write the storage failed is stored after all while its producer is told PersistenceError: a message whose"
+    " send failed is delivered",
+)
+def _storage_failed_write_stored() -> None:
+    from reference_model.broker.topic import ServerTopic
+
+    def make(orig: Any) -> Any:
+        def storage_down(self: Any, fail_after_ms: int) -> None:
+            orig(self, fail_after_ms)
+            outage = self.outage
+            if outage is None or "fail_all" in vars(outage):
+                return
+            real = outage.fail_all
+
+            def fail_all() -> None:
+                for write in list(outage.in_flight):
+                    self._persist(write.metadata, write.messages, write.dedup_name, write.source)
+                real()
+
+            outage.fail_all = fail_all
+
+        return storage_down
+
+    _wrap(ServerTopic, "storage_down", make)
+
+
 # --- replicated subscriptions ----------------------------------------------------------------------------
 
 

@@ -102,6 +102,10 @@ class StreamingChecker:
         # identity checks: uid -> (producer, seq) of its first publish; (producer, seq) -> stored ids
         self.uid_pub: dict[str, tuple[str, int] | None] = {}
         self.pending_unexpected: dict[str, tuple[tuple[Any, ...], str]] = {}
+        #: uid -> its first publish, while every publish of it so far failed (``fail``: certainly not stored); uid
+        #: -> (ref, key) of its first receive, for those (``unexpected_message`` if they stay failed)
+        self.failed_uids: dict[str, int] = {}
+        self.failed_received: dict[str, tuple[tuple[Any, ...], str]] = {}
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
@@ -378,8 +382,15 @@ class StreamingChecker:
         if uid is not None and uid not in self.uid_pub:
             first_of_uid = True
             self.uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
+            if result == "fail":
+                self.failed_uids[uid] = i
+                early = self.pending_unexpected.get(uid)
+                if early is not None:
+                    self.failed_received[uid] = early
             if uid in self.pending_unexpected:
                 self._resolve_uid(uid, self.uid_pub[uid])
+        elif uid is not None and result != "fail" and self.failed_uids:
+            self.failed_uids.pop(uid, None)
         if result != "ok" or mkey is None or ledger < 0 or entry < 0:
             if producer is not None and seq is not None:
                 self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
@@ -813,6 +824,8 @@ class StreamingChecker:
 
     def _identity(self, uid: str, mkey: str, ref: tuple[Any, ...], key: str) -> None:
         """A receive of ``mkey`` carrying ``uid``: evidence of a stored id, or (for now) an unexpected uid."""
+        if self.failed_uids and uid in self.failed_uids and uid not in self.failed_received:
+            self.failed_received[uid] = (ref, key)
         ps = self.uid_pub.get(uid, _MISSING)
         if ps is _MISSING:
             if uid not in self.pending_unexpected:
@@ -951,6 +964,9 @@ class StreamingChecker:
             self.notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
         for uid, (ref, key) in self.pending_unexpected.items():
             found.append(make_unexpected(uid, key, ref))
+        for uid, (ref, key) in self.failed_received.items():
+            if uid in self.failed_uids:
+                found.append(make_unexpected(uid, key, ref, failed_at=self.failed_uids[uid]))
         found.extend(duplicates.duplicates(self.ids))
         found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:

@@ -74,6 +74,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     # of each uid's first publish
     stored_receipts: list[tuple[int, int, Any, tuple[str, int], str, int, str, str]] = []
     uid_first_i: dict[str, int] = {}
+    uid_results: dict[str, list[str]] = {}  # uid -> the result of each of its publishes
     producer_opens: list[tuple[int, Any, str, int, str]] = []  # (i, t0, producer, answered id, stream)
     end: tuple[int, bool] | None = None
     # (stream, ledger, entry) -> the key of the first event (a stored publish, a receive) of any message of a
@@ -150,6 +151,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if e.uid is not None and e.uid not in uid_first:
                 uid_first[e.uid] = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
                 uid_first_i[e.uid] = i
+            if e.uid is not None:
+                uid_results.setdefault(e.uid, []).append(e.result.value if e.result is not None else "ok")
             ps = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
             assert e.topic is not None
             mkey, stream, msg = canonical_message(e.topic, e.msg_id) if e.msg_id is not None else (None, "", "")
@@ -272,6 +275,13 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if m.free():
                     assert m.since is not None
                     found[("undelivered", sub, m.key, (m.since,))] += 1
+    # a uid received while every publish of it failed: unexpected_message at its first receive
+    first_any: dict[str, tuple[int, str]] = {}
+    for uid, _mkey, i, key in receives_with_uid:
+        first_any.setdefault(uid, (i, key))
+    for uid, (i, key) in first_any.items():
+        if uid in uid_results and all(r == "fail" for r in uid_results[uid]):
+            found[("unexpected_message", None, key, (i,))] += 1
     first_receive: dict[str, tuple[int, str]] = {}
     for uid, mkey, i, key in receives_with_uid:
         if uid not in uid_first:
