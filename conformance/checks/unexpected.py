@@ -25,7 +25,9 @@ from conformance.violations import Kind, Violation, render_elle
 __all__ = ["explain", "make_unexpected"]
 
 
-def make_unexpected(uid: str, key: str | None, receive_ref: Sequence[Any], *, failed_at: int | None = None) -> Violation:
+def make_unexpected(
+    uid: str, key: str | None, receive_ref: Sequence[Any], *, failed_at: int | None = None
+) -> Violation:
     """``failed_at``: the first publish of ``uid`` when every publish of it failed (else no publish carries it)."""
     facts = {"uid": uid, "key": key, "msg": receive_ref[3], "refs": [list(receive_ref)], "failed_at": failed_at}
     consumers = () if receive_ref[2] is None else (receive_ref[2],)
