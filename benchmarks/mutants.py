@@ -1064,6 +1064,38 @@ def _storage_failed_write_stored() -> None:
     _wrap(ServerTopic, "storage_down", make)
 
 
+@mutant(
+    "batch-judged-by-its-highest-id",
+    "dedup",
+    "a batch is judged by the highest id inside it, in the order the C++ client sends key-based batches (by first"
+    " id): batch B (2, 3) sent after A (1, 4, 5) is answered -1:-1 and lost",
+)
+def _batch_judged_by_its_highest_id() -> None:
+    import dataclasses
+
+    from reference_model.broker.producer import ModelProducer
+
+    def make(orig: Any) -> Any:
+        def _publish(self: Any, items: Any, *, batched: bool) -> None:
+            broker = self._broker
+            real = broker._publish
+            if batched and len(items) > 1:
+                highest = max(item.message.sequence_id for item in items)
+
+                def publish(topic: Any, metadata: Any, messages: Any) -> Any:
+                    return real(topic, dataclasses.replace(metadata, highest_sequence_id=highest), messages)
+
+                broker._publish = publish
+            try:
+                orig(self, items, batched=batched)
+            finally:
+                broker.__dict__.pop("_publish", None)
+
+        return _publish
+
+    _wrap(ModelProducer, "_publish", make)
+
+
 # --- replicated subscriptions ----------------------------------------------------------------------------
 
 
