@@ -61,7 +61,10 @@ def test_model_programs(
     capabilities = keyshared_target.capabilities
     # the ack timeout only here, on the model's simulated clock, where waiting past it costs nothing
     options = GeneratorOptions(
-        crash=capabilities.has("crash_consumer"), restart=capabilities.has("broker_restart"), ack_timeout=True
+        crash=capabilities.has("crash_consumer"),
+        restart=capabilities.has("broker_restart"),
+        ack_timeout=True,
+        gaps=True,
     )
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"
