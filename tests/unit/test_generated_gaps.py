@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from conformance.generated.program import (
-    MANY_CONSUMERS,
     SHAPE_DIMENSIONS,
     GeneratorOptions,
     Move,
