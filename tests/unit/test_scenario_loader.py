@@ -243,6 +243,23 @@ BAD_INPUTS = [
     pytest.param({"name": "x", "settings": {"drain": "yes"}, "steps": [OPEN]}, "expected true or false", id="bad-bool"),
     pytest.param({"name": "x", "settings": {"quite_ms": 5}, "steps": [OPEN]}, "Did you mean 'quiet_ms'?", id="typo"),
     pytest.param(_steps({"do": "wait_received", "count": 3, "consumer": "zz"}), "never opened", id="wait-unknown"),
+    pytest.param(
+        _steps({"do": "publish", "count": 2, "sequence_ids": [3, 3]}), "sequence_ids contains duplicates", id="ids-dup"
+    ),
+    pytest.param(
+        _steps({"do": "publish", "count": 3, "sequence_ids": [3, 4]}), "names 2 ids but count is 3", id="ids-count"
+    ),
+    pytest.param(_steps({"do": "publish", "count": 1, "sequence_ids": [0]}), "sequence_ids", id="ids-zero"),
+    pytest.param(
+        _steps({"do": "publish", "count": 1, "sequence_ids": [2], "sequence": "auto"}),
+        'sequence_ids needs sequence = "explicit"',
+        id="ids-auto",
+    ),
+    pytest.param(
+        _steps({"do": "publish", "count": 3}, {"do": "publish", "count": 1, "sequence_ids": [2]}),
+        "already sent sequence id 2",
+        id="ids-sent",
+    ),
 ]
 
 
