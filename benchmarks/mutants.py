@@ -1075,8 +1075,8 @@ def _dedup_restart() -> None:
     from reference_model.dedup.deduplication import MessageDeduplication
 
     def make(orig: Any) -> Any:
-        def recover(self: Any, snapshot: Any, entries: Any) -> None:
-            orig(self, None, [])
+        def recover(self: Any, snapshot: Any, entries: Any, **kw: Any) -> None:
+            orig(self, None, [], **kw)
 
         return recover
 
@@ -1185,6 +1185,130 @@ def _dedup_in_flight_written_again() -> None:
         return is_duplicate
 
     _wrap(MessageDeduplication, "is_duplicate", make)
+
+
+@mutant(
+    "dedup-gap-stored",
+    "dedup",
+    "a send below the highest pushed id that was never sent before (a gapped id) is stored, as if deduplication"
+    " kept a set of stored ids instead of comparing with the highest one",
+)
+def _dedup_gap_stored() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            seen = self.__dict__.setdefault("_mutant_seen", set())
+            decision = orig(self, name, sequence_id, highest_sequence_id, **kw)
+            if decision is DedupDecision.DUP and (name, sequence_id) not in seen:
+                decision = DedupDecision.NOT_DUP
+            seen.add((name, sequence_id))
+            return decision
+
+        return is_duplicate
+
+    _wrap(MessageDeduplication, "is_duplicate", make)
+
+
+@mutant(
+    "dedup-gap-drops-higher",
+    "dedup",
+    "an id more than one above the highest pushed one (after a gap) is answered as a duplicate (-1:-1) and lost",
+)
+def _dedup_gap_drops_higher() -> None:
+    from reference_model.dedup.decision import DedupDecision
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            pushed = self._pushed.get(name)
+            if self.enabled and not kw.get("marker") and pushed is not None and sequence_id > pushed + 1:
+                return DedupDecision.DUP
+            return orig(self, name, sequence_id, highest_sequence_id, **kw)
+
+        return is_duplicate
+
+    _wrap(MessageDeduplication, "is_duplicate", make)
+
+
+@mutant(
+    "dedup-recovery-skips-replay",
+    "dedup",
+    "after a broker restart deduplication is recovered from the last snapshot alone: the entries written after it"
+    " are not replayed, so their ids are stored again and a reconnecting producer is answered the snapshot's id",
+)
+def _dedup_recovery_skips_replay() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make(orig: Any) -> Any:
+        def recover(self: Any, snapshot: Any, entries: Any, **kw: Any) -> None:
+            orig(self, snapshot, [], **kw)
+
+        return recover
+
+    _wrap(MessageDeduplication, "recover", make)
+
+
+@mutant(
+    "storage-failed-write-stored",
+    "dedup",
+    "a write the storage failed is stored after all while its producer is told PersistenceError: a message whose"
+    " send failed is delivered",
+)
+def _storage_failed_write_stored() -> None:
+    from reference_model.broker.topic import ServerTopic
+
+    def make(orig: Any) -> Any:
+        def storage_down(self: Any, fail_after_ms: int) -> None:
+            orig(self, fail_after_ms)
+            outage = self.outage
+            if outage is None or "fail_all" in vars(outage):
+                return
+            real = outage.fail_all
+
+            def fail_all() -> None:
+                for write in list(outage.in_flight):
+                    self._persist(write.metadata, write.messages, write.dedup_name, write.source)
+                real()
+
+            outage.fail_all = fail_all
+
+        return storage_down
+
+    _wrap(ServerTopic, "storage_down", make)
+
+
+@mutant(
+    "batch-judged-by-its-highest-id",
+    "dedup",
+    "a batch is judged by the highest id inside it, in the order the C++ client sends key-based batches (by first"
+    " id): batch B (2, 3) sent after A (1, 4, 5) is answered -1:-1 and lost",
+)
+def _batch_judged_by_its_highest_id() -> None:
+    import dataclasses
+
+    from reference_model.broker.producer import ModelProducer
+
+    def make(orig: Any) -> Any:
+        def _publish(self: Any, items: Any, *, batched: bool) -> None:
+            broker = self._broker
+            real = broker._publish
+            if batched and len(items) > 1:
+                highest = max(item.message.sequence_id for item in items)
+
+                def publish(topic: Any, metadata: Any, messages: Any) -> Any:
+                    return real(topic, dataclasses.replace(metadata, highest_sequence_id=highest), messages)
+
+                broker._publish = publish
+            try:
+                orig(self, items, batched=batched)
+            finally:
+                broker.__dict__.pop("_publish", None)
+
+        return _publish
+
+    _wrap(ModelProducer, "_publish", make)
 
 
 # --- replicated subscriptions ----------------------------------------------------------------------------

@@ -47,6 +47,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("remote-cursor-lags-a-snapshot", "same-producer-name"),
     ("classic-no-recently-joined", "join-while-pending"),
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
+    ("dedup-gap-stored", "gapped-ids"),
     ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
     ("non-persistent-no-permits-to-other", "non-persistent-flow-control"),
     ("delayed-delivery-ignored", "delayed-with-joiner"),

@@ -8,7 +8,8 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
 ``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
-``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``; and
+``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
+``last_sequence_id_behind``; and
 five that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner`` and ``received_beyond_permits``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
@@ -71,6 +72,13 @@ class Kind(str, Enum):
     #: a message sent with a delivery time (deliver_after) was received before it, beyond the broker's one-tick
     #: allowance (delayed delivery, PIP-26)
     DELIVERED_EARLY = "delivered_early"
+    #: with deduplication on, a send of a sequence id below one its producer had stored already (receipt
+    #: logged before the send) was stored: Pulsar answers it as a duplicate (``sequenceId <= lastSequenceIdPushed``)
+    STORED_BELOW_HIGHEST = "stored_below_highest"
+    #: with deduplication on, a producer created after ids of its name were stored was answered a last sequence id
+    #: below the highest of them: a client that numbers its messages from the answer reuses stored ids, which are
+    #: then dropped as duplicates
+    LAST_SEQUENCE_ID_BEHIND = "last_sequence_id_behind"
 
     def __str__(self) -> str:
         return self.value

@@ -58,6 +58,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "received_beyond_permits": "delivery",
     "duplicate_publish": "deduplication",
     "lost_write": "deduplication",
+    "stored_below_highest": "deduplication",
+    "last_sequence_id_behind": "deduplication",
     "misassigned": "assignment",
     "accepted_conflicting_open": "assignment",
     "skipped_after_failover": "replication",

@@ -66,6 +66,7 @@ def test_model_programs(
         ack_timeout=True,
         delayed=capabilities.has("delayed_delivery"),
         expiry=capabilities.has("message_expiry"),
+        gaps=True,
     )
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"

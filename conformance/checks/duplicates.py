@@ -23,7 +23,20 @@ from typing import Any
 
 from conformance.violations import Kind, Violation, render_elle
 
-__all__ = ["duplicates", "explain", "explain_lost_write", "lost_writes", "make_duplicate", "make_lost_write"]
+__all__ = [
+    "below_highest",
+    "duplicates",
+    "explain",
+    "explain_behind",
+    "explain_lost_write",
+    "explain_stored_below",
+    "lost_writes",
+    "make_behind",
+    "make_duplicate",
+    "make_lost_write",
+    "make_stored_below",
+    "raise_highest",
+]
 
 
 def duplicates(ids: Mapping[tuple[str, int], Any]) -> list[Violation]:
@@ -122,5 +135,120 @@ def explain_lost_write(facts: Mapping[str, Any]) -> str:
             "No event of the trace shows it stored (no receipt with a message id, no receive of it), and no send"
             " of it has an unknown outcome.",
             "However, a duplicate receipt is only due for a stored (producer, sequence id): the write was lost.",
+        ],
+    )
+
+
+#: A producer's highest id stored as an entry's first message so far: (seq, its first receipt, its position).
+Top = tuple[int, Sequence[Any], tuple[int, int]]
+
+
+def raise_highest(top: Top | None, seq: int, ref: Sequence[Any], position: tuple[int, int]) -> Top:
+    """``top`` after a receipt (witness ``ref``) showing ``seq`` stored at ``position`` as its entry's first
+    message: the first receipt of the highest id."""
+    return top if top is not None and seq <= top[0] else (seq, ref, position)
+
+
+def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = None) -> Top | None:
+    """``stored_below_highest``'s decision for an unbatched send of ``seq`` stored at ``position`` (and
+    ``last_sequence_id_behind``'s for an answered ``seq``, without a position): the producer's highest id stored so
+    far as an entry's first message (``top``, from the receipts logged before), when it is above ``seq`` and (for a
+    stored send) was written earlier in the topic.
+
+    Property (``MessageDeduplication.isDuplicate``, unchanged since PIP-6): with deduplication on, the broker
+    compares a send's sequence id with the highest id it accepted from the producer (``lastSequenceIdPushed``,
+    raised before the write), not with a set of stored ids, and answers one at or below it as a duplicate
+    (``-1:-1``, not stored) or, while that write is in flight, with an error.  The broker writes a topic's entries
+    in the order it takes their sends, so an entry at a later position was judged after the higher id was pushed.
+    Evidence of the pushed id is only an entry's first message (a batch is judged by the ids of its send, at least
+    its first message's: ``highest_sequence_id`` is optional), and only an unbatched send is judged by its own id
+    (the C++ client sends a batch under its first id, Java's key-based batches under their highest)."""
+    if top is None or top[0] <= seq or (position is not None and top[2] >= position):
+        return None
+    return top
+
+
+def make_stored_below(
+    producer: str, seq: int, key: str | None, higher: int, higher_ref: Sequence[Any], ref: Sequence[Any]
+) -> Violation:
+    """``stored_below_highest``: an unbatched send of (producer, seq) was stored (a receipt with a message id) after
+    a receipt showing a higher id of that producer stored on the topic partition as an entry's first message.
+
+    Rule: see :func:`below_highest`; judged at the receipt, only with deduplication on (the header), outside
+    failover runs, and when no earlier event showed (producer, seq) stored under another message id (a resend
+    stored again is ``duplicate_publish``'s).  Witness: the higher id's first receipt and this one.  Pulsar's own
+    tests: ``ClientDeduplicationTest.testProducerDeduplicationNonBatchAsync`` and
+    ``...WithDiscontinuousSequenceId`` (the gapped id is never received).
+    """
+    facts = {
+        "producer": producer,
+        "seq": seq,
+        "higher": higher,
+        "key": key,
+        "higher_msg": higher_ref[3],
+        "msg": ref[3],
+        "refs": [list(higher_ref), list(ref)],
+    }
+    return Violation(
+        Kind.STORED_BELOW_HIGHEST, key, (), (higher_ref[0], ref[0]), explain_stored_below(facts), None, facts
+    )
+
+
+def explain_stored_below(facts: Mapping[str, Any]) -> str:
+    higher, got = facts["refs"]
+    who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    return render_elle(
+        f"stored_below_highest: {who} was stored after its id {facts['higher']} was",
+        [higher, got],
+        [
+            f"E{higher[0]} shows producer {facts['producer']!r} sequence id {facts['higher']} stored as"
+            f" {facts['higher_msg']}: the broker had taken it before the send of {facts['seq']} (one producer's"
+            " receipts come back in the order of its sends).",
+            "With deduplication on, the broker compares an id with the highest one it accepted from the producer:"
+            " a lower one is a duplicate (-1:-1, not stored).",
+            f"However, E{got[0]} shows {who} stored as {facts['msg']}.",
+        ],
+    )
+
+
+def make_behind(producer: str, answer: int, higher: int, higher_ref: Sequence[Any], ref: Sequence[Any]) -> Violation:
+    """``last_sequence_id_behind``: producer ``producer`` was created (``ref``, a ``producer_open``) after its id
+    ``higher`` was stored on the topic partition as an entry's first message (``higher_ref``, logged before), and
+    the broker answered a last sequence id ``answer`` below it (the earlier producer of that name had closed, so
+    the broker had taken that send before it answered).
+
+    Rule: :func:`below_highest` with the answer for the id (the same evidence: receipts of an entry's first
+    message); only with deduplication on and outside failover runs.  Pulsar answers the producer's highest pushed
+    id (``MessageDeduplication.getLastPublishedSequenceId``), which is at least every id stored, after a reconnect
+    and after a restart alike (recovery replays the log after the snapshot:
+    ``ClientDeduplicationTest.testProducerSequenceAfterReconnect`` / ``...AfterRestart``).  Witness: the higher
+    id's receipt and the ``producer_open``.
+    """
+    facts = {
+        "producer": producer,
+        "answer": answer,
+        "higher": higher,
+        "higher_msg": higher_ref[3],
+        "refs": [list(higher_ref), list(ref)],
+    }
+    return Violation(
+        Kind.LAST_SEQUENCE_ID_BEHIND, None, (), (higher_ref[0], ref[0]), explain_behind(facts), None, facts
+    )
+
+
+def explain_behind(facts: Mapping[str, Any]) -> str:
+    higher, opened = facts["refs"]
+    who = f"producer {facts['producer']!r}"
+    return render_elle(
+        f"last_sequence_id_behind: {who} was answered last sequence id {facts['answer']} after {facts['higher']}"
+        " was stored",
+        [higher, opened],
+        [
+            f"E{higher[0]} shows {who} sequence id {facts['higher']} stored as {facts['higher_msg']}, before the"
+            f" producer was created again at E{opened[0]}.",
+            "With deduplication on, the broker answers a connecting producer its highest accepted id; a client"
+            " numbers its next messages from it.",
+            f"However, E{opened[0]} shows the answer {facts['answer']}: ids {facts['answer'] + 1}..{facts['higher']}"
+            " would be sent again and dropped as duplicates.",
         ],
     )

@@ -13,11 +13,13 @@ makes that exact is the split, which the engine owns and the tests prove (``docs
   with its uid's publishes).  No part opens a consumer, so only the identity checks (:data:`IDENTITY_KINDS`) find
   anything there.
 
-One rule reaches across those parts: a duplicate receipt is a ``lost_write`` only if no higher sequence id of
+Two rules reach across those parts.  A duplicate receipt is a ``lost_write`` only if no higher sequence id of
 its producer may have been stored by then, and the engines split the identity evidence by (producer, seq), so
 a part may lack the send that excuses it.  A part therefore finds a superset of the lost writes (every excuse it
 sees is one the whole trace has); a trace where a part found one is checked again whole
-(:func:`needs_whole_trace`), and one where no part found any has none.
+(:func:`needs_whole_trace`), and one where no part found any has none.  ``stored_below_highest`` compares a stored
+id with the higher ids of its producer stored before it, which another part may hold, so a part finds a subset:
+a trace with deduplication on whose identity pass saw a stored publish is checked again whole.
 
 :func:`merge_parts` turns the parts' results into the verdict the streaming engine gives for the whole trace:
 violations of the scope pass (a violation every part found — one decided on copied events only, such as a
@@ -40,7 +42,15 @@ from conformance.violations import Kind, Violation
 __all__ = ["IDENTITY_KINDS", "PartChecker", "PartResult", "check_part", "merge_parts", "needs_whole_trace"]
 
 #: The kinds the identity pass decides (the scope pass never sees the fields they read).
-IDENTITY_KINDS: frozenset[Kind] = frozenset({Kind.DUPLICATE_PUBLISH, Kind.UNEXPECTED_MESSAGE, Kind.LOST_WRITE})
+IDENTITY_KINDS: frozenset[Kind] = frozenset(
+    {
+        Kind.DUPLICATE_PUBLISH,
+        Kind.UNEXPECTED_MESSAGE,
+        Kind.LOST_WRITE,
+        Kind.STORED_BELOW_HIGHEST,
+        Kind.LAST_SEQUENCE_ID_BEHIND,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -52,13 +62,16 @@ class PartResult:
     unjudged: tuple[Kind, ...]
     events: int  #: events of this part that are not copies
     key_mismatches: int
+    #: the part judged ``stored_below_highest`` (deduplication on), which compares the ids of a producer that the
+    #: identity pass splits apart: its trace is checked again whole
+    judges_across_ids: bool = False
 
 
 def needs_whole_trace(result: PartResult) -> bool:
     """Whether a part's result may depend on events other parts hold: it found a ``lost_write``, which a higher
     sequence id of the producer, in another part, may excuse (see the module docstring).  The engine then
     checks the trace again in one part and uses that verdict."""
-    return any(v.kind is Kind.LOST_WRITE for v in result.found)
+    return result.judges_across_ids or any(v.kind is Kind.LOST_WRITE for v in result.found)
 
 
 class PartChecker:
@@ -85,6 +98,7 @@ class PartChecker:
             verdict.unjudged,
             verdict.events - copies,
             mismatches,
+            checker.judges_across_ids(),
         )
 
 

@@ -113,6 +113,10 @@ class StreamingChecker:
         # identity checks: uid -> (producer, seq) of its first publish; (producer, seq) -> stored ids
         self.uid_pub: dict[str, tuple[str, int] | None] = {}
         self.pending_unexpected: dict[str, tuple[tuple[Any, ...], str]] = {}
+        #: uid -> its first publish, while every publish of it so far failed (``fail``: certainly not stored); uid
+        #: -> (ref, key) of its first receive, for those (``unexpected_message`` if they stay failed)
+        self.failed_uids: dict[str, int] = {}
+        self.failed_received: dict[str, tuple[tuple[Any, ...], str]] = {}
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
@@ -125,6 +129,10 @@ class StreamingChecker:
         self.top_seq: dict[str, int] = {}
         self.unexcused: dict[str, list[tuple[int, int]]] = {}
         self.dup_excused: set[tuple[str, int]] = set()
+        #: stored_below_highest, last_sequence_id_behind (deduplication on, not a failover run): (stream, producer)
+        #: -> its highest id stored as an entry's first message so far, with its first receipt
+        self._judge_below = self.header.deduplication and not self._replicated
+        self.stored_top: dict[tuple[str, str], duplicates.Top] = {}
         #: stream -> key -> scope: one shared string per scope, found without building the string again
         self._scopes: dict[str, dict[str, str]] = {}
         #: stream -> (ledger, entry) -> the sticky key of a batch entry (the key on the first event of any of its
@@ -392,8 +400,15 @@ class StreamingChecker:
         if uid is not None and uid not in self.uid_pub:
             first_of_uid = True
             self.uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
+            if result == "fail":
+                self.failed_uids[uid] = i
+                early = self.pending_unexpected.get(uid)
+                if early is not None:
+                    self.failed_received[uid] = early
             if uid in self.pending_unexpected:
                 self._resolve_uid(uid, self.uid_pub[uid])
+        elif uid is not None and result != "fail" and self.failed_uids:
+            self.failed_uids.pop(uid, None)
         if result != "ok" or mkey is None or ledger < 0 or entry < 0:
             if producer is not None and seq is not None:
                 self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
@@ -402,6 +417,8 @@ class StreamingChecker:
             self._may_store(producer, seq, t0)
             ps = (producer, seq)
             cur = self.ids.get(ps)
+            if self._judge_below:
+                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -499,6 +516,23 @@ class StreamingChecker:
             self._end(row)
         elif op == "failover":
             self._failover(row)
+        elif op == "producer_open":
+            self._producer_open(row)
+
+    def _producer_open(self, row: tuple[Any, ...]) -> None:
+        """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
+        id of it was stored on the topic partition before (a receipt logged before this event)."""
+        i, producer, answer, result = row[0], row[8], row[9], row[10]
+        if not self._judge_below or producer is None or answer is None or result != "ok":
+            return
+        topic = self._extras(row[15]).get("topic")
+        if topic is None:
+            return
+        base, named = normalize_topic(str(topic))
+        higher = duplicates.below_highest(self.stored_top.get((f"{base}|{named}", producer)), answer)
+        if higher is not None:
+            ref = (i, "producer_open", None, None)
+            self._emit(duplicates.make_behind(producer, answer, higher[0], higher[1], ref))
 
     def _end(self, row: tuple[Any, ...]) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
@@ -818,6 +852,35 @@ class StreamingChecker:
             self.maybe_stored.add(ps)
             self._may_store(producer, seq, t0)
 
+    def judges_across_ids(self) -> bool:
+        """Whether this checker judged ``stored_below_highest`` over some stored receipt (a partitioned engine then
+        checks the trace again whole: the rule compares ids its identity pass splits apart)."""
+        return bool(self.stored_top)
+
+    def _below_highest(
+        self,
+        i: int,
+        key: str,
+        mkey: str,
+        stream: str,
+        producer: str,
+        seq: int,
+        position: tuple[int, int],
+        batch: int,
+        cur: Any,
+    ) -> None:
+        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, ``stored_below_highest`` when
+        a higher id of the producer was stored earlier in the stream (a receipt logged before) and nothing stored
+        (producer, seq) under another id; as an entry's first message, it may raise the producer's highest id."""
+        ref = (i, "publish", None, _msg(mkey))
+        top = self.stored_top.get((stream, producer))
+        if batch < 0 and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+            higher = duplicates.below_highest(top, seq, position)
+            if higher is not None:
+                self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
+        if batch <= 0:
+            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, seq, ref, position)
+
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each
         earlier first duplicate receipt of a lower id unless it was sent strictly after that receipt was logged
@@ -839,6 +902,8 @@ class StreamingChecker:
 
     def _identity(self, uid: str, mkey: str, ref: tuple[Any, ...], key: str) -> None:
         """A receive of ``mkey`` carrying ``uid``: evidence of a stored id, or (for now) an unexpected uid."""
+        if self.failed_uids and uid in self.failed_uids and uid not in self.failed_received:
+            self.failed_received[uid] = (ref, key)
         ps = self.uid_pub.get(uid, _MISSING)
         if ps is _MISSING:
             if uid not in self.pending_unexpected:
@@ -979,6 +1044,9 @@ class StreamingChecker:
             self.notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
         for uid, (ref, key) in self.pending_unexpected.items():
             found.append(make_unexpected(uid, key, ref))
+        for uid, (ref, key) in self.failed_received.items():
+            if uid in self.failed_uids:
+                found.append(make_unexpected(uid, key, ref, failed_at=self.failed_uids[uid]))
         found.extend(duplicates.duplicates(self.ids))
         found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:

@@ -55,6 +55,7 @@ from conformance.scenarios import (
 __all__ = [
     "CONSUMERS",
     "DIMENSION_MOVE_KINDS",
+    "GAP_MOVE_KINDS",
     "MOVE_KINDS",
     "SHAPE_CHOICES",
     "TAIL_KEYS",
@@ -103,6 +104,10 @@ DIMENSION_MOVE_KINDS: tuple[str, ...] = (
     "resend",
     "restart",
 )
+#: With ``GeneratorOptions.gaps`` (and deduplication on), drawn last: ``gap`` (p1 skips ``amount`` ids, then sends
+#: the lowest skipped one: deduplication answers it as a duplicate and never stores it, ``stored_below_highest``
+#: if a broker does; ``ClientDeduplicationTest.testProducerDeduplicationNonBatchAsync``).
+GAP_MOVE_KINDS: tuple[str, ...] = ("gap",)
 #: Consumer handles a program may use; ``consumer`` indexes this tuple (modulo the shape's handle count).
 CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3")
 #: With the ``consumers`` dimension: five handles, so many consumers hold keys at once.
@@ -186,9 +191,14 @@ class GeneratorOptions:
     #: replayed on real brokers, which cannot take broker settings per run
     dimensions: bool = True
     restart: bool = True  #: ``restart`` moves (needs a target that can restart its broker)
+    #: ``gap`` moves (:data:`GAP_MOVE_KINDS`, with the dimensions); off by default, so the programs drawn without
+    #: it stay the same
+    gaps: bool = False
 
     def move_kinds(self) -> tuple[str, ...]:
-        return MOVE_KINDS + DIMENSION_MOVE_KINDS if self.dimensions else MOVE_KINDS
+        if not self.dimensions:
+            return MOVE_KINDS
+        return MOVE_KINDS + DIMENSION_MOVE_KINDS + (GAP_MOVE_KINDS if self.gaps else ())
 
 
 #: What the fixed programs of ``programs/`` are derived with (they replay on every target).
@@ -362,6 +372,12 @@ def program_from_moves(
         elif kind == "resend" and resendable and form.deduplication:  # without deduplication: a duplicate
             first = max(1, resendable - amount + 1)
             emit(Resend(producer="p1", from_seq=first, to_seq=resendable, reconnect=True))
+        elif kind == "gap" and form["dedup"] != "off":  # without deduplication the lower id is stored: allowed
+            higher = published + amount + 1
+            emit(Publish(count=1, keys=form.key_set(opts.keys), sequence_ids=(higher,)))
+            emit(Publish(count=1, keys=form.key_set(opts.keys), sequence_ids=(published + 1,)))
+            published = higher
+            resendable = max(resendable, higher)
         elif kind == "restart" and opts.restart and not form.non_persistent:
             emit(RestartBroker(kill=amount % 2 == 0))
         elif kind == "wait_quiet":

@@ -106,6 +106,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "batching",
         "order",
         "sequence",
+        "sequence_ids",
         "cluster",
         "deliver_after_ms",
     ),
@@ -416,9 +417,28 @@ def _publish(t: Mapping[str, Any], where: str) -> Publish:
         batching=_choice(t.get("batching", "none"), BATCHING_MODES, f"{where} batching"),
         order=_choice(t.get("order", "cycle"), KEY_ORDERS, f"{where} order"),
         sequence=_choice(t.get("sequence", "explicit"), SEQUENCE_MODES, f"{where} sequence"),
+        sequence_ids=_sequence_ids(t, where),
         cluster=None if "cluster" not in t else _name(t["cluster"], f"{where} cluster"),
         deliver_after_ms=_int(t.get("deliver_after_ms", 0), f"{where} deliver_after_ms", minimum=0),
     )
+
+
+def _sequence_ids(t: Mapping[str, Any], where: str) -> tuple[int, ...]:
+    """``sequence_ids``: ``count`` distinct ids of at least 1 (``pulsar-client`` drops a sequence id of 0)."""
+    if "sequence_ids" not in t:
+        return ()
+    raw = t["sequence_ids"]
+    if not isinstance(raw, list) or not raw:
+        raise InvalidScenario(f"{where}: sequence_ids must be a non-empty list of whole numbers, got {raw!r}.")
+    ids = tuple(_int(v, f"{where} sequence_ids", minimum=1) for v in raw)
+    if len(set(ids)) != len(ids):
+        raise InvalidScenario(f"{where}: sequence_ids contains duplicates: {raw!r}; resend an id with a resend step.")
+    count = t.get("count")
+    if count != len(ids):
+        raise InvalidScenario(f"{where}: sequence_ids names {len(ids)} ids but count is {count!r}; make them agree.")
+    if t.get("sequence", "explicit") != "explicit":
+        raise InvalidScenario(f'{where}: sequence_ids needs sequence = "explicit" (the driver chooses the ids).')
+    return ids
 
 
 #: ``ack = "all"`` / ``"none"`` in a ``consume`` step, else a table of :class:`AckPlan` fields.
@@ -632,6 +652,7 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
     open_now: dict[str, bool] = {}  # handle -> paused
     opened_ever: set[str] = set()
     published: dict[str, int] = {}  # producer -> highest sequence id sent
+    sent_ids: dict[str, set[int]] = {}  # producer -> every sequence id it sent (sequence_ids may leave gaps)
     recreated: dict[str, bool] = {}  # producer -> created again (resend with reconnect) since its last own-id publish
     auto_ids: dict[str, set[int]] = {}  # producer -> the driver's ids of messages the client numbered
     sub = scenario.subscription
@@ -659,6 +680,18 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
             isinstance(step, Publish) and step.cluster is not None
         ):
             raise InvalidScenario(f"{at}: a failover step; it needs [settings] clusters = [...] (two or more).")
+        elif isinstance(step, Publish) and step.sequence_ids:
+            highest = published.get(step.producer, 0)
+            earlier = sent_ids.setdefault(step.producer, set())
+            again = [i for i in step.sequence_ids if i in earlier]
+            if again:
+                raise InvalidScenario(
+                    f"{at}: producer {step.producer!r} already sent sequence id {again[0]}; a message sent again keeps"
+                    " its uid: use a resend step."
+                )
+            earlier.update(step.sequence_ids)
+            recreated[step.producer] = False
+            published[step.producer] = max(highest, *step.sequence_ids)
         elif isinstance(step, Publish):
             first = published.get(step.producer, 0) + 1
             if step.sequence == "auto":
@@ -672,6 +705,7 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
             else:
                 recreated[step.producer] = False
             published[step.producer] = first - 1 + step.count
+            sent_ids.setdefault(step.producer, set()).update(range(first, first + step.count))
         elif isinstance(step, Resend):
             sent = published.get(step.producer, 0)
             if sent == 0:

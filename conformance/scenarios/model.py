@@ -230,6 +230,10 @@ class Publish:
     #: ``auto``: send without a sequence id, so the client numbers the message from the broker's answer on
     #: connect (``last_sequence_id``); the trace still names it by the driver's id (``docs/scenarios.md``)
     sequence: str = "explicit"
+    #: the driver's ids of the messages, in send order (``count`` of them), instead of the next ones: gapped or
+    #: lower ids (``ClientDeduplicationTest.testProducerDeduplicationWithDiscontinuousSequenceId``); empty: the
+    #: producer's next ids
+    sequence_ids: tuple[int, ...] = ()
 
     #: failover scenarios: the cluster the messages are published in (None: the first one)
     cluster: str | None = None

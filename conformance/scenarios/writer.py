@@ -113,6 +113,8 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
         for name in ("producer", "key_field", "batching", "order", "sequence", "cluster", "deliver_after_ms"):
             if getattr(step, name) != getattr(default, name):
                 out[name] = getattr(step, name)
+        if step.sequence_ids:
+            out["sequence_ids"] = list(step.sequence_ids)
         return out
     if isinstance(step, Consume):
         if step.ack != AckPlan():

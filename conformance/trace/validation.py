@@ -53,6 +53,7 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "failover": ("topic",),
     "snapshot": (),
     "gone": ("consumer",),
+    "producer_open": ("topic", "producer", "seq"),
 }
 
 _STR_FIELDS = ("topic", "subscription", "consumer", "producer", "key", "uid", "name")

@@ -150,6 +150,10 @@ SendCallback = Callable[[OutgoingMessage, SendOutcome], None]
 
 class ProducerHandle(Protocol):
     name: str
+    #: when its creation began (the run's clock, ns), and the last sequence id the broker answered it on connect as
+    #: the client reports it right after (``last_sequence_id()``: -1 when the broker knows none)
+    created_t0: int
+    answered_sequence_id: int
 
     def send(self, message: OutgoingMessage) -> SendOutcome: ...
     def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool: ...

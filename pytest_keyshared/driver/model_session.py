@@ -60,10 +60,12 @@ class ModelConsumerHandle:
 
 
 class ModelProducerHandle:
-    def __init__(self, producer: Any, clock: Any) -> None:
+    def __init__(self, producer: Any, clock: Any, created_t0: int) -> None:
         self._producer = producer
         self._clock = clock
         self.name: str = producer.producer_name()
+        self.created_t0 = created_t0
+        self.answered_sequence_id = int(producer.last_sequence_id())
 
     @staticmethod
     def _kwargs(message: OutgoingMessage) -> dict[str, Any]:
@@ -150,10 +152,11 @@ class ModelSession(Session):
                 "batching_max_messages": 100,
                 "batching_max_publish_delay_ms": 5,
             }
+        created_t0 = self.clock()
         producer = self.broker.create_producer(
             self.topic, producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs
         )
-        return ModelProducerHandle(producer, self.clock)
+        return ModelProducerHandle(producer, self.clock, created_t0)
 
     def restart_broker(self, *, kill: bool) -> None:
         self.broker.restart()

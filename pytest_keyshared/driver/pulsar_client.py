@@ -233,9 +233,12 @@ class PulsarProducer:
                 batching_max_messages=100,
                 batching_max_publish_delay_ms=5,
             )
+        self.created_t0: int = clock()
         self._producer = client.create_producer(
             topic, producer_name=name, send_timeout_millis=send_timeout_ms, block_if_queue_full=True, **kwargs
         )
+        # no initial_sequence_id is set, so the C++ client takes the broker's answer as its last published id
+        self.answered_sequence_id: int = int(self._producer.last_sequence_id())
 
     @staticmethod
     def _send_kwargs(message: OutgoingMessage) -> dict[str, Any]:

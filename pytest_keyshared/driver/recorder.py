@@ -241,6 +241,12 @@ class Recorder:
             None, extra,
         )  # fmt: skip
 
+    def producer_open(self, producer: str, t0: int, answered: int) -> Event:
+        """Producer ``producer`` was created; the broker answered ``answered`` as its last sequence id."""
+        return self.writer.record(
+            Op.PRODUCER_OPEN, topic=self.topic, producer=producer, seq=answered, result="ok", t0=t0
+        )
+
     def fault(self, fault: str, **extra: Any) -> Event:
         return self.writer.record(Op.FAULT, topic=self.topic, fault=fault, **extra)
 

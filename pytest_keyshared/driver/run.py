@@ -57,6 +57,7 @@ from pytest_keyshared.driver.handles import (
     PROP_UID,
     ConsumerSpec,
     OutgoingMessage,
+    ProducerHandle,
     SendOutcome,
 )
 from pytest_keyshared.driver.live import LiveChecker
@@ -196,6 +197,7 @@ class _Run(RunLoop):
         self.topic = topic_for(scenario, seed, self.nonce)
         self.workers: dict[str, ConsumerWorker] = {}
         self.next_seq: dict[str, int] = {}
+        self._announced: dict[str, ProducerHandle] = {}  # producer name -> the handle recorded as open
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
         #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
         self.ranges: dict[str, list[list[int]]] | None = None
@@ -374,9 +376,12 @@ class _Run(RunLoop):
     def _messages(self, step: Publish) -> Iterator[OutgoingMessage]:
         keys = step.message_keys(self.rng)
         producer = step.producer
+        chosen = iter(step.sequence_ids)
         for key in keys:
-            seq = self.next_seq.get(producer, 1)
-            self.next_seq[producer] = seq + 1
+            seq = next(chosen, None) if step.sequence_ids else None
+            if seq is None:
+                seq = self.next_seq.get(producer, 1)
+            self.next_seq[producer] = max(self.next_seq.get(producer, 1), seq + 1)
             uid = f"{producer}:{seq}"
             partition_key = ordering_key = None
             if step.key_field == "none":
@@ -404,7 +409,7 @@ class _Run(RunLoop):
             yield message
 
     def _do_publish(self, step: Publish) -> tuple[bool, str]:
-        producer = self.session.producer(step.producer, step.batching, self.settings.send_timeout_ms)
+        producer = self._producer(step.producer, step.batching)
         messages = list(self._messages(step))
         if step.batching != "none":
             timeout_s = self.settings.send_timeout_ms / 1000 + self.settings.step_timeout_ms / 1000
@@ -417,7 +422,7 @@ class _Run(RunLoop):
         return self._send_each(step.producer, messages)
 
     def _send_each(self, producer_name: str, messages: list[OutgoingMessage]) -> tuple[bool, str]:
-        producer = self.session.producer(producer_name, "none", self.settings.send_timeout_ms)
+        producer = self._producer(producer_name, "none")
         unconfirmed = 0
         next_report = time.monotonic() + 1.0
         for position, message in enumerate(messages):
@@ -436,6 +441,15 @@ class _Run(RunLoop):
                 left = len(messages) - position - 1
                 return False, f"{unconfirmed} sends in a row unconfirmed; gave up with {left} messages unsent"
         return True, ""
+
+    def _producer(self, name: str, batching: str) -> ProducerHandle:
+        """The session's producer ``name``; a newly created one is recorded (``producer_open``: the last sequence id
+        the broker answered it, which the checker judges against the ids stored before)."""
+        handle = self.session.producer(name, batching, self.settings.send_timeout_ms)
+        if self._announced.get(name) is not handle:
+            self._announced[name] = handle
+            self.recorder.producer_open(name, handle.created_t0, handle.answered_sequence_id)
+        return handle
 
     def _do_resend(self, step: Resend) -> tuple[bool, str]:
         if step.reconnect:

@@ -83,6 +83,12 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     dup_receipts: dict[tuple[str, int], tuple[int, str, int]] = {}  # (p, seq) -> its first: (i, key, t)
     sends: dict[str, list[tuple[int, int | None, int]]] = {}  # producer -> (i, t0, seq) of sends that may be stored
     maybe_stored: set[tuple[str, int]] = set()
+    # stored_below_highest: stored publish receipts, (i, t, t0, (p, seq), stream, batch, message key, key); the index
+    # of each uid's first publish
+    stored_receipts: list[tuple[int, int, Any, tuple[str, int], str, int, str, str]] = []
+    uid_first_i: dict[str, int] = {}
+    uid_results: dict[str, list[str]] = {}  # uid -> the result of each of its publishes
+    producer_opens: list[tuple[int, Any, str, int, str]] = []  # (i, t0, producer, answered id, stream)
     end: tuple[int, bool] | None = None
     # (stream, ledger, entry) -> the key of the first event (a stored publish, a receive) of any message of a
     # batch entry: the broker dispatches the entry whole by one key, so each of its messages is judged under it
@@ -173,9 +179,16 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 inc.disarms.append(i)
         elif op == "end":
             end = (i, bool(e.drained))
+        elif op == "producer_open":
+            if e.result is not None and e.result.value == "ok" and e.producer is not None and e.seq is not None:
+                base, named = normalize_topic(e.topic or "")
+                producer_opens.append((i, e.extra.get("t0"), e.producer, e.seq, f"{base}|{named}"))
         elif op == "publish":
             if e.uid is not None and e.uid not in uid_first:
                 uid_first[e.uid] = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
+                uid_first_i[e.uid] = i
+            if e.uid is not None:
+                uid_results.setdefault(e.uid, []).append(e.result.value if e.result is not None else "ok")
             ps = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
             assert e.topic is not None
             mkey, stream, msg = canonical_message(e.topic, e.msg_id) if e.msg_id is not None else (None, "", "")
@@ -192,6 +205,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 continue
             if ps is not None:
                 stored.setdefault(ps, {}).setdefault(mkey, (i, key))
+                stored_receipts.append((i, e.t, e.extra.get("t0"), ps, stream, batch, mkey, key))
             if mkey in published:
                 continue
             published.add(mkey)
@@ -323,6 +337,13 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if m.free():
                     assert m.since is not None
                     found[("undelivered", sub, m.key, (m.since,))] += 1
+    # a uid received while every publish of it failed: unexpected_message at its first receive
+    first_any: dict[str, tuple[int, str]] = {}
+    for uid, _mkey, i, key in receives_with_uid:
+        first_any.setdefault(uid, (i, key))
+    for uid, (i, key) in first_any.items():
+        if uid in uid_results and all(r == "fail" for r in uid_results[uid]):
+            found[("unexpected_message", None, key, (i,))] += 1
     first_receive: dict[str, tuple[int, str]] = {}
     for uid, mkey, i, key in receives_with_uid:
         if uid not in uid_first:
@@ -339,6 +360,44 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         evidence = sorted(ids.values())
         for i, key in evidence[1:]:
             found[("duplicate_publish", None, key, (evidence[0][0], i))] += 1
+    clusters = header.extra.get("clusters")
+    if header.deduplication and not (isinstance(clusters, list) and len(clusters) >= 2):
+        # stored_below_highest: a stored receipt of an unbatched (p, s) logged after a receipt of a higher id of p on
+        # the same stream, stored as the first message of its entry; unless an event before it showed (p, s) stored
+        # under another message id.  Witness: the first receipt of the highest such id, and this one.
+        # last_sequence_id_behind: a producer_open whose answer is below such an id logged before it.
+        # When the engine learns that an event evidences (p, s) stored: a publish at its index; a receive once its
+        # uid is published (a receive before the uid's first publish is learnt at that publish, before it is judged)
+        evidence: list[tuple[float, tuple[str, int], str]] = [(r[0], r[3], r[6]) for r in stored_receipts]
+        for uid, mkey, recv_i, _key in receives_with_uid:
+            ps_u = uid_first.get(uid)
+            if ps_u is not None:
+                evidence.append((max(recv_i, uid_first_i[uid]) - 0.5, ps_u, mkey))
+
+        def highest_before(i: int, stream: str, producer: str) -> tuple[int, int, tuple[int, int]] | None:
+            """The highest id stored as an entry's first message in receipts logged before E``i``: (seq, its first
+            receipt's index, its position)."""
+            before = [
+                (h_ps[1], h_i, parse_position(h_m.rpartition("|")[2])[:2])
+                for h_i, _h_t, _h0, h_ps, h_stream, h_batch, h_m, _k in stored_receipts
+                if h_i < i and h_stream == stream and h_ps[0] == producer and h_batch <= 0
+            ]
+            if not before:
+                return None
+            return min((r for r in before if r[0] == max(seq for seq, _, _ in before)), key=lambda r: r[1])
+
+        for i, _t, _t0, ps, stream, batch, mkey, key in stored_receipts:
+            if batch >= 0:
+                continue
+            if any(e_ps == ps and e_mkey != mkey and e_i < i for e_i, e_ps, e_mkey in evidence):
+                continue
+            top = highest_before(i, stream, ps[0])
+            if top is not None and top[0] > ps[1] and top[2] < parse_position(mkey.rpartition("|")[2])[:2]:
+                found[("stored_below_highest", None, key, (top[1], i))] += 1
+        for i, _t0, producer, answer, stream in producer_opens:
+            top = highest_before(i, stream, producer)
+            if top is not None and top[0] > answer:
+                found[("last_sequence_id_behind", None, None, (top[1], i))] += 1
     for ps, (i, key, t) in dup_receipts.items():
         # Pulsar answers -1:-1 at or below the highest id stored: a send of a higher id that may be stored and
         # may have been sent before the receipt was logged (logged before it, or t0 unknown or not later) excuses

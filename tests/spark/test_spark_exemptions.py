@@ -3,7 +3,9 @@ two parts (the scope pass and the identity pass each judge their share), with th
 
 An ack that may never have taken effect does not end or prevent an ``out_of_order`` exemption (each case VALID,
 its mirror without the nack INVALID ``out_of_order``); a ``-1:-1`` answer to a gapped sequence id is valid, one
-above every stored id is ``lost_write``.
+above every stored id is ``lost_write``; a gapped id stored after a higher one is ``stored_below_highest`` and a
+producer told less than its highest stored id ``last_sequence_id_behind`` (both checked whole: they compare ids
+the identity pass splits apart), and Pulsar's answers are valid.
 """
 
 from __future__ import annotations
@@ -11,7 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from exemption_traces import EXEMPTION_CASES, gapped_sequence, lost_write_above_the_highest
+from exemption_traces import (
+    EXEMPTION_CASES,
+    gapped_id_stored,
+    gapped_sequence,
+    lost_write_above_the_highest,
+    producer_answered,
+)
 
 from conformance.checks import check_trace
 from conformance.spark import check_many
@@ -35,3 +43,18 @@ def test_both_engines_judge_the_exemption_and_lost_write_traces_alike(spark: Any
             assert kinds == ["out_of_order"] and not verdict.valid, name
         else:
             assert kinds == ["lost_write"] and not verdict.valid, name
+
+
+def test_both_engines_judge_stored_ids_below_the_highest_and_the_producers_answer_alike(spark: Any) -> None:
+    cases = [
+        ("gapped stored", gapped_id_stored(), ["stored_below_highest"]),
+        ("gapped stored, equal t", gapped_id_stored(step=0), ["stored_below_highest"]),
+        ("gapped answered -1:-1", gapped_sequence(), []),
+        ("answered 4", producer_answered(4), ["last_sequence_id_behind"]),
+        ("answered 5", producer_answered(5), []),
+        ("answered 4, equal t", producer_answered(4, step=0), ["last_sequence_id_behind"]),
+    ]
+    verdicts = check_many(spark, [(b.header, b.events) for _, b, _k in cases], parts=2)
+    for (name, b, kinds), verdict in zip(cases, verdicts, strict=True):
+        assert verdict.identities() == check_trace(b.events, header=b.header).identities(), name
+        assert sorted(v.kind.value for v in verdict.violations) == kinds, name

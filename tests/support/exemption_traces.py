@@ -194,3 +194,42 @@ def lost_write_above_the_highest(*, then_higher: bool = False) -> TraceBuilder:
         b.publish("k", "1:3", seq=7)
         count = 4
     return _drain(b, count)
+
+
+def gapped_id_stored(*, step: int = 1000) -> TraceBuilder:
+    """0, 1, 5 stored, then 3 sent after 5's receipt was logged and stored as well: what a broker that keeps a set of
+    stored ids (not the highest pushed one) does; ``stored_below_highest``.  ``step``: ns between events (0: equal
+    timestamps, where the send of 3 cannot be shown to follow 5's receipt)."""
+    b = pulsar_40()
+    b.step = step
+    _stored(b, (0, 1, 5))
+    b.publish("k", "1:3", seq=3, t0=b.t - step // 2 if step else b.t)
+    return _drain(b, 4)
+
+
+def producer_answered(answer: int, *, step: int = 1000) -> TraceBuilder:
+    """0, 1, 5 stored by producer ``p``, which is then created again and told ``answer`` as its last sequence id
+    (``producer_open``): Pulsar answers 5; below it is ``last_sequence_id_behind``.  ``step``: ns between events."""
+    b = pulsar_40()
+    b.step = step
+    _stored(b, (0, 1, 5))
+    b.add("producer_open", topic=b.topic, producer="p", seq=answer, result="ok", t0=b.t - step // 2 if step else b.t)
+    return _drain(b, 3)
+
+
+def failed_send_delivered(*, then: str | None = None, receive_first: bool = False) -> TraceBuilder:
+    """Producer ``p`` sends id 1 (uid ``u1``) and the send fails (``fail``: not stored), yet ``c1`` receives it:
+    ``unexpected_message``.  ``then``: a resend of it with that result (``ok`` or ``info``: it may be stored, so the
+    receive is expected).  ``receive_first``: the receive is logged before the failed publish."""
+    b = pulsar_40()
+    b.open("c1")
+    if receive_first:
+        b.receive("c1", "k", "1:0", uid="u1")
+    b.add("publish", topic=b.topic, producer="p", key="k", seq=1, uid="u1", result="fail", t0=b.t)
+    if then is not None:
+        b.publish("k", "1:0" if then == "ok" else "-1:-1", seq=1, uid="u1", result=then)
+    if not receive_first:
+        b.receive("c1", "k", "1:0", uid="u1")
+    b.ack("c1", "1:0")
+    b.end()
+    return b

@@ -48,6 +48,7 @@ PLANTABLE: frozenset[Kind] = frozenset(
         Kind.UNEXPECTED_MESSAGE,
         Kind.MISASSIGNED,
         Kind.LOST_WRITE,
+        Kind.STORED_BELOW_HIGHEST,
     }
 )
 
@@ -265,18 +266,23 @@ class _Sim:
         return False
 
     # --- producers ---------------------------------------------------------------------------------------
-    def publish(self, *, resend_of: _Msg | None = None) -> _Msg:
+    def publish(self, *, resend_of: _Msg | None = None, fixed: tuple[str, int, int] | None = None) -> _Msg:
+        """A stored message: new, a ``resend_of`` one (stored again), or ``fixed`` = (producer, seq, partition):
+        unbatched, its receipt logged at once."""
         cfg = self.cfg
         key = f"k{self.rnd.randrange(cfg.keys)}" if resend_of is None else resend_of.key
         producer = f"p{self.rnd.randrange(cfg.producers)}" if resend_of is None else resend_of.producer
-        if resend_of is None:
+        if fixed is not None:
+            producer, seq, partition = fixed
+        elif resend_of is None:
             seq = self.seq.get(producer, 0)
             self.seq[producer] = seq + 1
         else:
             seq = resend_of.seq
-        partition = -1 if cfg.partitions == 0 else self.rnd.randrange(cfg.partitions)
+        if fixed is None:
+            partition = -1 if cfg.partitions == 0 else self.rnd.randrange(cfg.partitions)
         prev = self.msgs[-1] if self.msgs else None
-        if self.rnd.random() < cfg.batch_rate:
+        if fixed is None and self.rnd.random() < cfg.batch_rate:
             if prev is not None and prev.pos[2] >= 0 and prev.partition == partition:
                 ledger, entry, batch = prev.pos[0], prev.pos[1], prev.pos[2] + 1  # joins the open batch
                 if resend_of is None and not self.batch_mixed:
@@ -297,7 +303,7 @@ class _Sim:
         self.by_id[msg_id] = m
         # a batch's receipts come in one callback, in order: one delayed delays the rest of its entry
         behind = [d for d, o, _ in self.pending_receipts if batch > 0 and o is prev]
-        if behind or self.rnd.random() < cfg.receipt_delay_rate:
+        if fixed is None and (behind or self.rnd.random() < cfg.receipt_delay_rate):
             self.pending_receipts.append((max([self.rnd.randrange(1, 6), *behind]), m, t0))
         else:
             self.log_receipt(m, t0)
@@ -450,6 +456,18 @@ class _Sim:
         self.b.publish(f"k{self.rnd.randrange(self.cfg.keys)}", f"-1:-1:{partition}:-1", producer=producer,
                        seq=seq, uid=f"lost{len(self.b.events)}", t0=self.b.t - 1,
                        topic=self.topic_for(partition))  # fmt: skip
+        return True
+
+    def _plant_stored_below_highest(self) -> bool:
+        """With deduplication on, the broker stores a new id below one its producer had stored: s + 1, then s."""
+        if not self.b.header.deduplication:
+            return False
+        producer = f"p{self.rnd.randrange(self.cfg.producers)}"
+        seq = self.seq.get(producer, 0)
+        self.seq[producer] = seq + 2
+        partition = -1 if self.cfg.partitions == 0 else self.rnd.randrange(self.cfg.partitions)
+        self.publish(fixed=(producer, seq + 1, partition))
+        self.publish(fixed=(producer, seq, partition))
         return True
 
     def _plant_misassigned(self) -> bool:

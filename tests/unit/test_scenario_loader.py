@@ -298,6 +298,23 @@ BAD_INPUTS = [
         "a failover scenario replicates a persistent topic",
         id="np-failover",
     ),
+    pytest.param(
+        _steps({"do": "publish", "count": 2, "sequence_ids": [3, 3]}), "sequence_ids contains duplicates", id="ids-dup"
+    ),
+    pytest.param(
+        _steps({"do": "publish", "count": 3, "sequence_ids": [3, 4]}), "names 2 ids but count is 3", id="ids-count"
+    ),
+    pytest.param(_steps({"do": "publish", "count": 1, "sequence_ids": [0]}), "sequence_ids", id="ids-zero"),
+    pytest.param(
+        _steps({"do": "publish", "count": 1, "sequence_ids": [2], "sequence": "auto"}),
+        'sequence_ids needs sequence = "explicit"',
+        id="ids-auto",
+    ),
+    pytest.param(
+        _steps({"do": "publish", "count": 3}, {"do": "publish", "count": 1, "sequence_ids": [2]}),
+        "already sent sequence id 2",
+        id="ids-sent",
+    ),
 ]
 
 

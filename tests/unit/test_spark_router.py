@@ -40,9 +40,12 @@ def table_of(events: Any) -> Any:
     return events_table([(0, list(events))]).drop_columns(["tid"])
 
 
-def routed_in_parts(header: TraceHeader, events: list[Any], parts: int, given: Any = None) -> tuple[Any, str | None]:
+def routed_in_parts(
+    header: TraceHeader, events: list[Any], parts: int, given: Any = None, *, fallback: bool = True
+) -> tuple[Any, str | None]:
     """Every task of a trace split by key, as the engine's job runs them: the merged verdict, and which kind of
-    footprint overlaps (None: the split held)."""
+    footprint overlaps (None: the split held).  ``fallback=False``: the parts merged even where the engine would
+    check the trace again whole (a lost_write found, or stored_below_highest judged)."""
     given = given if given is not None else _in_memory(events)
     results, footprints = [], []
     for part in range(parts):
@@ -50,7 +53,7 @@ def routed_in_parts(header: TraceHeader, events: list[Any], parts: int, given: A
         assert set(footprint) == set(FOOTPRINT_KINDS)
         results.append((0, WHOLE, part, result))
         footprints.append(footprint)
-    if any(needs_whole_trace(result) for *_, result in results):  # as run_tasks: a lost_write found, checked whole
+    if fallback and any(needs_whole_trace(result) for *_, result in results):  # as run_tasks: checked whole
         results = [(0, pass_, 0, result) for pass_, result in check_task(header, None, given, 0, 1)[1]]
     return _merged(results, {0: header}, None)[0], overlap(footprints)
 
@@ -185,7 +188,7 @@ def test_an_ack_carrying_another_key_is_an_overlap_and_merging_anyway_would_lie(
     t.receive("c2", a, "1:1", uid="u1")  # the key moves on once 1:0 is acknowledged
     t.ack("c2", "1:1", key=a)
     t.end(drained=True)
-    verdict, overlapping = routed_in_parts(t.header, t.events, 2)
+    verdict, overlapping = routed_in_parts(t.header, t.events, 2, fallback=False)
     assert overlapping == "entries"
     want = check_trace(t.events, header=t.header)
     assert want.valid and verdict.counts["key_overlap"] == 1  # its part never saw the ack: c1 held the key still
@@ -202,7 +205,7 @@ def test_a_batch_entry_of_two_keys_is_an_overlap() -> None:
     t.ack("c1", "1:0:-1:0", key=a)
     t.ack("c1", "1:0:-1:1", key=b)
     t.end(drained=True)
-    _verdict, overlapping = routed_in_parts(t.header, t.events, 2)
+    _verdict, overlapping = routed_in_parts(t.header, t.events, 2, fallback=False)
     assert overlapping == "entries"
 
 
@@ -216,7 +219,7 @@ def test_a_sequence_resent_under_another_key_is_an_overlap_and_merging_anyway_wo
         t.receive("c1", key, mid, uid=uid)
         t.ack("c1", mid, key=key)
     t.end(drained=True)
-    verdict, overlapping = routed_in_parts(t.header, t.events, 2)
+    verdict, overlapping = routed_in_parts(t.header, t.events, 2, fallback=False)
     assert overlapping == "sequences"
     want = check_trace(t.events, header=t.header)
     assert want.counts["duplicate_publish"] == 1 and verdict.counts["duplicate_publish"] == 0
