@@ -1097,3 +1097,44 @@ def _replicated_status_stays_off() -> None:
         return set_status
 
     _wrap(ModelBroker, "set_replicated_subscription_status", make)
+
+
+@mutant(
+    "remote-ignores-markers-without-subscription",
+    "replication",
+    "a remote cluster whose replicated subscription was deleted ignores replication markers instead of starting its"
+    " controller for them: the subscription never comes back and its cursor is never moved",
+)
+def _remote_ignores_markers() -> None:
+    from reference_model.replication.clusters import ReplicatedClusters
+
+    def make(orig: Any) -> Any:
+        def controller_for_marker(self: Any, cluster: str, topic: str) -> Any:
+            return self._active_controller(cluster, topic)
+
+        return controller_for_marker
+
+    _wrap(ReplicatedClusters, "_controller_for_marker", make)
+
+
+@mutant(
+    "markers-use-permits",
+    "dispatch",
+    "a replication marker the Key_Shared dispatcher reads takes a permit of a consumer it is never sent to"
+    " (testSendMarkerMessage: markers are filtered out before permits are charged)",
+)
+def _markers_use_permits() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def strip(self: Any, entries: Any) -> Any:
+            kept = orig(self, entries)
+            markers = len(entries) - len(kept)
+            if markers and self.consumers:
+                first = self.consumers[min(self.consumers)]
+                first.permits -= markers
+            return kept
+
+        return strip
+
+    _wrap(KeySharedDispatcher, "_strip_markers", make)

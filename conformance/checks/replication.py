@@ -141,7 +141,8 @@ class _Failover:
     after: dict[str, int] = field(default_factory=dict)
     #: the newest confirmed snapshot point on A before the failover (``redelivered_after_failover``), if any
     bound: _Point | None = None
-    deleted: bool = False  #: the subscription was deleted on ``to`` before: the failover is not bounded
+    #: the subscription was deleted on ``to`` after the newest confirmed point: the failover is not bounded
+    deleted: bool = False
 
 
 class ReplicationCheck:
@@ -176,9 +177,10 @@ class ReplicationCheck:
         self.sure_acks: dict[tuple[str | None, str], dict[str, int]] = {}
         self.candidates: dict[tuple[str | None, str], _Point] = {}  #: points waiting for a later settled snapshot
         self.bounds: dict[tuple[str | None, str], _Point] = {}  #: confirmed points, the newest per key
-        #: (subscription, cluster) where the subscription was deleted (``subscription_deleted``): a failover to
-        #: that cluster is not bounded (whether a later update creates it again depends on the remote's controller)
-        self.deleted_on: set[tuple[str | None, str]] = set()
+        #: (subscription, cluster) -> the last ``subscription_deleted`` there: a point made before it does not
+        #: bound a failover to that cluster (the cursor it moved is gone); one made after it does (its update
+        #: creates the subscription again at the snapshot's position, ``receiveSubscriptionUpdated``)
+        self.deleted_on: dict[tuple[str | None, str], int] = {}
         #: (subscription, cluster) whose replicated status is switched off now (``replicated_subscription_off``)
         self.status_off: set[tuple[str | None, str]] = set()
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
@@ -261,8 +263,11 @@ class ReplicationCheck:
         sub = event.subscription or self.default_sub
         to = event.extra.get("to")
         acked = set(self.acked.get((sub, left), ()))
-        deleted = (sub, to) in self.deleted_on
-        bound = None if deleted else self.bounds.get((sub, left))
+        bound = self.bounds.get((sub, left))
+        deleted_at = self.deleted_on.get((sub, to)) if isinstance(to, str) else None
+        deleted = deleted_at is not None and (bound is None or bound.i < deleted_at)
+        if deleted:
+            bound = None
         self.failovers.append(
             _Failover(event.i, sub, left, to if isinstance(to, str) else None, acked, bound=bound, deleted=deleted)
         )
@@ -284,7 +289,7 @@ class ReplicationCheck:
         if switch in ("replicated_subscription_off", "replicated_subscription_on"):
             self._status(event, on=switch == "replicated_subscription_on")
         elif switch == "subscription_deleted" and isinstance(event.extra.get("cluster"), str):
-            self.deleted_on.add((event.subscription or self.default_sub, event.extra["cluster"]))
+            self.deleted_on[(event.subscription or self.default_sub, event.extra["cluster"])] = event.i
         named = event.extra.get("consumers")
         touched = list(self.open_on) if not isinstance(named, list) or event.extra.get("unattributed") else named
         for handle in touched:
@@ -432,8 +437,8 @@ def again_note(failover: _Failover, again: int, forbidden: int) -> str:
     )
     if failover.deleted:
         return (
-            f"{head} (allowed: the subscription was deleted on {failover.to} before the failover, so no snapshot"
-            " bounds where it resumes there)"
+            f"{head} (allowed: the subscription was deleted on {failover.to} after the last settled snapshot"
+            " point, so no snapshot bounds where it resumes there)"
         )
     if failover.bound is None:
         return (

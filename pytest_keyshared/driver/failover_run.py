@@ -33,6 +33,7 @@ from conformance.scenarios import (
     Publish,
     ReplicatedStatus,
     Scenario,
+    Settings,
     Sleep,
     Snapshot,
     Step,
@@ -148,6 +149,15 @@ def run_failover_scenario(
             f"Target {name!r} cannot run failover scenario {scenario.name!r}: its clusters offer no"
             f" {', '.join(missing)} step."
         )
+    if settings.receiver_queue != Settings().receiver_queue:
+        if not hasattr(sites, "receiver_queue"):
+            with contextlib.suppress(Exception):
+                sites.close()
+            raise UnsupportedByTarget(
+                f"Target {name!r} cannot run failover scenario {scenario.name!r}: its clusters' consumers have a"
+                f" fixed receiver queue (the scenario sets receiver_queue = {settings.receiver_queue})."
+            )
+        sites.receiver_queue = settings.receiver_queue
     run = _FailoverRun(target, sites, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
     return run.execute()
 

@@ -62,6 +62,8 @@ class ModelSites:
 
     consume_timeout_ms = 0
     failover_timeout_ms = 200
+    #: the consumers' ``receiver_queue_size`` (a failover scenario's ``[settings] receiver_queue``)
+    receiver_queue = 1000
 
     def __init__(
         self,
@@ -104,7 +106,11 @@ class ModelSites:
 
     def subscribe(self, cluster: str) -> SiteConsumer:
         consumer = self.brokers[cluster].subscribe(
-            self.topic, self.subscription, replicate_subscription_state=True, initial_position="Earliest"
+            self.topic,
+            self.subscription,
+            replicate_subscription_state=True,
+            initial_position="Earliest",
+            receiver_queue_size=self.receiver_queue,
         )
         return _ModelConsumer(consumer)
 

@@ -414,7 +414,7 @@ def _client(service_url: str, operation_timeout_s: int) -> Any:
     )
 
 
-def _subscribe(client: Any, topic: str, subscription: str) -> Any:
+def _subscribe(client: Any, topic: str, subscription: str, receiver_queue: int = 1000) -> Any:
     import pulsar
 
     return client.subscribe(
@@ -423,7 +423,7 @@ def _subscribe(client: Any, topic: str, subscription: str) -> Any:
         consumer_type=pulsar.ConsumerType.KeyShared,
         initial_position=pulsar.InitialPosition.Earliest,
         replicate_subscription_state_enabled=True,
-        receiver_queue_size=1000,
+        receiver_queue_size=receiver_queue,
     )
 
 
@@ -530,7 +530,7 @@ class BrokerSites:
         return _Producer(producer)
 
     def subscribe(self, cluster: str) -> _Consumer:
-        consumer = _subscribe(self._client_for(cluster), self.topic, self.subscription)
+        consumer = _subscribe(self._client_for(cluster), self.topic, self.subscription, self.receiver_queue)
         self._open.append(consumer)
         return _Consumer(consumer)
 
@@ -578,6 +578,8 @@ class BrokerSites:
 
     #: Snapshot periods :meth:`settle` waits between its two waits for idle replication.
     settle_periods = 2
+    #: the consumers' ``receiver_queue_size`` (a failover scenario's ``[settings] receiver_queue``)
+    receiver_queue = 1000
 
     def settle(self) -> str | None:
         """Idle replication, two snapshot periods, idle again; a note when the bound expired (never a hang)."""

@@ -476,8 +476,29 @@ class ReplicatedClusters:
             elif action is ReplicatorAction.SEND:
                 self._enqueue(state, entry)
 
-    def _marker_from_remote(self, cluster: str, topic: str, entry: Entry) -> None:
+    def _controller_for_marker(self, cluster: str, topic: str) -> ReplicatedSubscriptionsController | None:
+        """The controller that handles a marker from a remote: the running one, else one started for it when the
+        cluster has replicated subscriptions enabled (see :meth:`_marker_from_remote`)."""
         controller = self._active_controller(cluster, topic)
+        if controller is None and self._configs[cluster].enabled:
+            controller = ReplicatedSubscriptionsController(
+                cluster, topic, config=self._configs[cluster], version=self._brokers[cluster].version
+            )
+            self._controllers[(cluster, topic)] = controller
+            self._record(cluster, topic, "start controller", "a marker arrived from a remote cluster")
+        return controller
+
+    def _marker_from_remote(self, cluster: str, topic: str, entry: Entry) -> None:
+        """A marker from a remote cluster, handed over by the replicator that reads it.
+
+        Pulsar's ``PersistentTopic.receivedReplicatedSubscriptionMarker`` force-starts the topic's controller when
+        it has none (``checkReplicatedSubscriptionControllerState(true)``: the cluster has replicated
+        subscriptions enabled), so a remote whose only replicated subscription was deleted still answers requests
+        and applies an UPDATE, which creates the subscription again (``receiveSubscriptionUpdated``,
+        ``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``).  Here the started controller handles this
+        marker; the next tick drops it again if the topic still has no replicated subscription (Pulsar keeps it
+        until the next subscribe or policy check: it then answers requests, which this one also does)."""
+        controller = self._controller_for_marker(cluster, topic)
         if controller is None or entry.marker_payload is None or entry.metadata.marker_type is None:
             return
         outcome = controller.received_marker(entry.position, entry.metadata.marker_type, entry.marker_payload)

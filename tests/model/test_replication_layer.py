@@ -173,3 +173,33 @@ def test_invalid_calls(call, fragment) -> None:
     with pytest.raises(InvalidArgument) as info:
         call(layer)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_subscription_deleted_in_the_remote_comes_back_with_the_next_update(enabled: bool) -> None:
+    # testReplicatedSubscriptionWhenReplicatorProducerIsClosed: r2 has no replicated subscription left, so no
+    # controller; the marker from r1 starts one (PersistentTopic.receivedReplicatedSubscriptionMarker) and the
+    # UPDATE creates the subscription at its position (receiveSubscriptionUpdated).  With replicated
+    # subscriptions disabled in r2 (enableReplicatedSubscriptions=false) nothing is started and it stays gone.
+    clock = SimClock()
+    r1, r2 = ModelBroker(cluster="r1", clock=clock), ModelBroker(cluster="r2", clock=clock)
+    layer = ReplicatedClusters([r1, r2], config={"r2": ReplicationConfig(enabled=enabled)})
+    r2.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest").close()
+    consumer = r1.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest")
+    producer = r1.create_producer(TOPIC, producer_name="p")
+    r2.delete_subscription(TOPIC, SUB)
+    assert r2.subscription(TOPIC, SUB) is None and layer.controller("r2", TOPIC) is None
+    for n in range(3):
+        producer.send(f"m{n}".encode())
+    for _ in range(3):
+        layer.advance(1000)
+        while (message := consumer.receive(0)) is not None:
+            consumer.acknowledge(message)
+    layer.run_until_idle()
+    sub = r2.subscription(TOPIC, SUB)
+    if not enabled:
+        assert sub is None
+        return
+    assert sub is not None and sub.replicated
+    again = r2.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest")
+    assert again.receive(0) is None  # its cursor is past the three acknowledged messages
