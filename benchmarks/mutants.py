@@ -12,7 +12,7 @@ key): only cases that carry their own expected answer (``conformance/cases/scena
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["MUTANTS", "Mutant", "apply", "by_name"]
@@ -1138,3 +1138,46 @@ def _markers_use_permits() -> None:
         return strip
 
     _wrap(KeySharedDispatcher, "_strip_markers", make)
+
+
+@mutant(
+    "replicated-resend-stored-again",
+    "replication",
+    "a deduplicating remote stores a message the replicator sends again (after lost receipts or a repeated send)"
+    " a second time: replicated messages escape deduplication (OneWayReplicatorDeduplicationTest)",
+)
+def _replicated_resend_stored_again() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    def make(orig: Any) -> Any:
+        def append(self: Any, topic: str, metadata: Any, messages: Any, replicated_from: str, **kw: Any) -> Any:
+            seen = self.__dict__.setdefault("_mutant_appended", {})
+            key = (metadata.producer_name, metadata.sequence_id, replicated_from)
+            n = seen[key] = seen.get(key, 0) + 1
+            if n > 1 and metadata.marker_type is None:  # a copy: stored under a fresh id, as if never seen
+                metadata = replace(metadata, producer_name=f"{metadata.producer_name}#{n}")
+                kw.pop("source_position", None)
+            return orig(self, topic, metadata, messages, replicated_from, **kw)
+
+        return append
+
+    _wrap(ModelBroker, "append_replicated", make)
+
+
+@mutant(
+    "replicator-drops-in-flight",
+    "replication",
+    "a replicator whose connection drops forgets the entries it had in flight instead of sending them again:"
+    " they never reach the remote (OneWayReplicatorDeduplicationTest.testDeduplicationNotLostMessage)",
+)
+def _replicator_drops_in_flight() -> None:
+    from reference_model.replication.replicator import ReplicatorState
+
+    def make(orig: Any) -> Any:
+        def take_back(self: Any) -> None:
+            self.in_flight.clear()
+            orig(self)
+
+        return take_back
+
+    _wrap(ReplicatorState, "take_back_in_flight", make)

@@ -183,6 +183,10 @@ class ReplicationCheck:
         self.deleted_on: dict[tuple[str | None, str], int] = {}
         #: (subscription, cluster) whose replicated status is switched off now (``replicated_subscription_off``)
         self.status_off: set[tuple[str | None, str]] = set()
+        #: (cluster, uid) -> (message key, first receive, key): where each published message was first received on
+        #: each cluster's copy of the topic (``duplicate_publish`` when it comes under another message id there)
+        self.stored_at: dict[tuple[str, str], tuple[Any, int, str]] = {}
+        self.stored_twice: list[Violation] = []
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
         self.last_op: str | None = None
 
@@ -249,11 +253,29 @@ class ReplicationCheck:
         if cluster is None or event.uid is None:
             return
         if event.msg_id is not None and event.topic is not None:
-            self.uid_of.setdefault(canonical_message(event.topic, event.msg_id)[0], event.uid)
+            mkey, _stream, msg = canonical_message(event.topic, event.msg_id)
+            self.uid_of.setdefault(mkey, event.uid)
+            self._stored(event, cluster, mkey, msg)
         sub = self.subs.get(str(event.consumer))
         for failover in self.failovers:
             if failover.subscription == sub and cluster != failover.left:
                 failover.after.setdefault(event.uid, event.i)
+
+    def _stored(self, event: Event, cluster: str, mkey: Any, msg: str) -> None:
+        """``duplicate_publish`` on one cluster's copy: a published message received there under two message
+        ids was stored there twice (a replicator's resend after lost receipts or a repeated send that the
+        cluster's deduplication let through, ``OneWayReplicatorDeduplicationTest``); permitted, as every
+        ``duplicate_publish``, when the header says deduplication is off."""
+        uid = str(event.uid)
+        first = self.stored_at.get((cluster, uid))
+        if first is None:
+            self.stored_at[(cluster, uid)] = (mkey, event.i, msg)
+            return
+        if first[0] == mkey or uid not in self.publish_of:
+            return
+        seen = self.stored_at.setdefault((cluster, f"{uid}\0{msg}"), (mkey, event.i, msg))
+        if seen[1] == event.i:  # the first receive of this second id: one violation per extra id
+            self.stored_twice.append(make_stored_twice(cluster, uid, first, event, msg, self.publish_of[uid]))
 
     def _failover(self, event: Event) -> None:
         left = cluster_of(event.topic) or event.extra.get("cluster")
@@ -388,7 +410,7 @@ class ReplicationCheck:
         return out
 
     def finish(self) -> ReplicationFindings:
-        found: list[Violation] = list(self.cursor_ahead)
+        found: list[Violation] = [*self.cursor_ahead, *self.stored_twice]
         notes = list(self.notes)
         for failover in self.failovers:  # judged drained or not: a redelivery seen is seen
             found += self._redelivered(failover, notes)
@@ -500,6 +522,58 @@ def explain_redelivered(facts: Mapping[str, Any]) -> str:
             f" before the failover at E{failover_i} (PIP-33).",
             f"However, {to} delivered {facts['uid']} again at E{receive_i}: {facts['forbidden']} covered message(s)"
             f" redelivered ({facts['again']} acknowledged message(s) came again in all).",
+        ],
+    )
+
+
+def make_stored_twice(
+    cluster: str,
+    uid: str,
+    first: tuple[Any, int, str],
+    event: Event,
+    msg: str,
+    published: tuple[int, str | None, str | None],
+) -> Violation:
+    """``duplicate_publish``: message ``uid`` received on ``cluster`` under a second message id ``msg`` at
+    ``event`` (witness: the first receive of the first id there and this receive; the publish is in the facts)."""
+    first_msg = first[2]
+    facts: dict[str, Any] = {
+        "uid": uid,
+        "cluster": cluster,
+        "producer": None,
+        "seq": None,
+        "key": event.key,
+        "first_msg": first_msg,
+        "msg": msg,
+        "refs": [
+            [published[0], "publish", None, published[2]],
+            [first[1], "receive", None, first_msg],
+            [event.i, "receive", str(event.consumer), msg],
+        ],
+    }
+    return Violation(
+        Kind.DUPLICATE_PUBLISH,
+        event.key,
+        (str(event.consumer),),
+        (first[1], event.i),
+        explain_stored_twice(facts),
+        None,
+        facts,
+    )
+
+
+def explain_stored_twice(facts: Mapping[str, Any]) -> str:
+    publish_i, first_i, second_i = (ref[0] for ref in facts["refs"])
+    return render_elle(
+        f"duplicate_publish: {facts['uid']} stored twice on {facts['cluster']}, as {facts['first_msg']} and"
+        f" {facts['msg']}",
+        facts["refs"],
+        [
+            f"{facts['uid']} was published once (E{publish_i}) and received on {facts['cluster']} as"
+            f" {facts['first_msg']} at E{first_i}.",
+            "With deduplication on, a message a replicator sends again (after lost receipts, a reconnection or a"
+            " repeated send) must be dropped by the cluster it reaches: each message is stored there once.",
+            f"However, E{second_i} received it on {facts['cluster']} as {facts['msg']}: stored a second time.",
         ],
     )
 

@@ -50,6 +50,7 @@ from conformance.scenarios.model import (
     Publish,
     Redeliver,
     ReplicatedStatus,
+    ReplicatorFaults,
     Resend,
     RestartBroker,
     Resume,
@@ -117,6 +118,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "replicated_status": ("cluster", "enabled"),
     "link_down": ("cluster", "remote"),
     "link_up": ("cluster", "remote"),
+    "replicator_faults": ("cluster", "remote", "lose_receipts", "repeat_window"),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -132,6 +134,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "replicated_status": ("cluster", "enabled"),
     "link_down": ("cluster", "remote"),
     "link_up": ("cluster", "remote"),
+    "replicator_faults": ("cluster", "remote"),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -486,6 +489,12 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "link_up": lambda t, w: LinkUp(
         cluster=_name(t["cluster"], f"{w} cluster"), remote=_name(t["remote"], f"{w} remote")
     ),
+    "replicator_faults": lambda t, w: ReplicatorFaults(
+        cluster=_name(t["cluster"], f"{w} cluster"),
+        remote=_name(t["remote"], f"{w} remote"),
+        lose_receipts=_bool(t.get("lose_receipts", False), f"{w} lose_receipts"),
+        repeat_window=_int(t.get("repeat_window", 0), f"{w} repeat_window", minimum=0),
+    ),
     "delete_subscription": lambda t, w: DeleteSubscription(cluster=_name(t["cluster"], f"{w} cluster")),
     "replicated_status": lambda t, w: ReplicatedStatus(
         cluster=_name(t["cluster"], f"{w} cluster"), enabled=_bool(t["enabled"], f"{w} enabled")
@@ -513,7 +522,7 @@ def _check_failover(scenario: Scenario, where: str) -> None:
                     f"{at}: cluster {named!r} is not one of the clusters ({', '.join(clusters)})."
                     + did_you_mean(named, clusters)
                 )
-        if isinstance(step, (LinkDown, LinkUp)) and step.cluster == step.remote:
+        if isinstance(step, (LinkDown, LinkUp, ReplicatorFaults)) and step.cluster == step.remote:
             raise InvalidScenario(
                 f"{at}: a replication link joins two clusters, but cluster and remote are both {step.cluster!r}."
             )

@@ -49,6 +49,7 @@ __all__ = [
     "Publish",
     "Redeliver",
     "ReplicatedStatus",
+    "ReplicatorFaults",
     "Resend",
     "RestartBroker",
     "Resume",
@@ -441,6 +442,20 @@ class LinkUp:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicatorFaults:
+    """Failover scenarios: faults of the replicator ``cluster`` -> ``remote``'s producer
+    (``OneWayReplicatorDeduplicationTest``): ``lose_receipts`` (what it sends is stored but never confirmed, so it
+    is sent again when the link next drops) and ``repeat_window`` N (every N-th send also repeats the previous N;
+    0: off).  A remote with deduplication must store each message once."""
+
+    do: ClassVar[str] = "replicator_faults"
+    cluster: str
+    remote: str
+    lose_receipts: bool = False
+    repeat_window: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteSubscription:
     """Failover scenarios: delete the subscription on ``cluster`` (not where the consumer is connected); a later
     cursor update must create it again (``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``)."""
@@ -494,6 +509,7 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     ReplicatedStatus,
     LinkDown,
     LinkUp,
+    ReplicatorFaults,
     DeleteSubscription,
     FailOver,
 ]
@@ -509,6 +525,7 @@ FAILOVER_STEPS: tuple[type, ...] = (
     ReplicatedStatus,
     LinkDown,
     LinkUp,
+    ReplicatorFaults,
     DeleteSubscription,
     FailOver,
 )

@@ -32,6 +32,7 @@ from conformance.scenarios import (
     LinkUp,
     Publish,
     ReplicatedStatus,
+    ReplicatorFaults,
     Scenario,
     Settings,
     Sleep,
@@ -102,6 +103,10 @@ def _apply(run: Failover, step: Step, rng: random.Random) -> None:
         run.set_down(step.cluster, isinstance(step, ClusterDown))
     elif isinstance(step, (LinkDown, LinkUp)):
         run.set_link_down(step.cluster, step.remote, isinstance(step, LinkDown))
+    elif isinstance(step, ReplicatorFaults):
+        run.set_replicator_faults(
+            step.cluster, step.remote, lose_receipts=step.lose_receipts, repeat_window=step.repeat_window
+        )
     elif isinstance(step, DeleteSubscription):
         run.delete_subscription(step.cluster)
     elif isinstance(step, ReplicatedStatus):
@@ -168,6 +173,7 @@ _SITE_METHOD: dict[type, str] = {
     LinkDown: "set_link_down",
     LinkUp: "set_link_down",
     DeleteSubscription: "delete_subscription",
+    ReplicatorFaults: "set_replicator_faults",
 }
 
 

@@ -147,6 +147,10 @@ class ModelSites:
         """Disconnect (or reconnect) the replicator ``source`` -> ``remote`` alone."""
         self.layer.set_link_down(source, remote, down)
 
+    def set_replicator_faults(self, source: str, remote: str, *, lose_receipts: bool, repeat_window: int) -> None:
+        """Faults of the replicator ``source`` -> ``remote``'s producer: receipts lost, sends repeated."""
+        self.layer.set_replicator_faults(source, remote, lose_receipts=lose_receipts, repeat_window=repeat_window)
+
     def delete_subscription(self, cluster: str) -> None:
         """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there)."""
         self.brokers[cluster].delete_subscription(self.topic, self.subscription)

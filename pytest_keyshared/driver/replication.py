@@ -232,6 +232,24 @@ class Failover:
         else:
             self._links_down.discard((source, remote))
 
+    def set_replicator_faults(self, source: str, remote: str, *, lose_receipts: bool, repeat_window: int) -> None:
+        """Faults of the replicator ``source`` -> ``remote``'s producer (receipts lost, sends repeated): a
+        ``fault`` ``replicator_faults`` touching no consumer, with both settings."""
+        switch = getattr(self.sites, "set_replicator_faults", None)
+        if switch is None:
+            raise UnsupportedByTarget("These clusters cannot inject faults into a replicator's producer.")
+        self.writer.record(
+            "fault",
+            fault="replicator_faults",
+            cluster=source,
+            remote=remote,
+            lose_receipts=lose_receipts,
+            repeat_window=repeat_window,
+            consumers=[],
+            producers=[],
+        )
+        switch(source, remote, lose_receipts=lose_receipts, repeat_window=repeat_window)
+
     def delete_subscription(self, cluster: str) -> None:
         """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; no consumer of it is there): a
         ``fault`` ``subscription_deleted`` touching no consumer.  A later cursor update must create it again."""
