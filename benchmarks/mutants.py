@@ -1181,3 +1181,22 @@ def _replicator_drops_in_flight() -> None:
         return take_back
 
     _wrap(ReplicatorState, "take_back_in_flight", make)
+
+
+@mutant(
+    "markers-at-tail-hide-messages",
+    "dispatch",
+    "a read that ends in replication markers sends none of its messages (the last entry taken for the end of the"
+    " data: ReplicatedSubscriptionTest.testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage)",
+)
+def _markers_at_tail_hide_messages() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def strip(self: Any, entries: Any) -> Any:
+            kept = orig(self, entries)
+            return [] if entries and entries[-1].is_marker else kept
+
+        return strip
+
+    _wrap(KeySharedDispatcher, "_strip_markers", make)

@@ -187,11 +187,19 @@ class ReplicationCheck:
         #: each cluster's copy of the topic (``duplicate_publish`` when it comes under another message id there)
         self.stored_at: dict[tuple[str, str], tuple[Any, int, str]] = {}
         self.stored_twice: list[Violation] = []
+        #: the uids published before the event just fed, when it was a settled ``snapshot`` (else None), and the
+        #: same for the event before it (a reader opened right after a settled snapshot is judged)
+        self.settled_uids: frozenset[str] | None = None
+        self.before_uids: frozenset[str] | None = None
+        #: reader handle -> (cluster, its open, the uids it must read, the uids it read)
+        self.readers: dict[str, tuple[str, int, frozenset[str], set[str]]] = {}
+        self.reader_misses: list[Violation] = []
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
         self.last_op: str | None = None
 
     def feed(self, event: Event) -> None:
         op = event.op.value
+        self.before_uids, self.settled_uids = self.settled_uids, None
         if op == "snapshot" and self.last_op != "snapshot":
             self.group_start = event.i
         self.last_op = op
@@ -200,6 +208,8 @@ class ReplicationCheck:
                 handle = str(event.consumer)
                 sub = self.subs[handle] = event.subscription or self.default_sub
                 cluster = cluster_of(event.topic)
+                if cluster is not None and event.extra.get("reader") is True:
+                    self._reader_open(event, handle, cluster)
                 if cluster is not None:
                     self.attached[handle] = cluster
                     self.open_on[handle] = (sub, cluster)
@@ -211,6 +221,7 @@ class ReplicationCheck:
                 self.freed_on.setdefault(cluster, set()).add(event.i)
             if op in ("close", "crash"):
                 self._detach(str(event.consumer), graceful=op == "close")
+                self._reader_close(event)
         elif op == "fault":
             self._fault(event)
         elif op == "publish":
@@ -252,6 +263,9 @@ class ReplicationCheck:
         cluster = cluster_of(event.topic)
         if cluster is None or event.uid is None:
             return
+        reading = self.readers.get(str(event.consumer))
+        if reading is not None:
+            reading[3].add(event.uid)
         if event.msg_id is not None and event.topic is not None:
             mkey, _stream, msg = canonical_message(event.topic, event.msg_id)
             self.uid_of.setdefault(mkey, event.uid)
@@ -260,6 +274,27 @@ class ReplicationCheck:
         for failover in self.failovers:
             if failover.subscription == sub and cluster != failover.left:
                 failover.after.setdefault(event.uid, event.i)
+
+    def _reader_open(self, event: Event, handle: str, cluster: str) -> None:
+        """A reader from the earliest message (``reader: true``) opened right after a settled snapshot must read
+        every message published before it (``testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``)."""
+        expected = self.before_uids
+        if expected is None:
+            self.notes.append(f"reader {handle!r} E{event.i} not judged: no settled snapshot right before it")
+            return
+        self.readers[handle] = (cluster, event.i, expected, set())
+
+    def _reader_close(self, event: Event) -> None:
+        """``undelivered``: a message the reader had to read and did not, before it closed."""
+        reading = self.readers.pop(str(event.consumer), None)
+        if reading is None:
+            return
+        cluster, open_i, expected, read = reading
+        missing = sorted((self.publish_of[uid][0], uid) for uid in expected - read)
+        for _publish_i, uid in missing[:MAX_LISTED]:
+            self.reader_misses.append(
+                make_reader_miss(str(event.consumer), cluster, uid, self.publish_of[uid], open_i, event.i, len(missing))
+            )
 
     def _stored(self, event: Event, cluster: str, mkey: Any, msg: str) -> None:
         """``duplicate_publish`` on one cluster's copy: a published message received there under two message
@@ -330,6 +365,7 @@ class ReplicationCheck:
                 f"snapshot E{event.i} ({cluster}) not judged: replication had not settled (or a cluster was down)"
             )
             return
+        self.settled_uids = frozenset(self.publish_of)
         self._snapshot_point(event)
         if self.batched_at is not None:
             self.notes.append(
@@ -410,7 +446,7 @@ class ReplicationCheck:
         return out
 
     def finish(self) -> ReplicationFindings:
-        found: list[Violation] = [*self.cursor_ahead, *self.stored_twice]
+        found: list[Violation] = [*self.cursor_ahead, *self.stored_twice, *self.reader_misses]
         notes = list(self.notes)
         for failover in self.failovers:  # judged drained or not: a redelivery seen is seen
             found += self._redelivered(failover, notes)
@@ -522,6 +558,56 @@ def explain_redelivered(facts: Mapping[str, Any]) -> str:
             f" before the failover at E{failover_i} (PIP-33).",
             f"However, {to} delivered {facts['uid']} again at E{receive_i}: {facts['forbidden']} covered message(s)"
             f" redelivered ({facts['again']} acknowledged message(s) came again in all).",
+        ],
+    )
+
+
+def make_reader_miss(
+    handle: str,
+    cluster: str,
+    uid: str,
+    published: tuple[int, str | None, str | None],
+    open_i: int,
+    close_i: int,
+    missing: int,
+) -> Violation:
+    """``undelivered``: reader ``handle`` on ``cluster`` closed without reading ``uid`` (witness: its publish, the
+    reader's open and close)."""
+    facts: dict[str, Any] = {
+        "uid": uid,
+        "cluster": cluster,
+        "subscription": handle,
+        "key": published[1],
+        "msg": published[2],
+        "missing": missing,
+        "refs": [
+            [published[0], "publish", None, published[2]],
+            [open_i, "open", handle, None],
+            [close_i, "close", handle, None],
+        ],
+    }
+    return Violation(
+        Kind.UNDELIVERED,
+        published[1],
+        (handle,),
+        (published[0], open_i, close_i),
+        explain_reader_miss(facts),
+        handle,
+        facts,
+    )
+
+
+def explain_reader_miss(facts: Mapping[str, Any]) -> str:
+    publish_i, open_i, close_i = (ref[0] for ref in facts["refs"])
+    return render_elle(
+        f"undelivered: reader {facts['subscription']!r} on {facts['cluster']} never read {facts['uid']}",
+        facts["refs"],
+        [
+            f"{facts['uid']} was published at E{publish_i}; replication settled before the reader opened on"
+            f" {facts['cluster']} at E{open_i}, from the earliest message, so every cluster's copy held it.",
+            "A reader reads while it has messages available and never sees a marker: it reads exactly the messages"
+            " published (ReplicatedSubscriptionTest.testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage).",
+            f"However, it closed at E{close_i} without reading it ({facts['missing']} message(s) missing in all).",
         ],
     )
 

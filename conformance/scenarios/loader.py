@@ -48,6 +48,7 @@ from conformance.scenarios.model import (
     Open,
     Pause,
     Publish,
+    Read,
     Redeliver,
     ReplicatedStatus,
     ReplicatorFaults,
@@ -119,6 +120,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "link_down": ("cluster", "remote"),
     "link_up": ("cluster", "remote"),
     "replicator_faults": ("cluster", "remote", "lose_receipts", "repeat_window"),
+    "read": ("cluster",),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -135,6 +137,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "link_down": ("cluster", "remote"),
     "link_up": ("cluster", "remote"),
     "replicator_faults": ("cluster", "remote"),
+    "read": ("cluster",),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -489,6 +492,7 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "link_up": lambda t, w: LinkUp(
         cluster=_name(t["cluster"], f"{w} cluster"), remote=_name(t["remote"], f"{w} remote")
     ),
+    "read": lambda t, w: Read(cluster=_name(t["cluster"], f"{w} cluster")),
     "replicator_faults": lambda t, w: ReplicatorFaults(
         cluster=_name(t["cluster"], f"{w} cluster"),
         remote=_name(t["remote"], f"{w} remote"),

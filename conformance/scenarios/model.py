@@ -47,6 +47,7 @@ __all__ = [
     "Open",
     "Pause",
     "Publish",
+    "Read",
     "Redeliver",
     "ReplicatedStatus",
     "ReplicatorFaults",
@@ -442,6 +443,17 @@ class LinkUp:
 
 
 @dataclass(frozen=True, slots=True)
+class Read:
+    """Failover scenarios: let replication settle, then read ``cluster``'s copy of the topic from the earliest
+    message with a new reader while it says more is available (``hasMessageAvailable``;
+    ``ReplicatedSubscriptionTest.testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``): it must read every
+    message published before, once each, and never a marker."""
+
+    do: ClassVar[str] = "read"
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicatorFaults:
     """Failover scenarios: faults of the replicator ``cluster`` -> ``remote``'s producer
     (``OneWayReplicatorDeduplicationTest``): ``lose_receipts`` (what it sends is stored but never confirmed, so it
@@ -510,6 +522,7 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     LinkDown,
     LinkUp,
     ReplicatorFaults,
+    Read,
     DeleteSubscription,
     FailOver,
 ]
@@ -526,6 +539,7 @@ FAILOVER_STEPS: tuple[type, ...] = (
     LinkDown,
     LinkUp,
     ReplicatorFaults,
+    Read,
     DeleteSubscription,
     FailOver,
 )

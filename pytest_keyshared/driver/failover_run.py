@@ -31,6 +31,7 @@ from conformance.scenarios import (
     LinkDown,
     LinkUp,
     Publish,
+    Read,
     ReplicatedStatus,
     ReplicatorFaults,
     Scenario,
@@ -103,6 +104,8 @@ def _apply(run: Failover, step: Step, rng: random.Random) -> None:
         run.set_down(step.cluster, isinstance(step, ClusterDown))
     elif isinstance(step, (LinkDown, LinkUp)):
         run.set_link_down(step.cluster, step.remote, isinstance(step, LinkDown))
+    elif isinstance(step, Read):
+        run.read(step.cluster)
     elif isinstance(step, ReplicatorFaults):
         run.set_replicator_faults(
             step.cluster, step.remote, lose_receipts=step.lose_receipts, repeat_window=step.repeat_window
@@ -174,6 +177,7 @@ _SITE_METHOD: dict[type, str] = {
     LinkUp: "set_link_down",
     DeleteSubscription: "delete_subscription",
     ReplicatorFaults: "set_replicator_faults",
+    Read: "read_all",
 }
 
 

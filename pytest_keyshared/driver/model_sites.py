@@ -114,6 +114,19 @@ class ModelSites:
         )
         return _ModelConsumer(consumer)
 
+    def read_all(self, cluster: str, name: str) -> list[Delivery]:
+        """A new reader of ``cluster``'s copy from the earliest message, read while it has more (``receive(0)``
+        on the simulated clock: everything stored is dispatched at once)."""
+        consumer = self.brokers[cluster].subscribe(self.topic, name, initial_position="Earliest")
+        got = []
+        while (message := consumer.receive(0)) is not None:
+            consumer.acknowledge(message)  # as a reader does (ReaderImpl.readNext)
+            got.append(
+                Delivery(message.data().decode(), message.partition_key() or None, _msg_id(message.message_id()), None)
+            )
+        consumer.close()  # the model keeps the subscription (a reader's is non-durable in Pulsar); nothing reads it
+        return got
+
     def elapse(self, ms: int) -> None:
         self.layer.advance(ms)
 

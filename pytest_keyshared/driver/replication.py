@@ -232,6 +232,26 @@ class Failover:
         else:
             self._links_down.discard((source, remote))
 
+    def read(self, cluster: str) -> None:
+        """Let replication settle (a ``snapshot`` per cluster), then read ``cluster``'s copy from the earliest
+        message with a new reader while it has more, recorded as handle ``reader-<cluster>`` (``open`` with
+        ``reader: true``, its receives, ``close``); the replication check judges that it read every message
+        published before, once each.  A reader acknowledges each message as it reads it (the clients'
+        ``ReaderImpl.readNext``: its subscription is non-durable), recorded after each receive."""
+        read_all = getattr(self.sites, "read_all", None)
+        if read_all is None:
+            raise UnsupportedByTarget("These clusters cannot open a reader.")
+        self.snapshot()
+        handle = f"reader-{cluster}"
+        self._record("open", cluster, consumer=handle, result="ok", subscription=handle, reader=True)
+        try:
+            for got in read_all(cluster, handle):
+                self._record("receive", cluster, consumer=handle, key=got.key, msg_id=got.msg_id, uid=got.payload)
+                self._record("ack", cluster, consumer=handle, key=got.key, msg_id=got.msg_id)
+        except Exception as exc:
+            self.notes.append(f"the reader in {cluster} failed: {type(exc).__name__}: {exc}")
+        self._record("close", cluster, consumer=handle)
+
     def set_replicator_faults(self, source: str, remote: str, *, lose_receipts: bool, repeat_window: int) -> None:
         """Faults of the replicator ``source`` -> ``remote``'s producer (receipts lost, sends repeated): a
         ``fault`` ``replicator_faults`` touching no consumer, with both settings."""
@@ -611,6 +631,32 @@ class BrokerSites:
         if problem is not None:
             return f"replication not idle {self.settle_timeout_s:g}s after the failover began: {problem}"
         return None
+
+    def read_all(self, cluster: str, name: str) -> list[Delivery]:
+        """A reader (``subscription_role_prefix`` ``name``) from the earliest message on ``cluster``, read while
+        ``has_message_available()`` says more is there, each ``read_next`` bounded by ``failover_timeout_ms``
+        (Pulsar's test asserts none times out)."""
+        import pulsar
+
+        reader = self._client_for(cluster).create_reader(
+            self.topic, pulsar.MessageId.earliest, subscription_role_prefix=name
+        )
+        got: list[Delivery] = []
+        try:
+            while reader.has_message_available():
+                message = reader.read_next(timeout_millis=self.failover_timeout_ms)
+                got.append(
+                    Delivery(
+                        message.data().decode("utf-8", "replace"),
+                        message.partition_key() or None,
+                        _format_id(message.message_id()),
+                        None,
+                    )
+                )
+        finally:
+            with contextlib.suppress(Exception):
+                reader.close()
+        return got
 
     def delete_subscription(self, cluster: str) -> None:
         """``DELETE .../subscription/{sub}`` on ``cluster``."""

@@ -25,6 +25,7 @@ from conformance.scenarios import (
     LinkDown,
     LinkUp,
     Publish,
+    Read,
     ReplicatedStatus,
     ReplicatorFaults,
     Scenario,
@@ -77,6 +78,7 @@ failover_steps = st.one_of(
     st.builds(ReplicatedStatus, cluster=st.sampled_from(["r1", "r2"]), enabled=st.booleans()),
     st.builds(ReplicatorFaults, cluster=st.just("r1"), remote=st.sampled_from(["r2", "r3"]),
               lose_receipts=st.booleans(), repeat_window=st.integers(0, 5)),
+    st.builds(Read, cluster=st.sampled_from(["r2", "r3"])),
 )  # fmt: skip
 
 
