@@ -45,6 +45,8 @@ FAST: tuple[tuple[str, str], ...] = (
     ("snapshot-last-answer-only", "two-producers"),
     ("remote-cursor-never-updated", "across-two-regions"),
     ("remote-cursor-lags-a-snapshot", "same-producer-name"),
+    ("replicated-resend-stored-again", "replicator-repeated-sends"),
+    ("markers-use-permits", "markers-key-shared"),
     ("classic-no-recently-joined", "join-while-pending"),
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
     ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
