@@ -102,7 +102,8 @@ def _run(
         if first:
             cmd.append("-x")
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        # this checkout's packages first (a worktree beside an editable install of another checkout runs its own)
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         env.pop("KEYSHARED_MUTANT", None)
         if mutant:
             env["KEYSHARED_MUTANT"] = mutant
