@@ -128,6 +128,7 @@ class Failover:
         self._record("open", self.home, consumer=CONSUMER, result="ok", subscription=sites.subscription)
         self.producer = sites.producer(self.home)
         self._producers: dict[str, SiteProducer] = {}  #: producers in the other clusters, made on first use
+        self._reads: dict[str, int] = {}  #: readers opened per cluster (each a new, uniquely named subscription)
 
     def _topic(self, cluster: str) -> str:
         return f"{self.sites.topic}@{cluster}"
@@ -234,7 +235,8 @@ class Failover:
 
     def read(self, cluster: str) -> None:
         """Let replication settle (a ``snapshot`` per cluster), then read ``cluster``'s copy from the earliest
-        message with a new reader while it has more, recorded as handle ``reader-<cluster>`` (``open`` with
+        message with a new reader while it has more, recorded as handle ``reader-<cluster>`` (``-<n>`` from the
+        second on that cluster; ``open`` with
         ``reader: true``, its receives, ``close``); the replication check judges that it read every message
         published before, once each.  A reader acknowledges each message as it reads it (the clients'
         ``ReaderImpl.readNext``: its subscription is non-durable), recorded after each receive."""
@@ -242,7 +244,8 @@ class Failover:
         if read_all is None:
             raise UnsupportedByTarget("These clusters cannot open a reader.")
         self.snapshot()
-        handle = f"reader-{cluster}"
+        self._reads[cluster] = self._reads.get(cluster, 0) + 1
+        handle = f"reader-{cluster}" if self._reads[cluster] == 1 else f"reader-{cluster}-{self._reads[cluster]}"
         self._record("open", cluster, consumer=handle, result="ok", subscription=handle, reader=True)
         try:
             for got in read_all(cluster, handle):
