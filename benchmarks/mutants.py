@@ -1200,3 +1200,23 @@ def _markers_at_tail_hide_messages() -> None:
         return strip
 
     _wrap(KeySharedDispatcher, "_strip_markers", make)
+
+
+@mutant(
+    "replicated-status-off-ignored",
+    "replication",
+    "switching a subscription's replicated status off is ignored: its cursor keeps replicating"
+    " (testReplicatedSubscriptionRestApi1: with the status off every cluster reads everything)",
+)
+def _replicated_status_off_ignored() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    def make(orig: Any) -> Any:
+        def set_status(self: Any, topic: str, subscription: str, enabled: bool) -> bool:
+            if not enabled:
+                return True
+            return bool(orig(self, topic, subscription, enabled))
+
+        return set_status
+
+    _wrap(ModelBroker, "set_replicated_subscription_status", make)

@@ -480,7 +480,8 @@ class DeleteSubscription:
 class ReplicatedStatus:
     """Failover scenarios: switch the subscription's replicated status on ``cluster`` off or on (the admin API's
     ``replicatedSubscriptionStatus``; ``ReplicatedSubscriptionTest.testReplicatedSubscriptionRestApi1``).  Off,
-    the cluster neither caches snapshots for it nor writes or applies its cursor updates."""
+    the cluster neither caches snapshots for it nor writes its cursor updates (an update from another cluster that
+    reaches it is still applied, as ``receiveSubscriptionUpdated`` does)."""
 
     do: ClassVar[str] = "replicated_status"
     cluster: str
