@@ -66,7 +66,18 @@ later) make no point of their own, as the cache may have evicted their snapshot 
 past the bound that come again are allowed and counted in a note (how many, and how many the bound forbade).
 It assumes the consumer has permits (its dispatcher reads the marker) and the harness publishes nothing while it
 settles.  The rule reads event order only: equal timestamps change nothing.  Judged in undrained runs too (a
-redelivery seen is seen).
+redelivery seen is seen).  A ``subscription_deleted`` on B voids the points made before it for a failover to B
+(the cursor they moved is gone; the next update creates the subscription again, so later points hold).
+
+Status off.  While S's replicated status is off on A (a ``replicated_subscription_off`` until its ``_on``), A
+writes no cursor update for S: a message published meanwhile and acknowledged on A is owed again after a failover
+from A that comes while it is still off (``skipped_after_failover``; ``testReplicatedSubscriptionRestApi1``).
+
+Copies and readers.  A message (one ``uid``) received on one cluster's copy under two message ids was stored
+there twice, a replicator's resend its deduplication let through: ``duplicate_publish`` (permitted with
+deduplication off; ``OneWayReplicatorDeduplicationTest``).  A reader (``open`` with ``reader: true``) opened
+right after a settled ``snapshot`` must have received every message published before it by its ``close``, else
+``undelivered`` (``testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``).
 
 A pure function of the events, in one pass: O(events) time, O(messages) memory (O(messages) per settled
 snapshot to test a point).  Both engines call it
