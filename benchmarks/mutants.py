@@ -1220,3 +1220,28 @@ def _replicated_status_off_ignored() -> None:
         return set_status
 
     _wrap(ModelBroker, "set_replicated_subscription_status", make)
+
+
+@mutant(
+    "compaction-keeps-superseded",
+    "replication",
+    "the compactor keeps the first value it meets of each key, not the latest, so a readCompacted reader gets a"
+    " superseded value (testReplicatedSubscriptionWithCompaction: [V2], never V1)",
+)
+def _compaction_keeps_superseded() -> None:
+    import reference_model.broker.model_broker as model_broker
+    from reference_model.storage.compaction import CompactedTopic
+
+    def make(_orig: Any) -> Any:
+        def first_wins(entries: Any, horizon: Any) -> CompactedTopic:
+            by_key: dict[str, Any] = {}
+            for entry in entries if horizon is not None else ():
+                if entry.position > horizon:
+                    break
+                if not entry.is_marker and entry.metadata.partition_key is not None:
+                    by_key.setdefault(entry.metadata.partition_key, entry)
+            return CompactedTopic(horizon, tuple(sorted(by_key.values(), key=lambda e: e.position)))
+
+        return first_wins
+
+    _wrap(model_broker, "compact", make)

@@ -90,6 +90,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.checks.compaction import Compacted, compacted_view, make_superseded_read
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.identity import canonical_message, parse_position
@@ -210,6 +211,12 @@ class ReplicationCheck:
         #: reader handle -> (cluster, its open, the uids it must read, the uids it read)
         self.readers: dict[str, tuple[str, int, frozenset[str], set[str]]] = {}
         self.reader_misses: list[Violation] = []
+        #: compaction (:mod:`conformance.checks.compaction`): cluster -> its last ``compaction`` fault; the
+        #: unconfirmed publishes per cluster (event, key); compacted reader handle -> what its compaction implies
+        self.compactions: dict[str, int] = {}
+        self.unconfirmed: dict[str, list[tuple[int, str | None]]] = {}
+        self.compacted_readers: dict[str, Compacted] = {}
+        self.superseded_reads: list[Violation] = []
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
         self.last_op: str | None = None
 
@@ -246,6 +253,8 @@ class ReplicationCheck:
                 return
             self.freed_on.setdefault(cluster, set()).add(event.i)
             if event.result is None or event.result.value != "ok" or event.uid is None:
+                if event.result is None or event.result.value == "info":  # may have been stored
+                    self.unconfirmed.setdefault(cluster, []).append((event.i, event.key))
                 return
             self.published.setdefault(cluster, []).append((event.i, event.uid, event.key, event.msg_id))
             self.publish_of.setdefault(event.uid, (event.i, event.key, event.msg_id))
@@ -282,6 +291,13 @@ class ReplicationCheck:
         reading = self.readers.get(str(event.consumer))
         if reading is not None:
             reading[3].add(event.uid)
+        compacted = self.compacted_readers.get(str(event.consumer))
+        if compacted is not None and event.uid in compacted.superseded and event.uid in self.publish_of:
+            self.superseded_reads.append(
+                make_superseded_read(
+                    str(event.consumer), compacted, event.uid, event.key, self.publish_of[event.uid][0], event.i
+                )
+            )
         if event.msg_id is not None and event.topic is not None:
             mkey, _stream, msg = canonical_message(event.topic, event.msg_id)
             self.uid_of.setdefault(mkey, event.uid)
@@ -293,8 +309,16 @@ class ReplicationCheck:
 
     def _reader_open(self, event: Event, handle: str, cluster: str) -> None:
         """A reader from the earliest message (``reader: true``) opened right after a settled snapshot must read
-        every message published before it (``testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``)."""
+        every message published before it (``testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``).  A
+        compacted one (``compacted: true``) after a ``compaction`` there owes, of the messages before the horizon,
+        only each key's latest, and must read no superseded one (:mod:`conformance.checks.compaction`)."""
         expected = self.before_uids
+        horizon_i = self.compactions.get(cluster) if event.extra.get("compacted") is True else None
+        if horizon_i is not None:
+            compacted = compacted_view(cluster, horizon_i, self.published, self.unconfirmed)
+            self.compacted_readers[handle] = compacted
+            if expected is not None:
+                expected = expected - compacted.not_owed
         if expected is None:
             self.notes.append(f"reader {handle!r} E{event.i} not judged: no settled snapshot right before it")
             return
@@ -302,6 +326,7 @@ class ReplicationCheck:
 
     def _reader_close(self, event: Event) -> None:
         """``undelivered``: a message the reader had to read and did not, before it closed."""
+        self.compacted_readers.pop(str(event.consumer), None)
         reading = self.readers.pop(str(event.consumer), None)
         if reading is None:
             return
@@ -370,6 +395,8 @@ class ReplicationCheck:
         switch = event.extra.get("fault")
         if switch in ("replicated_subscription_off", "replicated_subscription_on"):
             self._status(event, on=switch == "replicated_subscription_on")
+        elif switch == "compaction" and isinstance(event.extra.get("cluster"), str):
+            self.compactions[event.extra["cluster"]] = event.i
         elif switch == "subscription_deleted" and isinstance(event.extra.get("cluster"), str):
             self.deleted_on[(event.subscription or self.default_sub, event.extra["cluster"])] = event.i
         named = event.extra.get("consumers")
@@ -473,7 +500,7 @@ class ReplicationCheck:
         return out
 
     def finish(self) -> ReplicationFindings:
-        found: list[Violation] = [*self.cursor_ahead, *self.stored_twice, *self.reader_misses]
+        found: list[Violation] = [*self.cursor_ahead, *self.stored_twice, *self.reader_misses, *self.superseded_reads]
         notes = list(self.notes)
         for failover in self.failovers:  # judged drained or not: a redelivery seen is seen
             found += self._redelivered(failover, notes)

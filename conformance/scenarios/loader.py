@@ -36,6 +36,7 @@ from conformance.scenarios.model import (
     Close,
     ClusterDown,
     ClusterUp,
+    Compact,
     Consume,
     Crash,
     DeleteSubscription,
@@ -120,7 +121,8 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "link_down": ("cluster", "remote"),
     "link_up": ("cluster", "remote"),
     "replicator_faults": ("cluster", "remote", "lose_receipts", "repeat_window"),
-    "read": ("cluster",),
+    "read": ("cluster", "compacted"),
+    "compact": ("cluster",),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -138,6 +140,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "link_up": ("cluster", "remote"),
     "replicator_faults": ("cluster", "remote"),
     "read": ("cluster",),
+    "compact": ("cluster",),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -492,7 +495,10 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "link_up": lambda t, w: LinkUp(
         cluster=_name(t["cluster"], f"{w} cluster"), remote=_name(t["remote"], f"{w} remote")
     ),
-    "read": lambda t, w: Read(cluster=_name(t["cluster"], f"{w} cluster")),
+    "read": lambda t, w: Read(
+        cluster=_name(t["cluster"], f"{w} cluster"), compacted=_bool(t.get("compacted", False), f"{w} compacted")
+    ),
+    "compact": lambda t, w: Compact(cluster=_name(t["cluster"], f"{w} cluster")),
     "replicator_faults": lambda t, w: ReplicatorFaults(
         cluster=_name(t["cluster"], f"{w} cluster"),
         remote=_name(t["remote"], f"{w} remote"),

@@ -35,6 +35,7 @@ __all__ = [
     "Close",
     "ClusterDown",
     "ClusterUp",
+    "Compact",
     "Consume",
     "Crash",
     "DeleteSubscription",
@@ -451,6 +452,18 @@ class Read:
 
     do: ClassVar[str] = "read"
     cluster: str
+    #: a ``readCompacted`` reader: after a ``compact`` step there, only the latest value of each key up to the
+    #: compaction horizon, then everything after it (``testReplicatedSubscriptionWithCompaction``)
+    compacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """Failover scenarios: compact ``cluster``'s copy of the topic (admin ``triggerCompaction``, waited for); a
+    compacted ``read`` there then gets the latest value of each key up to this point and never a marker."""
+
+    do: ClassVar[str] = "compact"
+    cluster: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,6 +537,7 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     LinkUp,
     ReplicatorFaults,
     Read,
+    Compact,
     DeleteSubscription,
     FailOver,
 ]
@@ -541,6 +555,7 @@ FAILOVER_STEPS: tuple[type, ...] = (
     LinkUp,
     ReplicatorFaults,
     Read,
+    Compact,
     DeleteSubscription,
     FailOver,
 )

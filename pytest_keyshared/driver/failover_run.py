@@ -25,6 +25,7 @@ from typing import Any
 from conformance.scenarios import (
     ClusterDown,
     ClusterUp,
+    Compact,
     Consume,
     DeleteSubscription,
     FailOver,
@@ -105,7 +106,9 @@ def _apply(run: Failover, step: Step, rng: random.Random) -> None:
     elif isinstance(step, (LinkDown, LinkUp)):
         run.set_link_down(step.cluster, step.remote, isinstance(step, LinkDown))
     elif isinstance(step, Read):
-        run.read(step.cluster)
+        run.read(step.cluster, compacted=step.compacted)
+    elif isinstance(step, Compact):
+        run.compact(step.cluster)
     elif isinstance(step, ReplicatorFaults):
         run.set_replicator_faults(
             step.cluster, step.remote, lose_receipts=step.lose_receipts, repeat_window=step.repeat_window
@@ -178,6 +181,7 @@ _SITE_METHOD: dict[type, str] = {
     DeleteSubscription: "delete_subscription",
     ReplicatorFaults: "set_replicator_faults",
     Read: "read_all",
+    Compact: "compact",
 }
 
 

@@ -114,9 +114,20 @@ class ModelSites:
         )
         return _ModelConsumer(consumer)
 
-    def read_all(self, cluster: str, name: str) -> list[Delivery]:
+    def read_all(self, cluster: str, name: str, compacted: bool = False) -> list[Delivery]:
         """A new reader of ``cluster``'s copy from the earliest message, read while it has more (``receive(0)``
-        on the simulated clock: everything stored is dispatched at once)."""
+        on the simulated clock: everything stored is dispatched at once).  ``compacted``: a ``readCompacted``
+        reader, which reads the last compaction's entries and then the topic after its horizon."""
+        if compacted:
+            return [
+                Delivery(
+                    entry.messages[0].payload.decode(),
+                    entry.metadata.partition_key,
+                    f"{entry.position.ledger_id}:{entry.position.entry_id}:-1:-1",
+                    None,
+                )
+                for entry in self.brokers[cluster].read_compacted(self.topic)
+            ]
         consumer = self.brokers[cluster].subscribe(self.topic, name, initial_position="Earliest")
         got = []
         while (message := consumer.receive(0)) is not None:
@@ -167,6 +178,10 @@ class ModelSites:
     def delete_subscription(self, cluster: str) -> None:
         """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there)."""
         self.brokers[cluster].delete_subscription(self.topic, self.subscription)
+
+    def compact(self, cluster: str) -> None:
+        """Compact ``cluster``'s copy of the topic now (admin ``triggerCompaction``, done at once in the model)."""
+        self.brokers[cluster].compact(self.topic)
 
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """Switch the subscription's replicated status on ``cluster`` (the admin API's

@@ -233,12 +233,23 @@ class Failover:
         else:
             self._links_down.discard((source, remote))
 
-    def read(self, cluster: str) -> None:
+    def compact(self, cluster: str) -> None:
+        """Compact ``cluster``'s copy of the topic (admin ``triggerCompaction``, waited for), recorded as a ``fault``
+        ``compaction`` touching no consumer: every message whose publish was confirmed before it is at or before
+        the compaction horizon."""
+        compact = getattr(self.sites, "compact", None)
+        if compact is None:
+            raise UnsupportedByTarget("These clusters cannot compact a topic.")
+        self.writer.record("fault", fault="compaction", cluster=cluster, consumers=[], producers=[])
+        compact(cluster)
+
+    def read(self, cluster: str, compacted: bool = False) -> None:
         """Let replication settle (a ``snapshot`` per cluster), then read ``cluster``'s copy from the earliest
         message with a new reader while it has more, recorded as handle ``reader-<cluster>`` (``-<n>`` from the
         second on that cluster; ``open`` with
         ``reader: true``, its receives, ``close``); the replication check judges that it read every message
-        published before, once each.  A reader acknowledges each message as it reads it (the clients'
+        published before, once each (``compacted``: a ``readCompacted`` reader, ``open`` with ``compacted: true``,
+        judged against the last ``compaction`` there).  A reader acknowledges each message as it reads it (the clients'
         ``ReaderImpl.readNext``: its subscription is non-durable), recorded after each receive."""
         read_all = getattr(self.sites, "read_all", None)
         if read_all is None:
@@ -246,9 +257,10 @@ class Failover:
         self.snapshot()
         self._reads[cluster] = self._reads.get(cluster, 0) + 1
         handle = f"reader-{cluster}" if self._reads[cluster] == 1 else f"reader-{cluster}-{self._reads[cluster]}"
-        self._record("open", cluster, consumer=handle, result="ok", subscription=handle, reader=True)
+        flags: dict[str, Any] = {"compacted": True} if compacted else {}
+        self._record("open", cluster, consumer=handle, result="ok", subscription=handle, reader=True, **flags)
         try:
-            for got in read_all(cluster, handle):
+            for got in read_all(cluster, handle, compacted=True) if compacted else read_all(cluster, handle):
                 self._record("receive", cluster, consumer=handle, key=got.key, msg_id=got.msg_id, uid=got.payload)
                 self._record("ack", cluster, consumer=handle, key=got.key, msg_id=got.msg_id)
         except Exception as exc:
@@ -635,14 +647,14 @@ class BrokerSites:
             return f"replication not idle {self.settle_timeout_s:g}s after the failover began: {problem}"
         return None
 
-    def read_all(self, cluster: str, name: str) -> list[Delivery]:
+    def read_all(self, cluster: str, name: str, compacted: bool = False) -> list[Delivery]:
         """A reader (``subscription_role_prefix`` ``name``) from the earliest message on ``cluster``, read while
         ``has_message_available()`` says more is there, each ``read_next`` bounded by ``failover_timeout_ms``
-        (Pulsar's test asserts none times out)."""
+        (Pulsar's test asserts none times out); ``compacted``: ``is_read_compacted`` (``readCompacted``)."""
         import pulsar
 
         reader = self._client_for(cluster).create_reader(
-            self.topic, pulsar.MessageId.earliest, subscription_role_prefix=name
+            self.topic, pulsar.MessageId.earliest, subscription_role_prefix=name, is_read_compacted=compacted
         )
         got: list[Delivery] = []
         try:
@@ -667,6 +679,13 @@ class BrokerSites:
         if admin is None:
             raise UnsupportedByTarget(f"{cluster} has no admin API: the subscription cannot be deleted.")
         admin.delete_subscription(self.topic, self.subscription)
+
+    def compact(self, cluster: str) -> None:
+        """``PUT .../compaction`` on ``cluster``, waited for until it succeeds (bounded)."""
+        admin = self.endpoints[cluster].admin
+        if admin is None:
+            raise UnsupportedByTarget(f"{cluster} has no admin API: the topic cannot be compacted.")
+        admin.compact(self.topic)
 
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """``POST .../subscription/{sub}/replicatedSubscriptionStatus`` with ``true`` / ``false`` on ``cluster``."""
