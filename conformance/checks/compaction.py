@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.trace.identity import parse_position
+from conformance.trace.identity import canonical_message, parse_position
 from conformance.violations import Kind, Violation, render_elle
 
 __all__ = ["Compacted", "compacted_view", "make_superseded_read"]
@@ -42,12 +42,9 @@ class Compacted:
 
 def _order(published: Published) -> tuple[int, int, int, int]:
     """A message's place on its cluster's copy: its message id (ledger, entry, batch), else its publish event."""
-    if published[3] is not None:
-        try:
-            return (0, *parse_position(published[3]))
-        except ValueError:
-            pass
-    return (1, 0, 0, published[0])
+    if published[3] is None:
+        return (1, 0, 0, published[0])
+    return (0, *parse_position(canonical_message("t", published[3])[2]))  # one copy: the topic adds nothing
 
 
 def compacted_view(
