@@ -12,7 +12,7 @@ key): only cases that carry their own expected answer (``conformance/cases/scena
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["MUTANTS", "Mutant", "apply", "by_name"]
@@ -1436,3 +1436,151 @@ def _replicated_status_stays_off() -> None:
         return set_status
 
     _wrap(ModelBroker, "set_replicated_subscription_status", make)
+
+
+@mutant(
+    "remote-ignores-markers-without-subscription",
+    "replication",
+    "a remote cluster whose replicated subscription was deleted ignores replication markers instead of starting its"
+    " controller for them: the subscription never comes back and its cursor is never moved",
+)
+def _remote_ignores_markers() -> None:
+    from reference_model.replication.clusters import ReplicatedClusters
+
+    def make(orig: Any) -> Any:
+        def controller_for_marker(self: Any, cluster: str, topic: str) -> Any:
+            return self._active_controller(cluster, topic)
+
+        return controller_for_marker
+
+    _wrap(ReplicatedClusters, "_controller_for_marker", make)
+
+
+@mutant(
+    "markers-use-permits",
+    "dispatch",
+    "a replication marker the Key_Shared dispatcher reads takes a permit of a consumer it is never sent to"
+    " (testSendMarkerMessage: markers are filtered out before permits are charged)",
+)
+def _markers_use_permits() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def strip(self: Any, entries: Any) -> Any:
+            kept = orig(self, entries)
+            markers = len(entries) - len(kept)
+            if markers and self.consumers:
+                first = self.consumers[min(self.consumers)]
+                first.permits -= markers
+            return kept
+
+        return strip
+
+    _wrap(KeySharedDispatcher, "_strip_markers", make)
+
+
+@mutant(
+    "replicated-resend-stored-again",
+    "replication",
+    "a deduplicating remote stores a message the replicator sends again (after lost receipts or a repeated send)"
+    " a second time: replicated messages escape deduplication (OneWayReplicatorDeduplicationTest)",
+)
+def _replicated_resend_stored_again() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    def make(orig: Any) -> Any:
+        def append(self: Any, topic: str, metadata: Any, messages: Any, replicated_from: str, **kw: Any) -> Any:
+            seen = self.__dict__.setdefault("_mutant_appended", {})
+            key = (metadata.producer_name, metadata.sequence_id, replicated_from)
+            n = seen[key] = seen.get(key, 0) + 1
+            if n > 1 and metadata.marker_type is None:  # a copy: stored under a fresh id, as if never seen
+                metadata = replace(metadata, producer_name=f"{metadata.producer_name}#{n}")
+                kw.pop("source_position", None)
+            return orig(self, topic, metadata, messages, replicated_from, **kw)
+
+        return append
+
+    _wrap(ModelBroker, "append_replicated", make)
+
+
+@mutant(
+    "replicator-drops-in-flight",
+    "replication",
+    "a replicator whose connection drops forgets the entries it had in flight instead of sending them again:"
+    " they never reach the remote (OneWayReplicatorDeduplicationTest.testDeduplicationNotLostMessage)",
+)
+def _replicator_drops_in_flight() -> None:
+    from reference_model.replication.replicator import ReplicatorState
+
+    def make(orig: Any) -> Any:
+        def take_back(self: Any) -> None:
+            self.in_flight.clear()
+            orig(self)
+
+        return take_back
+
+    _wrap(ReplicatorState, "take_back_in_flight", make)
+
+
+@mutant(
+    "markers-at-tail-hide-messages",
+    "dispatch",
+    "a read that ends in replication markers sends none of its messages (the last entry taken for the end of the"
+    " data: ReplicatedSubscriptionTest.testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage)",
+)
+def _markers_at_tail_hide_messages() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def strip(self: Any, entries: Any) -> Any:
+            kept = orig(self, entries)
+            return [] if entries and entries[-1].is_marker else kept
+
+        return strip
+
+    _wrap(KeySharedDispatcher, "_strip_markers", make)
+
+
+@mutant(
+    "replicated-status-off-ignored",
+    "replication",
+    "switching a subscription's replicated status off is ignored: its cursor keeps replicating"
+    " (testReplicatedSubscriptionRestApi1: with the status off every cluster reads everything)",
+)
+def _replicated_status_off_ignored() -> None:
+    from reference_model.broker.model_broker import ModelBroker
+
+    def make(orig: Any) -> Any:
+        def set_status(self: Any, topic: str, subscription: str, enabled: bool) -> bool:
+            if not enabled:
+                return True
+            return bool(orig(self, topic, subscription, enabled))
+
+        return set_status
+
+    _wrap(ModelBroker, "set_replicated_subscription_status", make)
+
+
+@mutant(
+    "compaction-keeps-superseded",
+    "replication",
+    "the compactor keeps the first value it meets of each key, not the latest, so a readCompacted reader gets a"
+    " superseded value (testReplicatedSubscriptionWithCompaction: [V2], never V1)",
+)
+def _compaction_keeps_superseded() -> None:
+    import reference_model.broker.model_broker as model_broker
+    from reference_model.storage.compaction import CompactedTopic
+
+    def make(_orig: Any) -> Any:
+        def first_wins(entries: Any, horizon: Any) -> CompactedTopic:
+            by_key: dict[str, Any] = {}
+            for entry in entries if horizon is not None else ():
+                if entry.position > horizon:
+                    break
+                if not entry.is_marker and entry.metadata.partition_key is not None:
+                    by_key.setdefault(entry.metadata.partition_key, entry)
+            return CompactedTopic(horizon, tuple(sorted(by_key.values(), key=lambda e: e.position)))
+
+        return first_wins
+
+    _wrap(model_broker, "compact", make)

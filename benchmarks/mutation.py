@@ -45,6 +45,8 @@ FAST: tuple[tuple[str, str], ...] = (
     ("snapshot-last-answer-only", "two-producers"),
     ("remote-cursor-never-updated", "across-two-regions"),
     ("remote-cursor-lags-a-snapshot", "same-producer-name"),
+    ("replicated-resend-stored-again", "replicator-repeated-sends"),
+    ("markers-use-permits", "markers-key-shared"),
     ("classic-no-recently-joined", "join-while-pending"),
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
     ("dedup-gap-stored", "gapped-ids"),
@@ -105,7 +107,8 @@ def _run(
         if first:
             cmd.append("-x")
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        # this checkout's packages first (a worktree beside an editable install of another checkout runs its own)
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         env.pop("KEYSHARED_MUTANT", None)
         if mutant:
             env["KEYSHARED_MUTANT"] = mutant

@@ -131,7 +131,9 @@ class ReplicationSites(Protocol):
     ``elapse`` lets time pass; ``settle`` waits, bounded, until replication is idle and returns a note when
     its bound expired; ``backlog`` reads the subscription's backlog on a cluster (None: it cannot be read).
     Sites may offer ``settle_periods``: how many whole snapshot periods ``settle`` lets pass between two waits for
-    idle replication (recorded as a ``snapshot``'s ``snapshot_periods``; ``redelivered_after_failover`` needs 1).
+    idle replication (recorded as a ``snapshot``'s ``snapshot_periods``; ``redelivered_after_failover`` needs 1),
+    and a settable ``receiver_queue``: the ``receiver_queue_size`` of the consumers ``subscribe`` makes (a failover
+    scenario's ``[settings] receiver_queue``; sites without it refuse a scenario that sets one).
     """
 
     clusters: tuple[str, ...]

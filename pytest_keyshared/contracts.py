@@ -65,6 +65,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "skipped_after_failover": "replication",
     "replicated_cursor_ahead": "replication",
     "redelivered_after_failover": "replication",
+    "superseded_after_compaction": "delivery",
     "outside_sticky_ranges": "assignment",
     "stalled": "delivery",
     "not_quiet": "redelivery",

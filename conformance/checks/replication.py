@@ -66,7 +66,18 @@ later) make no point of their own, as the cache may have evicted their snapshot 
 past the bound that come again are allowed and counted in a note (how many, and how many the bound forbade).
 It assumes the consumer has permits (its dispatcher reads the marker) and the harness publishes nothing while it
 settles.  The rule reads event order only: equal timestamps change nothing.  Judged in undrained runs too (a
-redelivery seen is seen).
+redelivery seen is seen).  A ``subscription_deleted`` on B voids the points made before it for a failover to B
+(the cursor they moved is gone; the next update creates the subscription again, so later points hold).
+
+Status off.  While S's replicated status is off on A (a ``replicated_subscription_off`` until its ``_on``), A
+writes no cursor update for S: a message published meanwhile and acknowledged on A is owed again after a failover
+from A that comes while it is still off (``skipped_after_failover``; ``testReplicatedSubscriptionRestApi1``).
+
+Copies and readers.  A message (one ``uid``) received on one cluster's copy under two message ids was stored
+there twice, a replicator's resend its deduplication let through: ``duplicate_publish`` (permitted with
+deduplication off; ``OneWayReplicatorDeduplicationTest``).  A reader (``open`` with ``reader: true``) opened
+right after a settled ``snapshot`` must have received every message published before it by its ``close``, else
+``undelivered`` (``testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``).
 
 A pure function of the events, in one pass: O(events) time, O(messages) memory (O(messages) per settled
 snapshot to test a point).  Both engines call it
@@ -79,6 +90,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.checks.compaction import Compacted, compacted_view, make_superseded_read
 from conformance.trace.events import Event
 from conformance.trace.header import TraceHeader
 from conformance.trace.identity import canonical_message, parse_position
@@ -141,7 +153,11 @@ class _Failover:
     after: dict[str, int] = field(default_factory=dict)
     #: the newest confirmed snapshot point on A before the failover (``redelivered_after_failover``), if any
     bound: _Point | None = None
-    deleted: bool = False  #: the subscription was deleted on ``to`` before: the failover is not bounded
+    #: the subscription was deleted on ``to`` after the newest confirmed point: the failover is not bounded
+    deleted: bool = False
+    #: the subscription's replicated status was off on the left cluster from this event until the failover: what
+    #: was published after it never moved another cluster's cursor, so it is owed again there even if acknowledged
+    off_since: int | None = None
 
 
 class ReplicationCheck:
@@ -176,16 +192,37 @@ class ReplicationCheck:
         self.sure_acks: dict[tuple[str | None, str], dict[str, int]] = {}
         self.candidates: dict[tuple[str | None, str], _Point] = {}  #: points waiting for a later settled snapshot
         self.bounds: dict[tuple[str | None, str], _Point] = {}  #: confirmed points, the newest per key
-        #: (subscription, cluster) where the subscription was deleted (``subscription_deleted``): a failover to
-        #: that cluster is not bounded (whether a later update creates it again depends on the remote's controller)
-        self.deleted_on: set[tuple[str | None, str]] = set()
+        #: (subscription, cluster) -> the last ``subscription_deleted`` there: a point made before it does not
+        #: bound a failover to that cluster (the cursor it moved is gone); one made after it does (its update
+        #: creates the subscription again at the snapshot's position, ``receiveSubscriptionUpdated``)
+        self.deleted_on: dict[tuple[str | None, str], int] = {}
         #: (subscription, cluster) whose replicated status is switched off now (``replicated_subscription_off``)
         self.status_off: set[tuple[str | None, str]] = set()
+        #: (subscription, cluster) -> the ``replicated_subscription_off`` that switched it off, while it is off
+        self.off_since: dict[tuple[str | None, str], int] = {}
+        #: (cluster, uid) -> (message key, first receive, key): where each published message was first received on
+        #: each cluster's copy of the topic (``duplicate_publish`` when it comes under another message id there)
+        self.stored_at: dict[tuple[str, str], tuple[Any, int, str]] = {}
+        self.stored_twice: list[Violation] = []
+        #: the uids published before the event just fed, when it was a settled ``snapshot`` (else None), and the
+        #: same for the event before it (a reader opened right after a settled snapshot is judged)
+        self.settled_uids: frozenset[str] | None = None
+        self.before_uids: frozenset[str] | None = None
+        #: reader handle -> (cluster, its open, the uids it must read, the uids it read)
+        self.readers: dict[str, tuple[str, int, frozenset[str], set[str]]] = {}
+        self.reader_misses: list[Violation] = []
+        #: compaction (:mod:`conformance.checks.compaction`): cluster -> its last ``compaction`` fault; the
+        #: unconfirmed publishes per cluster (event, key); compacted reader handle -> what its compaction implies
+        self.compactions: dict[str, int] = {}
+        self.unconfirmed: dict[str, list[tuple[int, str | None]]] = {}
+        self.compacted_readers: dict[str, Compacted] = {}
+        self.superseded_reads: list[Violation] = []
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
         self.last_op: str | None = None
 
     def feed(self, event: Event) -> None:
         op = event.op.value
+        self.before_uids, self.settled_uids = self.settled_uids, None
         if op == "snapshot" and self.last_op != "snapshot":
             self.group_start = event.i
         self.last_op = op
@@ -194,6 +231,8 @@ class ReplicationCheck:
                 handle = str(event.consumer)
                 sub = self.subs[handle] = event.subscription or self.default_sub
                 cluster = cluster_of(event.topic)
+                if cluster is not None and event.extra.get("reader") is True:
+                    self._reader_open(event, handle, cluster)
                 if cluster is not None:
                     self.attached[handle] = cluster
                     self.open_on[handle] = (sub, cluster)
@@ -205,6 +244,7 @@ class ReplicationCheck:
                 self.freed_on.setdefault(cluster, set()).add(event.i)
             if op in ("close", "crash"):
                 self._detach(str(event.consumer), graceful=op == "close")
+                self._reader_close(event)
         elif op == "fault":
             self._fault(event)
         elif op == "publish":
@@ -213,6 +253,8 @@ class ReplicationCheck:
                 return
             self.freed_on.setdefault(cluster, set()).add(event.i)
             if event.result is None or event.result.value != "ok" or event.uid is None:
+                if event.result is None or event.result.value == "info":  # may have been stored
+                    self.unconfirmed.setdefault(cluster, []).append((event.i, event.key))
                 return
             self.published.setdefault(cluster, []).append((event.i, event.uid, event.key, event.msg_id))
             self.publish_of.setdefault(event.uid, (event.i, event.key, event.msg_id))
@@ -246,12 +288,70 @@ class ReplicationCheck:
         cluster = cluster_of(event.topic)
         if cluster is None or event.uid is None:
             return
+        reading = self.readers.get(str(event.consumer))
+        if reading is not None:
+            reading[3].add(event.uid)
+        compacted = self.compacted_readers.get(str(event.consumer))
+        if compacted is not None and event.uid in compacted.superseded and event.uid in self.publish_of:
+            self.superseded_reads.append(
+                make_superseded_read(
+                    str(event.consumer), compacted, event.uid, event.key, self.publish_of[event.uid][0], event.i
+                )
+            )
         if event.msg_id is not None and event.topic is not None:
-            self.uid_of.setdefault(canonical_message(event.topic, event.msg_id)[0], event.uid)
+            mkey, _stream, msg = canonical_message(event.topic, event.msg_id)
+            self.uid_of.setdefault(mkey, event.uid)
+            self._stored(event, cluster, mkey, msg)
         sub = self.subs.get(str(event.consumer))
         for failover in self.failovers:
             if failover.subscription == sub and cluster != failover.left:
                 failover.after.setdefault(event.uid, event.i)
+
+    def _reader_open(self, event: Event, handle: str, cluster: str) -> None:
+        """A reader from the earliest message (``reader: true``) opened right after a settled snapshot must read
+        every message published before it (``testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``).  A
+        compacted one (``compacted: true``) after a ``compaction`` there owes, of the messages before the horizon,
+        only each key's latest, and must read no superseded one (:mod:`conformance.checks.compaction`)."""
+        expected = self.before_uids
+        horizon_i = self.compactions.get(cluster) if event.extra.get("compacted") is True else None
+        if horizon_i is not None:
+            compacted = compacted_view(cluster, horizon_i, self.published, self.unconfirmed)
+            self.compacted_readers[handle] = compacted
+            if expected is not None:
+                expected = expected - compacted.not_owed
+        if expected is None:
+            self.notes.append(f"reader {handle!r} E{event.i} not judged: no settled snapshot right before it")
+            return
+        self.readers[handle] = (cluster, event.i, expected, set())
+
+    def _reader_close(self, event: Event) -> None:
+        """``undelivered``: a message the reader had to read and did not, before it closed."""
+        self.compacted_readers.pop(str(event.consumer), None)
+        reading = self.readers.pop(str(event.consumer), None)
+        if reading is None:
+            return
+        cluster, open_i, expected, read = reading
+        missing = sorted((self.publish_of[uid][0], uid) for uid in expected - read)
+        for _publish_i, uid in missing[:MAX_LISTED]:
+            self.reader_misses.append(
+                make_reader_miss(str(event.consumer), cluster, uid, self.publish_of[uid], open_i, event.i, len(missing))
+            )
+
+    def _stored(self, event: Event, cluster: str, mkey: Any, msg: str) -> None:
+        """``duplicate_publish`` on one cluster's copy: a published message received there under two message
+        ids was stored there twice (a replicator's resend after lost receipts or a repeated send that the
+        cluster's deduplication let through, ``OneWayReplicatorDeduplicationTest``); permitted, as every
+        ``duplicate_publish``, when the header says deduplication is off."""
+        uid = str(event.uid)
+        first = self.stored_at.get((cluster, uid))
+        if first is None:
+            self.stored_at[(cluster, uid)] = (mkey, event.i, msg)
+            return
+        if first[0] == mkey or uid not in self.publish_of:
+            return
+        seen = self.stored_at.setdefault((cluster, f"{uid}\0{msg}"), (mkey, event.i, msg))
+        if seen[1] == event.i:  # the first receive of this second id: one violation per extra id
+            self.stored_twice.append(make_stored_twice(cluster, uid, first, event, msg, self.publish_of[uid]))
 
     def _failover(self, event: Event) -> None:
         left = cluster_of(event.topic) or event.extra.get("cluster")
@@ -261,10 +361,22 @@ class ReplicationCheck:
         sub = event.subscription or self.default_sub
         to = event.extra.get("to")
         acked = set(self.acked.get((sub, left), ()))
-        deleted = (sub, to) in self.deleted_on
-        bound = None if deleted else self.bounds.get((sub, left))
+        bound = self.bounds.get((sub, left))
+        deleted_at = self.deleted_on.get((sub, to)) if isinstance(to, str) else None
+        deleted = deleted_at is not None and (bound is None or bound.i < deleted_at)
+        if deleted:
+            bound = None
         self.failovers.append(
-            _Failover(event.i, sub, left, to if isinstance(to, str) else None, acked, bound=bound, deleted=deleted)
+            _Failover(
+                event.i,
+                sub,
+                left,
+                to if isinstance(to, str) else None,
+                acked,
+                bound=bound,
+                deleted=deleted,
+                off_since=self.off_since.get((sub, left)),
+            )
         )
 
     def _detach(self, handle: str, *, graceful: bool) -> None:
@@ -283,8 +395,10 @@ class ReplicationCheck:
         switch = event.extra.get("fault")
         if switch in ("replicated_subscription_off", "replicated_subscription_on"):
             self._status(event, on=switch == "replicated_subscription_on")
+        elif switch == "compaction" and isinstance(event.extra.get("cluster"), str):
+            self.compactions[event.extra["cluster"]] = event.i
         elif switch == "subscription_deleted" and isinstance(event.extra.get("cluster"), str):
-            self.deleted_on.add((event.subscription or self.default_sub, event.extra["cluster"]))
+            self.deleted_on[(event.subscription or self.default_sub, event.extra["cluster"])] = event.i
         named = event.extra.get("consumers")
         touched = list(self.open_on) if not isinstance(named, list) or event.extra.get("unattributed") else named
         for handle in touched:
@@ -303,6 +417,7 @@ class ReplicationCheck:
                 f"snapshot E{event.i} ({cluster}) not judged: replication had not settled (or a cluster was down)"
             )
             return
+        self.settled_uids = frozenset(self.publish_of)
         self._snapshot_point(event)
         if self.batched_at is not None:
             self.notes.append(
@@ -331,8 +446,10 @@ class ReplicationCheck:
         sub = event.subscription or self.default_sub
         if on:
             self.status_off.discard((sub, cluster))
+            self.off_since.pop((sub, cluster), None)
             return
         self.status_off.add((sub, cluster))
+        self.off_since.setdefault((sub, cluster), event.i)
         for key in [k for k in self.candidates if k[0] == sub]:
             del self.candidates[key]
 
@@ -383,7 +500,7 @@ class ReplicationCheck:
         return out
 
     def finish(self) -> ReplicationFindings:
-        found: list[Violation] = list(self.cursor_ahead)
+        found: list[Violation] = [*self.cursor_ahead, *self.stored_twice, *self.reader_misses, *self.superseded_reads]
         notes = list(self.notes)
         for failover in self.failovers:  # judged drained or not: a redelivery seen is seen
             found += self._redelivered(failover, notes)
@@ -393,7 +510,11 @@ class ReplicationCheck:
         for failover in self.failovers:
             assert self.end_i is not None
             sent = sorted(p for published in self.published.values() for p in published if p[0] < self.end_i)
-            skipped = [p for p in sent if p[1] not in failover.acked and p[1] not in failover.after]
+            skipped = [
+                p
+                for p in sent
+                if p[1] not in failover.after and (p[1] not in failover.acked or _owed_while_off(failover, p[0]))
+            ]
             found += [make_skipped(failover, p, len(skipped), self.end_i) for p in skipped[:MAX_LISTED]]
             if len(skipped) > MAX_LISTED:
                 notes.append(
@@ -432,8 +553,8 @@ def again_note(failover: _Failover, again: int, forbidden: int) -> str:
     )
     if failover.deleted:
         return (
-            f"{head} (allowed: the subscription was deleted on {failover.to} before the failover, so no snapshot"
-            " bounds where it resumes there)"
+            f"{head} (allowed: the subscription was deleted on {failover.to} after the last settled snapshot"
+            " point, so no snapshot bounds where it resumes there)"
         )
     if failover.bound is None:
         return (
@@ -499,6 +620,115 @@ def explain_redelivered(facts: Mapping[str, Any]) -> str:
     )
 
 
+def make_reader_miss(
+    handle: str,
+    cluster: str,
+    uid: str,
+    published: tuple[int, str | None, str | None],
+    open_i: int,
+    close_i: int,
+    missing: int,
+) -> Violation:
+    """``undelivered``: reader ``handle`` on ``cluster`` closed without reading ``uid`` (witness: its publish, the
+    reader's open and close)."""
+    facts: dict[str, Any] = {
+        "uid": uid,
+        "cluster": cluster,
+        "subscription": handle,
+        "key": published[1],
+        "msg": published[2],
+        "missing": missing,
+        "refs": [
+            [published[0], "publish", None, published[2]],
+            [open_i, "open", handle, None],
+            [close_i, "close", handle, None],
+        ],
+    }
+    return Violation(
+        Kind.UNDELIVERED,
+        published[1],
+        (handle,),
+        (published[0], open_i, close_i),
+        explain_reader_miss(facts),
+        handle,
+        facts,
+    )
+
+
+def explain_reader_miss(facts: Mapping[str, Any]) -> str:
+    publish_i, open_i, close_i = (ref[0] for ref in facts["refs"])
+    return render_elle(
+        f"undelivered: reader {facts['subscription']!r} on {facts['cluster']} never read {facts['uid']}",
+        facts["refs"],
+        [
+            f"{facts['uid']} was published at E{publish_i}; replication settled before the reader opened on"
+            f" {facts['cluster']} at E{open_i}, from the earliest message, so every cluster's copy held it.",
+            "A reader reads while it has messages available and never sees a marker: it reads exactly the messages"
+            " published (ReplicatedSubscriptionTest.testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage).",
+            f"However, it closed at E{close_i} without reading it ({facts['missing']} message(s) missing in all).",
+        ],
+    )
+
+
+def make_stored_twice(
+    cluster: str,
+    uid: str,
+    first: tuple[Any, int, str],
+    event: Event,
+    msg: str,
+    published: tuple[int, str | None, str | None],
+) -> Violation:
+    """``duplicate_publish``: message ``uid`` received on ``cluster`` under a second message id ``msg`` at
+    ``event`` (witness: the first receive of the first id there and this receive; the publish is in the facts)."""
+    first_msg = first[2]
+    facts: dict[str, Any] = {
+        "uid": uid,
+        "cluster": cluster,
+        "producer": None,
+        "seq": None,
+        "key": event.key,
+        "first_msg": first_msg,
+        "msg": msg,
+        "refs": [
+            [published[0], "publish", None, published[2]],
+            [first[1], "receive", None, first_msg],
+            [event.i, "receive", str(event.consumer), msg],
+        ],
+    }
+    return Violation(
+        Kind.DUPLICATE_PUBLISH,
+        event.key,
+        (str(event.consumer),),
+        (first[1], event.i),
+        explain_stored_twice(facts),
+        None,
+        facts,
+    )
+
+
+def explain_stored_twice(facts: Mapping[str, Any]) -> str:
+    publish_i, first_i, second_i = (ref[0] for ref in facts["refs"])
+    return render_elle(
+        f"duplicate_publish: {facts['uid']} stored twice on {facts['cluster']}, as {facts['first_msg']} and"
+        f" {facts['msg']}",
+        facts["refs"],
+        [
+            f"{facts['uid']} was published once (E{publish_i}) and received on {facts['cluster']} as"
+            f" {facts['first_msg']} at E{first_i}.",
+            "With deduplication on, a message a replicator sends again (after lost receipts, a reconnection or a"
+            " repeated send) must be dropped by the cluster it reaches: each message is stored there once.",
+            f"However, E{second_i} received it on {facts['cluster']} as {facts['msg']}: stored a second time.",
+        ],
+    )
+
+
+def _owed_while_off(failover: _Failover, publish_i: int) -> bool:
+    """Whether a message acknowledged on the left cluster is owed again after ``failover``: published while the
+    subscription's replicated status was off there (``testReplicatedSubscriptionRestApi1``: off, every cluster
+    reads everything), so no cursor update of the left cluster can have passed it."""
+    return failover.off_since is not None and publish_i > failover.off_since
+
+
 def make_skipped(
     failover: _Failover, published: tuple[int, str, str | None, str | None], skipped: int, end_i: int
 ) -> Violation:
@@ -507,6 +737,7 @@ def make_skipped(
     facts: dict[str, Any] = {
         "uid": uid,
         "msg_id": msg_id,
+        "status_off": failover.off_since if uid in failover.acked else None,
         "from": failover.left,
         "to": failover.to,
         "subscription": failover.subscription,
@@ -526,14 +757,28 @@ def make_skipped(
 
 def explain(facts: Mapping[str, Any]) -> str:
     to = facts["to"] or "another cluster"
-    return render_elle(
-        f"skipped_after_failover: {facts['uid']} (subscription {facts['subscription']!r}) never arrived on {to}",
-        facts["refs"],
-        [
+    off = facts.get("status_off")
+    if off is None:
+        why = [
             f"{facts['uid']} was published at E{facts['refs'][0][0]} and not acknowledged on {facts['from']}"
             f" before the application failed over from it at E{facts['refs'][1][0]}.",
             "A replicated subscription resumes no later than the replicated mark-delete position, which never"
             " passes an unacknowledged message (PIP-33): it must be delivered again after the failover.",
+        ]
+    else:
+        why = [
+            f"{facts['uid']} was published at E{facts['refs'][0][0]}, after the subscription's replicated status was"
+            f" switched off on {facts['from']} (E{off}), and it stayed off until the failover at"
+            f" E{facts['refs'][1][0]}.",
+            f"With the status off, {facts['from']} writes no cursor update for the subscription, so no other"
+            " cluster's cursor can pass the message: it must be delivered again after the failover, though it was"
+            " acknowledged (ReplicatedSubscriptionTest.testReplicatedSubscriptionRestApi1).",
+        ]
+    return render_elle(
+        f"skipped_after_failover: {facts['uid']} (subscription {facts['subscription']!r}) never arrived on {to}",
+        facts["refs"],
+        [
+            *why,
             f"However, the run drained {to} (E{facts['refs'][2][0]}) and no consumer of the subscription received"
             f" it there: {facts['skipped']} message(s) skipped in all.",
         ],

@@ -37,6 +37,7 @@ from conformance.scenarios.model import (
     Close,
     ClusterDown,
     ClusterUp,
+    Compact,
     Consume,
     Crash,
     DeleteSubscription,
@@ -50,8 +51,10 @@ from conformance.scenarios.model import (
     Open,
     Pause,
     Publish,
+    Read,
     Redeliver,
     ReplicatedStatus,
+    ReplicatorFaults,
     Resend,
     RestartBroker,
     Resume,
@@ -134,6 +137,9 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "replicated_status": ("cluster", "enabled"),
     "link_down": ("cluster", "remote"),
     "link_up": ("cluster", "remote"),
+    "replicator_faults": ("cluster", "remote", "lose_receipts", "repeat_window"),
+    "read": ("cluster", "compacted"),
+    "compact": ("cluster",),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -150,6 +156,9 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "replicated_status": ("cluster", "enabled"),
     "link_down": ("cluster", "remote"),
     "link_up": ("cluster", "remote"),
+    "replicator_faults": ("cluster", "remote"),
+    "read": ("cluster",),
+    "compact": ("cluster",),
     "delete_subscription": ("cluster",),
     "failover": ("to",),
 }
@@ -533,6 +542,16 @@ _STEP_PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "link_up": lambda t, w: LinkUp(
         cluster=_name(t["cluster"], f"{w} cluster"), remote=_name(t["remote"], f"{w} remote")
     ),
+    "read": lambda t, w: Read(
+        cluster=_name(t["cluster"], f"{w} cluster"), compacted=_bool(t.get("compacted", False), f"{w} compacted")
+    ),
+    "compact": lambda t, w: Compact(cluster=_name(t["cluster"], f"{w} cluster")),
+    "replicator_faults": lambda t, w: ReplicatorFaults(
+        cluster=_name(t["cluster"], f"{w} cluster"),
+        remote=_name(t["remote"], f"{w} remote"),
+        lose_receipts=_bool(t.get("lose_receipts", False), f"{w} lose_receipts"),
+        repeat_window=_int(t.get("repeat_window", 0), f"{w} repeat_window", minimum=0),
+    ),
     "delete_subscription": lambda t, w: DeleteSubscription(cluster=_name(t["cluster"], f"{w} cluster")),
     "replicated_status": lambda t, w: ReplicatedStatus(
         cluster=_name(t["cluster"], f"{w} cluster"), enabled=_bool(t["enabled"], f"{w} enabled")
@@ -560,7 +579,7 @@ def _check_failover(scenario: Scenario, where: str) -> None:
                     f"{at}: cluster {named!r} is not one of the clusters ({', '.join(clusters)})."
                     + did_you_mean(named, clusters)
                 )
-        if isinstance(step, (LinkDown, LinkUp)) and step.cluster == step.remote:
+        if isinstance(step, (LinkDown, LinkUp, ReplicatorFaults)) and step.cluster == step.remote:
             raise InvalidScenario(
                 f"{at}: a replication link joins two clusters, but cluster and remote are both {step.cluster!r}."
             )

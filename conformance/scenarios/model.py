@@ -36,6 +36,7 @@ __all__ = [
     "Close",
     "ClusterDown",
     "ClusterUp",
+    "Compact",
     "Consume",
     "Crash",
     "DeleteSubscription",
@@ -49,8 +50,10 @@ __all__ = [
     "Open",
     "Pause",
     "Publish",
+    "Read",
     "Redeliver",
     "ReplicatedStatus",
+    "ReplicatorFaults",
     "Resend",
     "RestartBroker",
     "Resume",
@@ -489,6 +492,43 @@ class LinkUp:
 
 
 @dataclass(frozen=True, slots=True)
+class Read:
+    """Failover scenarios: let replication settle, then read ``cluster``'s copy of the topic from the earliest
+    message with a new reader while it says more is available (``hasMessageAvailable``;
+    ``ReplicatedSubscriptionTest.testReplicatedSubscriptionAcrossTwoRegionsGetLastMessage``): it must read every
+    message published before, once each, and never a marker."""
+
+    do: ClassVar[str] = "read"
+    cluster: str
+    #: a ``readCompacted`` reader: after a ``compact`` step there, only the latest value of each key up to the
+    #: compaction horizon, then everything after it (``testReplicatedSubscriptionWithCompaction``)
+    compacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """Failover scenarios: compact ``cluster``'s copy of the topic (admin ``triggerCompaction``, waited for); a
+    compacted ``read`` there then gets the latest value of each key up to this point and never a marker."""
+
+    do: ClassVar[str] = "compact"
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatorFaults:
+    """Failover scenarios: faults of the replicator ``cluster`` -> ``remote``'s producer
+    (``OneWayReplicatorDeduplicationTest``): ``lose_receipts`` (what it sends is stored but never confirmed, so it
+    is sent again when the link next drops) and ``repeat_window`` N (every N-th send also repeats the previous N;
+    0: off).  A remote with deduplication must store each message once."""
+
+    do: ClassVar[str] = "replicator_faults"
+    cluster: str
+    remote: str
+    lose_receipts: bool = False
+    repeat_window: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteSubscription:
     """Failover scenarios: delete the subscription on ``cluster`` (not where the consumer is connected); a later
     cursor update must create it again (``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``)."""
@@ -501,7 +541,8 @@ class DeleteSubscription:
 class ReplicatedStatus:
     """Failover scenarios: switch the subscription's replicated status on ``cluster`` off or on (the admin API's
     ``replicatedSubscriptionStatus``; ``ReplicatedSubscriptionTest.testReplicatedSubscriptionRestApi1``).  Off,
-    the cluster neither caches snapshots for it nor writes or applies its cursor updates."""
+    the cluster neither caches snapshots for it nor writes its cursor updates (an update from another cluster that
+    reaches it is still applied, as ``receiveSubscriptionUpdated`` does)."""
 
     do: ClassVar[str] = "replicated_status"
     cluster: str
@@ -544,6 +585,9 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     ReplicatedStatus,
     LinkDown,
     LinkUp,
+    ReplicatorFaults,
+    Read,
+    Compact,
     DeleteSubscription,
     FailOver,
 ]
@@ -559,6 +603,9 @@ FAILOVER_STEPS: tuple[type, ...] = (
     ReplicatedStatus,
     LinkDown,
     LinkUp,
+    ReplicatorFaults,
+    Read,
+    Compact,
     DeleteSubscription,
     FailOver,
 )

@@ -25,14 +25,18 @@ from typing import Any
 from conformance.scenarios import (
     ClusterDown,
     ClusterUp,
+    Compact,
     Consume,
     DeleteSubscription,
     FailOver,
     LinkDown,
     LinkUp,
     Publish,
+    Read,
     ReplicatedStatus,
+    ReplicatorFaults,
     Scenario,
+    Settings,
     Sleep,
     Snapshot,
     Step,
@@ -101,6 +105,14 @@ def _apply(run: Failover, step: Step, rng: random.Random) -> None:
         run.set_down(step.cluster, isinstance(step, ClusterDown))
     elif isinstance(step, (LinkDown, LinkUp)):
         run.set_link_down(step.cluster, step.remote, isinstance(step, LinkDown))
+    elif isinstance(step, Read):
+        run.read(step.cluster, compacted=step.compacted)
+    elif isinstance(step, Compact):
+        run.compact(step.cluster)
+    elif isinstance(step, ReplicatorFaults):
+        run.set_replicator_faults(
+            step.cluster, step.remote, lose_receipts=step.lose_receipts, repeat_window=step.repeat_window
+        )
     elif isinstance(step, DeleteSubscription):
         run.delete_subscription(step.cluster)
     elif isinstance(step, ReplicatedStatus):
@@ -148,6 +160,15 @@ def run_failover_scenario(
             f"Target {name!r} cannot run failover scenario {scenario.name!r}: its clusters offer no"
             f" {', '.join(missing)} step."
         )
+    if settings.receiver_queue != Settings().receiver_queue:
+        if not hasattr(sites, "receiver_queue"):
+            with contextlib.suppress(Exception):
+                sites.close()
+            raise UnsupportedByTarget(
+                f"Target {name!r} cannot run failover scenario {scenario.name!r}: its clusters' consumers have a"
+                f" fixed receiver queue (the scenario sets receiver_queue = {settings.receiver_queue})."
+            )
+        sites.receiver_queue = settings.receiver_queue
     run = _FailoverRun(target, sites, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
     return run.execute()
 
@@ -158,6 +179,9 @@ _SITE_METHOD: dict[type, str] = {
     LinkDown: "set_link_down",
     LinkUp: "set_link_down",
     DeleteSubscription: "delete_subscription",
+    ReplicatorFaults: "set_replicator_faults",
+    Read: "read_all",
+    Compact: "compact",
 }
 
 

@@ -62,6 +62,8 @@ class ModelSites:
 
     consume_timeout_ms = 0
     failover_timeout_ms = 200
+    #: the consumers' ``receiver_queue_size`` (a failover scenario's ``[settings] receiver_queue``)
+    receiver_queue = 1000
 
     def __init__(
         self,
@@ -104,9 +106,37 @@ class ModelSites:
 
     def subscribe(self, cluster: str) -> SiteConsumer:
         consumer = self.brokers[cluster].subscribe(
-            self.topic, self.subscription, replicate_subscription_state=True, initial_position="Earliest"
+            self.topic,
+            self.subscription,
+            replicate_subscription_state=True,
+            initial_position="Earliest",
+            receiver_queue_size=self.receiver_queue,
         )
         return _ModelConsumer(consumer)
+
+    def read_all(self, cluster: str, name: str, compacted: bool = False) -> list[Delivery]:
+        """A new reader of ``cluster``'s copy from the earliest message, read while it has more (``receive(0)``
+        on the simulated clock: everything stored is dispatched at once).  ``compacted``: a ``readCompacted``
+        reader, which reads the last compaction's entries and then the topic after its horizon."""
+        if compacted:
+            return [
+                Delivery(
+                    entry.messages[0].payload.decode(),
+                    entry.metadata.partition_key,
+                    f"{entry.position.ledger_id}:{entry.position.entry_id}:-1:-1",
+                    None,
+                )
+                for entry in self.brokers[cluster].read_compacted(self.topic)
+            ]
+        consumer = self.brokers[cluster].subscribe(self.topic, name, initial_position="Earliest")
+        got = []
+        while (message := consumer.receive(0)) is not None:
+            consumer.acknowledge(message)  # as a reader does (ReaderImpl.readNext)
+            got.append(
+                Delivery(message.data().decode(), message.partition_key() or None, _msg_id(message.message_id()), None)
+            )
+        consumer.close()  # the model keeps the subscription (a reader's is non-durable in Pulsar); nothing reads it
+        return got
 
     def elapse(self, ms: int) -> None:
         self.layer.advance(ms)
@@ -141,9 +171,17 @@ class ModelSites:
         """Disconnect (or reconnect) the replicator ``source`` -> ``remote`` alone."""
         self.layer.set_link_down(source, remote, down)
 
+    def set_replicator_faults(self, source: str, remote: str, *, lose_receipts: bool, repeat_window: int) -> None:
+        """Faults of the replicator ``source`` -> ``remote``'s producer: receipts lost, sends repeated."""
+        self.layer.set_replicator_faults(source, remote, lose_receipts=lose_receipts, repeat_window=repeat_window)
+
     def delete_subscription(self, cluster: str) -> None:
         """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there)."""
         self.brokers[cluster].delete_subscription(self.topic, self.subscription)
+
+    def compact(self, cluster: str) -> None:
+        """Compact ``cluster``'s copy of the topic now (admin ``triggerCompaction``, done at once in the model)."""
+        self.brokers[cluster].compact(self.topic)
 
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """Switch the subscription's replicated status on ``cluster`` (the admin API's

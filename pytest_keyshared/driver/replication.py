@@ -128,6 +128,7 @@ class Failover:
         self._record("open", self.home, consumer=CONSUMER, result="ok", subscription=sites.subscription)
         self.producer = sites.producer(self.home)
         self._producers: dict[str, SiteProducer] = {}  #: producers in the other clusters, made on first use
+        self._reads: dict[str, int] = {}  #: readers opened per cluster (each a new, uniquely named subscription)
 
     def _topic(self, cluster: str) -> str:
         return f"{self.sites.topic}@{cluster}"
@@ -231,6 +232,58 @@ class Failover:
             self._links_down.add((source, remote))
         else:
             self._links_down.discard((source, remote))
+
+    def compact(self, cluster: str) -> None:
+        """Compact ``cluster``'s copy of the topic (admin ``triggerCompaction``, waited for), recorded as a ``fault``
+        ``compaction`` touching no consumer: every message whose publish was confirmed before it is at or before
+        the compaction horizon."""
+        compact = getattr(self.sites, "compact", None)
+        if compact is None:
+            raise UnsupportedByTarget("These clusters cannot compact a topic.")
+        self.writer.record("fault", fault="compaction", cluster=cluster, consumers=[], producers=[])
+        compact(cluster)
+
+    def read(self, cluster: str, compacted: bool = False) -> None:
+        """Let replication settle (a ``snapshot`` per cluster), then read ``cluster``'s copy from the earliest
+        message with a new reader while it has more, recorded as handle ``reader-<cluster>`` (``-<n>`` from the
+        second on that cluster; ``open`` with
+        ``reader: true``, its receives, ``close``); the replication check judges that it read every message
+        published before, once each (``compacted``: a ``readCompacted`` reader, ``open`` with ``compacted: true``,
+        judged against the last ``compaction`` there).  A reader acknowledges each message as it reads it (the clients'
+        ``ReaderImpl.readNext``: its subscription is non-durable), recorded after each receive."""
+        read_all = getattr(self.sites, "read_all", None)
+        if read_all is None:
+            raise UnsupportedByTarget("These clusters cannot open a reader.")
+        self.snapshot()
+        self._reads[cluster] = self._reads.get(cluster, 0) + 1
+        handle = f"reader-{cluster}" if self._reads[cluster] == 1 else f"reader-{cluster}-{self._reads[cluster]}"
+        flags: dict[str, Any] = {"compacted": True} if compacted else {}
+        self._record("open", cluster, consumer=handle, result="ok", subscription=handle, reader=True, **flags)
+        try:
+            for got in read_all(cluster, handle, compacted=True) if compacted else read_all(cluster, handle):
+                self._record("receive", cluster, consumer=handle, key=got.key, msg_id=got.msg_id, uid=got.payload)
+                self._record("ack", cluster, consumer=handle, key=got.key, msg_id=got.msg_id)
+        except Exception as exc:
+            self.notes.append(f"the reader in {cluster} failed: {type(exc).__name__}: {exc}")
+        self._record("close", cluster, consumer=handle)
+
+    def set_replicator_faults(self, source: str, remote: str, *, lose_receipts: bool, repeat_window: int) -> None:
+        """Faults of the replicator ``source`` -> ``remote``'s producer (receipts lost, sends repeated): a
+        ``fault`` ``replicator_faults`` touching no consumer, with both settings."""
+        switch = getattr(self.sites, "set_replicator_faults", None)
+        if switch is None:
+            raise UnsupportedByTarget("These clusters cannot inject faults into a replicator's producer.")
+        self.writer.record(
+            "fault",
+            fault="replicator_faults",
+            cluster=source,
+            remote=remote,
+            lose_receipts=lose_receipts,
+            repeat_window=repeat_window,
+            consumers=[],
+            producers=[],
+        )
+        switch(source, remote, lose_receipts=lose_receipts, repeat_window=repeat_window)
 
     def delete_subscription(self, cluster: str) -> None:
         """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; no consumer of it is there): a
@@ -414,7 +467,7 @@ def _client(service_url: str, operation_timeout_s: int) -> Any:
     )
 
 
-def _subscribe(client: Any, topic: str, subscription: str) -> Any:
+def _subscribe(client: Any, topic: str, subscription: str, receiver_queue: int = 1000) -> Any:
     import pulsar
 
     return client.subscribe(
@@ -423,7 +476,7 @@ def _subscribe(client: Any, topic: str, subscription: str) -> Any:
         consumer_type=pulsar.ConsumerType.KeyShared,
         initial_position=pulsar.InitialPosition.Earliest,
         replicate_subscription_state_enabled=True,
-        receiver_queue_size=1000,
+        receiver_queue_size=receiver_queue,
     )
 
 
@@ -530,7 +583,7 @@ class BrokerSites:
         return _Producer(producer)
 
     def subscribe(self, cluster: str) -> _Consumer:
-        consumer = _subscribe(self._client_for(cluster), self.topic, self.subscription)
+        consumer = _subscribe(self._client_for(cluster), self.topic, self.subscription, self.receiver_queue)
         self._open.append(consumer)
         return _Consumer(consumer)
 
@@ -578,6 +631,8 @@ class BrokerSites:
 
     #: Snapshot periods :meth:`settle` waits between its two waits for idle replication.
     settle_periods = 2
+    #: the consumers' ``receiver_queue_size`` (a failover scenario's ``[settings] receiver_queue``)
+    receiver_queue = 1000
 
     def settle(self) -> str | None:
         """Idle replication, two snapshot periods, idle again; a note when the bound expired (never a hang)."""
@@ -592,12 +647,45 @@ class BrokerSites:
             return f"replication not idle {self.settle_timeout_s:g}s after the failover began: {problem}"
         return None
 
+    def read_all(self, cluster: str, name: str, compacted: bool = False) -> list[Delivery]:
+        """A reader (``subscription_role_prefix`` ``name``) from the earliest message on ``cluster``, read while
+        ``has_message_available()`` says more is there, each ``read_next`` bounded by ``failover_timeout_ms``
+        (Pulsar's test asserts none times out); ``compacted``: ``is_read_compacted`` (``readCompacted``)."""
+        import pulsar
+
+        reader = self._client_for(cluster).create_reader(
+            self.topic, pulsar.MessageId.earliest, subscription_role_prefix=name, is_read_compacted=compacted
+        )
+        got: list[Delivery] = []
+        try:
+            while reader.has_message_available():
+                message = reader.read_next(timeout_millis=self.failover_timeout_ms)
+                got.append(
+                    Delivery(
+                        message.data().decode("utf-8", "replace"),
+                        message.partition_key() or None,
+                        _format_id(message.message_id()),
+                        None,
+                    )
+                )
+        finally:
+            with contextlib.suppress(Exception):
+                reader.close()
+        return got
+
     def delete_subscription(self, cluster: str) -> None:
         """``DELETE .../subscription/{sub}`` on ``cluster``."""
         admin = self.endpoints[cluster].admin
         if admin is None:
             raise UnsupportedByTarget(f"{cluster} has no admin API: the subscription cannot be deleted.")
         admin.delete_subscription(self.topic, self.subscription)
+
+    def compact(self, cluster: str) -> None:
+        """``PUT .../compaction`` on ``cluster``, waited for until it succeeds (bounded)."""
+        admin = self.endpoints[cluster].admin
+        if admin is None:
+            raise UnsupportedByTarget(f"{cluster} has no admin API: the topic cannot be compacted.")
+        admin.compact(self.topic)
 
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """``POST .../subscription/{sub}/replicatedSubscriptionStatus`` with ``true`` / ``false`` on ``cluster``."""

@@ -90,6 +90,21 @@ class AdminClient:
         sub = urllib.parse.quote(subscription, safe="")
         self.request("POST", f"/admin/v2/{topic_path(topic)}/subscription/{sub}/expireMessages/{expire_time_s}")
 
+    def compact(self, topic: str, *, wait_s: float = 30.0) -> None:
+        """``PUT .../compaction`` (``triggerCompaction``), then wait (bounded) until ``GET .../compaction`` says
+        ``SUCCESS``; :class:`TargetError` on ``ERROR`` or after ``wait_s``."""
+        path = f"/admin/v2/{topic_path(topic)}/compaction"
+        self.request("PUT", path)
+        deadline = time.monotonic() + wait_s
+        while True:
+            answer = self.request("GET", path)
+            status = answer.get("status") if isinstance(answer, dict) else None
+            if status == "SUCCESS":
+                return
+            if status == "ERROR" or time.monotonic() >= deadline:
+                raise TargetError(f"Compaction of {topic!r} did not succeed within {wait_s:g}s (status {status!r}).")
+            time.sleep(0.2)
+
     def set_topic_deduplication(self, topic: str, enabled: bool, *, wait_s: float = 15.0) -> None:
         """Set the topic-level ``deduplicationEnabled`` policy and wait (bounded) until the topic applies it.
 

@@ -36,6 +36,7 @@ from reference_model.broker.topic import ServerTopic
 from reference_model.errors import InvalidArgument, did_you_mean
 from reference_model.keyshared import DispatchConsumer, KeySharedPolicy, check_implementation
 from reference_model.selectors import ConsumerRef
+from reference_model.storage.compaction import CompactedTopic, compact, compacted_read
 from reference_model.storage.entry import Entry, MessageMetadata, SingleMessage
 from reference_model.storage.position import Position
 from reference_model.storage.topic_log import TopicLog
@@ -106,6 +107,8 @@ class ModelBroker:
         self.generation = 0
         self._generated_names = 0
         self._topics: dict[str, ServerTopic] = {}
+        #: topic -> its last compaction (admin ``triggerCompaction``), read by :meth:`read_compacted`
+        self._compacted: dict[str, CompactedTopic] = {}
         self._namespace_dedup: dict[str, bool | None] = {}
         self._storage_fail_after_ms: int | None = None
         self._next_ledger_id = 0
@@ -450,6 +453,20 @@ class ModelBroker:
         expired = sub.expire_messages(self.clock.now_ns() - expire_time_s * 1_000_000_000)
         self.clock.run_due()
         return expired
+
+    def compact(self, topic: str) -> CompactedTopic:
+        """Admin ``triggerCompaction``, done at once: the latest message per key up to the topic's last entry now
+        (markers left out), kept for :meth:`read_compacted` (:mod:`reference_model.storage.compaction`)."""
+        server = self._topic(topic, create=False)
+        done = compact(server.log, server.log.last_position)
+        self._compacted[server.name] = done
+        return done
+
+    def read_compacted(self, topic: str) -> list[Entry]:
+        """What a new ``readCompacted`` reader from the earliest message reads: the last compaction's entries, then
+        every data entry after its horizon."""
+        server = self._topic(topic, create=False)
+        return compacted_read(server.log, self._compacted.get(server.name))
 
     # -- hooks for replicated subscriptions ----------------------------------------------------------------
     def topic_log(self, topic: str) -> TopicLog:

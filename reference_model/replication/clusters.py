@@ -112,6 +112,8 @@ class ReplicatedClusters:
             self.set_delay(source, remote, delay)
         self._down: set[str] = set()
         self._links_down: set[tuple[str, str]] = set()  #: (source, remote) replicators disconnected alone
+        #: (source, remote) -> (lose_receipts, repeat_window): faults of that replicator's producer
+        self._faults: dict[tuple[str, str], tuple[bool, int]] = {}
         self._generation: dict[str, int] = {c: b.generation for c, b in self._brokers.items()}
         self._replicators: dict[tuple[str, str, str], ReplicatorState] = {}
         self._controllers: dict[tuple[str, str], ReplicatedSubscriptionsController] = {}
@@ -238,6 +240,36 @@ class ReplicatedClusters:
                     self._enqueue(state, entry)
                 state.resend.clear()
                 self._schedule_read(state)
+
+    def set_replicator_faults(
+        self, source: str, remote: str, *, lose_receipts: bool = False, repeat_window: int = 0
+    ) -> None:
+        """Faults of the replicator ``source`` -> ``remote``'s producer (``OneWayReplicatorDeduplicationTest``).
+
+        ``lose_receipts``: what it sends is stored in ``remote`` but never confirmed, so it is sent again, with
+        what is in flight, the next time the link drops (:meth:`set_link_down`, :meth:`set_down`); switching it
+        off confirms nothing already unconfirmed (the test removes the injection, then closes the connection).
+        ``repeat_window`` N > 0: every N-th send also writes the previous N sends again.  A remote with
+        deduplication stores each message once (judged by its original producer and sequence id); markers are
+        not deduplicated (``isDuplicateReplV1``), so a repeated marker is stored again (never delivered)."""
+        self._check_cluster(source, "source")
+        self._check_cluster(remote, "remote")
+        if source == remote:
+            raise InvalidArgument(f"A replication link joins two clusters, but source and remote are both {source!r}.")
+        if isinstance(repeat_window, bool) or not isinstance(repeat_window, int) or repeat_window < 0:
+            raise InvalidArgument(f"Expected repeat_window >= 0 (an int) but got {repeat_window!r}.")
+        self._faults[(source, remote)] = (bool(lose_receipts), repeat_window)
+        for state in self._replicators.values():
+            if (state.source, state.remote) == (source, remote):
+                self._apply_faults(state)
+        self._record(
+            source, "*", "replicator faults", f"-> {remote} lose_receipts={lose_receipts} repeat={repeat_window}"
+        )
+
+    def _apply_faults(self, state: ReplicatorState) -> None:
+        state.lose_receipts, state.repeat_window = self._faults.get((state.source, state.remote), (False, 0))
+        if not state.repeat_window:
+            state.repeat_buffer.clear()
 
     def is_down(self, cluster: str) -> bool:
         return self._check_cluster(cluster, "cluster") in self._down
@@ -406,6 +438,7 @@ class ReplicatedClusters:
             state = self._replicators.get(key)
             if state is None:
                 state = ReplicatorState(cluster, remote, topic, self._brokers[cluster].topic_log(topic).earliest)
+                self._apply_faults(state)
                 self._replicators[key] = state
             if self._link_up(cluster, remote):
                 self._schedule_read(state)
@@ -476,8 +509,29 @@ class ReplicatedClusters:
             elif action is ReplicatorAction.SEND:
                 self._enqueue(state, entry)
 
-    def _marker_from_remote(self, cluster: str, topic: str, entry: Entry) -> None:
+    def _controller_for_marker(self, cluster: str, topic: str) -> ReplicatedSubscriptionsController | None:
+        """The controller that handles a marker from a remote: the running one, else one started for it when the
+        cluster has replicated subscriptions enabled (see :meth:`_marker_from_remote`)."""
         controller = self._active_controller(cluster, topic)
+        if controller is None and self._configs[cluster].enabled:
+            controller = ReplicatedSubscriptionsController(
+                cluster, topic, config=self._configs[cluster], version=self._brokers[cluster].version
+            )
+            self._controllers[(cluster, topic)] = controller
+            self._record(cluster, topic, "start controller", "a marker arrived from a remote cluster")
+        return controller
+
+    def _marker_from_remote(self, cluster: str, topic: str, entry: Entry) -> None:
+        """A marker from a remote cluster, handed over by the replicator that reads it.
+
+        Pulsar's ``PersistentTopic.receivedReplicatedSubscriptionMarker`` force-starts the topic's controller when
+        it has none (``checkReplicatedSubscriptionControllerState(true)``: the cluster has replicated
+        subscriptions enabled), so a remote whose only replicated subscription was deleted still answers requests
+        and applies an UPDATE, which creates the subscription again (``receiveSubscriptionUpdated``,
+        ``testReplicatedSubscriptionWhenReplicatorProducerIsClosed``).  Here the started controller handles this
+        marker; the next tick drops it again if the topic still has no replicated subscription (Pulsar keeps it
+        until the next subscribe or policy check: it then answers requests, which this one also does)."""
+        controller = self._controller_for_marker(cluster, topic)
         if controller is None or entry.marker_payload is None or entry.metadata.marker_type is None:
             return
         outcome = controller.received_marker(entry.position, entry.metadata.marker_type, entry.marker_payload)
@@ -494,6 +548,13 @@ class ReplicatedClusters:
     def _enqueue(self, state: ReplicatorState, entry: Entry) -> None:
         due = max(self.clock.now_ns() + self.delay_ms(state.source, state.remote) * _NS_PER_MS, state.last_due_ns)
         state.last_due_ns = due
+        window = state.repeat_window
+        if window:
+            if len(state.repeat_buffer) >= window:  # the injected repeat: the buffered sends written again
+                for again in state.repeat_buffer:
+                    state.in_flight.append((due, again))
+                state.repeat_buffer.clear()
+            state.repeat_buffer.append(entry)
         state.in_flight.append((due, entry))
         state.sent += 1
         self._schedule_delivery(state)
@@ -515,6 +576,8 @@ class ReplicatedClusters:
             _, entry = state.in_flight.popleft()
             position = append_replicated(remote, state.topic, entry, state.source)
             state.delivered += 1
+            if state.lose_receipts:
+                state.unconfirmed.append(entry)
             if entry.is_marker:
                 kind = MarkerType(entry.metadata.marker_type).name if entry.metadata.marker_type else "marker"
                 self._record(

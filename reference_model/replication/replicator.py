@@ -15,6 +15,12 @@ entry:
 The model's replicator keeps its read position (durable in Pulsar: the ``pulsar.repl.<remote>`` cursor) and a
 FIFO of entries in flight, each due ``delay`` after it was read. While the link is down nothing is read; entries
 in flight are taken back and sent again, in order, when it comes up (the cursor rewinds to its mark-delete).
+
+Two faults of the replicator's producer (``OneWayReplicatorDeduplicationTest``): with ``lose_receipts`` the remote
+stores what arrives but the receipts never come back, so those entries stay unconfirmed and are sent again, with
+the ones in flight, when the link drops (the producer's ``resendMessages`` after a reconnection); with
+``repeat_window`` N > 0, every N-th send also writes the previous N sends again on the connection (the test's
+injected repeated ``Send`` commands).  A deduplicating remote must store each entry once.
 """
 
 from __future__ import annotations
@@ -68,9 +74,19 @@ class ReplicatorState:
     sent: int = 0
     delivered: int = 0
     last_due_ns: int = 0
+    #: the remote stores what arrives but the receipts are lost: delivered entries stay in ``unconfirmed``
+    lose_receipts: bool = False
+    unconfirmed: list[Entry] = field(default_factory=list)
+    #: every ``repeat_window``-th send also writes the previous ``repeat_window`` sends again (0: off)
+    repeat_window: int = 0
+    repeat_buffer: list[Entry] = field(default_factory=list)
 
     def take_back_in_flight(self) -> None:
-        """The link went down: whatever was in flight is sent again after it comes back."""
+        """The link went down: whatever was in flight, and whatever arrived without a receipt, is sent again
+        after it comes back (in order: the unconfirmed entries were sent first)."""
+        self.resend.extend(self.unconfirmed)
+        self.unconfirmed.clear()
+        self.repeat_buffer.clear()
         self.resend.extend(entry for _, entry in self.in_flight)
         self.in_flight.clear()
         if self.delivery_timer is not None:
@@ -84,4 +100,5 @@ class ReplicatorState:
             "toResend": len(self.resend),
             "sent": self.sent,
             "delivered": self.delivered,
+            "unconfirmed": len(self.unconfirmed),
         }

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conformance.checks import Kind, Validity, check_trace
+from conformance.trace import read_trace
 from pytest_keyshared.driver.replication import BrokerSites, Failover, SiteEndpoint, failover_header, probe_replication
 from pytest_keyshared.targets import TargetError, open_target
 from pytest_keyshared.targets.pulsar_lite import PulsarLiteTarget
@@ -45,6 +46,28 @@ def test_one_broker_as_both_clusters_skips_nothing(lite: PulsarLiteTarget, tmp_p
     verdict = check_trace(path)
     assert verdict.validity is Validity.VALID, verdict.render()
     assert run.notes == ["replication progress cannot be read without the admin API; waited two snapshot periods"]
+
+
+def test_a_reader_on_one_broker_as_both_clusters_reads_every_message(lite: PulsarLiteTarget, tmp_path: Path) -> None:
+    # the read step's real-client half: a reader from the earliest message, has_message_available / read_next
+    sites = BrokerSites(
+        [SiteEndpoint("r1", lite.service_url), SiteEndpoint("r2", lite.service_url)],
+        topic=topic(),
+        snapshot_ms=100,
+        failover_timeout_ms=1000,
+    )
+    path = tmp_path / "reader.jsonl"
+    with Failover(sites, failover_header(lite, sites, seed=0), path) as run:
+        run.publish(6, keys=6)
+        run.consume(lambda i: i < 3)
+        run.read("r2")
+        run.fail_over("r2")
+    verdict = check_trace(path)
+    assert verdict.validity is Validity.VALID, verdict.render()
+    # no admin API: the settle cannot show replication idle, so the reader is recorded but not judged
+    assert any("reader 'reader-r2'" in n and "not judged" in n for n in verdict.notes), verdict.notes
+    reads = [e for e in read_trace(path)[1] if e.op.value == "receive" and e.consumer == "reader-r2"]
+    assert sorted(e.uid for e in reads) == [f"m{n}" for n in range(6)]
 
 
 def test_two_brokers_without_replication_skip_every_unacknowledged_message(

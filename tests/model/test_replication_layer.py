@@ -173,3 +173,78 @@ def test_invalid_calls(call, fragment) -> None:
     with pytest.raises(InvalidArgument) as info:
         call(layer)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_subscription_deleted_in_the_remote_comes_back_with_the_next_update(enabled: bool) -> None:
+    # testReplicatedSubscriptionWhenReplicatorProducerIsClosed: r2 has no replicated subscription left, so no
+    # controller; the marker from r1 starts one (PersistentTopic.receivedReplicatedSubscriptionMarker) and the
+    # UPDATE creates the subscription at its position (receiveSubscriptionUpdated).  With replicated
+    # subscriptions disabled in r2 (enableReplicatedSubscriptions=false) nothing is started and it stays gone.
+    clock = SimClock()
+    r1, r2 = ModelBroker(cluster="r1", clock=clock), ModelBroker(cluster="r2", clock=clock)
+    layer = ReplicatedClusters([r1, r2], config={"r2": ReplicationConfig(enabled=enabled)})
+    r2.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest").close()
+    consumer = r1.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest")
+    producer = r1.create_producer(TOPIC, producer_name="p")
+    r2.delete_subscription(TOPIC, SUB)
+    assert r2.subscription(TOPIC, SUB) is None and layer.controller("r2", TOPIC) is None
+    for n in range(3):
+        producer.send(f"m{n}".encode())
+    for _ in range(3):
+        layer.advance(1000)
+        while (message := consumer.receive(0)) is not None:
+            consumer.acknowledge(message)
+    layer.run_until_idle()
+    sub = r2.subscription(TOPIC, SUB)
+    if not enabled:
+        assert sub is None
+        return
+    assert sub is not None and sub.replicated
+    again = r2.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest")
+    assert again.receive(0) is None  # its cursor is past the three acknowledged messages
+
+
+@pytest.mark.parametrize("dedup", [True, False])
+@pytest.mark.parametrize("fault", ["lose_receipts", "repeat_window"])
+def test_a_replicator_sending_again_is_stored_once_by_a_deduplicating_remote(dedup: bool, fault: str) -> None:
+    # OneWayReplicatorDeduplicationTest: receipts lost then a reconnection, or repeated Send commands; markers are
+    # sent again too (every tick writes one between the messages)
+    from reference_model.broker import BrokerConfig
+    from reference_model.dedup import DedupConfig
+
+    clock = SimClock()
+    config = BrokerConfig(dedup=DedupConfig(broker_enabled=dedup))
+    r1, r2 = (ModelBroker(cluster=c, clock=clock, config=config) for c in ("r1", "r2"))
+    layer = ReplicatedClusters([r1, r2])
+    r2.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest").close()
+    r1.subscribe(TOPIC, SUB, replicate_subscription_state=True, initial_position="Earliest").close()
+    if fault == "lose_receipts":
+        layer.set_replicator_faults("r1", "r2", lose_receipts=True)
+    else:
+        layer.set_replicator_faults("r1", "r2", repeat_window=2)
+    producer = r1.create_producer(TOPIC, producer_name="p")
+    for n in range(6):
+        producer.send(f"m{n}".encode())
+        layer.advance(1200)
+    layer.set_replicator_faults("r1", "r2")
+    layer.set_link_down("r1", "r2")
+    layer.set_link_down("r1", "r2", down=False)
+    layer.run_until_idle()
+    reader = r2.subscribe(TOPIC, "reader", initial_position="Earliest")
+    got = []
+    while (message := reader.receive(0)) is not None:
+        got.append(message.data().decode())
+    copies = sorted(got)
+    if dedup:
+        assert got == [f"m{n}" for n in range(6)]
+    else:
+        assert len(copies) > 6 and set(copies) == {f"m{n}" for n in range(6)}
+
+
+def test_replicator_faults_are_checked() -> None:
+    layer, _r1, _r2 = two()
+    with pytest.raises(InvalidArgument, match="repeat_window"):
+        layer.set_replicator_faults("r1", "r2", repeat_window=-1)
+    with pytest.raises(InvalidArgument, match="both 'r1'"):
+        layer.set_replicator_faults("r1", "r1", lose_receipts=True)

@@ -404,6 +404,48 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         higher = any(seq > ps[1] and (s_i < i or t0 is None or t0 <= t) for s_i, t0, seq in sends.get(ps[0], ()))
         if ps not in stored and ps not in maybe_stored and not higher:
             found[("lost_write", None, key, (i,))] += 1
+    found.update(compacted_reads(events))
+    return found
+
+
+def compacted_reads(events: Sequence[Event]) -> Counter[Identity]:
+    """``superseded_after_compaction``, read from docs/checker.md by scanning: for each receive of a compacted
+    reader on cluster C, the last ``compaction`` on C before the reader opened; the ``ok`` publishes on C before it
+    with the received key; if the received message is not the one among them at the highest message id (and no
+    other cluster published that key before the compaction), one violation witnessed by that latest publish."""
+
+    def cluster(e: Event) -> str | None:
+        topic = e.topic or ""
+        return topic.rsplit("@", 1)[1] if "@" in topic else None
+
+    found: Counter[Identity] = Counter()
+    for o in events:
+        if o.op.value != "open" or o.extra.get("reader") is not True or o.extra.get("compacted") is not True:
+            continue
+        c = cluster(o)
+        horizons = [f.i for f in events if f.i < o.i and f.op.value == "fault" and f.extra.get("fault") == "compaction"
+                    and f.extra.get("cluster") == c]  # fmt: skip
+        if c is None or not horizons:
+            continue
+        h = horizons[-1]
+        reads = []
+        for r in events:
+            if r.i <= o.i:
+                continue
+            if r.op.value in ("close", "crash") and r.consumer == o.consumer:
+                break
+            if r.op.value == "receive" and r.consumer == o.consumer:
+                reads.append(r)
+        for r in reads:
+            sent = [p for p in events if p.op.value == "publish" and p.i < h and p.key == r.key]
+            if any(cluster(p) != c for p in sent):
+                continue
+            ok = [p for p in sent if p.result is not None and p.result.value == "ok" and p.msg_id and p.uid]
+            if not ok or r.uid not in {p.uid for p in ok}:
+                continue
+            latest = max(ok, key=lambda p: parse_position(canonical_message(str(p.topic), str(p.msg_id))[2]))
+            if latest.uid != r.uid:
+                found[("superseded_after_compaction", o.consumer, r.key, (latest.i, h, r.i))] += 1
     return found
 
 

@@ -25,7 +25,9 @@ from conformance.scenarios import (
     LinkDown,
     LinkUp,
     Publish,
+    Read,
     ReplicatedStatus,
+    ReplicatorFaults,
     Scenario,
     Settings,
     Sleep,
@@ -74,6 +76,9 @@ failover_steps = st.one_of(
     st.sampled_from([ClusterDown("r2"), ClusterUp("r2"), LinkDown("r2", "r1"), LinkUp("r3", "r2"),
                      DeleteSubscription("r3")]),
     st.builds(ReplicatedStatus, cluster=st.sampled_from(["r1", "r2"]), enabled=st.booleans()),
+    st.builds(ReplicatorFaults, cluster=st.just("r1"), remote=st.sampled_from(["r2", "r3"]),
+              lose_receipts=st.booleans(), repeat_window=st.integers(0, 5)),
+    st.builds(Read, cluster=st.sampled_from(["r2", "r3"])),
 )  # fmt: skip
 
 
@@ -107,6 +112,16 @@ TO_R2 = {"do": "failover", "to": "r2"}
         ),
         pytest.param(_failover(PUBLISH, {"do": "open", "consumer": "c1"}, TO_R2), "not a failover step", id="open"),
         pytest.param(_failover(PUBLISH), "ends with a failover step", id="no-failover"),
+        pytest.param(
+            _failover({"do": "replicator_faults", "cluster": "r2", "remote": "r2"}, TO_R2),
+            "both 'r2'",
+            id="replicator-faults-one-cluster",
+        ),
+        pytest.param(
+            _failover({"do": "replicator_faults", "cluster": "r1", "remote": "r2", "repeat_window": -1}, TO_R2),
+            "repeat_window",
+            id="replicator-faults-negative-window",
+        ),
         pytest.param(_failover(TO_R2, PUBLISH), "make it the last step", id="failover-not-last"),
         pytest.param(_failover({"do": "failover", "to": "r1"}), "fail over to another cluster", id="to-home"),
         pytest.param(_failover({"do": "failover", "to": "r9"}), "not one of the clusters", id="unknown-to"),
