@@ -36,11 +36,15 @@ Exit status: 0 when the kill rate reaches ``--min-rate`` (default 0.9), 1 otherw
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import difflib
 import hashlib
 import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -85,6 +89,42 @@ def _overlay(into: Path) -> None:
         shutil.copytree(ROOT / package, into / package, ignore=ignore)
 
 
+def _stop_group(proc: subprocess.Popen[str]) -> None:
+    """End the suite run ``proc`` and everything it started: its own process group (``start_new_session``), by
+    its pid; SIGTERM first, SIGKILL after a short grace."""
+    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # a grandchild left in the group after pytest itself exited
+
+
+def _run_child(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[int, str]:
+    """(exit status, output) of one suite run, in a session of its own.
+
+    The child does not share the terminal's process group, so a ^C reaches only this script, which then ends
+    the child's whole group by pid (``_stop_group``) and lets ``KeyboardInterrupt`` go on: the first ^C stops
+    the run at once instead of being fielded by the child's pytest while this loop starts the next mutant.
+    A timeout ends the group the same way, so no stray run keeps a core busy."""
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except BaseException:  # TimeoutExpired, KeyboardInterrupt, SystemExit: the child must not outlive it
+        _stop_group(proc)
+        proc.communicate()
+        raise
+    return proc.returncode, output
+
+
 def _pytest(
     overlay: Path, target: str, timeout_s: float, *, reach: Path | None = None, select: Path | None = None
 ) -> tuple[set[str], set[str], str, float]:
@@ -107,13 +147,13 @@ def _pytest(
         env["KEYSHARED_AUTOMUT_SELECT"] = str(select)
     started = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=overlay, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+        returncode, output = _run_child(cmd, overlay, env, timeout_s)
     except subprocess.TimeoutExpired:
         return {"<timeout>"}, set(), f"did not finish within {timeout_s:.0f} s", time.monotonic() - started
     elapsed = time.monotonic() - started
     if not report.exists():
-        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-2:])
-        return {"<crash>"}, set(), f"pytest exit {proc.returncode}: {tail[:200]}", elapsed
+        tail = " | ".join(output.strip().splitlines()[-2:])
+        return {"<crash>"}, set(), f"pytest exit {returncode}: {tail[:200]}", elapsed
     failed: set[str] = set()
     ran: set[str] = set()
     for case in ET.parse(report).getroot().iter("testcase"):
@@ -122,8 +162,8 @@ def _pytest(
         ran.add(nodeid)
         if case.find("failure") is not None or case.find("error") is not None:
             failed.add(nodeid)
-    note = "" if proc.returncode in (0, 1, 5) else f"pytest exit {proc.returncode}"
-    if proc.returncode in (2, 3, 4) and not ran:
+    note = "" if returncode in (0, 1, 5) else f"pytest exit {returncode}"
+    if returncode in (2, 3, 4) and not ran:
         return {"<crash>"}, ran, note, elapsed
     return failed, ran, note, elapsed
 
@@ -137,10 +177,13 @@ class Baseline:
     seconds: float
 
     def cases_reaching(self, point: Point) -> list[str]:
+        """The baseline-passing cases that execute the point's line.  A line executed only at import (a module
+        constant, a class body, a decorator's code generation) runs before any case, but every case may read
+        what it built: such a point runs every passing case."""
         if point.line in self.reach.get("<import>", {}).get(point.path, set()) and not any(
             point.line in files.get(point.path, set()) for case, files in self.reach.items() if case != "<import>"
         ):
-            return []  # executed only at import (a module constant nobody reads in a case)
+            return sorted(case for case in self.reach if case != "<import>" and case not in self.failing)
         return sorted(
             case
             for case, files in self.reach.items()
@@ -148,9 +191,25 @@ class Baseline:
         )
 
 
+def _suite_digest() -> str:
+    """A digest of the suite's own sources (the cases, generators and plugin): the traced reach of a baseline holds
+    only while they are unchanged, so a case added to close a survivor is traced again, not read from the cache."""
+    h = hashlib.sha256()
+    for package in PACKAGES[1:]:
+        for file in sorted((ROOT / package).rglob("*")):
+            if (
+                file.is_file()
+                and file.suffix in (".py", ".toml", ".json", ".yaml", ".txt")
+                and "__pycache__" not in file.parts
+            ):
+                h.update(file.relative_to(ROOT).as_posix().encode())
+                h.update(file.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _baseline(overlay: Path, target: str, timeout_s: float, *, cache: Path, meta: dict[str, object]) -> Baseline:
     """The unmutated suite on ``target``, traced; kept in ``cache`` (a folder) for the same sources."""
-    key = json.dumps({"target": target, "digests": meta["digests"]}, sort_keys=True)
+    key = json.dumps({"target": target, "digests": meta["digests"], "suite": _suite_digest()}, sort_keys=True)
     cached = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
     if cached.exists():
         stored = json.loads(cached.read_text())
@@ -282,6 +341,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--classified", type=Path, default=HERE / "auto_mutation_classified.toml")
     parser.add_argument("--list", action="store_true", help="print the sampled points and exit")
     parser.add_argument(
+        "--report",
+        action="store_true",
+        help="print the figures of the fates in --out with the classification; run nothing",
+    )
+    parser.add_argument("--show", metavar="ID", help="print one point's mutant (the changed lines, as a diff) and exit")
+    parser.add_argument(
+        "--only",
+        metavar="IDS",
+        help="run only these sampled points (comma-separated ids, or @FILE with one id a line); their new fates"
+        " replace the old ones in --out, every other fate there is kept",
+    )
+    parser.add_argument(
         "--resume", action="store_true", help="keep the fates already in --out (same seed and sources), run the rest"
     )
     args = parser.parse_args(argv)
@@ -294,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     points = points_under(ROOT, modules)
     sample = _sample(points, args.sample, args.seed)
+    if args.show:
+        return _show(args.show, points)
     if args.list:
         try:
             for p in sample:
@@ -306,8 +379,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(points)} mutation points in {len(digests)} modules; {len(sample)} sampled (seed {args.seed})")
     meta = {"seed": args.seed, "sample": len(sample), "points": len(points), "targets": targets, "digests": digests}
     previous = _previous(args.out, meta)
-    done = _resumed(previous, sample, classified) if args.resume else []
-    if done:
+    if args.report:
+        if previous is None:
+            parser.error(f"--report needs a fates file of the same seed, sample, targets and sources in {args.out}")
+        measured = _resumed(previous, sample, classified)
+        print(f"{len(measured)} of {len(sample)} sampled mutants measured in {args.out}")
+        rate = _summary(measured, sum(f.seconds for f in measured))
+        return 0 if rate >= args.min_rate else 1
+    stale: dict[str, Fate] = {}
+    if args.only:
+        wanted = _only_ids(args.only)
+        unknown = sorted(wanted - {p.id for p in sample})
+        if unknown:
+            parser.error(f"--only: {unknown[0]} is not in the sample (seed {args.seed}, --sample {args.sample})")
+        if previous is None:
+            parser.error(f"--only needs a fates file of the same seed and sources in {args.out} to update")
+        kept = _resumed(previous, sample, classified)
+        done = [f for f in kept if f.point.id not in wanted]
+        stale = {f.point.id: f for f in kept if f.point.id in wanted}  # written back until measured again
+        sample = [p for p in sample if p.id in wanted] + [f.point for f in done]
+        print(f"subset: {len(wanted)} mutants run, {len(done)} other fates kept from {args.out}")
+    else:
+        done = _resumed(previous, sample, classified) if args.resume else []
+    if done and not args.only:
         print(f"resuming: {len(done)} fates from {args.out} kept")
     started = time.monotonic()
     fates: list[Fate] = list(done)
@@ -336,18 +430,44 @@ def main(argv: list[str] | None = None) -> int:
                 where = f" on {fate.target} by {fate.killed_by}" if fate.fate in KILLING else ""
                 extra = f" [{fate.classified}]" if fate.classified else ""
                 print(f"{n:4}/{len(sample)} {fate.fate.upper():9} {point.describe()}{where}{extra}", flush=True)
-                _write(args.out, meta, fates, complete=False)  # a run cut short keeps what it measured
+                stale.pop(point.id, None)
+                _write(args.out, meta, [*fates, *stale.values()], complete=False)  # a run cut short keeps them
         except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ^C must not cut the fates file short
             interrupted = True
-            print(f"\ninterrupted after {len(fates)} of {len(sample)} mutants; --resume goes on from {args.out}")
+            again = "--only with the same ids" if args.only else "--resume"
+            print(f"\ninterrupted after {len(fates)} of {len(sample)} mutants; {again} goes on from {args.out}")
     rate = _summary(fates, time.monotonic() - started)
-    if previous is not None and not args.resume:
+    if previous is not None and not args.resume and not args.only:
         _compare(previous, fates)
+    fates.extend(stale.values())  # --only cut short: the fates not measured again stay as they were
     _write(args.out, meta, fates, complete=not interrupted and len(fates) == len(sample))
     print(f"fates written to {args.out}")
     if interrupted:
         return 130
     return 0 if rate >= args.min_rate else 1
+
+
+def _only_ids(spec: str) -> set[str]:
+    if spec.startswith("@"):
+        lines = Path(spec[1:]).read_text().splitlines()
+        return {line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()}
+    return {part.strip() for part in spec.split(",") if part.strip()}
+
+
+def _show(pid: str, points: list[Point]) -> int:
+    """Print the mutant ``pid`` as a unified diff of its module (the unparsed original against the mutant, so the
+    layout matches line for line)."""
+    point = next((p for p in points if p.id == pid), None)
+    if point is None:
+        print(f"auto_mutation: no mutation point {pid} in the model's current source", file=sys.stderr)
+        return 2
+    source = (ROOT / point.path).read_text(encoding="utf-8")
+    before = (ast.unparse(ast.parse(source)) + "\n").splitlines(keepends=True)
+    after = apply_point(source, point).splitlines(keepends=True)
+    print(point.describe())
+    sys.stdout.writelines(difflib.unified_diff(before, after, point.path, "mutant", n=4))
+    return 0
 
 
 def _summary(fates: list[Fate], seconds: float) -> float:
@@ -362,6 +482,7 @@ def _summary(fates: list[Fate], seconds: float) -> float:
     for area, group in sorted(by_area.items()):
         k, j, r = _rates(group)
         print(f"  {area:12} {k}/{j} killed ({r} reached)")
+    _print_classes(fates)
     aside = sum(f.classified in SET_ASIDE for f in fates)
     rate = killed / judged if judged else 0.0
     reached_killed = sum(f.fate in KILLING for f in fates if f.fate != "unreached" and f.classified not in SET_ASIDE)
@@ -371,6 +492,26 @@ def _summary(fates: list[Fate], seconds: float) -> float:
         f" of the {reached} the suite reaches: {reached_rate:.1%}; time {seconds:.0f} s"
     )
     return rate
+
+
+def _print_classes(fates: list[Fate]) -> None:
+    """The hand classification against this run: how many of each class, which ``dimension`` mutants a run now
+    kills (closed) and which still survive (open), survivors nobody classified, and set-aside mutants that a
+    case killed after all (their classification is wrong)."""
+    counts = Counter(f.classified for f in fates if f.classified)
+    closed = [f for f in fates if f.classified == "dimension" and f.fate in KILLING]
+    still = [f for f in fates if f.classified == "dimension" and f.fate not in KILLING]
+    unclassified = [f for f in fates if not f.classified and f.fate not in KILLING]
+    wrong = [f for f in fates if f.classified in SET_ASIDE and f.fate in KILLING]
+    print(
+        f"classified: {counts['equivalent']} equivalent, {counts['unobservable']} unobservable (set aside);"
+        f" {counts['dimension']} missing a dimension: {len(closed)} now killed, {len(still)} open;"
+        f" {len(unclassified)} survivors unclassified"
+    )
+    for f in unclassified:
+        print(f"  UNCLASSIFIED {f.fate} {f.point.describe()}")
+    for f in wrong:
+        print(f"  KILLED ALTHOUGH {f.classified.upper()}: {f.point.describe()} (fix the classification)")
 
 
 def _fate_row(f: Fate) -> dict[str, object]:
