@@ -54,6 +54,7 @@ from conformance.scenarios import (
 __all__ = [
     "CONSUMERS",
     "DIMENSION_MOVE_KINDS",
+    "EDGE_KEYS",
     "MOVE_KINDS",
     "SHAPE_CHOICES",
     "TAIL_KEYS",
@@ -111,6 +112,13 @@ MANY_CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3", "c4", "c5")
 #: ring point of a few consumers (they wrap to the first point).  ``tests/unit/test_generated_dimensions.py``
 #: recomputes them.
 TAIL_KEYS: tuple[str, ...] = ("tail-867443", "tail-1191082", "tail-1529262", "tail-1695233", "tail-1705128")
+#: Keys whose hash lies at the ends of a hash range, where an off-by-one in a selector's table or its
+#: reduction shows (the automatic mutation run found the ends never taken): ``edge-53188``'s 31-bit hash is a
+#: multiple of 65536 (slot 0 of 3.x's sticky and auto-split selectors; the 0 that 4.x turns into 1),
+#: ``edge-3546``'s is 65535 modulo 65536 (the last slot of the 65536-slot range), ``edge-62959`` and
+#: ``edge-52292`` take slots 1 and 65535 of 4.0's consistent-hashing range (1..65535).
+#: ``tests/unit/test_generated_dimensions.py`` recomputes them.
+EDGE_KEYS: tuple[str, ...] = ("edge-53188", "edge-3546", "edge-62959", "edge-52292")
 
 #: The shape: dimension name -> its choices; a shape value indexes the choices (0: the plain default).
 #: ``broker``-dimension choices are ``[broker]`` pairs (``docs/scenarios.md``, "Broker settings").
@@ -130,7 +138,7 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     "nack_delay_ms": (100, 1, 600),
     "dedup": ("off", "on", "on-snapshot-every-2"),
     "batching": ("none", "key_based", "default", "per-publish"),
-    "keys": ("six", "ring-tail", "two"),
+    "keys": ("six", "ring-tail", "two", "edges"),
     "selector": ("", "auto-split", "consistent-hashing-1-point"),
     "mode": ("AUTO_SPLIT", "STICKY"),
     "out_of_order": (False, True),
@@ -220,6 +228,8 @@ class _Shape:
         keys = self.values["keys"]
         if keys == "ring-tail":
             return KeySet(names=TAIL_KEYS)
+        if keys == "edges":
+            return KeySet(names=EDGE_KEYS)
         return KeySet(count=2 if keys == "two" else default_count)
 
     def batching(self, amount: int) -> str:
