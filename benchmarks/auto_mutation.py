@@ -89,6 +89,10 @@ def _overlay(into: Path) -> None:
         shutil.copytree(ROOT / package, into / package, ignore=ignore)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _stop_group(proc: subprocess.Popen[str]) -> None:
     """End the suite run ``proc`` and everything it started: its own process group (``start_new_session``), by
     its pid; SIGTERM first, SIGKILL after a short grace."""
@@ -403,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
         done = _resumed(previous, sample, classified) if args.resume else []
     if done and not args.only:
         print(f"resuming: {len(done)} fates from {args.out} kept")
+    # ^C (and SIGTERM) end the run at once even when the shell started it with SIGINT ignored (``cmd &``)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     started = time.monotonic()
     fates: list[Fate] = list(done)
     finished = {f.point.id for f in done}
