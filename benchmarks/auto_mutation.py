@@ -486,9 +486,15 @@ def _summary(fates: list[Fate], seconds: float) -> float:
     by_area: dict[str, list[Fate]] = {}
     for f in fates:
         by_area.setdefault(f.point.area, []).append(f)
-    for area, group in sorted(by_area.items()):
+
+    def open_survivors(group: list[Fate]) -> int:
+        return sum(f.fate not in KILLING and f.classified not in SET_ASIDE for f in group)
+
+    # the area with the most survivors first: where the suite's reach is shortest
+    for area, group in sorted(by_area.items(), key=lambda item: (-open_survivors(item[1]), item[0])):
         k, j, r = _rates(group)
-        print(f"  {area:12} {k}/{j} killed ({r} reached)")
+        share = f"{k / j:.0%}" if j else "-"
+        print(f"  {area:12} {k}/{j} killed ({share}; {r} reached, {open_survivors(group)} survive)")
     _print_classes(fates)
     aside = sum(f.classified in SET_ASIDE for f in fates)
     rate = killed / judged if judged else 0.0
