@@ -240,16 +240,21 @@ class _Shape:
         return MANY_CONSUMERS if self.values["consumers"] == 5 else CONSUMERS
 
     def sticky_ranges(self, handle: str) -> tuple[tuple[int, int], ...]:
-        """STICKY mode: handle i of n owns stripes i and i + n of 2n (interleaved, with a gap another fills)."""
+        """STICKY mode: handle i of n owns stripes i and i + n of 2n over ``[0, HASH_RANGE_MAX - 1]``
+        (interleaved, with a gap another fills); the first handle also owns the one-slot range
+        ``[HASH_RANGE_MAX, HASH_RANGE_MAX]``, where :data:`EDGE_KEYS`' ``edge-3546`` lands (a one-slot range at the
+        range's end: a selector's table that skips ``lo == hi`` or the last slot loses its messages)."""
         if self.values["mode"] != "STICKY":
             return ()
         handles = self.handles()
         stripes = 2 * len(handles)
-        width = (HASH_RANGE_MAX + 1) // stripes
+        width = HASH_RANGE_MAX // stripes
         out = []
         for stripe in (handles.index(handle), handles.index(handle) + len(handles)):
-            end = HASH_RANGE_MAX if stripe == stripes - 1 else (stripe + 1) * width - 1
+            end = HASH_RANGE_MAX - 1 if stripe == stripes - 1 else (stripe + 1) * width - 1
             out.append((stripe * width, end))
+        if handle == handles[0]:
+            out.append((HASH_RANGE_MAX, HASH_RANGE_MAX))
         return tuple(out)
 
 

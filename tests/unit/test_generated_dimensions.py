@@ -26,6 +26,7 @@ from conformance.generated.program import (
     program_from_moves,
 )
 from conformance.scenarios import (
+    HASH_RANGE_MAX,
     AckHeld,
     Close,
     Crash,
@@ -226,9 +227,10 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         [_m("open", "c2", 2), _m("open", "c4", 2), _m("publish", amount=8), _m("open", "c5", 1)],
         _shape(keys=1, consumers=1),
     ),
-    "keys at the ends of the hash range, on sticky ranges": (
+    "keys at the ends of the hash range, on sticky ranges with a one-slot range": (
         lambda s: (
             s.subscription.mode == "STICKY"
+            and any(isinstance(o, Open) and (HASH_RANGE_MAX, HASH_RANGE_MAX) in o.ranges for o in s.steps)
             and any(isinstance(p, Publish) and p.keys.names == EDGE_KEYS for p in s.steps)
         ),
         [_m("open", "c2", 2), _m("publish", amount=8), _m("close", "c2")],
