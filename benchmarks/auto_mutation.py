@@ -67,6 +67,12 @@ PACKAGES = ("reference_model", "conformance", "pytest_keyshared")
 DEFAULT_TARGETS = ("model", "model:classic", "model:3.0")
 KILLING = ("killed", "timeout", "crashed")
 SET_ASIDE = ("equivalent", "unobservable")
+#: Points the independent selector oracle judges (``tests/oracles``: the model's selectors against a second
+#: implementation on random memberships of every era, and Pulsar's pinned values): tried after the targets, as
+#: the judge ``oracle``.  The conformance cases ask the model's own selector which consumer owns a key, so a
+#: selector bug moves their oracle with it; this one does not move.
+ORACLE_PATHS = ("reference_model/selectors/", "reference_model/hashing.py")
+ORACLE = "oracle"
 
 
 @dataclass
@@ -87,6 +93,9 @@ def _overlay(into: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.c", "*.pyd", "build")
     for package in PACKAGES:
         shutil.copytree(ROOT / package, into / package, ignore=ignore)
+    shutil.copytree(ROOT / "tests" / "oracles", into / "tests" / "oracles", ignore=ignore)
+    (into / "tests" / "unit").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "tests" / "unit" / "pulsar_vectors.py", into / "tests" / "unit" / "pulsar_vectors.py")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -172,6 +181,32 @@ def _pytest(
     return failed, ran, note, elapsed
 
 
+def _oracle(overlay: Path, timeout_s: float) -> tuple[str, float]:
+    """Run ``tests/oracles`` from the overlay (``-x``); (the first failing test or a note, or "" when all pass;
+    seconds)."""
+    report = overlay / "oracle.xml"
+    report.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", "tests/oracles", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    cmd += ["--rootdir", str(overlay), f"--junitxml={report}"]
+    env = dict(os.environ, KEYSHARED_PURE="1", PYTHONDONTWRITEBYTECODE="1")
+    started = time.monotonic()
+    try:
+        returncode, output = _run_child(cmd, overlay, env, timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {timeout_s:.0f} s", time.monotonic() - started
+    elapsed = time.monotonic() - started
+    if not report.exists():
+        return f"pytest exit {returncode}: " + " | ".join(output.strip().splitlines()[-2:])[:200], elapsed
+    for case in ET.parse(report).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            return f"tests/oracles::{case.get('name')}", elapsed
+    return ("" if returncode in (0, 5) else f"pytest exit {returncode}"), elapsed
+
+
+def _judged_by_oracle(point: Point) -> bool:
+    return point.path.startswith(ORACLE_PATHS)
+
+
 @dataclass
 class Baseline:
     target: str
@@ -252,13 +287,23 @@ def _sample(points: list[Point], size: int, seed: int) -> list[Point]:
     return drawn
 
 
-def _run_mutant(point: Point, overlay: Path, baselines: list[Baseline], timeout_s: float) -> Fate:
-    fate = Fate(point)
+def _run_mutant(
+    point: Point,
+    overlay: Path,
+    baselines: list[Baseline],
+    timeout_s: float,
+    *,
+    oracle: bool,
+    before: Fate | None = None,
+) -> Fate:
+    """The mutant's fate: the targets in order (none when ``before`` is given: its fate stands, only the oracle
+    runs), then, for a selector or hashing point the targets did not kill, the selector oracle."""
+    fate = Fate(point) if before is None else before
     source_path = overlay / point.path
     original = source_path.read_text(encoding="utf-8")
     source_path.write_text(apply_point(original, point), encoding="utf-8")
     try:
-        for baseline in baselines:
+        for baseline in baselines if before is None else []:
             cases = baseline.cases_reaching(point)
             if not cases:
                 continue
@@ -278,6 +323,13 @@ def _run_mutant(point: Point, overlay: Path, baselines: list[Baseline], timeout_
                 fate.fate, fate.target, fate.killed_by = "killed", baseline.target, sorted(failed)[0]
                 return fate
             fate.fate = "survived"
+        if oracle and _judged_by_oracle(point) and fate.fate not in KILLING:
+            fate.tried = [t for t in fate.tried if t != ORACLE] + [ORACLE]
+            failing, secs = _oracle(overlay, timeout_s)
+            fate.seconds += secs
+            if failing:
+                kind = "timeout" if failing.startswith("did not finish") else "killed"
+                fate.fate, fate.target, fate.killed_by = kind, ORACLE, failing
         return fate
     finally:
         source_path.write_text(original, encoding="utf-8")
@@ -343,6 +395,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-rate", type=float, default=0.9, help="exit 1 below this kill rate")
     parser.add_argument("--out", type=Path, default=HERE / "auto_mutation_fates.json", help="the fates file")
     parser.add_argument("--classified", type=Path, default=HERE / "auto_mutation_classified.toml")
+    parser.add_argument(
+        "--no-oracle", action="store_true", help="do not run the selector oracle (tests/oracles) on selector points"
+    )
+    parser.add_argument(
+        "--oracle-only",
+        action="store_true",
+        help="with --only: keep the targets' fates in --out and run only the selector oracle on these mutants",
+    )
     parser.add_argument("--list", action="store_true", help="print the sampled points and exit")
     parser.add_argument(
         "--report",
@@ -362,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sample < 1:
         parser.error("--sample must be at least 1")
+    if args.oracle_only and (not args.only or args.no_oracle):
+        parser.error("--oracle-only needs --only (and the oracle: not with --no-oracle)")
     modules = tuple(m.strip() for m in args.modules.split(",")) if args.modules else DEFAULT_MODULES
     for name in modules:
         if not (ROOT / name).exists():
@@ -419,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         _overlay(overlay)
         try:
             baselines = []
-            for target in targets:
+            for target in [] if args.oracle_only else targets:
                 b = _baseline(
                     overlay, target, args.timeout, cache=args.out.with_name(args.out.name + ".reach"), meta=meta
                 )
@@ -430,7 +492,14 @@ def main(argv: list[str] | None = None) -> int:
             for n, point in enumerate(sample, 1):
                 if point.id in finished:
                     continue
-                fate = _run_mutant(point, overlay, baselines, args.timeout)
+                fate = _run_mutant(
+                    point,
+                    overlay,
+                    [] if args.oracle_only else baselines,
+                    args.timeout,
+                    oracle=not args.no_oracle,
+                    before=stale.get(point.id) if args.oracle_only else None,
+                )
                 if point.id in classified:
                     fate.classified, fate.reason = classified[point.id]
                 fates.append(fate)
