@@ -53,6 +53,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -365,7 +366,7 @@ def _resumed(
         return []
     by_id = {p.id: p for p in sample}
     kept: list[Fate] = []
-    for row in previous.get("fates", []):  # type: ignore[union-attr]
+    for row in _rows(previous):
         point = by_id.get(row["id"])
         if point is None:
             continue
@@ -376,8 +377,14 @@ def _resumed(
     return kept
 
 
+def _rows(previous: dict[str, object]) -> list[dict[str, Any]]:
+    """The fate rows of a fates file (``fates``: a list of objects)."""
+    rows = previous.get("fates", [])
+    return list(rows) if isinstance(rows, list) else []
+
+
 def _compare(previous: dict[str, object], fates: list[Fate]) -> None:
-    before = {row["id"]: row["fate"] for row in previous.get("fates", [])}  # type: ignore[union-attr]
+    before = {row["id"]: row["fate"] for row in _rows(previous)}
     lost = [f for f in fates if before.get(f.point.id) in KILLING and f.fate not in KILLING]
     gained = [f for f in fates if f.point.id in before and before[f.point.id] not in KILLING and f.fate in KILLING]
     print(f"against the previous fates: {len(gained)} newly killed, {len(lost)} no longer killed")
