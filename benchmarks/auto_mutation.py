@@ -36,11 +36,15 @@ Exit status: 0 when the kill rate reaches ``--min-rate`` (default 0.9), 1 otherw
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import difflib
 import hashlib
 import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +53,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -63,6 +68,12 @@ PACKAGES = ("reference_model", "conformance", "pytest_keyshared")
 DEFAULT_TARGETS = ("model", "model:classic", "model:3.0")
 KILLING = ("killed", "timeout", "crashed")
 SET_ASIDE = ("equivalent", "unobservable")
+#: Points the independent selector oracle judges (``tests/oracles``: the model's selectors against a second
+#: implementation on random memberships of every era, and Pulsar's pinned values): tried after the targets, as
+#: the judge ``oracle``.  The conformance cases ask the model's own selector which consumer owns a key, so a
+#: selector bug moves their oracle with it; this one does not move.
+ORACLE_PATHS = ("reference_model/selectors/", "reference_model/hashing.py")
+ORACLE = "oracle"
 
 
 @dataclass
@@ -83,6 +94,49 @@ def _overlay(into: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.c", "*.pyd", "build")
     for package in PACKAGES:
         shutil.copytree(ROOT / package, into / package, ignore=ignore)
+    shutil.copytree(ROOT / "tests" / "oracles", into / "tests" / "oracles", ignore=ignore)
+    (into / "tests" / "unit").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "tests" / "unit" / "pulsar_vectors.py", into / "tests" / "unit" / "pulsar_vectors.py")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_group(proc: subprocess.Popen[str]) -> None:
+    """End the suite run ``proc`` and everything it started: its own process group (``start_new_session``), by
+    its pid; SIGTERM first, SIGKILL after a short grace."""
+    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # a grandchild left in the group after pytest itself exited
+
+
+def _run_child(cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[int, str]:
+    """(exit status, output) of one suite run, in a session of its own.
+
+    The child does not share the terminal's process group, so a ^C reaches only this script, which then ends
+    the child's whole group by pid (``_stop_group``) and lets ``KeyboardInterrupt`` go on: the first ^C stops
+    the run at once instead of being fielded by the child's pytest while this loop starts the next mutant.
+    A timeout ends the group the same way, so no stray run keeps a core busy."""
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except BaseException:  # TimeoutExpired, KeyboardInterrupt, SystemExit: the child must not outlive it
+        _stop_group(proc)
+        proc.communicate()
+        raise
+    return proc.returncode, output
 
 
 def _pytest(
@@ -107,13 +161,13 @@ def _pytest(
         env["KEYSHARED_AUTOMUT_SELECT"] = str(select)
     started = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=overlay, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+        returncode, output = _run_child(cmd, overlay, env, timeout_s)
     except subprocess.TimeoutExpired:
         return {"<timeout>"}, set(), f"did not finish within {timeout_s:.0f} s", time.monotonic() - started
     elapsed = time.monotonic() - started
     if not report.exists():
-        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-2:])
-        return {"<crash>"}, set(), f"pytest exit {proc.returncode}: {tail[:200]}", elapsed
+        tail = " | ".join(output.strip().splitlines()[-2:])
+        return {"<crash>"}, set(), f"pytest exit {returncode}: {tail[:200]}", elapsed
     failed: set[str] = set()
     ran: set[str] = set()
     for case in ET.parse(report).getroot().iter("testcase"):
@@ -122,10 +176,36 @@ def _pytest(
         ran.add(nodeid)
         if case.find("failure") is not None or case.find("error") is not None:
             failed.add(nodeid)
-    note = "" if proc.returncode in (0, 1, 5) else f"pytest exit {proc.returncode}"
-    if proc.returncode in (2, 3, 4) and not ran:
+    note = "" if returncode in (0, 1, 5) else f"pytest exit {returncode}"
+    if returncode in (2, 3, 4) and not ran:
         return {"<crash>"}, ran, note, elapsed
     return failed, ran, note, elapsed
+
+
+def _oracle(overlay: Path, timeout_s: float) -> tuple[str, float]:
+    """Run ``tests/oracles`` from the overlay (``-x``); (the first failing test or a note, or "" when all pass;
+    seconds)."""
+    report = overlay / "oracle.xml"
+    report.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", "tests/oracles", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    cmd += ["--rootdir", str(overlay), f"--junitxml={report}"]
+    env = dict(os.environ, KEYSHARED_PURE="1", PYTHONDONTWRITEBYTECODE="1")
+    started = time.monotonic()
+    try:
+        returncode, output = _run_child(cmd, overlay, env, timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {timeout_s:.0f} s", time.monotonic() - started
+    elapsed = time.monotonic() - started
+    if not report.exists():
+        return f"pytest exit {returncode}: " + " | ".join(output.strip().splitlines()[-2:])[:200], elapsed
+    for case in ET.parse(report).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            return f"tests/oracles::{case.get('name')}", elapsed
+    return ("" if returncode in (0, 5) else f"pytest exit {returncode}"), elapsed
+
+
+def _judged_by_oracle(point: Point) -> bool:
+    return point.path.startswith(ORACLE_PATHS)
 
 
 @dataclass
@@ -137,10 +217,13 @@ class Baseline:
     seconds: float
 
     def cases_reaching(self, point: Point) -> list[str]:
+        """The baseline-passing cases that execute the point's line.  A line executed only at import (a module
+        constant, a class body, a decorator's code generation) runs before any case, but every case may read
+        what it built: such a point runs every passing case."""
         if point.line in self.reach.get("<import>", {}).get(point.path, set()) and not any(
             point.line in files.get(point.path, set()) for case, files in self.reach.items() if case != "<import>"
         ):
-            return []  # executed only at import (a module constant nobody reads in a case)
+            return sorted(case for case in self.reach if case != "<import>" and case not in self.failing)
         return sorted(
             case
             for case, files in self.reach.items()
@@ -148,9 +231,25 @@ class Baseline:
         )
 
 
+def _suite_digest() -> str:
+    """A digest of the suite's own sources (the cases, generators and plugin): the traced reach of a baseline holds
+    only while they are unchanged, so a case added to close a survivor is traced again, not read from the cache."""
+    h = hashlib.sha256()
+    for package in PACKAGES[1:]:
+        for file in sorted((ROOT / package).rglob("*")):
+            if (
+                file.is_file()
+                and file.suffix in (".py", ".toml", ".json", ".yaml", ".txt")
+                and "__pycache__" not in file.parts
+            ):
+                h.update(file.relative_to(ROOT).as_posix().encode())
+                h.update(file.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _baseline(overlay: Path, target: str, timeout_s: float, *, cache: Path, meta: dict[str, object]) -> Baseline:
     """The unmutated suite on ``target``, traced; kept in ``cache`` (a folder) for the same sources."""
-    key = json.dumps({"target": target, "digests": meta["digests"]}, sort_keys=True)
+    key = json.dumps({"target": target, "digests": meta["digests"], "suite": _suite_digest()}, sort_keys=True)
     cached = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
     if cached.exists():
         stored = json.loads(cached.read_text())
@@ -189,13 +288,23 @@ def _sample(points: list[Point], size: int, seed: int) -> list[Point]:
     return drawn
 
 
-def _run_mutant(point: Point, overlay: Path, baselines: list[Baseline], timeout_s: float) -> Fate:
-    fate = Fate(point)
+def _run_mutant(
+    point: Point,
+    overlay: Path,
+    baselines: list[Baseline],
+    timeout_s: float,
+    *,
+    oracle: bool,
+    before: Fate | None = None,
+) -> Fate:
+    """The mutant's fate: the targets in order (none when ``before`` is given: its fate stands, only the oracle
+    runs), then, for a selector or hashing point the targets did not kill, the selector oracle."""
+    fate = Fate(point) if before is None else before
     source_path = overlay / point.path
     original = source_path.read_text(encoding="utf-8")
     source_path.write_text(apply_point(original, point), encoding="utf-8")
     try:
-        for baseline in baselines:
+        for baseline in baselines if before is None else []:
             cases = baseline.cases_reaching(point)
             if not cases:
                 continue
@@ -215,6 +324,13 @@ def _run_mutant(point: Point, overlay: Path, baselines: list[Baseline], timeout_
                 fate.fate, fate.target, fate.killed_by = "killed", baseline.target, sorted(failed)[0]
                 return fate
             fate.fate = "survived"
+        if oracle and _judged_by_oracle(point) and fate.fate not in KILLING:
+            fate.tried = [t for t in fate.tried if t != ORACLE] + [ORACLE]
+            failing, secs = _oracle(overlay, timeout_s)
+            fate.seconds += secs
+            if failing:
+                kind = "timeout" if failing.startswith("did not finish") else "killed"
+                fate.fate, fate.target, fate.killed_by = kind, ORACLE, failing
         return fate
     finally:
         source_path.write_text(original, encoding="utf-8")
@@ -250,7 +366,7 @@ def _resumed(
         return []
     by_id = {p.id: p for p in sample}
     kept: list[Fate] = []
-    for row in previous.get("fates", []):  # type: ignore[union-attr]
+    for row in _rows(previous):
         point = by_id.get(row["id"])
         if point is None:
             continue
@@ -261,8 +377,14 @@ def _resumed(
     return kept
 
 
+def _rows(previous: dict[str, object]) -> list[dict[str, Any]]:
+    """The fate rows of a fates file (``fates``: a list of objects)."""
+    rows = previous.get("fates", [])
+    return list(rows) if isinstance(rows, list) else []
+
+
 def _compare(previous: dict[str, object], fates: list[Fate]) -> None:
-    before = {row["id"]: row["fate"] for row in previous.get("fates", [])}  # type: ignore[union-attr]
+    before = {row["id"]: row["fate"] for row in _rows(previous)}
     lost = [f for f in fates if before.get(f.point.id) in KILLING and f.fate not in KILLING]
     gained = [f for f in fates if f.point.id in before and before[f.point.id] not in KILLING and f.fate in KILLING]
     print(f"against the previous fates: {len(gained)} newly killed, {len(lost)} no longer killed")
@@ -280,13 +402,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-rate", type=float, default=0.9, help="exit 1 below this kill rate")
     parser.add_argument("--out", type=Path, default=HERE / "auto_mutation_fates.json", help="the fates file")
     parser.add_argument("--classified", type=Path, default=HERE / "auto_mutation_classified.toml")
+    parser.add_argument(
+        "--no-oracle", action="store_true", help="do not run the selector oracle (tests/oracles) on selector points"
+    )
+    parser.add_argument(
+        "--oracle-only",
+        action="store_true",
+        help="with --only: keep the targets' fates in --out and run only the selector oracle on these mutants",
+    )
     parser.add_argument("--list", action="store_true", help="print the sampled points and exit")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="print the figures of the fates in --out with the classification; run nothing",
+    )
+    parser.add_argument("--show", metavar="ID", help="print one point's mutant (the changed lines, as a diff) and exit")
+    parser.add_argument(
+        "--only",
+        metavar="IDS",
+        help="run only these sampled points (comma-separated ids, or @FILE with one id a line); their new fates"
+        " replace the old ones in --out, every other fate there is kept",
+    )
     parser.add_argument(
         "--resume", action="store_true", help="keep the fates already in --out (same seed and sources), run the rest"
     )
     args = parser.parse_args(argv)
     if args.sample < 1:
         parser.error("--sample must be at least 1")
+    if args.oracle_only and (not args.only or args.no_oracle):
+        parser.error("--oracle-only needs --only (and the oracle: not with --no-oracle)")
     modules = tuple(m.strip() for m in args.modules.split(",")) if args.modules else DEFAULT_MODULES
     for name in modules:
         if not (ROOT / name).exists():
@@ -294,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     points = points_under(ROOT, modules)
     sample = _sample(points, args.sample, args.seed)
+    if args.show:
+        return _show(args.show, points)
     if args.list:
         try:
             for p in sample:
@@ -306,9 +452,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(points)} mutation points in {len(digests)} modules; {len(sample)} sampled (seed {args.seed})")
     meta = {"seed": args.seed, "sample": len(sample), "points": len(points), "targets": targets, "digests": digests}
     previous = _previous(args.out, meta)
-    done = _resumed(previous, sample, classified) if args.resume else []
-    if done:
+    if args.report:
+        if previous is None:
+            parser.error(f"--report needs a fates file of the same seed, sample, targets and sources in {args.out}")
+        measured = _resumed(previous, sample, classified)
+        print(f"{len(measured)} of {len(sample)} sampled mutants measured in {args.out}")
+        rate = _summary(measured, sum(f.seconds for f in measured))
+        return 0 if rate >= args.min_rate else 1
+    stale: dict[str, Fate] = {}
+    if args.only:
+        wanted = _only_ids(args.only)
+        unknown = sorted(wanted - {p.id for p in sample})
+        if unknown:
+            parser.error(f"--only: {unknown[0]} is not in the sample (seed {args.seed}, --sample {args.sample})")
+        if previous is None:
+            parser.error(f"--only needs a fates file of the same seed and sources in {args.out} to update")
+        kept = _resumed(previous, sample, classified)
+        done = [f for f in kept if f.point.id not in wanted]
+        stale = {f.point.id: f for f in kept if f.point.id in wanted}  # written back until measured again
+        sample = [p for p in sample if p.id in wanted] + [f.point for f in done]
+        print(f"subset: {len(wanted)} mutants run, {len(done)} other fates kept from {args.out}")
+    else:
+        done = _resumed(previous, sample, classified) if args.resume else []
+    if done and not args.only:
         print(f"resuming: {len(done)} fates from {args.out} kept")
+    # ^C (and SIGTERM) end the run at once even when the shell started it with SIGINT ignored (``cmd &``)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     started = time.monotonic()
     fates: list[Fate] = list(done)
     finished = {f.point.id for f in done}
@@ -318,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         _overlay(overlay)
         try:
             baselines = []
-            for target in targets:
+            for target in [] if args.oracle_only else targets:
                 b = _baseline(
                     overlay, target, args.timeout, cache=args.out.with_name(args.out.name + ".reach"), meta=meta
                 )
@@ -329,25 +499,58 @@ def main(argv: list[str] | None = None) -> int:
             for n, point in enumerate(sample, 1):
                 if point.id in finished:
                     continue
-                fate = _run_mutant(point, overlay, baselines, args.timeout)
+                fate = _run_mutant(
+                    point,
+                    overlay,
+                    [] if args.oracle_only else baselines,
+                    args.timeout,
+                    oracle=not args.no_oracle,
+                    before=stale.get(point.id) if args.oracle_only else None,
+                )
                 if point.id in classified:
                     fate.classified, fate.reason = classified[point.id]
                 fates.append(fate)
                 where = f" on {fate.target} by {fate.killed_by}" if fate.fate in KILLING else ""
                 extra = f" [{fate.classified}]" if fate.classified else ""
                 print(f"{n:4}/{len(sample)} {fate.fate.upper():9} {point.describe()}{where}{extra}", flush=True)
-                _write(args.out, meta, fates, complete=False)  # a run cut short keeps what it measured
+                stale.pop(point.id, None)
+                _write(args.out, meta, [*fates, *stale.values()], complete=False)  # a run cut short keeps them
         except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ^C must not cut the fates file short
             interrupted = True
-            print(f"\ninterrupted after {len(fates)} of {len(sample)} mutants; --resume goes on from {args.out}")
+            again = "--only with the same ids" if args.only else "--resume"
+            print(f"\ninterrupted after {len(fates)} of {len(sample)} mutants; {again} goes on from {args.out}")
     rate = _summary(fates, time.monotonic() - started)
-    if previous is not None and not args.resume:
+    if previous is not None and not args.resume and not args.only:
         _compare(previous, fates)
+    fates.extend(stale.values())  # --only cut short: the fates not measured again stay as they were
     _write(args.out, meta, fates, complete=not interrupted and len(fates) == len(sample))
     print(f"fates written to {args.out}")
     if interrupted:
         return 130
     return 0 if rate >= args.min_rate else 1
+
+
+def _only_ids(spec: str) -> set[str]:
+    if spec.startswith("@"):
+        lines = Path(spec[1:]).read_text().splitlines()
+        return {line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()}
+    return {part.strip() for part in spec.split(",") if part.strip()}
+
+
+def _show(pid: str, points: list[Point]) -> int:
+    """Print the mutant ``pid`` as a unified diff of its module (the unparsed original against the mutant, so the
+    layout matches line for line)."""
+    point = next((p for p in points if p.id == pid), None)
+    if point is None:
+        print(f"auto_mutation: no mutation point {pid} in the model's current source", file=sys.stderr)
+        return 2
+    source = (ROOT / point.path).read_text(encoding="utf-8")
+    before = (ast.unparse(ast.parse(source)) + "\n").splitlines(keepends=True)
+    after = apply_point(source, point).splitlines(keepends=True)
+    print(point.describe())
+    sys.stdout.writelines(difflib.unified_diff(before, after, point.path, "mutant", n=4))
+    return 0
 
 
 def _summary(fates: list[Fate], seconds: float) -> float:
@@ -359,9 +562,16 @@ def _summary(fates: list[Fate], seconds: float) -> float:
     by_area: dict[str, list[Fate]] = {}
     for f in fates:
         by_area.setdefault(f.point.area, []).append(f)
-    for area, group in sorted(by_area.items()):
+
+    def open_survivors(group: list[Fate]) -> int:
+        return sum(f.fate not in KILLING and f.classified not in SET_ASIDE for f in group)
+
+    # the area with the most survivors first: where the suite's reach is shortest
+    for area, group in sorted(by_area.items(), key=lambda item: (-open_survivors(item[1]), item[0])):
         k, j, r = _rates(group)
-        print(f"  {area:12} {k}/{j} killed ({r} reached)")
+        share = f"{k / j:.0%}" if j else "-"
+        print(f"  {area:12} {k}/{j} killed ({share}; {r} reached, {open_survivors(group)} survive)")
+    _print_classes(fates)
     aside = sum(f.classified in SET_ASIDE for f in fates)
     rate = killed / judged if judged else 0.0
     reached_killed = sum(f.fate in KILLING for f in fates if f.fate != "unreached" and f.classified not in SET_ASIDE)
@@ -371,6 +581,26 @@ def _summary(fates: list[Fate], seconds: float) -> float:
         f" of the {reached} the suite reaches: {reached_rate:.1%}; time {seconds:.0f} s"
     )
     return rate
+
+
+def _print_classes(fates: list[Fate]) -> None:
+    """The hand classification against this run: how many of each class, which ``dimension`` mutants a run now
+    kills (closed) and which still survive (open), survivors nobody classified, and set-aside mutants that a
+    case killed after all (their classification is wrong)."""
+    counts = Counter(f.classified for f in fates if f.classified)
+    closed = [f for f in fates if f.classified == "dimension" and f.fate in KILLING]
+    still = [f for f in fates if f.classified == "dimension" and f.fate not in KILLING]
+    unclassified = [f for f in fates if not f.classified and f.fate not in KILLING]
+    wrong = [f for f in fates if f.classified in SET_ASIDE and f.fate in KILLING]
+    print(
+        f"classified: {counts['equivalent']} equivalent, {counts['unobservable']} unobservable (set aside);"
+        f" {counts['dimension']} missing a dimension: {len(closed)} now killed, {len(still)} open;"
+        f" {len(unclassified)} survivors unclassified"
+    )
+    for f in unclassified:
+        print(f"  UNCLASSIFIED {f.fate} {f.point.describe()}")
+    for f in wrong:
+        print(f"  KILLED ALTHOUGH {f.classified.upper()}: {f.point.describe()} (fix the classification)")
 
 
 def _fate_row(f: Fate) -> dict[str, object]:

@@ -55,6 +55,7 @@ from conformance.scenarios import (
 __all__ = [
     "CONSUMERS",
     "DIMENSION_MOVE_KINDS",
+    "EDGE_KEYS",
     "GAP_MOVE_KINDS",
     "MOVE_KINDS",
     "SHAPE_CHOICES",
@@ -117,6 +118,13 @@ MANY_CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3", "c4", "c5")
 #: ring point of a few consumers (they wrap to the first point).  ``tests/unit/test_generated_dimensions.py``
 #: recomputes them.
 TAIL_KEYS: tuple[str, ...] = ("tail-867443", "tail-1191082", "tail-1529262", "tail-1695233", "tail-1705128")
+#: Keys whose hash lies at the ends of a hash range, where an off-by-one in a selector's table or its
+#: reduction shows (the automatic mutation run found the ends never taken): ``edge-53188``'s 31-bit hash is a
+#: multiple of 65536 (slot 0 of 3.x's sticky and auto-split selectors; the 0 that 4.x turns into 1),
+#: ``edge-3546``'s is 65535 modulo 65536 (the last slot of the 65536-slot range), ``edge-62959`` and
+#: ``edge-52292`` take slots 1 and 65535 of 4.0's consistent-hashing range (1..65535).
+#: ``tests/unit/test_generated_dimensions.py`` recomputes them.
+EDGE_KEYS: tuple[str, ...] = ("edge-53188", "edge-3546", "edge-62959", "edge-52292")
 
 #: The shape: dimension name -> its choices; a shape value indexes the choices (0: the plain default).
 #: ``broker``-dimension choices are ``[broker]`` pairs (``docs/scenarios.md``, "Broker settings").
@@ -136,7 +144,7 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     "nack_delay_ms": (100, 1, 600),
     "dedup": ("off", "on", "on-snapshot-every-2"),
     "batching": ("none", "key_based", "default", "per-publish"),
-    "keys": ("six", "ring-tail", "two"),
+    "keys": ("six", "ring-tail", "two", "edges"),
     "selector": ("", "auto-split", "consistent-hashing-1-point"),
     "mode": ("AUTO_SPLIT", "STICKY"),
     "out_of_order": (False, True),
@@ -252,6 +260,8 @@ class _Shape:
         keys = self.values["keys"]
         if keys == "ring-tail":
             return KeySet(names=TAIL_KEYS)
+        if keys == "edges":
+            return KeySet(names=EDGE_KEYS)
         return KeySet(count=2 if keys == "two" else default_count)
 
     def batching(self, amount: int) -> str:
@@ -263,16 +273,21 @@ class _Shape:
         return MANY_CONSUMERS if self.values["consumers"] == 5 else CONSUMERS
 
     def sticky_ranges(self, handle: str) -> tuple[tuple[int, int], ...]:
-        """STICKY mode: handle i of n owns stripes i and i + n of 2n (interleaved, with a gap another fills)."""
+        """STICKY mode: handle i of n owns stripes i and i + n of 2n over ``[0, HASH_RANGE_MAX - 1]``
+        (interleaved, with a gap another fills); the first handle also owns the one-slot range
+        ``[HASH_RANGE_MAX, HASH_RANGE_MAX]``, where :data:`EDGE_KEYS`' ``edge-3546`` lands (a one-slot range at the
+        range's end: a selector's table that skips ``lo == hi`` or the last slot loses its messages)."""
         if self.values["mode"] != "STICKY":
             return ()
         handles = self.handles()
         stripes = 2 * len(handles)
-        width = (HASH_RANGE_MAX + 1) // stripes
+        width = HASH_RANGE_MAX // stripes
         out = []
         for stripe in (handles.index(handle), handles.index(handle) + len(handles)):
-            end = HASH_RANGE_MAX if stripe == stripes - 1 else (stripe + 1) * width - 1
+            end = HASH_RANGE_MAX - 1 if stripe == stripes - 1 else (stripe + 1) * width - 1
             out.append((stripe * width, end))
+        if handle == handles[0]:
+            out.append((HASH_RANGE_MAX, HASH_RANGE_MAX))
         return tuple(out)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.generated.program import (
+    EDGE_KEYS,
     MANY_CONSUMERS,
     MAX_AMOUNT,
     SHAPE_CHOICES,
@@ -25,6 +26,7 @@ from conformance.generated.program import (
     program_from_moves,
 )
 from conformance.scenarios import (
+    HASH_RANGE_MAX,
     AckHeld,
     Close,
     Crash,
@@ -226,6 +228,15 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         [_m("open", "c2", 2), _m("open", "c4", 2), _m("publish", amount=8), _m("open", "c5", 1)],
         _shape(keys=1, consumers=1),
     ),
+    "keys at the ends of the hash range, on sticky ranges with a one-slot range": (
+        lambda s: (
+            s.subscription.mode == "STICKY"
+            and any(isinstance(o, Open) and (HASH_RANGE_MAX, HASH_RANGE_MAX) in o.ranges for o in s.steps)
+            and any(isinstance(p, Publish) and p.keys.names == EDGE_KEYS for p in s.steps)
+        ),
+        [_m("open", "c2", 2), _m("publish", amount=8), _m("close", "c2")],
+        _shape(keys=3, mode=1),
+    ),
     "same-name consumers closing and reopening": (
         _same_name_closed_and_reopened,
         [
@@ -314,3 +325,15 @@ def test_tail_keys_lie_past_every_ring_point_of_every_era() -> None:
         assert sticky_key_hash(key.encode(), version="4.0") >= 65440
         assert sticky_key_hash(key.encode(), version="3.3") >= int(0.9985 * (2**31 - 1))
         assert sticky_key_hash(key.encode(), version="4.0", classic=True) >= int(0.9985 * (2**31 - 1))
+
+
+def test_edge_keys_lie_at_the_ends_of_every_era_s_hash_range() -> None:
+    """``EDGE_KEYS``: slot 0 of 3.x's 65536-slot reduction (1 in 4.x, which turns 0 into 1), the last slot of the
+    65536-slot range, and slots 1 and 65535 of 4.0's consistent-hashing range."""
+    bottom, top, ring_first, ring_last = (k.encode() for k in EDGE_KEYS)
+    assert sticky_key_hash(bottom, version="3.0") % 65536 == 0
+    assert sticky_key_hash(bottom, "auto-split", version="4.0") == 1
+    assert sticky_key_hash(top, "auto-split", version="4.0") == 65535
+    assert sticky_key_hash(top, version="3.0") % 65536 == 65535
+    assert sticky_key_hash(ring_first, version="4.0") == 1
+    assert sticky_key_hash(ring_last, version="4.0") == 65535
