@@ -8,7 +8,7 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
 ``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
-``redelivered_after_failover``; and
+``redelivered_after_failover``, ``wrong_redelivery_count``; and
 four that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet`` and ``pinned_owner``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
@@ -63,6 +63,8 @@ class Kind(str, Enum):
     #: after a failover, a message at or before the position the replicated cursor must already have reached
     #: (a completed snapshot the acknowledgements had passed, its update settled) was delivered again (PIP-33)
     REDELIVERED_AFTER_FAILOVER = "redelivered_after_failover"
+    #: one consumer saw a message's redelivery count fall, or not grow after it sent the message back
+    WRONG_REDELIVERY_COUNT = "wrong_redelivery_count"
 
     def __str__(self) -> str:
         return self.value

@@ -54,6 +54,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "undelivered": "delivery",
     "unexpected_message": "delivery",
     "redelivered_after_ack": "redelivery",
+    "wrong_redelivery_count": "redelivery",
     "duplicate_publish": "deduplication",
     "lost_write": "deduplication",
     "misassigned": "assignment",

@@ -43,8 +43,8 @@ class Record:
     struct, read in the hot loop without a dictionary or an index."""
 
     __slots__ = (
-        "acked", "arm_epoch", "arm_i", "arm_inc", "exempt", "free", "hold_i", "holder", "key", "pos", "scope", "t0",
-        "uid",
+        "acked", "arm_epoch", "arm_i", "arm_inc", "exempt", "free", "hold_i", "holder", "key", "pos", "rc", "scope",
+        "t0", "uid",
     )  # fmt: skip
 
     def __init__(
@@ -74,6 +74,10 @@ class Record:
         #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a
         #: receive carrying the same uid is evidence the identity checks already have), else None
         self.uid = uid
+        #: the last live receive's redelivery count (``conformance.checks.redelivery_count``): None before the
+        #: first, False once nothing can be judged (an ack was logged; a batch message), else ``[incarnation,
+        #: count, receive index, the incarnation's request that sent it back since or None]``
+        self.rc: Any = None
 
     def armed(self, epoch: int) -> bool:
         """Whether it has an armed acknowledgement that nothing disarmed since (``docs/checker.md``, "Armed ack"):

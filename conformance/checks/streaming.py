@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery
+from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery, redelivery_count
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -102,6 +102,9 @@ class StreamingChecker:
         # identity checks: uid -> (producer, seq) of its first publish; (producer, seq) -> stored ids
         self.uid_pub: dict[str, tuple[str, int] | None] = {}
         self.pending_unexpected: dict[str, tuple[tuple[Any, ...], str]] = {}
+        #: wrong_redelivery_count found so far: reported at the end when the trace has no fault
+        self._wrong_counts: list[Violation] = []
+        self._rc_redeliver = redelivery_count.redeliver_always_counts(self.header.pulsar_version)
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
@@ -222,6 +225,7 @@ class StreamingChecker:
         if inc is None:
             self._late_receive(_row(columns, n))
             return
+        count = columns[15][n]
         i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
         ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
         sub = inc.sub
@@ -238,8 +242,12 @@ class StreamingChecker:
                 sub.acked_early.discard(mkey)
             rec = Record(acked, None, sticky, scope, (ledger, entry, batch), None, None)
             sub.recs[mkey] = rec
+            if count is not None:
+                rec.rc = False if (acked or batch >= 0) else [inc, count, i, None]
             was_free = None
         else:
+            if count is not None and rec.rc is not False:
+                self._judge_count(sub, rec, inc, i, mkey, count)
             if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
                 self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
             holder = rec.holder
@@ -476,12 +484,12 @@ class StreamingChecker:
     def _end(self, row: tuple[Any, ...]) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
         self.end_i = row[0]
-        self.drained = bool(self._extras(row[15]).get("drained"))
+        self.drained = bool(self._extras(row[16]).get("drained"))
 
     def _failover(self, row: tuple[Any, ...]) -> None:
         """The subscription left this cluster's copy of the topic: what that copy still holds for it is the
         replication check's (``skipped_after_failover``), not ``undelivered``."""
-        extra = self._extras(row[15])
+        extra = self._extras(row[16])
         name = extra.get("subscription")
         left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
         left.add(normalize_topic(str(extra.get("topic")))[0])
@@ -492,7 +500,7 @@ class StreamingChecker:
             return
         if consumer in self.live:  # validated traces never do this; a live feed may
             raise InvalidArgument(f"event i={i}: consumer {consumer!r} opened again while still open")
-        extra = self._extras(row[15])
+        extra = self._extras(row[16])
         name, policy, topic = extra.get("name"), extra.get("policy"), extra.get("topic")
         sub = self._sub(extra.get("subscription"))
         inc = Incarnation(i, consumer, consumer if name is None else name, sub, policy, t)
@@ -578,7 +586,7 @@ class StreamingChecker:
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)
-        extra = self._extras(row[15])
+        extra = self._extras(row[16])
         named = extra.get("consumers")
         if named is None or extra.get("unattributed"):
             for inc in list(self.live.values()):
@@ -603,7 +611,7 @@ class StreamingChecker:
         if uid is not None:
             self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
         last = self.last_inc.get(consumer)
-        sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
+        sub = last.sub if last is not None else self._sub(self._extras(row[16]).get("subscription"))
         if mkey in sub.recs or (sub.settled and mkey in sub.settled):
             return  # known already; acknowledged or not, a late receive changes nothing
         if row[14] >= 0:
@@ -622,7 +630,7 @@ class StreamingChecker:
         the message is acknowledged (and held by nobody) like after any other ack."""
         consumer, mkey = row[3], row[5]
         last = self.last_inc.get(consumer)
-        sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
+        sub = last.sub if last is not None else self._sub(self._extras(row[16]).get("subscription"))
         rec = sub.recs.get(mkey)
         if rec is None:
             if not (sub.settled and mkey in sub.settled):
@@ -647,10 +655,33 @@ class StreamingChecker:
             self._sub_list = tuple(self.subs.values())
         return sub
 
+    def _judge_count(self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, count: int) -> None:
+        """A live receive at E``i`` of a known message with redelivery count ``count``: judged against the
+        previous live receive's when both are ``inc``'s (:mod:`conformance.checks.redelivery_count`); reported
+        at the end unless the trace has a fault."""
+        prev = rec.rc
+        if rec.acked or rec.pos[2] >= 0:
+            rec.rc = False
+            return
+        if prev is not None and prev[0] is inc:
+            request = prev[3]
+            how = redelivery_count.judge(prev[1], None if request is None else request[1], count, self._rc_redeliver)
+            if how is not None:
+                msg = _msg(mkey)
+                self._wrong_counts.append(
+                    redelivery_count.make_wrong_count(
+                        sub.name, rec.key, inc.consumer, (prev[2], "receive", inc.consumer, msg),
+                        None if request is None else (request[0], request[1], request[2], msg),
+                        (i, "receive", inc.consumer, msg), prev[1], count, how,
+                    )
+                )  # fmt: skip
+        rec.rc = [inc, count, i, None]
+
     def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> Record:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
         left = sub.settled.pop(mkey)
         rec = Record(True, None, left.key, left.scope, pos, None, None)
+        rec.rc = False
         rec.hold_i = left.hold_i
         rec.arm_i = left.arm_i
         rec.arm_inc = left.arm_inc
@@ -681,6 +712,10 @@ class StreamingChecker:
 
     def _release(self, sub: SubState, rec: Record, mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
         self._unhold(sub, rec, mkey, inc)
+        if exempt:  # a nack or redeliver by the holder: the broker raises the count before it sends m again
+            rc = rec.rc
+            if rc and rc[0] is inc and rc[3] is None:
+                rc[3] = mark
         if exempt and not rec.exempt:  # exempt even if acknowledged: an ack that is not armed may not have counted
             self._exempt(sub, rec, mkey)
         if rec.acked:
@@ -899,6 +934,14 @@ class StreamingChecker:
             self.notes.append("undelivered not judged: the run was not drained (no 'end' event with drained: true)")
         for uid, (ref, key) in self.pending_unexpected.items():
             found.append(make_unexpected(uid, key, ref))
+        if self._wrong_counts and self.first_fault is None:
+            found.extend(self._wrong_counts)
+        elif self._wrong_counts:
+            self.notes.append(
+                f"wrong_redelivery_count not judged: the fault at E{self.first_fault} may have dropped the broker's"
+                " redelivery counts"
+            )
+        self._wrong_counts = []
         found.extend(duplicates.duplicates(self.ids))
         found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:
@@ -957,7 +1000,7 @@ def _values_of(event: Event) -> tuple[Any, ...]:
     return (
         event.i, event.t, event.op.value, event.consumer, "" if event.key is None else event.key, mkey, stream,
         event.uid, event.producer, event.seq, None if event.result is None else event.result.value,
-        event.extra.get("t0"), ledger, entry, batch,
+        event.extra.get("t0"), ledger, entry, batch, event.redelivery_count,
     )  # fmt: skip
 
 
@@ -966,5 +1009,5 @@ def _row(columns: list[list[Any]], n: int) -> tuple[Any, ...]:
     return (
         columns[0][n], columns[1][n], columns[2][n], columns[3][n], columns[4][n], columns[5][n], columns[6][n],
         columns[7][n], columns[8][n], columns[9][n], columns[10][n], columns[11][n], columns[12][n], columns[13][n],
-        columns[14][n], n,
+        columns[14][n], columns[15][n], n,
     )  # fmt: skip
