@@ -246,7 +246,7 @@ class StreamingChecker:
                 rec.rc = False if (acked or batch >= 0) else [inc, count, i, None]
             was_free = None
         else:
-            if count is not None and rec.rc is not False:
+            if rec.rc is not False:
                 self._judge_count(sub, rec, inc, i, mkey, count)
             if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
                 self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
@@ -655,13 +655,16 @@ class StreamingChecker:
             self._sub_list = tuple(self.subs.values())
         return sub
 
-    def _judge_count(self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, count: int) -> None:
+    def _judge_count(self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, count: int | None) -> None:
         """A live receive at E``i`` of a known message with redelivery count ``count``: judged against the
         previous live receive's when both are ``inc``'s (:mod:`conformance.checks.redelivery_count`); reported
-        at the end unless the trace has a fault."""
+        at the end unless the trace has a fault.  A receive without a count starts over."""
         prev = rec.rc
         if rec.acked or rec.pos[2] >= 0:
             rec.rc = False
+            return
+        if count is None:
+            rec.rc = None
             return
         if prev is not None and prev[0] is inc:
             request = prev[3]
