@@ -48,6 +48,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("classic-no-recently-joined", "join-while-pending"),
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
     ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
+    ("redelivery-count-not-raised", "nack-then-settle"),
 )
 
 
