@@ -295,6 +295,49 @@ def _ack_not_persisted() -> None:
 
 
 @mutant(
+    "redelivery-count-not-raised",
+    "dispatch",
+    "a redelivery request (nack, ack timeout, redeliver) leaves the redelivery count as it was: a dead-letter"
+    " policy never fires",
+)
+def _redelivery_count_not_raised() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def redeliver(self: Any, consumer: Any, positions: Any) -> int:
+            before = dict(self.redelivery_counts)
+            queued = int(orig(self, consumer, positions))
+            self.redelivery_counts.clear()
+            self.redelivery_counts.update(before)
+            return queued
+
+        return redeliver
+
+    _wrap(KeySharedDispatcher, "redeliver", make)
+
+
+@mutant(
+    "redelivery-count-dropped-at-send",
+    "dispatch",
+    "the broker forgets a message's redelivery count once it has sent it: a message nacked twice comes back"
+    " counted 1, and a consumer sees its count fall after a duplicate send",
+)
+def _redelivery_count_dropped_at_send() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def send(self: Any, consumer: Any, entry: Any, slot: int) -> bool:
+            sent = bool(orig(self, consumer, entry, slot))
+            if sent:
+                self.redelivery_counts.pop(entry.position, None)
+            return sent
+
+        return send
+
+    _wrap(KeySharedDispatcher, "_send", make)
+
+
+@mutant(
     "rewind-redelivers-acked",
     "dispatch",
     "a rewind (every consumer left, one returns) re-reads individually acknowledged messages",

@@ -55,6 +55,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("delayed-delivery-ignored", "delayed-with-joiner"),
     ("max-unacked-consumer-never-unblocks", "max-unacked-per-consumer-lifted"),
     ("expiry-ignored", "ttl-restarts-blocked-dispatch"),
+    ("redelivery-count-not-raised", "nack-then-settle"),
 )
 
 

@@ -21,7 +21,8 @@ profile            contract                                                     
 ``lenient``        at-least-once delivery only: nothing lost, nothing invented,       key_overlap, out_of_order,
                    nothing acknowledged delivered again                               duplicate_publish,
                                                                                       misassigned,
-                                                                                      accepted_conflicting_open
+                                                                                      accepted_conflicting_open,
+                                                                                      wrong_redelivery_count
 =================  =================================================================  ============================
 
 Deduplication off in the header adds ``duplicate_publish`` to the permitted kinds of a derived profile, and a
@@ -105,7 +106,14 @@ PROFILES: dict[str, Profile] = {
             "lenient",
             "at-least-once only: nothing lost, nothing invented, nothing redelivered after its ack",
             frozenset(
-                {_K.KEY_OVERLAP, _K.OUT_OF_ORDER, _K.DUPLICATE_PUBLISH, _K.MISASSIGNED, _K.ACCEPTED_CONFLICTING_OPEN}
+                {
+                    _K.KEY_OVERLAP,
+                    _K.OUT_OF_ORDER,
+                    _K.DUPLICATE_PUBLISH,
+                    _K.MISASSIGNED,
+                    _K.ACCEPTED_CONFLICTING_OPEN,
+                    _K.WRONG_REDELIVERY_COUNT,
+                }
             ),
         ),
     )

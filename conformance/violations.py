@@ -9,7 +9,8 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
 ``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
 ``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
-``last_sequence_id_behind``, ``superseded_after_compaction``; and
+``last_sequence_id_behind``, ``superseded_after_compaction``,
+``wrong_redelivery_count``; and
 five that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner`` and ``received_beyond_permits``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
@@ -82,6 +83,8 @@ class Kind(str, Enum):
     #: a ``readCompacted`` reader read a value of a key that a later message of that key, published before the
     #: compaction, had superseded (the compacted topic keeps only the latest value per key)
     SUPERSEDED_AFTER_COMPACTION = "superseded_after_compaction"
+    #: one consumer saw a message's redelivery count fall, or not grow after it sent the message back
+    WRONG_REDELIVERY_COUNT = "wrong_redelivery_count"
 
     def __str__(self) -> str:
         return self.value

@@ -331,6 +331,16 @@ STATS_RANGES_BY_CONSUMER = Fix("stats ranges keyed by consumer, not name", "apac
 #: the topic was reloaded ("stuck subscription" after STICKY consumers restarted). Labels: release/2.8.3,
 #: release/2.9.3.
 CLASSIC_UNSELECTED_TO_REPLAY = Fix("unselected entries go to replay", "apache/pulsar#14014", ("2.8.3", "2.9.3"))
+#: The redelivery count is raised only by a redelivery request (``redeliverUnacknowledgedMessages``, both forms:
+#: ``incrementAndGetRedeliveryCount``) and read at send (``getRedeliveryCount``).  Before (apache/pulsar#5881),
+#: every send of a position the tracker holds raised it (``PulsarCommandSenderImpl``: ``contains`` then
+#: ``incrementAndGet``), and positions entered the tracker at 0 (``addIfAbsent``) when a consumer left with them
+#: pending and on a per-message redelivery (a nack, an ack timeout), not on "redeliver all": so a close or crash
+#: raised the count at the next send, and a redeliver of a message never counted did not.  apache/pulsar#17060
+#: (Aug 2022) is on branch-3.0 and later, not on branch-2.10 (ascentstream/pulsar): first in 2.11.0.
+REDELIVERY_COUNT_ON_REQUEST_ONLY = Fix(
+    "redelivery count raised only by redelivery requests", "apache/pulsar#17060", ("2.11.0",)
+)
 #: A read that completes after something older was queued for replay while it was in flight (a consumer closed)
 #: is discarded (normal read: its entries to the replay queue) and reading starts again, so the older messages go
 #: first (apache/pulsar#12885). Labels: release/2.8.3, release/2.9.1.

@@ -2,7 +2,7 @@
 
 ``check_trace(path_or_events, profile=None, engine="python" | "spark")`` returns a
 :class:`~conformance.verdict.Verdict`; :class:`StreamingChecker` checks live (``writer.add_listener(checker.feed)``).
-One module per property (``exclusivity``, ``ordering``, ``loss``, ``redelivery``, ``duplicates``,
+One module per property (``exclusivity``, ``ordering``, ``loss``, ``redelivery``, ``redelivery_count``, ``duplicates``,
 ``unexpected``, ``assignment``, ``replication``) holds its rule, its witness and its explanation; ``streaming``
 composes the delivery checks into one pass and :class:`TraceChecker` runs it and the replication check, each
 guarded (a check that raises makes the verdict ``unknown``); :mod:`~conformance.checks.partition` runs the

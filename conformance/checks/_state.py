@@ -43,8 +43,8 @@ class Record:
     struct, read in the hot loop without a dictionary or an index."""
 
     __slots__ = (
-        "acked", "arm_epoch", "arm_i", "arm_inc", "due", "exempt", "free", "hold_i", "holder", "key", "pos", "scope",
-        "t0", "uid",
+        "acked", "arm_epoch", "arm_i", "arm_inc", "due", "exempt", "free", "hold_i", "holder", "key", "pos", "rc",
+        "scope", "t0", "uid",
     )  # fmt: skip
 
     def __init__(
@@ -77,6 +77,10 @@ class Record:
         #: a delayed message not yet received: its :data:`conformance.checks.delayed.Due` (it is not on the free
         #: heap meanwhile: its delivery time is its own order), else None
         self.due: Any = None
+        #: the last live receive's redelivery count (``conformance.checks.redelivery_count``): None before the
+        #: first, False once nothing can be judged (an ack was logged; a batch message), else ``[incarnation,
+        #: count, receive index, the incarnation's request that sent it back since or None]``
+        self.rc: Any = None
 
     def armed(self, epoch: int) -> bool:
         """Whether it has an armed acknowledgement that nothing disarmed since (``docs/checker.md``, "Armed ack"):

@@ -34,7 +34,17 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import delayed, duplicates, exclusivity, expiry, loss, nonpersistent, ordering, redelivery
+from conformance.checks import (
+    delayed,
+    duplicates,
+    exclusivity,
+    expiry,
+    loss,
+    nonpersistent,
+    ordering,
+    redelivery,
+    redelivery_count,
+)
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -117,6 +127,9 @@ class StreamingChecker:
         #: -> (ref, key) of its first receive, for those (``unexpected_message`` if they stay failed)
         self.failed_uids: dict[str, int] = {}
         self.failed_received: dict[str, tuple[tuple[Any, ...], str]] = {}
+        #: wrong_redelivery_count found so far: reported at the end when the trace has no fault
+        self._wrong_counts: list[Violation] = []
+        self._rc_redeliver = redelivery_count.redeliver_always_counts(self.header.pulsar_version)
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
@@ -243,6 +256,7 @@ class StreamingChecker:
         if inc is None:
             self._late_receive(_row(columns, n))
             return
+        count = columns[15][n]
         i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
         ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
         sub = inc.sub
@@ -259,8 +273,12 @@ class StreamingChecker:
                 sub.acked_early.discard(mkey)
             rec = Record(acked, None, sticky, scope, (ledger, entry, batch), None, None)
             sub.recs[mkey] = rec
+            if count is not None:
+                rec.rc = False if (acked or batch >= 0) else [inc, count, i, None]
             was_free = None
         else:
+            if rec.rc is not False:
+                self._judge_count(sub, rec, inc, i, mkey, count)
             if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
                 self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
             holder = rec.holder
@@ -525,7 +543,7 @@ class StreamingChecker:
         i, producer, answer, result = row[0], row[8], row[9], row[10]
         if not self._judge_below or producer is None or answer is None or result != "ok":
             return
-        topic = self._extras(row[15]).get("topic")
+        topic = self._extras(row[16]).get("topic")
         if topic is None:
             return
         base, named = normalize_topic(str(topic))
@@ -537,12 +555,12 @@ class StreamingChecker:
     def _end(self, row: tuple[Any, ...]) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
         self.end_i = row[0]
-        self.drained = bool(self._extras(row[15]).get("drained"))
+        self.drained = bool(self._extras(row[16]).get("drained"))
 
     def _failover(self, row: tuple[Any, ...]) -> None:
         """The subscription left this cluster's copy of the topic: what that copy still holds for it is the
         replication check's (``skipped_after_failover``), not ``undelivered``."""
-        extra = self._extras(row[15])
+        extra = self._extras(row[16])
         name = extra.get("subscription")
         left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
         left.add(normalize_topic(str(extra.get("topic")))[0])
@@ -553,7 +571,7 @@ class StreamingChecker:
             return
         if consumer in self.live:  # validated traces never do this; a live feed may
             raise InvalidArgument(f"event i={i}: consumer {consumer!r} opened again while still open")
-        extra = self._extras(row[15])
+        extra = self._extras(row[16])
         name, policy, topic = extra.get("name"), extra.get("policy"), extra.get("topic")
         sub = self._sub(extra.get("subscription"))
         inc = Incarnation(i, consumer, consumer if name is None else name, sub, policy, t)
@@ -638,7 +656,7 @@ class StreamingChecker:
         when it names none (no field) or carries ``unattributed`` handlers the driver could not name.
         """
         i = row[0]
-        extra = self._extras(row[15])
+        extra = self._extras(row[16])
         if extra.get("fault") == expiry.EXPIRE_FAULT:
             self._expire(self._sub(extra.get("subscription")), row[1], extra.get("expire_seconds"))
             return  # the broker acknowledged; no consumer was touched, nothing about membership changed
@@ -673,7 +691,7 @@ class StreamingChecker:
         consumer = columns[3][n]
         if inc is None:
             inc = self.last_inc.get(consumer)
-        sub = inc.sub.name if inc is not None else self._sub(self._extras(columns[15][n]).get("subscription")).name
+        sub = inc.sub.name if inc is not None else self._sub(self._extras(n).get("subscription")).name
         mkey = columns[5][n]
         key, i = columns[4][n], columns[0][n]
         twice = nonpersistent.delivered_twice(self._np_first, sub, key, mkey, _msg(mkey), i, consumer)
@@ -713,7 +731,7 @@ class StreamingChecker:
         if uid is not None:
             self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
         last = self.last_inc.get(consumer)
-        sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
+        sub = last.sub if last is not None else self._sub(self._extras(row[16]).get("subscription"))
         if mkey in sub.recs or (sub.settled and mkey in sub.settled):
             return  # known already; acknowledged or not, a late receive changes nothing
         if row[14] >= 0:
@@ -732,7 +750,7 @@ class StreamingChecker:
         the message is acknowledged (and held by nobody) like after any other ack."""
         consumer, mkey = row[3], row[5]
         last = self.last_inc.get(consumer)
-        sub = last.sub if last is not None else self._sub(self._extras(row[15]).get("subscription"))
+        sub = last.sub if last is not None else self._sub(self._extras(row[16]).get("subscription"))
         rec = sub.recs.get(mkey)
         if rec is None:
             if not (sub.settled and mkey in sub.settled):
@@ -757,10 +775,36 @@ class StreamingChecker:
             self._sub_list = tuple(self.subs.values())
         return sub
 
+    def _judge_count(self, sub: SubState, rec: Record, inc: Incarnation, i: int, mkey: str, count: int | None) -> None:
+        """A live receive at E``i`` of a known message with redelivery count ``count``: judged against the
+        previous live receive's when both are ``inc``'s (:mod:`conformance.checks.redelivery_count`); reported
+        at the end unless the trace has a fault.  A receive without a count starts over."""
+        prev = rec.rc
+        if rec.acked or rec.pos[2] >= 0:
+            rec.rc = False
+            return
+        if count is None:
+            rec.rc = None
+            return
+        if prev is not None and prev[0] is inc:
+            request = prev[3]
+            how = redelivery_count.judge(prev[1], None if request is None else request[1], count, self._rc_redeliver)
+            if how is not None:
+                msg = _msg(mkey)
+                self._wrong_counts.append(
+                    redelivery_count.make_wrong_count(
+                        sub.name, rec.key, inc.consumer, (prev[2], "receive", inc.consumer, msg),
+                        None if request is None else (request[0], request[1], request[2], msg),
+                        (i, "receive", inc.consumer, msg), prev[1], count, how,
+                    )
+                )  # fmt: skip
+        rec.rc = [inc, count, i, None]
+
     def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> Record:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
         left = sub.settled.pop(mkey)
         rec = Record(True, None, left.key, left.scope, pos, None, None)
+        rec.rc = False
         rec.hold_i = left.hold_i
         rec.arm_i = left.arm_i
         rec.arm_inc = left.arm_inc
@@ -791,6 +835,10 @@ class StreamingChecker:
 
     def _release(self, sub: SubState, rec: Record, mkey: str, inc: Incarnation, mark: Mark, exempt: bool) -> None:
         self._unhold(sub, rec, mkey, inc)
+        if exempt:  # a nack or redeliver by the holder: the broker raises the count before it sends m again
+            rc = rec.rc
+            if rc and rc[0] is inc and rc[3] is None:
+                rc[3] = mark
         if exempt and not rec.exempt:  # exempt even if acknowledged: an ack that is not armed may not have counted
             self._exempt(sub, rec, mkey)
         if rec.acked:
@@ -1047,6 +1095,14 @@ class StreamingChecker:
         for uid, (ref, key) in self.failed_received.items():
             if uid in self.failed_uids:
                 found.append(make_unexpected(uid, key, ref, failed_at=self.failed_uids[uid]))
+        if self._wrong_counts and self.first_fault is None:
+            found.extend(self._wrong_counts)
+        elif self._wrong_counts:
+            self.notes.append(
+                f"wrong_redelivery_count not judged: the fault at E{self.first_fault} may have dropped the broker's"
+                " redelivery counts"
+            )
+        self._wrong_counts = []
         found.extend(duplicates.duplicates(self.ids))
         found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:
@@ -1108,7 +1164,7 @@ def _values_of(event: Event) -> tuple[Any, ...]:
     return (
         event.i, event.t, event.op.value, event.consumer, "" if event.key is None else event.key, mkey, stream,
         event.uid, event.producer, event.seq, None if event.result is None else event.result.value,
-        event.extra.get("t0"), ledger, entry, batch,
+        event.extra.get("t0"), ledger, entry, batch, event.redelivery_count,
     )  # fmt: skip
 
 
@@ -1117,5 +1173,5 @@ def _row(columns: list[list[Any]], n: int) -> tuple[Any, ...]:
     return (
         columns[0][n], columns[1][n], columns[2][n], columns[3][n], columns[4][n], columns[5][n], columns[6][n],
         columns[7][n], columns[8][n], columns[9][n], columns[10][n], columns[11][n], columns[12][n], columns[13][n],
-        columns[14][n], n,
+        columns[14][n], columns[15][n], n,
     )  # fmt: skip

@@ -40,8 +40,8 @@ MESSAGE_OPS = ("publish", "receive", "ack", "nack")
 #: Ops copied into every part of the scope pass (what is not about one message).
 CROSS_OPS = ("open", "close", "crash", "gone", "redeliver", "fault", "end", "producer_open")
 _IDENTITY_FIELDS = ("uid", "producer", "seq")
-#: The event columns the checker reads (``redelivery_count`` and ``receiver_queue`` it does not).
-_CHECKED = tuple(c for c in EVENT_COLUMNS if c not in ("redelivery_count", "receiver_queue"))
+#: The event columns the checker reads (``receiver_queue`` it does not).
+_CHECKED = tuple(c for c in EVENT_COLUMNS if c != "receiver_queue")
 #: Stands for a null producer in the routing values (no producer name is this string).
 _NO_PRODUCER = "\x00"
 

@@ -32,7 +32,7 @@ __all__ = ["ROW_FIELDS", "DecodedBatch", "RowDecoder", "decode_batch", "is_row_c
 #: fields only rare ops need (:data:`RARE_FIELDS`) are fetched by it.
 ROW_FIELDS: tuple[str, ...] = (
     "i", "t", "op", "consumer", "key", "mkey", "stream", "uid", "producer", "seq", "result", "t0", "ledger", "entry",
-    "batch", "n",
+    "batch", "redelivery_count", "n",
 )  # fmt: skip
 #: Fields only rare ops read (open, end, fault, failover): kept as Arrow columns, read one event at a time.
 RARE_FIELDS: tuple[str, ...] = (
@@ -45,7 +45,7 @@ _LABELS = frozenset({"op", "consumer", "key", "stream", "producer", "result"})
 #: which recur in a message's publish, receive and ack).
 _ENCODED = _LABELS | {"mkey", "uid"}
 _POSITION = ("ledger", "entry", "batch")
-_INTEGERS = ("i", "t", "seq", "t0")
+_INTEGERS = ("i", "t", "seq", "t0", "redelivery_count")
 #: Schema metadata marking a batch :func:`row_columns` made.
 _MARK = b"keyshared.row_columns"
 #: Interned labels kept at most (a trace with more distinct keys still decodes; the table starts again).

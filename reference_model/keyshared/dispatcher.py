@@ -40,7 +40,11 @@ from reference_model.selectors import ConsumerRef, Selector
 from reference_model.storage.cursor import ManagedCursor
 from reference_model.storage.entry import Entry
 from reference_model.storage.position import Position
-from reference_model.versions import CLASSIC_REPLAY_PRECEDENCE_AFTER_READ, PulsarVersion
+from reference_model.versions import (
+    CLASSIC_REPLAY_PRECEDENCE_AFTER_READ,
+    REDELIVERY_COUNT_ON_REQUEST_ONLY,
+    PulsarVersion,
+)
 
 __all__ = ["KeySharedDispatcher", "ReadType", "Scheduler"]
 
@@ -90,6 +94,8 @@ class KeySharedDispatcher(ABC):
         self.replay = ReplayQueue(track_hashes=not self.allow_out_of_order)
         self.consumers: dict[int, DispatchConsumer] = {}
         self.redelivery_counts: dict[Position, int] = {}
+        #: 2.11+: only a redelivery request raises a count; before, any send of a tracked position did (#17060)
+        self.counts_on_request = version.has(REDELIVERY_COUNT_ON_REQUEST_ONLY)
         self._schedule = schedule
         self._on_marker = on_marker
         self._slots: dict[bytes, int] = {}
@@ -167,10 +173,12 @@ class KeySharedDispatcher(ABC):
 
     def _release_pending(self, consumer: DispatchConsumer) -> None:
         """A leaving consumer's pending entries go back to the replay queue with their slots; their redelivery
-        counts stay as they were (``redeliveryTracker.addIfAbsent`` in 2.10 - 3.x, no tracker call in 4.x): only
-        a redelivery request counts."""
+        counts stay as they were (no tracker call from 3.0 on): only a redelivery request counts.  Before 2.11
+        ``redeliveryTracker.addIfAbsent`` tracks them, so their next send raises the count (:meth:`_send`)."""
+        counts = self.redelivery_counts
         for position, _batch, slot in consumer.pending.drain(close=True):
-            self._add_to_replay(position, slot or None)
+            if self._add_to_replay(position, slot or None) and not self.counts_on_request:
+                counts.setdefault(position, 0)
 
     def _membership_changed(self) -> None:
         """The selector and ``consumers`` just changed: drop what was derived from them."""
@@ -301,7 +309,10 @@ class KeySharedDispatcher(ABC):
                 consumer.msg_redeliver_counter += batch_size
                 self._pending_removed(consumer, slot, closing=False)
                 if self._add_to_replay(position, None):
-                    self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+                    if self.counts_on_request:
+                        self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+                    elif positions is not None:  # before 2.11: ``addIfAbsent`` on the per-message form only
+                        self.redelivery_counts.setdefault(position, 0)
                     queued += 1
         finally:
             if not nested:
@@ -555,7 +566,10 @@ class KeySharedDispatcher(ABC):
         if max_sub > 0 and total >= max_sub:
             self.blocked_on_unacked = True
         counts = self.redelivery_counts
-        consumer.sink(entry, counts.get(entry.position, 0) if counts else 0)
+        count = counts.get(entry.position, 0) if counts else 0
+        if counts and not self.counts_on_request and entry.position in counts:
+            count = counts[entry.position] = count + 1  # before 2.11 every send of a tracked position counts
+        consumer.sink(entry, count)
         return True
 
     def _add_pending_if_allowed(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:

@@ -132,13 +132,14 @@ class Pip379Dispatcher(KeySharedDispatcher):
                     tracker.add_entry(consumer, slot)
 
     def _release_pending(self, consumer: DispatchConsumer) -> None:
+        """As the classic one (``removeConsumer`` makes no redelivery-tracker call in 4.x: a close or crash does not
+        raise the count), plus the draining hashes' bookkeeping."""
         tracker = self.tracker
         if tracker is not None:
             tracker.start_batch()
         try:
             for position, _batch, slot in consumer.pending.drain(close=True):
-                if self._add_to_replay(position, slot or None):
-                    self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+                self._add_to_replay(position, slot or None)
                 if tracker is not None:
                     tracker.reduce_ref_count(consumer, slot, closing=True)
         finally:

@@ -404,6 +404,10 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         higher = any(seq > ps[1] and (s_i < i or t0 is None or t0 <= t) for s_i, t0, seq in sends.get(ps[0], ()))
         if ps not in stored and ps not in maybe_stored and not higher:
             found[("lost_write", None, key, (i,))] += 1
+    # an expiry is the broker acknowledging (docs/checker.md, "Message expiry"): it touches no consumer
+    if not any(e.op.value == "fault" and e.extra.get("fault") != "expire_messages" for e in events):
+        keys = {(sub, mkey): m.key for sub, records in msgs.items() for mkey, m in records.items()}
+        _wrong_redelivery_counts(header, events, default_sub, keys, found)
     found.update(compacted_reads(events))
     return found
 
@@ -447,6 +451,62 @@ def compacted_reads(events: Sequence[Event]) -> Counter[Identity]:
             if latest.uid != r.uid:
                 found[("superseded_after_compaction", o.consumer, r.key, (latest.i, h, r.i))] += 1
     return found
+
+
+def _wrong_redelivery_counts(
+    header: TraceHeader,
+    events: Sequence[Event],
+    default_sub: str,
+    keys: dict[tuple[str, str], str],
+    found: Counter[Identity],
+) -> None:
+    """``wrong_redelivery_count`` as ``docs/checker.md`` states it, by scanning the events (only for a trace
+    without a fault): for a live receive r2 of a message (no batch index) whose previous live receive r1 in the
+    subscription was by the same incarnation, both with a count, and no ack of it in the subscription before r2:
+    the count fell; or the incarnation sent it back between them (its first nack of it or redeliver) and r2 carries
+    no more, where a redeliver after a count of 0 counts only for a named release of 2.11 or later."""
+    version = header.pulsar_version
+    redeliver_counts = False
+    if version:
+        parts = version.removeprefix("pulsar-").removeprefix("v").split(".")
+        redeliver_counts = len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit()
+        redeliver_counts = redeliver_counts and (int(parts[0]), int(parts[1])) >= (2, 11)
+    live: dict[str, tuple[int, str]] = {}  # handle -> (open index, subscription)
+    last: dict[str, tuple[int, str]] = {}
+    previous: dict[tuple[str, str], tuple[int, int, int | None, str, str]] = {}  # (sub, msg) -> r1
+    acked: set[tuple[str, str]] = set()
+    requests: list[tuple[int, int, str, str | None]] = []  # (i, incarnation, op, message key or None)
+    for e in events:
+        op, handle = e.op.value, e.consumer or ""
+        if op == "open" and (e.result is None or e.result.value == "ok"):
+            live[handle] = last[handle] = (e.i, e.subscription or default_sub)
+        elif op in ("close", "crash"):
+            live.pop(handle, None)
+        elif op == "redeliver" and handle in live:
+            requests.append((e.i, live[handle][0], op, None))
+        elif op in ("receive", "ack", "nack"):
+            assert e.topic is not None and e.msg_id is not None
+            mkey, _stream, msg = canonical_message(e.topic, e.msg_id)
+            inc = live.get(handle)
+            sub = inc[1] if inc is not None else last.get(handle, (0, e.subscription or default_sub))[1]
+            if op == "ack":
+                acked.add((sub, mkey))
+            elif op == "nack" and inc is not None:
+                requests.append((e.i, inc[0], op, mkey))
+            elif op == "receive" and inc is not None and parse_position(msg)[2] < 0:
+                r1 = previous.get((sub, mkey))
+                previous[(sub, mkey)] = (e.i, inc[0], e.redelivery_count, handle, e.key or "")
+                if r1 is None or r1[1] != inc[0] or (sub, mkey) in acked:
+                    continue
+                before, now = r1[2], e.redelivery_count
+                if before is None or now is None:
+                    continue
+                sent = [r for r in requests if r1[0] < r[0] < e.i and r[1] == inc[0] and r[3] in (None, mkey)]
+                request = sent[0] if sent else None
+                raises = request is not None and (request[2] == "nack" or before > 0 or redeliver_counts)
+                if now < before or (raises and now <= before):
+                    witness = (r1[0], e.i) if request is None else (r1[0], request[0], e.i)
+                    found[("wrong_redelivery_count", sub, keys[(sub, mkey)], witness)] += 1
 
 
 def engine_identities(violations: Sequence[Any]) -> Counter[Identity]:

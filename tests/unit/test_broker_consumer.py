@@ -112,7 +112,7 @@ def test_close_hands_pending_messages_to_the_other_consumers_at_once() -> None:
     assert before == 20
     c1.close()
     assert c2.num_prefetched() == 20
-    assert all(m.redelivery_count() == 1 for m in c2.prefetched())
+    assert all(m.redelivery_count() == 0 for m in c2.prefetched())  # a close does not count (3.0+)
     with pytest.raises(AlreadyClosed):
         c1.receive(0)
 

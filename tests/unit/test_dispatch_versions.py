@@ -9,10 +9,15 @@ from reference_model.broker import ModelBroker
 TOPIC, SUB = "persistent://public/default/versions", "sub"
 
 
-@pytest.mark.parametrize(("version", "implementation"), [("2.10", "classic"), ("3.0", "classic"), ("4.0", "pip379")])
-def test_consumer_removal_does_not_bump_the_redelivery_count(version: str, implementation: str) -> None:
-    """``PersistentDispatcherMultipleConsumers.removeConsumer``: pending entries go back to replay with
-    ``redeliveryTracker.addIfAbsent`` (2.10 - 3.x) or no tracker call (4.x); only a redelivery request counts."""
+@pytest.mark.parametrize(
+    ("version", "implementation", "redelivered"), [("2.10", "classic", 0), ("3.0", "classic", 1), ("4.0", "pip379", 1)]
+)
+def test_consumer_removal_does_not_bump_the_redelivery_count(
+    version: str, implementation: str, redelivered: int
+) -> None:
+    """The last consumer's removal clears the tracker; a "redeliver all" raises the count from 2.11 on
+    (``incrementAndGetRedeliveryCount``), and before it tracks nothing, so an untracked message comes back at 0
+    (apache/pulsar#17060, :data:`reference_model.versions.REDELIVERY_COUNT_ON_REQUEST_ONLY`)."""
     broker = ModelBroker(pulsar_version=version, implementation=implementation)
     producer = broker.create_producer(TOPIC)
     c1 = broker.subscribe(TOPIC, SUB, consumer_name="c1")
@@ -20,13 +25,43 @@ def test_consumer_removal_does_not_bump_the_redelivery_count(version: str, imple
     first = c1.receive(timeout_millis=100)
     assert first is not None and first.redelivery_count() == 0
     c1.close()
-    c2 = broker.subscribe(TOPIC, SUB, consumer_name="c2")
+    c2 = broker.subscribe(TOPIC, SUB, consumer_name="c2", negative_ack_redelivery_delay_ms=100)
     again = c2.receive(timeout_millis=100)
     assert again is not None and again.message_id() == first.message_id()
     assert again.redelivery_count() == 0
     c2.redeliver_unacknowledged_messages()
     third = c2.receive(timeout_millis=100)
-    assert third is not None and third.redelivery_count() == 1
+    assert third is not None and third.redelivery_count() == redelivered
+    c2.negative_acknowledge(third)
+    fourth = c2.receive(timeout_millis=5_000)
+    assert fourth is not None and fourth.redelivery_count() == redelivered + 1  # a nack raises it on every line
+
+
+@pytest.mark.parametrize(
+    ("version", "implementation", "counted"),
+    [("2.10", "classic", 1), ("3.0", "classic", 0), ("3.3", "classic", 0), ("4.0", "pip379", 0), ("4.0", "classic", 0)],
+)
+def test_a_close_or_crash_with_others_left_raises_the_count_only_before_2_11(
+    version: str, implementation: str, counted: int
+) -> None:
+    """``removeConsumer`` with consumers left: ``addIfAbsent`` and a raise at the next send before 2.11, no tracker
+    call from 3.0 on (2.x ``PulsarCommandSenderImpl``; 3.0+ ``PersistentDispatcherMultipleConsumers``)."""
+    for leave in ("close", "crash"):
+        broker = ModelBroker(pulsar_version=version, implementation=implementation)
+        topic = f"{TOPIC}-{leave}"
+        producer = broker.create_producer(topic)
+        c1 = broker.subscribe(topic, SUB, consumer_name="c1")
+        c2 = broker.subscribe(topic, SUB, consumer_name="c2")
+        for n in range(20):
+            producer.send(b"m", partition_key=f"k{n}")
+        held = c1.receive(timeout_millis=100)
+        assert held is not None and held.redelivery_count() == 0
+        c1.close() if leave == "close" else c1.crash()
+        counts = {}
+        while (m := c2.receive(timeout_millis=600_000)) is not None:
+            counts[m.partition_key()] = m.redelivery_count()
+            c2.acknowledge(m)
+        assert counts[held.partition_key()] == counted, leave
 
 
 @pytest.mark.parametrize("version", ["2.10", "3.0", "4.0"])

@@ -38,7 +38,7 @@ def _expected_rows(path: Path) -> list[tuple[object, ...]]:
         result = None if e.result is None else e.result.value
         rows.append(
             (e.i, e.t, e.op.value, e.consumer, e.key or "", mkey, stream, e.uid, e.producer, e.seq, result,
-             e.extra.get("t0"), *position)
+             e.extra.get("t0"), *position, e.redelivery_count)
         )  # fmt: skip
     return rows
 
