@@ -190,47 +190,54 @@ class StreamingChecker:
     # --- the loop --------------------------------------------------------------------------------------
     def _run(self, columns: list[list[Any]], start: int, stop: int) -> None:
         """Check events ``start`` to ``stop`` (excluded) of a batch given as one list per field of
-        :data:`ROW_FIELDS` (but ``n``): each to the handler of its op."""
-        c_op = columns[2]
+        :data:`ROW_FIELDS` (but ``n``): each to the handler of its op.
+
+        The three ops that make nearly every event (receive, ack, publish) hand their handler its fields straight
+        from the columns; an event of a consumer with no open handle goes to the late handler, every other op to
+        :meth:`_rare` as a row (a tuple of :data:`ROW_FIELDS`).  The columns and ``live`` are read once per
+        batch, not once per event: the loop is the engine's hot path."""
+        c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
+        c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch = columns[8:]
+        live = self.live
         for n in range(start, stop):
             op = c_op[n]
             if op == "receive":
-                self._receive(columns, n)
+                inc = live.get(c_consumer[n])
+                if inc is None:
+                    self._late_receive(_row(columns, n))
+                else:
+                    self._receive(
+                        inc, c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_ledger[n], c_entry[n],
+                        c_batch[n],
+                    )  # fmt: skip
             elif op == "ack":
-                self._ack(columns, n)
+                inc = live.get(c_consumer[n])
+                if inc is None:
+                    self._late_ack(_row(columns, n))
+                else:
+                    self._ack(inc, c_i[n], c_mkey[n])
             elif op == "publish":
-                self._publish(columns, n)
+                self._publish(
+                    c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_producer[n], c_seq[n], c_result[n],
+                    c_t0[n], c_ledger[n], c_entry[n], c_batch[n],
+                )  # fmt: skip
             else:
                 self._rare(op, _row(columns, n))
         self.events += stop - start
 
-    def _receive(self, columns: list[list[Any]], n: int) -> None:
-        """A live receive (a late one: :meth:`_late_receive`): the message becomes known and held, and the
-        receive is judged for key_overlap, out_of_order, redelivered_after_ack and misassigned."""
-        c_i = columns[0]
-        c_t = columns[1]
-        c_consumer = columns[3]
-        c_key = columns[4]
-        c_mkey = columns[5]
-        c_stream = columns[6]
-        c_uid = columns[7]
-        c_ledger = columns[12]
-        c_entry = columns[13]
-        c_batch = columns[14]
-        consumer = c_consumer[n]
-        inc = self.live.get(consumer)
-        if inc is None:
-            self._late_receive(_row(columns, n))
-            return
-        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
+    def _receive(
+        self, inc: Incarnation, i: int, t: int, key: str, mkey: str, stream: str, uid: str | None, ledger: int,
+        entry: int, batch: int,
+    ) -> None:  # fmt: skip
+        """A live receive by ``inc`` (a late one: :meth:`_late_receive`): the message becomes known and held, and
+        the receive is judged for key_overlap, out_of_order, redelivered_after_ack and misassigned."""
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None and sub.settled and mkey in sub.settled:
             rec = self._revive(sub, mkey, (ledger, entry, batch))
         if rec is None:
             if uid is not None:
-                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+                self._identity(uid, mkey, (i, "receive", inc.consumer, _msg(mkey)), key)
             sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, batch, key, mkey)
             scope = self._scope(stream, sticky)
             acked = bool(sub.acked_early) and mkey in sub.acked_early
@@ -241,7 +248,7 @@ class StreamingChecker:
             was_free = None
         else:
             if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
-                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+                self._identity(uid, mkey, (i, "receive", inc.consumer, _msg(mkey)), key)
             holder = rec.holder
             if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
                 return  # delivered again while held: changes nothing, judged by nothing
@@ -291,18 +298,10 @@ class StreamingChecker:
             hold[inc] = hold.get(inc, 0) + 1
         inc.held[mkey] = rec
 
-    def _ack(self, columns: list[list[Any]], n: int) -> None:
-        """A live ack (a late one: :meth:`_late_ack`): every hold of the message ends, it is acknowledged
-        (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if its consumer held it."""
-        c_i = columns[0]
-        c_consumer = columns[3]
-        c_mkey = columns[5]
-        consumer = c_consumer[n]
-        inc = self.live.get(consumer)
-        if inc is None:
-            self._late_ack(_row(columns, n))
-            return
-        i, mkey = c_i[n], c_mkey[n]
+    def _ack(self, inc: Incarnation, i: int, mkey: str) -> None:
+        """A live ack by ``inc`` (a late one: :meth:`_late_ack`): every hold of the message ends, it is
+        acknowledged (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if ``inc``
+        held it."""
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None:
@@ -351,32 +350,19 @@ class StreamingChecker:
             if rec.exempt:  # exempt: this armed ack ends the exemption until it is disarmed
                 inc.suspended.append(mkey)
 
-    def _publish(self, columns: list[list[Any]], n: int) -> None:
+    def _publish(
+        self, i: int, t: int, key: str, mkey: str | None, stream: str | None, uid: str | None, producer: str | None,
+        seq: int | None, result: str | None, t0: int | None, ledger: int, entry: int, batch: int,
+    ) -> None:  # fmt: skip
         """A publish receipt: identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
         message becomes known (and free) in every subscription it reaches."""
-        c_i = columns[0]
-        c_t = columns[1]
-        c_key = columns[4]
-        c_mkey = columns[5]
-        c_stream = columns[6]
-        c_uid = columns[7]
-        c_producer = columns[8]
-        c_seq = columns[9]
-        c_result = columns[10]
-        c_t0 = columns[11]
-        c_ledger = columns[12]
-        c_entry = columns[13]
-        c_batch = columns[14]
-        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-        producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
-        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
         first_of_uid = False
         if uid is not None and uid not in self.uid_pub:
             first_of_uid = True
             self.uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
             if uid in self.pending_unexpected:
                 self._resolve_uid(uid, self.uid_pub[uid])
-        if result != "ok" or mkey is None or ledger < 0 or entry < 0:
+        if result != "ok" or mkey is None or stream is None or ledger < 0 or entry < 0:  # (a stream with its mkey)
             if producer is not None and seq is not None:
                 self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
             return  # not stored
