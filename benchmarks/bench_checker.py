@@ -3,6 +3,12 @@
     python benchmarks/bench_checker.py                       # 1M and 10M events (generates into /tmp)
     python benchmarks/bench_checker.py --sizes 1000000 --no-spark
     python benchmarks/bench_checker.py --sizes 3000000 --cluster   # + a standalone cluster, 1 then 2 workers
+    python benchmarks/bench_checker.py --compare-ref 777ac4b --sizes 3000000 10000000   # before/after a change
+
+``--compare-ref REF`` measures only the engine alone, compiled and from source, of commit REF against this
+checkout: both trees are built with mypyc as CI builds them (``trees.py``; minutes each, reused by a later run
+while neither changed) and run in turn, before, after, before, after, ``--repeat`` rounds; it prints each run's
+CPU and wall seconds and, per engine, the median and the minimum of each side (:func:`compare_ref`).
 
 For each size it generates a trace (``benchmarks/gen_trace.py``: a clean run with a few violations of every
 kind planted; the header names a selector, so all seven checks run) as Parquet (and JSON Lines for sizes up to
@@ -266,6 +272,17 @@ def cluster_runs(
     return out
 
 
+def _same_sources(tree: Path) -> bool:
+    """Whether ``tree`` holds this checkout's Python sources of the packages the engine runs, unchanged."""
+    root = HERE.parent
+    for package in ("conformance", "reference_model"):
+        mine = {p.relative_to(root): p.read_bytes() for p in (root / package).rglob("*.py")}
+        theirs = {p.relative_to(tree): p.read_bytes() for p in (tree / package).rglob("*.py")}
+        if mine != theirs:
+            return False
+    return True
+
+
 def compare_ref(ref: str, sizes: list[int], directory: Path, *, repeat: int, rebuild: bool) -> None:
     """The engine alone (events decoded, as ``python-engine``) of commit ``ref`` against this checkout, compiled
     (mypyc, built as CI builds it) and from source (``KEYSHARED_PURE=1``), on each size's trace.
@@ -273,17 +290,21 @@ def compare_ref(ref: str, sizes: list[int], directory: Path, *, repeat: int, reb
     ``repeat`` rounds; in each, every engine runs before, after, before, after... in one sequence, so a busy
     minute on the shared machine weighs on both alike.  The figure is the engine's CPU seconds (the wall time
     is printed too); the median and the minimum of the rounds are compared.  Both trees must find the same
-    violations.  The trees are exported and built in ``directory`` (``trees.py``), once: a later run reuses
-    them unless ``rebuild`` (or the ref now names another commit)."""
+    violations.  The trees are exported and built in ``directory`` (``trees.py``); a later run reuses
+    them unless ``rebuild``, the ref names another commit, or this checkout's sources
+    changed since."""
     import statistics
 
     from trees import build, env_for, export_checkout, export_ref, running_build
 
     trees = {"before": directory / "tree-before", "after": directory / "tree-after"}
     for name, tree in trees.items():
-        # this checkout may have changed since the last run: it is always copied and built again
-        built = (tree / ".tree").exists() and (tree / ".tree").read_text().startswith(f"{ref} ")
-        if rebuild or name == "after" or not built:
+        # this checkout may have changed since the last run: it is copied and built again unless the copy's
+        # sources are this checkout's (conformance/ and reference_model/, file by file)
+        built = (tree / ".tree").exists() and (
+            (tree / ".tree").read_text().startswith(f"{ref} ") if name == "before" else _same_sources(tree)
+        )
+        if rebuild or not built:
             started = time.perf_counter()
             export_ref(ref, tree) if name == "before" else export_checkout(tree)
             build(tree, directory / f"build-{name}.log")
