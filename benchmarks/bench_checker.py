@@ -3,6 +3,12 @@
     python benchmarks/bench_checker.py                       # 1M and 10M events (generates into /tmp)
     python benchmarks/bench_checker.py --sizes 1000000 --no-spark
     python benchmarks/bench_checker.py --sizes 3000000 --cluster   # + a standalone cluster, 1 then 2 workers
+    python benchmarks/bench_checker.py --compare-ref 777ac4b --sizes 3000000 10000000   # before/after a change
+
+``--compare-ref REF`` measures only the engine alone, compiled and from source, of commit REF against this
+checkout: both trees are built with mypyc as CI builds them (``trees.py``; minutes each, reused by a later run
+while neither changed) and run in turn, before, after, before, after, ``--repeat`` rounds; it prints each run's
+CPU and wall seconds and, per engine, the median and the minimum of each side (:func:`compare_ref`).
 
 For each size it generates a trace (``benchmarks/gen_trace.py``: a clean run with a few violations of every
 kind planted; the header names a selector, so all seven checks run) as Parquet (and JSON Lines for sizes up to
@@ -90,6 +96,7 @@ def child(
     pin: bool = False,
     env: dict[str, str] | None = None,
     parts: int | None = None,
+    cwd: Path | None = None,
 ) -> dict[str, object]:
     """Run one measurement in a fresh interpreter; it prints one JSON line.
 
@@ -108,7 +115,9 @@ def child(
         raise SystemExit(f"bench_checker: --pin needs {cores} cores for {master}, this process may use {len(allowed)}")
     confine = None if cores is None else (lambda: os.sched_setaffinity(0, allowed[:cores]))
     environ = dict(os.environ, **env) if env else None
-    out = subprocess.run(args, check=True, capture_output=True, text=True, preexec_fn=confine, env=environ).stdout
+    out = subprocess.run(
+        args, check=True, capture_output=True, text=True, preexec_fn=confine, env=environ, cwd=cwd
+    ).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -133,16 +142,19 @@ def run_child(mode: str, path: str, master: str | None, parts: int | None = None
         gc.disable()
         checker = StreamingChecker(source.header)
         decoder = RowDecoder()
-        elapsed = 0.0
+        elapsed = cpu = 0.0
         for batch in source.row_batches(read_ahead=False):
             decoded = decoder.decode(batch)
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             checker._extras = decoded.extras
             checker._run(decoded.columns, 0, decoded.count)
             elapsed += time.perf_counter() - start
-        start = time.perf_counter()
+            cpu += time.process_time() - start_cpu
+        start, start_cpu = time.perf_counter(), time.process_time()
         verdict = checker.finish()
         elapsed += time.perf_counter() - start
+        cpu += time.process_time() - start_cpu
+        result["cpu_seconds"] = round(cpu, 3)
     elif mode in ("python-parquet", "python-jsonl"):
         from conformance.checks import check_trace
 
@@ -260,6 +272,83 @@ def cluster_runs(
     return out
 
 
+def _same_sources(tree: Path) -> bool:
+    """Whether ``tree`` holds this checkout's Python sources of the packages the engine runs, unchanged."""
+    root = HERE.parent
+    for package in ("conformance", "reference_model"):
+        mine = {p.relative_to(root): p.read_bytes() for p in (root / package).rglob("*.py")}
+        theirs = {p.relative_to(tree): p.read_bytes() for p in (tree / package).rglob("*.py")}
+        if mine != theirs:
+            return False
+    return True
+
+
+def compare_ref(ref: str, sizes: list[int], directory: Path, *, repeat: int, rebuild: bool) -> None:
+    """The engine alone (events decoded, as ``python-engine``) of commit ``ref`` against this checkout, compiled
+    (mypyc, built as CI builds it) and from source (``KEYSHARED_PURE=1``), on each size's trace.
+
+    ``repeat`` rounds; in each, every engine runs before, after, before, after... in one sequence, so a busy
+    minute on the shared machine weighs on both alike.  The figure is the engine's CPU seconds (the wall time
+    is printed too); the median and the minimum of the rounds are compared.  Both trees must find the same
+    violations.  The trees are exported and built in ``directory`` (``trees.py``); a later run reuses
+    them unless ``rebuild``, the ref names another commit, or this checkout's sources
+    changed since."""
+    import statistics
+
+    from trees import build, env_for, export_checkout, export_ref, running_build
+
+    trees = {"before": directory / "tree-before", "after": directory / "tree-after"}
+    for name, tree in trees.items():
+        # this checkout may have changed since the last run: it is copied and built again unless the copy's
+        # sources are this checkout's (conformance/ and reference_model/, file by file)
+        built = (tree / ".tree").exists() and (
+            (tree / ".tree").read_text().startswith(f"{ref} ") if name == "before" else _same_sources(tree)
+        )
+        if rebuild or not built:
+            started = time.perf_counter()
+            export_ref(ref, tree) if name == "before" else export_checkout(tree)
+            build(tree, directory / f"build-{name}.log")
+            print(f"{name}: {(tree / '.tree').read_text().strip()}, built with mypyc in"
+                  f" {time.perf_counter() - started:.0f}s", flush=True)  # fmt: skip
+        else:
+            print(f"{name}: {(tree / '.tree').read_text().strip()}, built earlier", flush=True)
+    sys.path.insert(0, str(HERE))
+    from gen_trace import generate
+
+    for size in sizes:
+        path = directory / f"trace-{size}.parquet"
+        if not path.exists():
+            generate(size, path)
+        print(f"\n== {size:,} events, engine alone, CPU seconds: before ({ref}) / after (this checkout) ==")
+        samples: dict[tuple[str, str], list[dict[str, object]]] = {}
+        for round_ in range(repeat):
+            for engine, pure in (("compiled", False), ("from source", True)):
+                for name, tree in trees.items():
+                    if round_ == 0:
+                        assert running_build(tree, pure=pure) == (
+                            "source (KEYSHARED_PURE=1)" if pure else "compiled with mypyc"
+                        ), f"{name} does not run {engine}"
+                    env = env_for(tree, pure=pure)
+                    r = child("python-engine", str(path), env=env, cwd=tree)
+                    samples.setdefault((engine, name), []).append(r)
+                    print(
+                        f"  round {round_ + 1} {engine:11} {name:6} cpu {r['cpu_seconds']:>7}s  wall {r['seconds']:>6}s"
+                        f"  (load {r['load']})",
+                        flush=True,
+                    )
+        counts = {json.dumps(r["counts"], sort_keys=True) for runs in samples.values() for r in runs}
+        assert len(counts) == 1, f"the trees found different violations: {counts}"
+        for engine in ("compiled", "from source"):
+            cpu = {name: [float(str(r["cpu_seconds"])) for r in samples[(engine, name)]] for name in trees}
+            med = {name: statistics.median(v) for name, v in cpu.items()}
+            low = {name: min(v) for name, v in cpu.items()}
+            print(
+                f"{size:>11,} {engine:11} median {med['before']:.2f}s -> {med['after']:.2f}s"
+                f" ({med['after'] / med['before'] - 1:+.1%}); min {low['before']:.2f}s -> {low['after']:.2f}s"
+                f" ({low['after'] / low['before'] - 1:+.1%}); {repeat} runs each"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000])
@@ -281,6 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cluster", action="store_true", help="also a standalone cluster, 1 then 2 workers")
     parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end `keyshared check` runs")
+    parser.add_argument(
+        "--compare-ref",
+        default=None,
+        metavar="REF",
+        help="only the engine alone, compiled and from source, of commit REF against this checkout, alternated"
+        " (--repeat rounds; trees built with mypyc in --dir)",
+    )
+    parser.add_argument("--rebuild", action="store_true", help="with --compare-ref: build REF's tree again")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--path", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
@@ -289,10 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         run_child(args.child, args.path, args.master, args.parts)
         return 0
+    args.dir.mkdir(parents=True, exist_ok=True)
+    if args.compare_ref:
+        compare_ref(args.compare_ref, args.sizes, args.dir, repeat=args.repeat, rebuild=args.rebuild)
+        return 0
     sys.path.insert(0, str(HERE))
     from gen_trace import generate
 
-    args.dir.mkdir(parents=True, exist_ok=True)
     print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
     print(f"machine's own speed-up 1 -> 2 cores now (pure CPU, 2 processes): {machine_ceiling():.2f}x")
     if not args.no_spark and not args.no_e2e:

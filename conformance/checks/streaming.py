@@ -16,9 +16,10 @@ validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource
 :meth:`~conformance.trace.reader.TraceSource.batches` (the fast path for stored traces), decoded by
 :class:`~conformance.trace.decode.RowDecoder` into one list per field.  Both end in
 :meth:`StreamingChecker._run`, which hands each event to the handler of its op: :meth:`~StreamingChecker._publish`,
-:meth:`~StreamingChecker._receive` and :meth:`~StreamingChecker._ack` (nearly every event; they read their
-fields straight from the columns), the others through :meth:`~StreamingChecker._rare` given the event as a tuple
-of :data:`ROW_FIELDS` (nack, redeliver, open, close, crash, gone, fault, end, failover; late receives and acks).
+:meth:`~StreamingChecker._receive` and :meth:`~StreamingChecker._ack` (nearly every event) get their fields as
+arguments straight from the columns; the others get an :class:`EventRow` (the fields by name) through
+:meth:`~StreamingChecker._rare` (nack, redeliver, open, close, crash, gone, fault, end, failover), and events of a
+consumer with no open handle go to :meth:`~StreamingChecker._late_receive` / :meth:`~StreamingChecker._late_ack`.
 This module and :mod:`~conformance.checks._state` may run compiled by mypyc (``KEYSHARED_COMPILE=1``;
 :mod:`conformance.checks._build` picks the build), so they stay strictly typed and their classes are not patched
 at run time.
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from conformance.checks import (
     delayed,
@@ -67,13 +68,47 @@ from conformance.verdict import Verdict, build_verdict
 from conformance.violations import Kind, Violation
 from reference_model.errors import InvalidArgument
 
-__all__ = ["ROW_FIELDS", "StreamingChecker"]
+__all__ = ["ROW_FIELDS", "EventRow", "StreamingChecker", "Suspect"]
 
 _RELEASE_OPS = frozenset({"nack", "redeliver", "close", "crash", "fault"})
 _push = heapq.heappush
 _pop = heapq.heappop
 _MISSING: Any = object()
 Mark = tuple[int, str, "str | None"]
+
+
+class EventRow(NamedTuple):
+    """One event of a batch as the handlers of the rare ops and of late events read it: the fields of
+    :data:`ROW_FIELDS`, by name (:func:`_row` makes it from the columns)."""
+
+    i: int
+    t: int
+    op: str
+    consumer: Any  #: None for events of no consumer (publish, fault, end, failover)
+    key: str  #: never None: the empty key instead
+    mkey: Any  #: ``stream|msg_id``, None for events naming no message
+    stream: Any  #: the topic partition (stream) of the message, None for events naming no message
+    uid: Any
+    producer: Any
+    seq: Any
+    result: Any
+    t0: Any
+    ledger: int  #: -1 for events naming no message
+    entry: int
+    batch: int  #: the batch index, -1 for a message sent alone
+    redelivery_count: Any  #: the count a receive carries (None: not recorded)
+    n: int  #: the event's index in its batch: the rare fields are fetched by it (``_extras``)
+
+
+class Suspect(NamedTuple):
+    """A receive the membership timeline did not explain when it was logged (``misassigned`` waits for the next
+    membership event of the subscription, or the end, before it judges it)."""
+
+    ref: tuple[Any, ...]  #: the receive, as a violation's reference
+    lower_ref: Any  #: the event the message was free since (a bound on its dispatch), or None
+    inc: Incarnation  #: the receiving incarnation
+    key: str  #: the key the message is judged under
+    lower: Lower  #: that bound as ``("time", t)`` or ``("index", i)``, or None
 
 
 class StreamingChecker:
@@ -160,7 +195,7 @@ class StreamingChecker:
         # assignment
         self._fresh_selector: Callable[[], Any] | None = None
         self._sticky = False
-        self.suspects: dict[str, list[tuple[Any, ...]]] = {}
+        self.suspects: dict[str, list[Suspect]] = {}
         self._assign_unjudged = False
         spec = self.header.selector
         if spec is None:
@@ -222,50 +257,58 @@ class StreamingChecker:
     # --- the loop --------------------------------------------------------------------------------------
     def _run(self, columns: list[list[Any]], start: int, stop: int) -> None:
         """Check events ``start`` to ``stop`` (excluded) of a batch given as one list per field of
-        :data:`ROW_FIELDS` (but ``n``): each to the handler of its op."""
-        c_op = columns[2]
+        :data:`ROW_FIELDS` (but ``n``): each to the handler of its op.
+
+        The three ops that make nearly every event (receive, ack, publish) hand their handler its fields straight
+        from the columns; an event of a consumer with no open handle goes to the late handler, every other op to
+        :meth:`_rare` as an :class:`EventRow`.  The columns and ``live`` are read once per
+        batch, not once per event: the loop is the engine's hot path."""
+        c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
+        c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch, c_count = columns[8:]
+        live = self.live
+        non_persistent = self._non_persistent
         for n in range(start, stop):
             op = c_op[n]
             if op == "receive":
-                self._receive(columns, n)
+                inc = live.get(c_consumer[n])
+                if non_persistent:
+                    self._np_receive(columns, n, inc)
+                if inc is None:
+                    self._late_receive(_row(columns, n))
+                else:
+                    self._receive(
+                        inc, c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_ledger[n], c_entry[n],
+                        c_batch[n], c_count[n],
+                    )  # fmt: skip
             elif op == "ack":
-                self._ack(columns, n)
+                inc = live.get(c_consumer[n])
+                if inc is None:
+                    self._late_ack(_row(columns, n))
+                else:
+                    self._ack(inc, c_i[n], c_mkey[n])
             elif op == "publish":
-                self._publish(columns, n)
+                self._publish(
+                    c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_producer[n], c_seq[n], c_result[n],
+                    c_t0[n], c_ledger[n], c_entry[n], c_batch[n], n,
+                )  # fmt: skip
             else:
                 self._rare(op, _row(columns, n))
         self.events += stop - start
 
-    def _receive(self, columns: list[list[Any]], n: int) -> None:
-        """A live receive (a late one: :meth:`_late_receive`): the message becomes known and held, and the
-        receive is judged for key_overlap, out_of_order, redelivered_after_ack and misassigned."""
-        c_i = columns[0]
-        c_t = columns[1]
-        c_consumer = columns[3]
-        c_key = columns[4]
-        c_mkey = columns[5]
-        c_stream = columns[6]
-        c_uid = columns[7]
-        c_ledger = columns[12]
-        c_entry = columns[13]
-        c_batch = columns[14]
-        consumer = c_consumer[n]
-        inc = self.live.get(consumer)
-        if self._non_persistent:
-            self._np_receive(columns, n, inc)
-        if inc is None:
-            self._late_receive(_row(columns, n))
-            return
-        count = columns[15][n]
-        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
+    def _receive(
+        self, inc: Incarnation, i: int, t: int, key: str, mkey: str, stream: str, uid: str | None, ledger: int,
+        entry: int, batch: int, count: Any,
+    ) -> None:  # fmt: skip
+        """A live receive by ``inc`` (a late one: :meth:`_late_receive`) carrying redelivery count ``count``: the
+        message becomes known and held, and the receive is judged for key_overlap, out_of_order,
+        redelivered_after_ack, misassigned and wrong_redelivery_count."""
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None and sub.settled and mkey in sub.settled:
             rec = self._revive(sub, mkey, (ledger, entry, batch))
         if rec is None:
             if uid is not None:
-                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+                self._identity(uid, mkey, (i, "receive", inc.consumer, _msg(mkey)), key)
             sticky = key if batch < 0 else self._entry_key(stream, ledger, entry, batch, key, mkey)
             scope = self._scope(stream, sticky)
             acked = bool(sub.acked_early) and mkey in sub.acked_early
@@ -280,7 +323,7 @@ class StreamingChecker:
             if rec.rc is not False:
                 self._judge_count(sub, rec, inc, i, mkey, count)
             if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
-                self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
+                self._identity(uid, mkey, (i, "receive", inc.consumer, _msg(mkey)), key)
             holder = rec.holder
             if holder is not None and (holder is inc or (holder.__class__ is dict and inc in holder)):
                 return  # delivered again while held: changes nothing, judged by nothing
@@ -300,7 +343,7 @@ class StreamingChecker:
                     self._emit(overlap)
         if rec.due is not None:
             if delayed.early(rec.due, t):
-                self._emit(delayed.make_delivered_early(sub.name, rec.key, consumer, _msg(mkey), rec.due, i, t))
+                self._emit(delayed.make_delivered_early(sub.name, rec.key, inc.consumer, _msg(mkey), rec.due, i, t))
             rec.due = None  # received: an ordinary message from now on
         heap = sub.free_heaps.get(scope)
         if heap:
@@ -335,18 +378,10 @@ class StreamingChecker:
             hold[inc] = hold.get(inc, 0) + 1
         inc.held[mkey] = rec
 
-    def _ack(self, columns: list[list[Any]], n: int) -> None:
-        """A live ack (a late one: :meth:`_late_ack`): every hold of the message ends, it is acknowledged
-        (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if its consumer held it."""
-        c_i = columns[0]
-        c_consumer = columns[3]
-        c_mkey = columns[5]
-        consumer = c_consumer[n]
-        inc = self.live.get(consumer)
-        if inc is None:
-            self._late_ack(_row(columns, n))
-            return
-        i, mkey = c_i[n], c_mkey[n]
+    def _ack(self, inc: Incarnation, i: int, mkey: str) -> None:
+        """A live ack by ``inc`` (a late one: :meth:`_late_ack`): every hold of the message ends, it is
+        acknowledged (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if ``inc``
+        held it."""
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None:
@@ -356,11 +391,22 @@ class StreamingChecker:
         holder = rec.holder
         if holder is None:
             arms = False
-        else:
-            if holder.__class__ is not dict:
-                holder = (holder,)  # one holder (the common case) or several
+        elif holder.__class__ is not dict:  # one holder (the common case)
+            arms = holder is inc
+            del holder.held[mkey]
+            if not rec.acked:  # (received again after an ack, the hold was never counted as the key's)
+                hold = sub.holding[rec.scope]
+                n_held = hold[holder]
+                if n_held > 1:
+                    hold[holder] = n_held - 1
+                elif len(hold) > 1:
+                    del hold[holder]
+                else:
+                    del sub.holding[rec.scope]
+            rec.holder = None
+        else:  # several holders
             arms = inc in holder
-            if arms and holder.__class__ is dict:
+            if arms:
                 rec.hold_i = holder[inc]  # the acked copy's receive (see redelivery.acked_with)
             if rec.acked:  # received again after an ack: those holds were never counted as the key's
                 for other in holder:
@@ -395,45 +441,33 @@ class StreamingChecker:
             if rec.exempt:  # exempt: this armed ack ends the exemption until it is disarmed
                 inc.suspended.append(mkey)
 
-    def _publish(self, columns: list[list[Any]], n: int) -> None:
-        """A publish receipt: identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
+    def _publish(
+        self, i: int, t: int, key: str, mkey: str | None, stream: str | None, uid: str | None, producer: str | None,
+        seq: int | None, result: str | None, t0: int | None, ledger: int, entry: int, batch: int, n: int,
+    ) -> None:  # fmt: skip
+        """A publish receipt (event ``n`` of its batch: its rare fields, ``deliver_after_ms``, are fetched by it):
+        identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
         message becomes known (and free) in every subscription it reaches."""
-        c_i = columns[0]
-        c_t = columns[1]
-        c_key = columns[4]
-        c_mkey = columns[5]
-        c_stream = columns[6]
-        c_uid = columns[7]
-        c_producer = columns[8]
-        c_seq = columns[9]
-        c_result = columns[10]
-        c_t0 = columns[11]
-        c_ledger = columns[12]
-        c_entry = columns[13]
-        c_batch = columns[14]
-        i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
-        producer, seq, result, t0 = c_producer[n], c_seq[n], c_result[n], c_t0[n]
-        ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
+        ps = (producer, seq) if producer is not None and seq is not None else None
         first_of_uid = False
         if uid is not None and uid not in self.uid_pub:
             first_of_uid = True
-            self.uid_pub[uid] = (producer, seq) if producer is not None and seq is not None else None
+            self.uid_pub[uid] = ps
             if result == "fail":
                 self.failed_uids[uid] = i
                 early = self.pending_unexpected.get(uid)
                 if early is not None:
                     self.failed_received[uid] = early
             if uid in self.pending_unexpected:
-                self._resolve_uid(uid, self.uid_pub[uid])
+                self._resolve_uid(uid, ps)
         elif uid is not None and result != "fail" and self.failed_uids:
             self.failed_uids.pop(uid, None)
-        if result != "ok" or mkey is None or ledger < 0 or entry < 0:
+        if result != "ok" or mkey is None or stream is None or ledger < 0 or entry < 0:  # (a stream with its mkey)
             if producer is not None and seq is not None:
                 self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
             return  # not stored
-        if producer is not None and seq is not None:
+        if ps is not None and producer is not None and seq is not None:
             self._may_store(producer, seq, t0)
-            ps = (producer, seq)
             cur = self.ids.get(ps)
             if self._judge_below:
                 self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur)
@@ -515,7 +549,7 @@ class StreamingChecker:
         return scope
 
     # --- rare ops --------------------------------------------------------------------------------------
-    def _rare(self, op: str, row: tuple[Any, ...]) -> None:
+    def _rare(self, op: str, row: EventRow) -> None:
         """Every other op, to its handler: nack, redeliver, the membership events (open, close, crash, gone),
         fault, end, failover."""
         if op == "nack":
@@ -537,13 +571,13 @@ class StreamingChecker:
         elif op == "producer_open":
             self._producer_open(row)
 
-    def _producer_open(self, row: tuple[Any, ...]) -> None:
+    def _producer_open(self, row: EventRow) -> None:
         """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
         id of it was stored on the topic partition before (a receipt logged before this event)."""
-        i, producer, answer, result = row[0], row[8], row[9], row[10]
+        i, producer, answer, result = row.i, row.producer, row.seq, row.result
         if not self._judge_below or producer is None or answer is None or result != "ok":
             return
-        topic = self._extras(row[16]).get("topic")
+        topic = self._extras(row.n).get("topic")
         if topic is None:
             return
         base, named = normalize_topic(str(topic))
@@ -552,26 +586,26 @@ class StreamingChecker:
             ref = (i, "producer_open", None, None)
             self._emit(duplicates.make_behind(producer, answer, higher[0], higher[1], ref))
 
-    def _end(self, row: tuple[Any, ...]) -> None:
+    def _end(self, row: EventRow) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
-        self.end_i = row[0]
-        self.drained = bool(self._extras(row[16]).get("drained"))
+        self.end_i = row.i
+        self.drained = bool(self._extras(row.n).get("drained"))
 
-    def _failover(self, row: tuple[Any, ...]) -> None:
+    def _failover(self, row: EventRow) -> None:
         """The subscription left this cluster's copy of the topic: what that copy still holds for it is the
         replication check's (``skipped_after_failover``), not ``undelivered``."""
-        extra = self._extras(row[16])
+        extra = self._extras(row.n)
         name = extra.get("subscription")
         left = self._left_topics.setdefault(self.default_sub if name is None else name, set())
         left.add(normalize_topic(str(extra.get("topic")))[0])
 
-    def _open(self, row: tuple[Any, ...]) -> None:
-        i, t, consumer, result = row[0], row[1], row[3], row[10]
+    def _open(self, row: EventRow) -> None:
+        i, t, consumer, result = row.i, row.t, row.consumer, row.result
         if result is not None and result != "ok":
             return
         if consumer in self.live:  # validated traces never do this; a live feed may
             raise InvalidArgument(f"event i={i}: consumer {consumer!r} opened again while still open")
-        extra = self._extras(row[16])
+        extra = self._extras(row.n)
         name, policy, topic = extra.get("name"), extra.get("policy"), extra.get("topic")
         sub = self._sub(extra.get("subscription"))
         inc = Incarnation(i, consumer, consumer if name is None else name, sub, policy, t)
@@ -599,8 +633,8 @@ class StreamingChecker:
             return False
         return not (self._replicated and topic != self._attached.get(sub.name, topic))
 
-    def _leave(self, row: tuple[Any, ...], op: str) -> None:
-        i, t, consumer = row[0], row[1], row[3]
+    def _leave(self, row: EventRow, op: str) -> None:
+        i, t, consumer = row.i, row.t, row.consumer
         inc = self.live.pop(consumer, None)
         if inc is None:
             return
@@ -610,18 +644,18 @@ class StreamingChecker:
             self._revive_exemptions(inc)
         self._membership(inc.sub, Change(i, t, op, inc.id, inc.name), inc)
 
-    def _gone(self, row: tuple[Any, ...]) -> None:
+    def _gone(self, row: EventRow) -> None:
         """The harness saw the broker without the crashed consumer ``row``'s handle last was: its removal, which
         floats after the crash, happened by this event (:meth:`~conformance.checks.assignment.Timeline.gone`).
         Nothing when the handle is open again (the event then names no crashed incarnation)."""
-        i, t, consumer = row[0], row[1], row[3]
+        i, t, consumer = row.i, row.t, row.consumer
         inc = self.last_inc.get(consumer)
         if inc is None or self.live.get(consumer) is inc or inc.sub.timeline is None:
             return
         inc.sub.timeline.gone(inc.id, i, t)
 
-    def _nack(self, row: tuple[Any, ...]) -> None:
-        i, consumer, mkey = row[0], row[3], row[5]
+    def _nack(self, row: EventRow) -> None:
+        i, consumer, mkey = row.i, row.consumer, row.mkey
         inc = self.live.get(consumer)
         if inc is None:
             return
@@ -640,8 +674,8 @@ class StreamingChecker:
         elif not rec.exempt:  # an ack that arms nothing may never have taken effect: the nack still exempts
             self._exempt(sub, rec, mkey)
 
-    def _redeliver(self, row: tuple[Any, ...]) -> None:
-        i, consumer = row[0], row[3]
+    def _redeliver(self, row: EventRow) -> None:
+        i, consumer = row.i, row.consumer
         inc = self.live.get(consumer)
         if inc is None:
             return
@@ -649,16 +683,16 @@ class StreamingChecker:
         inc.last_disarm = i
         self._revive_exemptions(inc)
 
-    def _fault(self, row: tuple[Any, ...]) -> None:
+    def _fault(self, row: EventRow) -> None:
         """A fault: the holds of the consumers it touched end and their acknowledgements are disarmed.
 
         It touched the consumers its ``consumers`` field names (their current incarnations), or every consumer
         when it names none (no field) or carries ``unattributed`` handlers the driver could not name.
         """
-        i = row[0]
-        extra = self._extras(row[16])
+        i = row.i
+        extra = self._extras(row.n)
         if extra.get("fault") == expiry.EXPIRE_FAULT:
-            self._expire(self._sub(extra.get("subscription")), row[1], extra.get("expire_seconds"))
+            self._expire(self._sub(extra.get("subscription")), row.t, extra.get("expire_seconds"))
             return  # the broker acknowledged; no consumer was touched, nothing about membership changed
         if self.first_fault is None:
             self.first_fault = i
@@ -726,31 +760,31 @@ class StreamingChecker:
             rec.acked = True
             rec.free = None
 
-    def _late_receive(self, row: tuple[Any, ...]) -> None:
-        i, consumer, key, mkey, stream, uid = row[0], row[3], row[4], row[5], row[6], row[7]
+    def _late_receive(self, row: EventRow) -> None:
+        i, consumer, key, mkey, stream, uid = row.i, row.consumer, row.key, row.mkey, row.stream, row.uid
         if uid is not None:
             self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
         last = self.last_inc.get(consumer)
-        sub = last.sub if last is not None else self._sub(self._extras(row[16]).get("subscription"))
+        sub = last.sub if last is not None else self._sub(self._extras(row.n).get("subscription"))
         if mkey in sub.recs or (sub.settled and mkey in sub.settled):
             return  # known already; acknowledged or not, a late receive changes nothing
-        if row[14] >= 0:
-            key = self._entry_key(stream, row[12], row[13], row[14], key, mkey)
+        if row.batch >= 0:
+            key = self._entry_key(stream, row.ledger, row.entry, row.batch, key, mkey)
         scope = self._scope(stream, key)
         acked = bool(sub.acked_early) and mkey in sub.acked_early
-        rec = Record(acked, None, key, scope, (row[12], row[13], row[14]), None, None)
+        rec = Record(acked, None, key, scope, (row.ledger, row.entry, row.batch), None, None)
         sub.recs[mkey] = rec
         if acked:
             sub.acked_early.discard(mkey)
         else:
             self._free(sub, rec, mkey, (i, "receive", consumer))
 
-    def _late_ack(self, row: tuple[Any, ...]) -> None:
+    def _late_ack(self, row: EventRow) -> None:
         """An ack by a consumer with no open incarnation: it arms nothing, but may have reached the broker, so
         the message is acknowledged (and held by nobody) like after any other ack."""
-        consumer, mkey = row[3], row[5]
+        consumer, mkey = row.consumer, row.mkey
         last = self.last_inc.get(consumer)
-        sub = last.sub if last is not None else self._sub(self._extras(row[16]).get("subscription"))
+        sub = last.sub if last is not None else self._sub(self._extras(row.n).get("subscription"))
         rec = sub.recs.get(mkey)
         if rec is None:
             if not (sub.settled and mkey in sub.settled):
@@ -1034,14 +1068,16 @@ class StreamingChecker:
         if tl.explains(i, lower, key, inc.id):
             return
         ref = (i, "receive", inc.consumer, msg)
-        self.suspects.setdefault(sub.name, []).append((ref, lower_ref, inc, key, lower))
+        self.suspects.setdefault(sub.name, []).append(Suspect(ref, lower_ref, inc, key, lower))
 
-    def _misassigned(self, sub_name: str, suspect: tuple[Any, ...]) -> Violation:
-        ref, lower_ref, inc, key, lower = suspect
+    def _misassigned(self, sub_name: str, suspect: Suspect) -> Violation:
         tl: Timeline = self.subs[sub_name].timeline
         spec = self.header.selector
         what = f"{spec.kind} (Pulsar {spec.pulsar_version})" if spec is not None else "reference"
-        return make_misassigned(sub_name, key, inc.consumer, ref, lower_ref, tl.expected(ref[0], lower, key), what)
+        expected = tl.expected(suspect.ref[0], suspect.lower, suspect.key)
+        return make_misassigned(
+            sub_name, suspect.key, suspect.inc.consumer, suspect.ref, suspect.lower_ref, expected, what
+        )
 
     def _membership(self, sub: SubState, change: Change, inc: Incarnation) -> None:
         if self._fresh_selector is None:
@@ -1057,8 +1093,7 @@ class StreamingChecker:
         if not pending or tl.broken_at == change.index:
             return  # nothing waited for this change, or it is the one the timeline cannot follow
         for suspect in pending:
-            ref, _lower_ref, inc_, key, lower = suspect
-            if not tl.explains(ref[0], lower, key, inc_.id):
+            if not tl.explains(suspect.ref[0], suspect.lower, suspect.key, suspect.inc.id):
                 self._emit(self._misassigned(sub.name, suspect))
 
     # --- the end ---------------------------------------------------------------------------------------
@@ -1068,8 +1103,7 @@ class StreamingChecker:
         for sub_name, pending in self.suspects.items():
             tl = self.subs[sub_name].timeline
             for suspect in pending:
-                ref, _lower_ref, inc, key, lower = suspect
-                if not tl.explains(ref[0], lower, key, inc.id):
+                if not tl.explains(suspect.ref[0], suspect.lower, suspect.key, suspect.inc.id):
                     found.append(self._misassigned(sub_name, suspect))
         self.suspects.clear()
         unjudged: list[Kind] = []
@@ -1168,10 +1202,13 @@ def _values_of(event: Event) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def _row(columns: list[list[Any]], n: int) -> tuple[Any, ...]:
-    """Event ``n`` of a batch's columns as a tuple of :data:`ROW_FIELDS` (for the rare ops and late events)."""
-    return (
+def _row(columns: list[list[Any]], n: int) -> EventRow:
+    """Event ``n`` of a batch's columns as an :class:`EventRow` (for the rare ops and late events)."""
+    return EventRow(
         columns[0][n], columns[1][n], columns[2][n], columns[3][n], columns[4][n], columns[5][n], columns[6][n],
         columns[7][n], columns[8][n], columns[9][n], columns[10][n], columns[11][n], columns[12][n], columns[13][n],
         columns[14][n], columns[15][n], n,
     )  # fmt: skip
+
+
+assert EventRow._fields == ROW_FIELDS, "EventRow names the fields of ROW_FIELDS, in their order"
