@@ -72,16 +72,16 @@ GATED_CASES: tuple[GatedCase, ...] = (
         "catalogue/out-of-order-replay-skips-consumer-without-permits", OUT_OF_ORDER_REPLAY_FILTERED, ("delivery",),
         "with allowOutOfOrderDelivery every replay position is read in order: the positions of a consumer without"
         " permits spend the read budget and are pushed back, the look-ahead skips the next replay and, at the end of"
-        " the topic, the other consumer's replayed message starves (apache/pulsar#26268, fixed in 4.0.14 and 4.2.5"
-        " for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
+        " the topic, the other consumer's replayed message starves (apache/pulsar#26268, fixed in 4.0.14, 4.2.5"
+        " and 5.0.0 for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
         fixed_in=("pip379",),
     ),
     GatedCase(
         "catalogue/out-of-order-replay-keeps-hashless-positions", OUT_OF_ORDER_REPLAY_FILTERED, ("delivery",),
         "with allowOutOfOrderDelivery a redelivered (hashless) position of a consumer without permits is read,"
         " discarded and queued again without its hash, so it spends every replay read's budget and, at the end of"
-        " the topic, the other consumer's redelivered message starves (apache/pulsar#26268, fixed in 4.0.14 and"
-        " 4.2.5 for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
+        " the topic, the other consumer's redelivered message starves (apache/pulsar#26268, fixed in 4.0.14,"
+        " 4.2.5 and 5.0.0 for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
         fixed_in=("pip379",),
     ),
     GatedCase(
@@ -93,8 +93,9 @@ GATED_CASES: tuple[GatedCase, ...] = (
         "dispatch/replay-at-end-of-topic", LOOKAHEAD_ONLY_WITH_MORE_ENTRIES, ("delivery",),
         "a replay read discarded at the end of the topic (its position belongs to a consumer without permits)"
         " engages the look-ahead, which skips the next replay: the other consumer's replayed message waits for"
-        " entries that never come (apache/pulsar#26236; fixed in 4.0.13 and 4.2.4 in the PIP-379 dispatcher only,"
-        " never in 4.1 or 3.x; the classic dispatcher's stuck-on-replays read parks the same way at every release)",
+        " entries that never come (apache/pulsar#26236; fixed in 4.0.13, 4.2.4 and 5.0.0 in the PIP-379 dispatcher"
+        " only, never in 4.1 or 3.x; the classic dispatcher's stuck-on-replays read parks the same way at every"
+        " release)",
         fixed_in=("pip379",),
     ),
     GatedCase(

@@ -190,13 +190,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def release_line_targets() -> list[str]:
-    """``model:<line>`` for every release line the model reproduces, plus the classic dispatcher of 4.x."""
+    """``model:<line>`` for every release line the model reproduces, plus the classic dispatcher of 4.x (5.0 removed
+    it, apache/pulsar#26687)."""
     from conformance.generated.attribution import line_spec
-    from reference_model.versions import MIN_MODEL_VERSION, RELEASES, parse_version
+    from reference_model.versions import MIN_MODEL_VERSION, RELEASES, has_classic_dispatcher, parse_version
 
     lines = [line for line in sorted(RELEASES) if parse_version(f"{line[0]}.{line[1]}") >= MIN_MODEL_VERSION]
     specs = [line_spec(line, "default") for line in lines]
-    specs += [line_spec(line, "classic") for line in lines if line >= (4, 0)]
+    specs += [
+        line_spec(line, "classic")
+        for line in lines
+        if line >= (4, 0) and has_classic_dispatcher(f"{line[0]}.{line[1]}")
+    ]
     return specs
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.known_bugs import KNOWN_BUGS, KnownBug
-from reference_model.versions import MIN_MODEL_VERSION, RELEASES, parse_version
+from reference_model.versions import MIN_MODEL_VERSION, RELEASES, has_classic_dispatcher, parse_version
 
 __all__ = ["Cell", "cells", "disagreements", "main", "render", "run_cell"]
 
@@ -47,7 +47,16 @@ class Cell:
 
 
 #: Lines whose newest release a case with no fix in the model's range runs on.
-PINNED_LINES: tuple[tuple[int, int], ...] = ((2, 8), (2, 9), (2, 10), (3, 0), (3, 3), (4, 0), (4, 1))
+PINNED_LINES: tuple[tuple[int, int], ...] = ((2, 8), (2, 9), (2, 10), (3, 0), (3, 3), (4, 0), (4, 1), (5, 0))
+#: The newest release line: every case also runs on its newest release (5.0 has no classic dispatcher,
+#: apache/pulsar#26687, so a classic bug's case runs there on the PIP-379 dispatcher and must pass).
+NEWEST_LINE: tuple[int, int] = max(RELEASES)
+
+
+def _pinned_implementation(bug: KnownBug, major: int, minor: int) -> str:
+    """The dispatcher a case runs on at a line's newest release: the bug's own where the line has it."""
+    classic = bug.implementation == "classic" or major < 4
+    return "classic" if classic and has_classic_dispatcher(f"{major}.{minor}") else "pip379"
 
 
 def _line(text: str) -> tuple[int, int]:
@@ -75,7 +84,7 @@ def cells(bugs: Sequence[KnownBug] = KNOWN_BUGS) -> Iterator[Cell]:
         if not in_range:  # fixed before the model's oldest release, or never fixed: the case must pass today
             for major, minor in PINNED_LINES:
                 release = f"{major}.{minor}.{RELEASES[(major, minor)]}"
-                impl = "classic" if bug.implementation == "classic" or major < 4 else "pip379"
+                impl = _pinned_implementation(bug, major, minor)
                 yield Cell(bug, f"{major}.{minor}", "newest", release, impl, _expected(bug, release, impl))
             continue
         for line, fix in bug.fixed_in.items():
@@ -99,6 +108,11 @@ def cells(bugs: Sequence[KnownBug] = KNOWN_BUGS) -> Iterator[Cell]:
             if bug.fixed_by_pip379 and fix_patch is not None:
                 release = f"{line}.{newest}"
                 yield Cell(bug, line, "newest, classic", release, "classic", _expected(bug, release, "classic"))
+        if NEWEST_LINE not in {_line(line) for line in bug.fixed_in}:
+            major, minor = NEWEST_LINE
+            release = f"{major}.{minor}.{RELEASES[NEWEST_LINE]}"
+            impl = _pinned_implementation(bug, major, minor)
+            yield Cell(bug, f"{major}.{minor}", "newest", release, impl, _expected(bug, release, impl))
 
 
 def run_cell(cell: Cell, out_dir: Path) -> Cell:
@@ -151,7 +165,9 @@ def render(results: Sequence[Cell]) -> str:
         "*Pulsar* is what the fix history says (a release before the fix has the bug, so the case `fails`); *model*",
         "is what the run against `model:RELEASE:IMPLEMENTATION` gave, with the violation kinds it found. Bugs fixed",
         "only by PIP-379 also run on the newest 4.x release with the classic dispatcher",
-        "(`subscriptionKeySharedUseClassicPersistentImplementation=true`), which still has them.",
+        "(`subscriptionKeySharedUseClassicPersistentImplementation=true`), which still has them. Every case also",
+        "runs on the newest release of the newest line (5.0.0); 5.0 removed the classic dispatcher",
+        "(apache/pulsar#26687), so a classic bug's case runs there on the PIP-379 dispatcher and passes.",
         "",
         "Generated programs that fail on the classic model fail through these bugs (#23307, #23803) or #10750 on",
         "2.8: `tests/model/test_generated_classic.py` matches each violation to the bug the dispatcher ran into,",

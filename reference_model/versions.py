@@ -21,6 +21,7 @@ from reference_model.errors import UnknownVersion
 
 __all__ = [
     "CLASSIC_RECENTLY_JOINED_SORTED",
+    "CLASSIC_REMOVED",
     "CLASSIC_REPLAY_FILTER",
     "CLASSIC_REPLAY_PRECEDENCE_AFTER_READ",
     "CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING",
@@ -48,6 +49,7 @@ __all__ = [
     "PIP_379",
     "PIP_379_REPLAY_FILTER_FIX",
     "PLACED_FIXES",
+    "REDELIVERY_COUNT_ON_REQUEST_ONLY",
     "RELEASES",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
     "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
@@ -57,20 +59,25 @@ __all__ = [
     "Placement",
     "PulsarVersion",
     "check_released",
+    "has_classic_dispatcher",
     "newest_patch",
     "parse_version",
 ]
 
 #: Every release line the model knows, with its newest released patch.  Read from Apache Pulsar's release notes
 #: (apache/pulsar-site ``release-notes/versioned/pulsar-X.Y.Z.md``, newest snapshot read 2026-11-29; no 3.0.18,
-#: 3.3.10, 4.0.15, 4.1.4, 4.2.6 or 4.3.0 notes exist there): 3.0 ends at 3.0.17 (``Release 3.0.17``, 2026-05-12),
-#: 3.3 at 3.3.9 (2025-09-24, end of life), 4.0 at 4.0.14 (notes dated 2026-10-05), 4.1 at 4.1.3 (notes dated
-#: 2026-02-19), 4.2 at 4.2.5 (4.2.2 2026-06-08, 4.2.3 2026-07-06, 4.2.4 2026-08-03; 4.2.5's notes repeat 4.2.4's
-#: date but list 4.0.14's fixes, among them #26677, opened 2026-09-21).  A newer release is refused until added here.
+#: 3.3.10, 4.0.15, 4.1.4, 4.2.6, 4.3.0 or 5.0.1 notes exist there): 3.0 ends at 3.0.17 (``Release 3.0.17``,
+#: 2026-05-12), 3.3 at 3.3.9 (2025-09-24, end of life), 4.0 at 4.0.14 (notes dated 2026-10-05), 4.1 at 4.1.3 (notes
+#: dated 2026-02-19), 4.2 at 4.2.5 (4.2.2 2026-06-08, 4.2.3 2026-07-06, 4.2.4 2026-08-03; 4.2.5's notes repeat
+#: 4.2.4's date but list 4.0.14's fixes, among them #26677, opened 2026-09-21), 5.0 at 5.0.0 (2026-10-05, after the
+#: milestones 5.0.0-M1 2026-06-23 and 5.0.0-M2 2026-09-17, whose changes ``pulsar-5.0.0.md`` includes; the next LTS
+#: line, 4.3.0 renamed 5.0.0-M1).  A milestone is not a release the model reproduces.  A newer release is refused
+#: until added here.
 RELEASES: dict[tuple[int, int], int] = {
     (2, 6): 4, (2, 7): 5, (2, 8): 4, (2, 9): 5, (2, 10): 6, (2, 11): 4,
     (3, 0): 17, (3, 1): 3, (3, 2): 4, (3, 3): 9,
     (4, 0): 14, (4, 1): 3, (4, 2): 5,
+    (5, 0): 0,
 }  # fmt: skip
 #: Release lines the model has rules for (major, minor).
 KNOWN_LINES: tuple[tuple[int, int], ...] = tuple(RELEASES)
@@ -353,9 +360,10 @@ CLASSIC_REPLAY_PRECEDENCE_AFTER_READ = Fix(
 #: the topic left deliverable replay-queue messages behind a read that waits for new entries (issue #21554,
 #: ``testLookAheadNotEngagedWhenCursorHasNoMoreEntries``). Releases: ``Release 4.0.13`` and ``Release 4.2.4``
 #: (ascentstream/pulsar, 2026-07-26) contain the branch-4.0 and branch-4.2 cherry-picks; the 4.2.4 notes list it.
-#: 4.1 ended (4.1.3) before the merge (2026-07-25); the 3.x lines have no PIP-379 dispatcher.
+#: 4.1 ended (4.1.3) before the merge (2026-07-25); the 3.x lines have no PIP-379 dispatcher. 5.0: the 5.0.0-M2
+#: notes (``pulsar-5.0.0-M2.md``, 2026-09-17) list it, so 5.0.0 has it.
 LOOKAHEAD_ONLY_WITH_MORE_ENTRIES = Fix(
-    "look-ahead only while the cursor has more entries", "apache/pulsar#26236", ("4.0.13", "4.2.4")
+    "look-ahead only while the cursor has more entries", "apache/pulsar#26236", ("4.0.13", "4.2.4", "5.0.0")
 )
 #: PIP-379 dispatcher with ``allowOutOfOrderDelivery``: the replay queue records each position's sticky-key hash and
 #: the replay filter skips positions whose consumer has no permits (or no consumer), blocking no hash for ordering;
@@ -365,10 +373,15 @@ LOOKAHEAD_ONLY_WITH_MORE_ENTRIES = Fix(
 #: the next replay and, at the end of the topic, the other consumers' replayed messages starved
 #: (``testOutOfOrderReplayFilterDoesNotSpendReadBudgetOnConsumerWithoutPermits``,
 #: ``...IncludesPositionWithoutStickyKeyHash``). Release notes ``pulsar-4.0.14.md`` and ``pulsar-4.2.5.md`` list it
-#: (merged 2026-08-17, after 4.0.13 and 4.2.4).
+#: (merged 2026-08-17, after 4.0.13 and 4.2.4); so do the 5.0.0-M2 notes, so 5.0.0 has it.
 OUT_OF_ORDER_REPLAY_FILTERED = Fix(
-    "out-of-order replay filtered by permits", "apache/pulsar#26268", ("4.0.14", "4.2.5")
+    "out-of-order replay filtered by permits", "apache/pulsar#26268", ("4.0.14", "4.2.5", "5.0.0")
 )
+#: PIP-379's last step: the classic Shared and Key_Shared dispatchers are removed
+#: (``subscriptionKeySharedUseClassicPersistentImplementation`` selects nothing any more), so a 5.0 broker runs
+#: the PIP-379 dispatcher only. apache/pulsar#26687; the 5.0.0 notes (``pulsar-5.0.0.md``, 2026-10-05) list it.
+#: The model refuses ``implementation="classic"`` (``model:5.0:classic``) on a release that has it.
+CLASSIC_REMOVED = Fix("classic Key_Shared dispatcher removed", "apache/pulsar#26687", ("5.0.0",))
 
 #: Every version gate of the model, in one table (``docs/model.md`` §1 lists the same, a test keeps them equal).
 GATES: tuple[Fix, ...] = (
@@ -396,9 +409,16 @@ GATES: tuple[Fix, ...] = (
     STATS_RANGES_BY_CONSUMER,
     CLASSIC_UNSELECTED_TO_REPLAY,
     CLASSIC_REPLAY_PRECEDENCE_AFTER_READ,
+    REDELIVERY_COUNT_ON_REQUEST_ONLY,
     LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     OUT_OF_ORDER_REPLAY_FILTERED,
+    CLASSIC_REMOVED,
 )
+
+
+def has_classic_dispatcher(version: str | PulsarVersion) -> bool:
+    """Whether a broker of ``version`` can run the classic Key_Shared dispatcher (every release before 5.0)."""
+    return not parse_version(version).has(CLASSIC_REMOVED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,13 +442,15 @@ class Placement:
 #: Every fix since 4.0.10 / 4.2.1 that touches Key_Shared, deduplication, replicated subscriptions or the cursor,
 #: placed by release (``docs/model.md`` §1 lists the same; a test keeps them equal). None reached 3.0 (3.0.17,
 #: 2026-05-12, is the last 3.0 release and branch-3.0 has none of them), 3.3 (ended at 3.3.9) or 4.1 (ended at 4.1.3,
-#: before every merge here).
+#: before every merge here). Every one is in 5.0.0: the notes of 5.0.0-M1 (2026-06-23: #25581, #25589, #25592,
+#: #25998), 5.0.0-M2 (2026-09-17: #26002, #26106, #26119, #26236, #26268, #26289, #26422, #26471, #26474, #26505)
+#: and 5.0.0 itself (2026-10-05: #26677, #26780) list them, and ``pulsar-5.0.0.md`` includes both milestones.
 PLACED_FIXES: tuple[Placement, ...] = (
     Placement(
         "apache/pulsar#25581",
         "Decrement unacked counter when removeAllUpTo removes pending acks",
         "cursor",
-        ("4.0.11", "4.2.2"),
+        ("4.0.11", "4.2.2", "5.0.0"),
         missing=(
             "the consumer's unacked counter is not separate from its pending acks in the model (PendingAcks sums"
             " them), and its one path that moves the mark-delete position past pending entries (a replicated"
@@ -441,35 +463,35 @@ PLACED_FIXES: tuple[Placement, ...] = (
         "apache/pulsar#25592",
         "Move pending acks cleanup to selected mark-delete callbacks",
         "cursor",
-        ("4.0.11", "4.2.2"),
+        ("4.0.11", "4.2.2", "5.0.0"),
         missing="message expiry, skip and clear-backlog are not modelled (the paths the cleanup moved to)",
     ),
     Placement(
         "apache/pulsar#25589",
         "Fix race in pending acks removal in redeliverUnacknowledgedMessages",
         "Key_Shared",
-        ("4.0.11", "4.2.2"),
+        ("4.0.11", "4.2.2", "5.0.0"),
         missing="a thread race: the model runs one event at a time, so the removal never interleaves",
     ),
     Placement(
         "apache/pulsar#25998",
         "Fix compacted read could be stuck forever or message loss due to cursor mark delete",
         "cursor",
-        ("4.0.12", "4.2.3"),
+        ("4.0.12", "4.2.3", "5.0.0"),
         missing="compaction and compacted reads are not modelled",
     ),
     Placement(
         "apache/pulsar#26002",
         "Fix geo-replication stuck after a failed publish to the remote cluster",
         "replicated subscriptions",
-        ("4.0.12", "4.2.3"),
+        ("4.0.12", "4.2.3", "5.0.0"),
         missing="a replicator's publish to the remote cluster never fails in the model",
     ),
     Placement(
         "apache/pulsar#26106",
         "Fix replication stall when a cursor rewind skips an in-flight read",
         "replicated subscriptions",
-        ("4.0.13", "4.2.3"),
+        ("4.0.13", "4.2.3", "5.0.0"),
         missing=(
             "the replicator's reads complete at once in the model (no read in flight to skip). The 4.2.3 notes list"
             " it; of the Release commits only 4.0.13's and 4.2.4's contain it"
@@ -479,7 +501,7 @@ PLACED_FIXES: tuple[Placement, ...] = (
         "apache/pulsar#26119",
         "Prevent completing replicated snapshot before marker publish",
         "replicated subscriptions",
-        ("4.0.13", "4.2.4"),
+        ("4.0.13", "4.2.4", "5.0.0"),
         missing=(
             "marker writes never fail and complete at once in the model, so a snapshot completes after its marker"
             " is written on every release (the fix: completion waits for the publish; a failed publish leaves it"
@@ -490,33 +512,33 @@ PLACED_FIXES: tuple[Placement, ...] = (
         "apache/pulsar#26236",
         "Fix Key_Shared delivery stall when look-ahead triggers at the end of the topic",
         "Key_Shared",
-        ("4.0.13", "4.2.4"),
+        ("4.0.13", "4.2.4", "5.0.0"),
         gate=LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     ),
     Placement(
         "apache/pulsar#26268",
         "Prevent Key_Shared out-of-order replay starvation at the end of topic",
         "Key_Shared",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         gate=OUT_OF_ORDER_REPLAY_FILTERED,
     ),
     Placement(
         "apache/pulsar#26677",
         "Bound classic Key_Shared dispatcher replay queue look-ahead",
         "Key_Shared",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         missing=(
             "the classic dispatcher honours keySharedLookAheadMsgInReplayThresholdPerSubscription from it; the"
             " merged code was not read (the PR was open when the stored copy was taken, the mirror ends before"
             " the merge), so the model's classic dispatcher keeps reading past any replay-queue size on every"
-            " release"
+            " release. 5.0.0's notes list it, but 5.0.0 also removes the classic dispatcher (#26687)"
         ),
     ),
     Placement(
         "apache/pulsar#26422",
         "Debit un-acked messages only when the consumer is actually removed",
         "Key_Shared",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         missing=(
             "a consumer removed twice (consumerSet and consumerList out of step, #22270) debited the subscription's"
             " unacked count twice; the model removes a consumer once, so the count never goes negative on any"
@@ -527,7 +549,7 @@ PLACED_FIXES: tuple[Placement, ...] = (
         "apache/pulsar#26471",
         "Prevent NPE when the last ACK races with sticky hash reassignment",
         "Key_Shared",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         missing=(
             "a thread race in DrainingHashesTracker.reduceRefCount (an NPE, and a stale ack removing a replacement"
             " entry); the model's acknowledgement and reassignment never interleave"
@@ -537,21 +559,21 @@ PLACED_FIXES: tuple[Placement, ...] = (
         "apache/pulsar#26474",
         "Fix batch ACK index loss when recovering cursor from MetadataStore",
         "cursor",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         missing="batch-index acknowledgement and the cursor's metadata-store recovery path are not modelled",
     ),
     Placement(
         "apache/pulsar#26505",
         "Prevent automatic TTL expiry from skipping reader messages",
         "cursor",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         missing="message TTL and readers (non-durable cursors) are not modelled",
     ),
     Placement(
         "apache/pulsar#26780",
         "Preserve replicated subscription activity on activation",
         "replicated subscriptions",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         missing=(
             "placed by the release notes only: the PR is in neither stored copy (issues corpus, mirror to"
             " 2026-08-20), so what it changed was not read; the model keeps no subscription activity timestamps"
@@ -563,7 +585,7 @@ PLACED_FIXES: tuple[Placement, ...] = (
         "Fix persistent throughput degradation caused by permit loss during frequent reconnects on Shared"
         " subscriptions",
         "Key_Shared",
-        ("4.0.14", "4.2.5"),
+        ("4.0.14", "4.2.5", "5.0.0"),
         missing=(
             "a permit race in the multiple-consumers dispatcher Key_Shared extends; the model's flow and removal"
             " never interleave, and it was not read further"

@@ -40,7 +40,11 @@ from reference_model.versions import PIP_379, RELEASES, Fix, PulsarVersion, newe
 __all__ = ["FIXES", "Attribution", "attribute", "bug_contracts", "later_specs", "line_spec"]
 
 #: Every behaviour change the model gates on (``reference_model.versions``), by name.
-FIXES: tuple[Fix, ...] = tuple(v for v in vars(versions).values() if isinstance(v, Fix))
+#: The gates a later release may bring that explain a program passing there (the classic dispatcher's removal in
+#: 5.0 fixes nothing: a classic program never runs on 5.0, and a PIP-379 one runs the same dispatcher).
+FIXES: tuple[Fix, ...] = tuple(
+    v for v in vars(versions).values() if isinstance(v, Fix) and v is not versions.CLASSIC_REMOVED
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,8 @@ def later_specs(version: PulsarVersion, implementation: str) -> list[tuple[str, 
             continue
         if implementation != "classic" and line < (4, 0):
             continue
+        if implementation == "classic" and not versions.has_classic_dispatcher(f"{line[0]}.{line[1]}"):
+            continue  # 5.0 removed the classic dispatcher (apache/pulsar#26687): no later classic release to try
         out.append((line_spec(line, implementation), newest_patch(f"{line[0]}.{line[1]}")))
     return out
 

@@ -30,7 +30,7 @@ from pytest_keyshared.targets._process import free_port
 from pytest_keyshared.targets.admin import AdminClient
 from pytest_keyshared.targets.base import Capabilities, Claims, ClientQuirks, PulsarTarget, TargetError, check_options
 from reference_model.errors import InvalidArgument, UnknownVersion
-from reference_model.versions import parse_version
+from reference_model.versions import has_classic_dispatcher, parse_version
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -105,6 +105,10 @@ def image_contract(name: str, opts: Mapping[str, Any]) -> tuple[str, str, str, s
         raise InvalidArgument(f"Option implementation={implementation!r}: expected 'pip379' or 'classic'.")
     if implementation == "pip379" and not is_4:
         raise InvalidArgument(f"Pulsar {version} has only the classic Key_Shared implementation (PIP-379 is 4.0+).")
+    if implementation == "classic" and not has_classic_dispatcher(version):
+        raise InvalidArgument(
+            f"Pulsar {version} has no classic Key_Shared implementation (removed in 5.0, apache/pulsar#26687)."
+        )
     return image, tag, version, implementation
 
 

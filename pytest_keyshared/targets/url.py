@@ -16,7 +16,7 @@ from pytest_keyshared.targets._process import port_accepts
 from pytest_keyshared.targets.admin import AdminClient
 from pytest_keyshared.targets.base import Capabilities, Claims, ClientQuirks, PulsarTarget, TargetError, check_options
 from reference_model.errors import InvalidArgument
-from reference_model.versions import parse_version
+from reference_model.versions import has_classic_dispatcher, parse_version
 
 __all__ = ["UrlTarget", "parse_broker_url"]
 
@@ -73,6 +73,10 @@ class UrlTarget(PulsarTarget):
         implementation = opts.get("implementation", "pip379" if parse_version(version).at_least(4, 0) else "classic")
         if implementation not in IMPLEMENTATIONS:
             raise InvalidArgument(f"Option implementation={implementation!r}: expected one of {IMPLEMENTATIONS}.")
+        if implementation == "classic" and not has_classic_dispatcher(version):
+            raise InvalidArgument(
+                f"Pulsar {version} has no classic Key_Shared implementation (removed in 5.0, apache/pulsar#26687)."
+            )
         selector = opts.get("selector", "consistent-hashing")
         if selector not in AUTO_SPLIT_SELECTORS:
             raise InvalidArgument(f"Option selector={selector!r}: expected one of {AUTO_SPLIT_SELECTORS}.")

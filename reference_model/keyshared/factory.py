@@ -3,7 +3,8 @@
 Follows ``PersistentSubscription`` choosing the dispatcher class and the dispatcher constructor choosing the
 selector: AUTO_SPLIT uses consistent hashing (``subscriptionKeySharedUseConsistentHashing``, default) or the
 hash-range auto-split selector; STICKY the exclusive hash-range selector. Pulsar 3.x only has the classic
-dispatcher; 4.x runs PIP-379 unless ``subscriptionKeySharedUseClassicPersistentImplementation`` is set.
+dispatcher; 4.x runs PIP-379 unless ``subscriptionKeySharedUseClassicPersistentImplementation`` is set; 5.0 removed
+the classic dispatcher (apache/pulsar#26687) and runs PIP-379 only.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from reference_model.keyshared.settings import DispatcherSettings
 from reference_model.selectors import make_selector
 from reference_model.storage.cursor import ManagedCursor
 from reference_model.storage.entry import Entry
-from reference_model.versions import PIP_379, PulsarVersion, parse_version
+from reference_model.versions import PIP_379, PulsarVersion, has_classic_dispatcher, parse_version
 
 __all__ = ["IMPLEMENTATIONS", "check_implementation", "default_implementation", "make_dispatcher"]
 
@@ -46,6 +47,12 @@ def check_implementation(implementation: str | None, version: PulsarVersion) -> 
             f"implementation='pip379' needs Pulsar 4.0 or later (PIP-379, apache/pulsar#23352), but the version"
             f" is {version}; use implementation='classic' (the only one in {version.major}.{version.minor})"
             " or a 4.x version."
+        )
+    if implementation == "classic" and not has_classic_dispatcher(version):
+        raise InvalidArgument(
+            f"implementation='classic' does not exist in Pulsar {version}: the classic Key_Shared dispatcher was"
+            f" removed in {version.major}.{version.minor} (apache/pulsar#26687); use the PIP-379 dispatcher (the"
+            " default) or a 4.x release for the classic one."
         )
     return implementation
 

@@ -48,6 +48,7 @@ from reference_model.versions import (
     MIN_SELECTOR_VERSION,
     PIP_379,
     PulsarVersion,
+    has_classic_dispatcher,
     parse_version,
 )
 
@@ -111,6 +112,11 @@ def make_selector(
         )
     if not isinstance(classic, bool):
         raise InvalidArgument(f"Expected a bool for classic but got classic={classic!r}.")
+    if classic and not has_classic_dispatcher(pulsar):
+        raise InvalidArgument(
+            f"classic=True: Pulsar {pulsar} has no classic Key_Shared dispatcher (removed in 5.0,"
+            " apache/pulsar#26687); use a 4.x version for it."
+        )
     modern = pulsar.has(PIP_379)
     if track_impacted is None:
         track_impacted = modern and not classic and kind != "sticky"

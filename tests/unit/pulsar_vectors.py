@@ -200,7 +200,7 @@ STICKY_GAPS: tuple[StickyGapVector, ...] = (
 DEDUP_TEST = "MessageDuplicationTest"
 DEDUP_SOURCE = "apache/pulsar master, lhotari/pulsar@1acaf107c3fc"
 #: The newest patch of every release line the model reproduces.
-NEWEST_PATCHES = ("2.10.6", "2.11.4", "3.0.17", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.5")
+NEWEST_PATCHES = ("2.10.6", "2.11.4", "3.0.17", "3.1.3", "3.2.4", "3.3.9", "4.0.14", "4.1.3", "4.2.5", "5.0.0")
 
 
 @dataclass(frozen=True)

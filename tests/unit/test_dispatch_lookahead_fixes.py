@@ -68,7 +68,7 @@ def _replayed_message_reaches_its_consumer(version: str, *, out_of_order: bool) 
 @pytest.mark.parametrize(
     ("version", "expected"),
     [("4.0.0", False), ("4.0.12", False), ("4.0.13", False), ("4.0.14", True), ("4.0", True),
-     ("4.1.3", False), ("4.2.1", False), ("4.2.4", False), ("4.2.5", True), ("4.2", True)],
+     ("4.1.3", False), ("4.2.1", False), ("4.2.4", False), ("4.2.5", True), ("4.2", True), ("5.0.0", True)],
 )  # fmt: skip
 def test_out_of_order_replay_starves_at_the_end_of_the_topic_before_26268(version: str, expected: bool) -> None:
     assert parse_version(version).has(OUT_OF_ORDER_REPLAY_FILTERED) is expected
@@ -78,7 +78,7 @@ def test_out_of_order_replay_starves_at_the_end_of_the_topic_before_26268(versio
 @pytest.mark.parametrize(
     ("version", "expected"),
     [("4.0.0", False), ("4.0.12", False), ("4.0.13", True), ("4.0.14", True), ("4.1.3", False), ("4.2.3", False),
-     ("4.2.4", True), ("4.2.5", True)],
+     ("4.2.4", True), ("4.2.5", True), ("5.0.0", True), ("5.0", True)],
 )  # fmt: skip
 def test_ordered_replay_stalls_at_the_end_of_the_topic_before_26236(version: str, expected: bool) -> None:
     assert parse_version(version).has(LOOKAHEAD_ONLY_WITH_MORE_ENTRIES) is expected

@@ -35,6 +35,7 @@ def test_generated_programs_fail_only_as_known_bugs_explain(target: str) -> None
 def test_every_release_line_is_swept() -> None:
     targets = release_line_targets()
     assert "model:2.8" in targets and "model:4.0" in targets and "model:4.0:classic" in targets
+    assert "model:5.0" in targets and "model:5.0:classic" not in targets
     assert len(targets) == len(set(targets))
 
 
@@ -76,7 +77,8 @@ def test_later_releases_keep_the_implementation() -> None:
         "model:4.1:classic",
         "model:4.2:classic",
     ]
-    assert [s for s, _ in later_specs(parse_version("4.0.14"), "pip379")] == ["model:4.1", "model:4.2"]
+    assert [s for s, _ in later_specs(parse_version("4.0.14"), "pip379")] == ["model:4.1", "model:4.2", "model:5.0"]
+    assert [s for s, _ in later_specs(parse_version("4.2.5"), "classic")] == []  # 5.0 has no classic dispatcher
 
 
 def test_a_classic_only_failure_breaking_another_contract_is_unexplained() -> None:

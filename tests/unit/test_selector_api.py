@@ -49,7 +49,8 @@ def test_each_version_gets_its_eras_class(kind: str, version: str, expected: typ
     [
         (lambda: make_selector("consistent-hash"), InvalidArgument, "Did you mean 'consistent-hashing'"),
         (lambda: make_selector("exclusive"), InvalidArgument, "Choices: consistent-hashing, auto-split, sticky"),
-        (lambda: make_selector(version="5.0"), UnknownVersion, "Known release lines"),
+        (lambda: make_selector(version="5.1"), UnknownVersion, "Known release lines"),
+        (lambda: make_selector(version="5.0", classic=True), InvalidArgument, "apache/pulsar#26687"),
         (lambda: make_selector(version="latest"), UnknownVersion, "like '4.0' or '3.0.7'"),
         (lambda: make_selector(version="2.7"), InvalidArgument, "modelled from Pulsar 2.8.0 on"),
         (lambda: make_selector(points=0), InvalidArgument, "points=0"),

@@ -92,6 +92,18 @@ def test_target_options_pick_the_contract(tmp_path: Path) -> None:
     assert make_target("testcontainers:my/pulsar:nightly", artifacts_dir=tmp_path, options={"pulsar_version": "4.0"})
 
 
+def test_5_0_runs_pip379_and_refuses_the_classic_dispatcher(tmp_path: Path) -> None:
+    """5.0 removed the classic dispatcher (apache/pulsar#26687): no setting selects it, so asking for it is refused."""
+    five = make_target("testcontainers:5.0.0", artifacts_dir=tmp_path)
+    assert (five.claims.pulsar_version, five.claims.implementation) == ("5.0.0", "pip379")
+    for spec, options in (
+        ("testcontainers:5.0.0", {"implementation": "classic"}),
+        ("pulsar://127.0.0.1:6650", {"pulsar_version": "5.0", "implementation": "classic"}),
+    ):
+        with pytest.raises(InvalidArgument, match=r"no classic Key_Shared implementation.*#26687"):
+            make_target(spec, artifacts_dir=tmp_path, options=options)
+
+
 def test_docker_engine_problem_is_a_reason_or_none() -> None:
     started = time.monotonic()
     problem = docker_engine_problem(timeout_s=2)

@@ -51,11 +51,14 @@ def test_every_released_version_from_2_8_0_is_accepted(line: tuple[int, int]) ->
     [
         ("3.0.18", "the 3.0 line ends at 3.0.17"),
         ("4.0.15", "the 4.0 line ends at 4.0.14"),
-        ("2.7.5", "older than the model reproduces: give a release from 2.8.0 to 4.2.5"),
+        ("2.7.5", "older than the model reproduces: give a release from 2.8.0 to 5.0.0"),
         ("4.2.6", "the 4.2 line ends at 4.2.5"),
         ("4.1.4", "the 4.1 line ends at 4.1.3"),
         ("3.3.10", "the 3.3 line ends at 3.3.9"),
-        ("5.0", "not a release line the model knows"),
+        ("5.0.9", "the 5.0 line ends at 5.0.0"),
+        ("5.0.1", "the 5.0 line ends at 5.0.0"),
+        ("5.1", "not a release line the model knows"),
+        ("4.3", "not a release line the model knows"),
         ("latest", "like '4.0' or '3.0.7'"),
     ],
 )
@@ -74,8 +77,9 @@ def test_a_line_without_patch_behaves_as_its_newest_release(line: tuple[int, int
 
 def test_the_newest_release_of_every_supported_line() -> None:
     """Apache Pulsar's release notes (apache/pulsar-site, read 2026-11-29) end at these; a line name means them."""
-    newest = {f"{a}.{b}": str(newest_patch(f"{a}.{b}")) for a, b in ((3, 0), (3, 3), (4, 0), (4, 1), (4, 2))}
-    assert newest == {"3.0": "3.0.17", "3.3": "3.3.9", "4.0": "4.0.14", "4.1": "4.1.3", "4.2": "4.2.5"}
+    lines = ((3, 0), (3, 3), (4, 0), (4, 1), (4, 2), (5, 0))
+    newest = {f"{a}.{b}": str(newest_patch(f"{a}.{b}")) for a, b in lines}
+    assert newest == {"3.0": "3.0.17", "3.3": "3.3.9", "4.0": "4.0.14", "4.1": "4.1.3", "4.2": "4.2.5", "5.0": "5.0.0"}
     for release in newest.values():
         assert parse_model_spec(f"model:{release}")[0] == release
 
@@ -110,3 +114,35 @@ def test_the_vectors_newest_patches_follow_the_release_table() -> None:
     """Pulsar's test vectors run at the newest patch of every line; the release notes of 4.2.2-4.2.5 change no
     deduplication or selector rule, so moving 4.2 from 4.2.1 to 4.2.5 moves the vectors with it."""
     assert tuple(str(newest_patch(f"{a}.{b}")) for a, b in RELEASES if (a, b) >= (2, 10)) == NEWEST_PATCHES
+
+
+def test_the_default_target_stays_on_4_0() -> None:
+    """``model`` is 4.0 (docs/targets.md): 5.0 is a line the model knows, not the default."""
+    assert parse_model_spec("model") == ("4.0", None)
+    assert parse_model_spec("model:5.0") == ("5.0", None)
+
+
+@pytest.mark.parametrize("release", ["5.0", "5.0.0"])
+def test_the_classic_dispatcher_is_refused_on_5_0_in_one_line(release: str) -> None:
+    """5.0 removed the classic Key_Shared dispatcher (apache/pulsar#26687): ``model:5.0:classic`` names the PR."""
+    from pytest_keyshared.targets.model import ModelTarget
+    from reference_model.errors import InvalidArgument
+
+    attempts = (
+        lambda: ModelTarget(f"model:{release}:classic", Path("/nonexistent")),
+        lambda: ModelBroker(pulsar_version=release, implementation="classic"),
+    )
+    for attempt in attempts:
+        with pytest.raises(InvalidArgument) as info:
+            attempt()
+        assert "#26687" in str(info.value) and "\n" not in str(info.value)
+    assert versions.has_classic_dispatcher("4.2.5") and not versions.has_classic_dispatcher(release)
+    assert ModelTarget(f"model:{release}", Path("/nonexistent")).implementation == "pip379"
+
+
+def test_every_placed_fix_and_the_5_0_fixes_are_in_5_0_0() -> None:
+    """The 5.0.0, 5.0.0-M1 and 5.0.0-M2 notes list every placed fix; 5.0.0 carries every gate but classic's own."""
+    five = check_released("5.0.0")
+    assert all("5.0.0" in placed.releases for placed in PLACED_FIXES)
+    assert all(gate.present_in(five) for gate in GATES)
+    assert not versions.CLASSIC_REMOVED.present_in(check_released("4.2.5"))
