@@ -172,9 +172,12 @@ class ModelTarget(Target):
         clusters: Sequence[str] = ("r1", "r2"),
         delays_ms: Mapping[tuple[str, str], int] | None = None,
         deduplication: bool = False,
+        partitions: int = 0,
+        routing: str = "single",
     ) -> Any:
         """Fresh model clusters (``reference_model.replication``) with this target's version and settings;
-        ``deduplication`` turns ``brokerDeduplicationEnabled`` on in every cluster."""
+        ``deduplication`` turns ``brokerDeduplicationEnabled`` on in every cluster; ``partitions``: the topic is
+        a partitioned topic of that many partitions, produced to with ``routing``."""
         from pytest_keyshared.driver.model_sites import ModelSites
 
         config = self.config
@@ -187,6 +190,8 @@ class ModelTarget(Target):
             config=config,
             seed=seed,
             delays_ms=delays_ms,
+            partitions=partitions,
+            routing=routing,
         )
 
     def start(self) -> None:
