@@ -72,7 +72,6 @@ from conformance.scenarios.model import (
     WaitReceived,
 )
 from reference_model.broker.config import BrokerConfig
-from reference_model.broker.partitioned import ROUTING_MODES
 from reference_model.errors import InvalidArgument, did_you_mean
 
 if sys.version_info >= (3, 11):
@@ -296,8 +295,6 @@ def _settings(raw: Any, where: str) -> Settings:
             values[f.name] = _choice(table[f.name], SELECTORS, f"{where} selector")
         elif f.name == "topic":
             values[f.name] = _choice(table[f.name], TOPIC_KINDS, f"{where} topic")
-        elif f.name == "routing":
-            values[f.name] = _choice(table[f.name], ROUTING_MODES, f"{where} routing")
         else:
             minimum = 0 if f.name in ("payload_bytes", "partitions") else 1
             values[f.name] = _int(table[f.name], f"{where} {f.name}", minimum=minimum)
@@ -309,8 +306,6 @@ def _settings(raw: Any, where: str) -> Settings:
             f"{where}: partitions = {settings.partitions} applies to failover scenarios only (set clusters = [...]);"
             " the Key_Shared driver runs one non-partitioned topic."
         )
-    if "routing" in table and not settings.partitions:
-        raise InvalidScenario(f"{where}: routing applies only to a partitioned topic (set partitions = N first).")
     for origin, to, _ in settings.replication_delays:
         for name in (origin, to):
             if name not in settings.clusters:

@@ -156,9 +156,6 @@ class Settings:
     #: a failover scenario's topic as a partitioned topic of this many partitions (0: not partitioned); the
     #: consumer subscribes to the partitioned name (every partition), the admin calls name it too
     partitions: int = 0
-    #: how the producer routes a message without a key to a partition: ``single`` (``SinglePartition``) or
-    #: ``round_robin`` (``RoundRobinPartition``); a message with a key goes by its key's hash (``partitions``)
-    routing: str = "single"
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,7 +156,6 @@ def run_failover_scenario(
                 f" (the scenario sets partitions = {settings.partitions})."
             )
         wanted["partitions"] = settings.partitions
-        wanted["routing"] = settings.routing
     sites = target.replication_sites(
         case=scenario.name, seed=seed, clusters=settings.clusters, delays_ms=delays, **wanted
     )

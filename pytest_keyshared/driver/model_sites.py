@@ -77,7 +77,6 @@ class ModelSites:
         topic: str = TOPIC,
         subscription: str = SUBSCRIPTION,
         partitions: int = 0,
-        routing: str = "single",
     ) -> None:
         from reference_model.broker import ModelBroker
         from reference_model.broker.clock import SimClock
@@ -99,9 +98,10 @@ class ModelSites:
             for index, name in enumerate(clusters)
         }
         #: 0: one non-partitioned topic; N: a partitioned topic of N partitions in every cluster (its metadata
-        #: lives in the configuration store Pulsar's clusters share), produced to with ``routing``
+        #: lives in the configuration store Pulsar's clusters share), its producers routing ``SinglePartition``
+        #: (as ``testReplicatedSubscriptionRestApi2``'s; the workload's messages carry keys, which route by
+        #: their hash whatever the mode)
         self.partitions = partitions
-        self.routing = routing
         self._seed = seed
         self._producers_made = 0
         if partitions:
@@ -128,7 +128,7 @@ class ModelSites:
 
         self._producers_made += 1  # each producer draws its own single / round-robin start, from the seed
         rng = random.Random(f"{self._seed}:{cluster}:{self._producers_made}")
-        router = Router(self.partitions, self.routing, rng)
+        router = Router(self.partitions, "single", rng)
         return _ModelProducer(PartitionedProducer(broker, self.topic, self.partitions, router, producer_name=PRODUCER))
 
     def subscribe(self, cluster: str) -> SiteConsumer:

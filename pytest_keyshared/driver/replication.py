@@ -550,7 +550,6 @@ class BrokerSites:
         consume_timeout_ms: int = 1500,
         failover_timeout_ms: int = 5000,
         partitions: int = 0,
-        routing: str = "single",
     ) -> None:
         if len(endpoints) < 2:
             raise TargetError(f"A failover needs two clusters or more, got {[e.name for e in endpoints]}.")
@@ -570,7 +569,6 @@ class BrokerSites:
         #: 0: ``topic`` is one non-partitioned topic; N: a partitioned topic of N partitions, created through
         #: every cluster's admin API (clusters with their own configuration store each need its metadata)
         self.partitions = partitions
-        self.routing = routing
         if partitions:
             for endpoint in endpoints:
                 if endpoint.admin is None:
@@ -594,14 +592,10 @@ class BrokerSites:
 
     def producer(self, cluster: str) -> _Producer:
         routed: dict[str, Any] = {}
-        if self.partitions:  # a message with a partition key goes by the key's hash whatever the mode
+        if self.partitions:  # as testReplicatedSubscriptionRestApi2's; a keyed message goes by its key's hash
             import pulsar
 
-            routed["message_routing_mode"] = (
-                pulsar.PartitionsRoutingMode.RoundRobinDistribution
-                if self.routing == "round_robin"
-                else pulsar.PartitionsRoutingMode.UseSinglePartition
-            )
+            routed["message_routing_mode"] = pulsar.PartitionsRoutingMode.UseSinglePartition
         producer = self._client_for(cluster).create_producer(
             self.topic, producer_name=PRODUCER, send_timeout_millis=self.operation_timeout_s * 1000, **routed
         )

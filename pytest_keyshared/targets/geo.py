@@ -517,7 +517,6 @@ class GeoTarget(PulsarTarget):
         delays_ms: Mapping[tuple[str, str], int] | None = None,
         deduplication: bool = False,
         partitions: int = 0,
-        routing: str = "single",
     ) -> Any:
         """The clusters as the failover driver uses them, on a topic of the replicated namespace of its own.
 
@@ -547,5 +546,4 @@ class GeoTarget(PulsarTarget):
             settle_timeout_s=self._replication_timeout_s,
             set_down=self.set_cluster_down,
             partitions=partitions,
-            routing=routing,
         )

@@ -173,11 +173,10 @@ class ModelTarget(Target):
         delays_ms: Mapping[tuple[str, str], int] | None = None,
         deduplication: bool = False,
         partitions: int = 0,
-        routing: str = "single",
     ) -> Any:
         """Fresh model clusters (``reference_model.replication``) with this target's version and settings;
         ``deduplication`` turns ``brokerDeduplicationEnabled`` on in every cluster; ``partitions``: the topic is
-        a partitioned topic of that many partitions, produced to with ``routing``."""
+        a partitioned topic of that many partitions, its producers routing ``SinglePartition``."""
         from pytest_keyshared.driver.model_sites import ModelSites
 
         config = self.config
@@ -191,7 +190,6 @@ class ModelTarget(Target):
             seed=seed,
             delays_ms=delays_ms,
             partitions=partitions,
-            routing=routing,
         )
 
     def start(self) -> None:

@@ -12,6 +12,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance.scenarios import InvalidScenario, loads_scenario
 from pytest_keyshared.driver.model_sites import ModelSites
@@ -113,13 +115,11 @@ def test_model_sites_sum_the_backlog_and_record_partitioned_ids() -> None:
 def test_the_loader_takes_partitions_for_failovers_only() -> None:
     base = 'name = "p"\n[settings]\nclusters = ["r1", "r2"]\npartitions = 2\n[[steps]]\ndo = "failover"\nto = "r2"\n'
     scenario = loads_scenario(base, "toml")
-    assert scenario.settings.partitions == 2 and scenario.settings.routing == "single"
+    assert scenario.settings.partitions == 2
     with pytest.raises(InvalidScenario, match="failover scenarios only"):
         loads_scenario('name = "p"\n[settings]\npartitions = 2\n[[steps]]\ndo = "sleep"\nms = 1\n', "toml")
-    with pytest.raises(InvalidScenario, match="routing applies only"):
-        loads_scenario(base.replace("partitions = 2\n", 'routing = "round_robin"\n'), "toml")
-    with pytest.raises(InvalidScenario, match="routing"):
-        loads_scenario(base.replace("partitions = 2\n", 'partitions = 2\nrouting = "sticky"\n'), "toml")
+    with pytest.raises(InvalidScenario, match="partitions"):
+        loads_scenario(base.replace("partitions = 2", "partitions = -1"), "toml")
 
 
 def test_the_partitioned_cases_run_deterministically(tmp_path: Path) -> None:
@@ -136,3 +136,27 @@ def test_the_partitioned_cases_run_deterministically(tmp_path: Path) -> None:
         traces.append((tmp_path / run / "trace.jsonl").read_bytes())
     assert traces[0] == traces[1]
     assert b'"partitions":2' in traces[0]
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    partitions=st.integers(min_value=1, max_value=4),
+    seed=st.integers(min_value=0, max_value=2**16),
+    case=st.sampled_from(["partitioned-status-off-failover", "partitioned-status-off-and-on"]),
+    version=st.sampled_from(["3.0", "4.0", "4.2"]),
+)
+def test_the_rest_api2_cases_hold_for_any_partition_count(partitions: int, seed: int, case: str, version: str) -> None:
+    """The generators draw no failover scenarios; the partition count, seed and release are drawn here."""
+    import dataclasses
+    import tempfile
+
+    from conformance.scenarios import load_scenario
+    from pytest_keyshared.driver.failover_run import run_failover_scenario
+    from pytest_keyshared.targets.model import ModelTarget
+
+    scenario = load_scenario(Path(__file__).parents[2] / f"conformance/cases/scenarios/replication/{case}.toml")
+    scenario = dataclasses.replace(scenario, settings=dataclasses.replace(scenario.settings, partitions=partitions))
+    with tempfile.TemporaryDirectory() as tmp:
+        target = ModelTarget(f"model:{version}", Path(tmp))
+        result = run_failover_scenario(target, scenario, seed=seed, out_dir=Path(tmp) / "run")
+        assert result.verdict.valid, result.verdict
