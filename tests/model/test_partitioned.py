@@ -160,3 +160,32 @@ def test_the_rest_api2_cases_hold_for_any_partition_count(partitions: int, seed:
         target = ModelTarget(f"model:{version}", Path(tmp))
         result = run_failover_scenario(target, scenario, seed=seed, out_dir=Path(tmp) / "run")
         assert result.verdict.valid, result.verdict
+
+
+def test_a_status_switch_that_reaches_only_partition_0_fails_the_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planted bug (``partitioned-status-first-partition-only`` in benchmarks/mutants.py): partition 1 keeps
+    replicating while the status is off, so r2 skips its acknowledged messages, and only those."""
+    import json
+
+    from conformance.scenarios import load_scenario
+    from pytest_keyshared.driver.failover_run import run_failover_scenario
+    from pytest_keyshared.targets.model import ModelTarget
+    from reference_model.broker.model_broker import normalise_topic
+
+    original = ModelBroker.set_replicated_subscription_status
+
+    def first_only(self: ModelBroker, topic: str, subscription: str, enabled: bool) -> bool:
+        if self.partitions_of(topic):
+            topic = partition_name(normalise_topic(topic), 0)
+        return original(self, topic, subscription, enabled)
+
+    monkeypatch.setattr(ModelBroker, "set_replicated_subscription_status", first_only)
+    path = Path(__file__).parents[2] / "conformance/cases/scenarios/replication/partitioned-status-off-failover.toml"
+    result = run_failover_scenario(ModelTarget("model", tmp_path), load_scenario(path), seed=0, out_dir=tmp_path / "r")
+    events = [json.loads(line) for line in (tmp_path / "r" / "trace.jsonl").read_text().splitlines()[1:]]
+    on_partition_1 = sum(1 for e in events if e["op"] == "publish" and e["msg_id"].split(":")[2] == "1")
+    assert on_partition_1 > 0
+    assert not result.verdict.valid
+    assert {k: c for k, c in result.verdict.counts.items() if c} == {"skipped_after_failover": on_partition_1}
