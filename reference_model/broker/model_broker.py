@@ -156,6 +156,12 @@ class ModelBroker:
         name = normalise_topic(topic)
         server = self._topics.get(name)
         if server is None:
+            if name in self._partitioned:
+                raise InvalidArgument(
+                    f"{name!r} is a partitioned topic of {self._partitioned[name]} partitions on cluster"
+                    f" {self.cluster!r}: produce to and subscribe to its partitions ({name}-partition-<i>), as the"
+                    " clients do (reference_model.broker.partitioned)."
+                )
             if not create:
                 raise InvalidArgument(
                     f"Topic {name!r} does not exist on cluster {self.cluster!r}."

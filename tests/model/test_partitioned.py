@@ -71,6 +71,8 @@ def test_partitioned_metadata_and_refusals() -> None:
         broker.create_partitioned_topic(TOPIC, 2)
     with pytest.raises(InvalidArgument, match="non-partitioned"):
         broker.create_partitioned_topic(partition_name(TOPIC, 0), 2)
+    with pytest.raises(InvalidArgument, match="is a partitioned topic of 3 partitions"):
+        broker.create_producer(TOPIC)  # the name itself is no topic: the client routes to a partition
 
 
 def test_a_consumer_on_the_partitioned_name_gets_every_partition_with_its_index() -> None:
