@@ -1605,6 +1605,27 @@ def _replicated_status_off_ignored() -> None:
 
 
 @mutant(
+    "partitioned-status-first-partition-only",
+    "replication",
+    "a replicated-status switch through a partitioned topic's name reaches only its first partition: the others"
+    " keep replicating (testReplicatedSubscriptionRestApi2 asserts the status of every partition)",
+)
+def _partitioned_status_first_partition_only() -> None:
+    from reference_model.broker.model_broker import ModelBroker, normalise_topic
+    from reference_model.broker.partitioned import partition_name
+
+    def make(orig: Any) -> Any:
+        def set_status(self: Any, topic: str, subscription: str, enabled: bool) -> bool:
+            if self.partitions_of(topic):
+                return bool(orig(self, partition_name(normalise_topic(topic), 0), subscription, enabled))
+            return bool(orig(self, topic, subscription, enabled))
+
+        return set_status
+
+    _wrap(ModelBroker, "set_replicated_subscription_status", make)
+
+
+@mutant(
     "compaction-keeps-superseded",
     "replication",
     "the compactor keeps the first value it meets of each key, not the latest, so a readCompacted reader gets a"

@@ -46,6 +46,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("remote-cursor-never-updated", "across-two-regions"),
     ("remote-cursor-lags-a-snapshot", "same-producer-name"),
     ("replicated-resend-stored-again", "replicator-repeated-sends"),
+    ("partitioned-status-first-partition-only", "partitioned-status"),
     ("markers-use-permits", "markers-key-shared"),
     ("classic-no-recently-joined", "join-while-pending"),
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),

@@ -296,11 +296,16 @@ def _settings(raw: Any, where: str) -> Settings:
         elif f.name == "topic":
             values[f.name] = _choice(table[f.name], TOPIC_KINDS, f"{where} topic")
         else:
-            minimum = 0 if f.name == "payload_bytes" else 1
+            minimum = 0 if f.name in ("payload_bytes", "partitions") else 1
             values[f.name] = _int(table[f.name], f"{where} {f.name}", minimum=minimum)
     settings = Settings(**values)
     if settings.points and settings.selector == "auto-split":
         raise InvalidScenario(f'{where}: points applies only to selector = "consistent-hashing", not "auto-split".')
+    if settings.partitions and not settings.clusters:
+        raise InvalidScenario(
+            f"{where}: partitions = {settings.partitions} applies to failover scenarios only (set clusters = [...]);"
+            " the Key_Shared driver runs one non-partitioned topic."
+        )
     for origin, to, _ in settings.replication_delays:
         for name in (origin, to):
             if name not in settings.clusters:

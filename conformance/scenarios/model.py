@@ -153,6 +153,9 @@ class Settings:
     #: the kind of topic the run uses: ``persistent`` or ``non-persistent`` (no backlog, no redelivery: the
     #: checker allows loss there, ``docs/checker.md``); recorded in the trace header as ``topic_kind``
     topic: str = "persistent"
+    #: a failover scenario's topic as a partitioned topic of this many partitions (0: not partitioned); the
+    #: consumer subscribes to the partitioned name (every partition), the admin calls name it too
+    partitions: int = 0
 
 
 @dataclass(frozen=True, slots=True)

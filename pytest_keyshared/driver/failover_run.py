@@ -149,6 +149,13 @@ def run_failover_scenario(
                 " sets deduplication = true)."
             )
         wanted["deduplication"] = True
+    if settings.partitions:
+        if "partitions" not in inspect.signature(target.replication_sites).parameters:
+            raise UnsupportedByTarget(
+                f"Target {name!r} cannot run failover scenario {scenario.name!r}: it has no partitioned topics"
+                f" (the scenario sets partitions = {settings.partitions})."
+            )
+        wanted["partitions"] = settings.partitions
     sites = target.replication_sites(
         case=scenario.name, seed=seed, clusters=settings.clusters, delays_ms=delays, **wanted
     )
@@ -214,7 +221,11 @@ class _FailoverRun(RunLoop):
             seed=self.seed,
             selector=selector,
             deduplication=self.scenario.settings.deduplication,
-            extra={"scenario": self.scenario.name, "topic": self.sites.topic},
+            extra={
+                "scenario": self.scenario.name,
+                "topic": self.sites.topic,
+                **({"partitions": self.scenario.settings.partitions} if self.scenario.settings.partitions else {}),
+            },
         )
         try:
             self.failover = Failover(self.sites, header, trace_path)

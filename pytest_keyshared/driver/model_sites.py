@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conformance.target import Delivery, SiteConsumer, SiteProducer
+from conformance.target import Delivery, SiteConsumer, SiteProducer, UnsupportedByTarget
 
 __all__ = ["SUBSCRIPTION", "TOPIC", "ModelSites"]
 
@@ -76,6 +76,7 @@ class ModelSites:
         delays_ms: Mapping[tuple[str, str], int] | None = None,
         topic: str = TOPIC,
         subscription: str = SUBSCRIPTION,
+        partitions: int = 0,
     ) -> None:
         from reference_model.broker import ModelBroker
         from reference_model.broker.clock import SimClock
@@ -96,28 +97,64 @@ class ModelSites:
             )
             for index, name in enumerate(clusters)
         }
+        #: 0: one non-partitioned topic; N: a partitioned topic of N partitions in every cluster (its metadata
+        #: lives in the configuration store Pulsar's clusters share), its producers routing ``SinglePartition``
+        #: (as ``testReplicatedSubscriptionRestApi2``'s; the workload's messages carry keys, which route by
+        #: their hash whatever the mode)
+        self.partitions = partitions
+        self._seed = seed
+        self._producers_made = 0
+        if partitions:
+            for broker in self.brokers.values():
+                broker.create_partitioned_topic(topic, partitions)
         self.layer = ReplicatedClusters(list(self.brokers.values()), delays_ms=dict(delays_ms or {}))
 
     def now_ns(self) -> int:
         return int(self.clock.now_ns())
 
+    def _names(self) -> list[str]:
+        """The topics behind :attr:`topic`: its partitions, or itself."""
+        from reference_model.broker.partitioned import partition_name
+
+        return [partition_name(self.topic, i) for i in range(self.partitions)] if self.partitions else [self.topic]
+
     def producer(self, cluster: str) -> SiteProducer:
-        return _ModelProducer(self.brokers[cluster].create_producer(self.topic, producer_name=PRODUCER))
+        broker = self.brokers[cluster]
+        if not self.partitions:
+            return _ModelProducer(broker.create_producer(self.topic, producer_name=PRODUCER))
+        import random
+
+        from reference_model.broker.partitioned import PartitionedProducer, Router
+
+        self._producers_made += 1  # each producer draws its own single / round-robin start, from the seed
+        rng = random.Random(f"{self._seed}:{cluster}:{self._producers_made}")
+        router = Router(self.partitions, "single", rng)
+        return _ModelProducer(PartitionedProducer(broker, self.topic, self.partitions, router, producer_name=PRODUCER))
 
     def subscribe(self, cluster: str) -> SiteConsumer:
-        consumer = self.brokers[cluster].subscribe(
-            self.topic,
-            self.subscription,
-            replicate_subscription_state=True,
-            initial_position="Earliest",
-            receiver_queue_size=self.receiver_queue,
-        )
-        return _ModelConsumer(consumer)
+        broker = self.brokers[cluster]
+        consumers = [
+            broker.subscribe(
+                name,
+                self.subscription,
+                replicate_subscription_state=True,
+                initial_position="Earliest",
+                receiver_queue_size=self.receiver_queue,
+            )
+            for name in self._names()
+        ]
+        if not self.partitions:
+            return _ModelConsumer(consumers[0])
+        from reference_model.broker.partitioned import PartitionedConsumer
+
+        return _ModelConsumer(PartitionedConsumer(broker, consumers))
 
     def read_all(self, cluster: str, name: str, compacted: bool = False) -> list[Delivery]:
         """A new reader of ``cluster``'s copy from the earliest message, read while it has more (``receive(0)``
         on the simulated clock: everything stored is dispatched at once).  ``compacted``: a ``readCompacted``
         reader, which reads the last compaction's entries and then the topic after its horizon."""
+        if self.partitions:
+            return self._read_partitions(cluster, name, compacted)
         if compacted:
             return [
                 Delivery(
@@ -136,6 +173,27 @@ class ModelSites:
                 Delivery(message.data().decode(), message.partition_key() or None, _msg_id(message.message_id()), None)
             )
         consumer.close()  # the model keeps the subscription (a reader's is non-durable in Pulsar); nothing reads it
+        return got
+
+    def _read_partitions(self, cluster: str, name: str, compacted: bool) -> list[Delivery]:
+        """A reader of a partitioned topic: each partition's messages, partition after partition."""
+        if compacted:
+            raise UnsupportedByTarget("The model's readCompacted reader reads non-partitioned topics only.")
+        got = []
+        for index, topic in enumerate(self._names()):
+            consumer = self.brokers[cluster].subscribe(topic, name, initial_position="Earliest")
+            while (message := consumer.receive(0)) is not None:
+                consumer.acknowledge(message)
+                mid = message.message_id()
+                got.append(
+                    Delivery(
+                        message.data().decode(),
+                        message.partition_key() or None,
+                        f"{mid.ledger_id()}:{mid.entry_id()}:{index}:{mid.batch_index()}",
+                        None,
+                    )
+                )
+            consumer.close()
         return got
 
     def elapse(self, ms: int) -> None:
@@ -159,10 +217,17 @@ class ModelSites:
         return max(self.layer.config(c).snapshot_frequency_ms for c in self.clusters)
 
     def backlog(self, cluster: str) -> int | None:
-        stats = self.brokers[cluster].topic_stats(self.topic)
-        sub = (stats.get("subscriptions") or {}).get(self.subscription)
-        backlog = sub.get("msgBacklog") if isinstance(sub, Mapping) else None
-        return backlog if isinstance(backlog, int) and not isinstance(backlog, bool) else None
+        """The subscription's ``msgBacklog`` (of a partitioned topic: summed over its partitions, as the
+        partitioned stats sum them)."""
+        total = 0
+        for topic in self._names():
+            stats = self.brokers[cluster].topic_stats(topic)
+            sub = (stats.get("subscriptions") or {}).get(self.subscription)
+            backlog = sub.get("msgBacklog") if isinstance(sub, Mapping) else None
+            if not isinstance(backlog, int) or isinstance(backlog, bool):
+                return None
+            total += backlog
+        return total
 
     def set_down(self, cluster: str, down: bool) -> None:
         self.layer.set_down(cluster, down)
@@ -177,15 +242,18 @@ class ModelSites:
 
     def delete_subscription(self, cluster: str) -> None:
         """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there)."""
-        self.brokers[cluster].delete_subscription(self.topic, self.subscription)
+        for topic in self._names():
+            self.brokers[cluster].delete_subscription(topic, self.subscription)
 
     def compact(self, cluster: str) -> None:
         """Compact ``cluster``'s copy of the topic now (admin ``triggerCompaction``, done at once in the model)."""
-        self.brokers[cluster].compact(self.topic)
+        for topic in self._names():
+            self.brokers[cluster].compact(topic)
 
     def set_replicated(self, cluster: str, enabled: bool) -> None:
         """Switch the subscription's replicated status on ``cluster`` (the admin API's
-        ``replicatedSubscriptionStatus``)."""
+        ``replicatedSubscriptionStatus``), through the topic's name: a partitioned one's reaches its partitions
+        in the model broker, as Pulsar's admin API applies it to each."""
         self.brokers[cluster].set_replicated_subscription_status(self.topic, self.subscription, enabled)
 
     def close(self) -> None:

@@ -549,6 +549,7 @@ class BrokerSites:
         poll_s: float = 0.2,
         consume_timeout_ms: int = 1500,
         failover_timeout_ms: int = 5000,
+        partitions: int = 0,
     ) -> None:
         if len(endpoints) < 2:
             raise TargetError(f"A failover needs two clusters or more, got {[e.name for e in endpoints]}.")
@@ -565,6 +566,20 @@ class BrokerSites:
         self._set_down = set_down
         self._clients: dict[str, Any] = {}
         self._open: list[Any] = []
+        #: 0: ``topic`` is one non-partitioned topic; N: a partitioned topic of N partitions, created through
+        #: every cluster's admin API (clusters with their own configuration store each need its metadata)
+        self.partitions = partitions
+        if partitions:
+            for endpoint in endpoints:
+                if endpoint.admin is None:
+                    raise UnsupportedByTarget(
+                        f"{endpoint.name} has no admin API: a partitioned topic cannot be created there."
+                    )
+                endpoint.admin.create_partitioned_topic(topic, partitions)
+
+    def _stats(self, admin: AdminClient) -> dict[str, Any]:
+        """The topic's stats (of a partitioned topic: its partitioned stats, summed over the partitions)."""
+        return admin.partitioned_stats(self.topic) if self.partitions else admin.topic_stats(self.topic)
 
     def _client_for(self, cluster: str) -> Any:
         if cluster not in self.endpoints:
@@ -576,8 +591,13 @@ class BrokerSites:
         return client
 
     def producer(self, cluster: str) -> _Producer:
+        routed: dict[str, Any] = {}
+        if self.partitions:  # as testReplicatedSubscriptionRestApi2's; a keyed message goes by its key's hash
+            import pulsar
+
+            routed["message_routing_mode"] = pulsar.PartitionsRoutingMode.UseSinglePartition
         producer = self._client_for(cluster).create_producer(
-            self.topic, producer_name=PRODUCER, send_timeout_millis=self.operation_timeout_s * 1000
+            self.topic, producer_name=PRODUCER, send_timeout_millis=self.operation_timeout_s * 1000, **routed
         )
         self._open.append(producer)
         return _Producer(producer)
@@ -599,7 +619,7 @@ class BrokerSites:
         if admin is None:
             return None
         try:
-            stats = admin.topic_stats(self.topic)
+            stats = self._stats(admin)
         except TargetError:
             return None
         sub = (stats.get("subscriptions") or {}).get(self.subscription)
@@ -612,7 +632,7 @@ class BrokerSites:
             if endpoint.admin is None:
                 return f"{name} has no admin API"
             try:
-                stats = endpoint.admin.topic_stats(self.topic)
+                stats = self._stats(endpoint.admin)
             except TargetError as exc:
                 return f"{name}: {exc}"
             problem = replication_idle(stats, [p for p in self.clusters if p != name])

@@ -75,6 +75,20 @@ class AdminClient:
         result = self.request("GET", f"/admin/v2/{topic_path(topic)}/stats")
         return result if isinstance(result, dict) else {}
 
+    def partitioned_stats(self, topic: str) -> dict[str, Any]:
+        """``GET .../partitioned-stats``: a partitioned topic's stats summed over its partitions (subscriptions'
+        backlogs added, a replicator connected only if it is on every partition)."""
+        result = self.request("GET", f"/admin/v2/{topic_path(topic)}/partitioned-stats")
+        return result if isinstance(result, dict) else {}
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> None:
+        """``PUT .../partitions`` (body: the partition count); one that exists already (409) is kept."""
+        try:
+            self.request("PUT", f"/admin/v2/{topic_path(topic)}/partitions", partitions)
+        except AdminError as exc:
+            if exc.status != 409:
+                raise
+
     def delete_subscription(self, topic: str, subscription: str) -> None:
         """``DELETE .../subscription/{sub}`` (refused by the broker while consumers are connected)."""
         sub = urllib.parse.quote(subscription, safe="")

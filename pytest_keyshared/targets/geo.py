@@ -516,10 +516,12 @@ class GeoTarget(PulsarTarget):
         clusters: Sequence[str] = CLUSTERS,
         delays_ms: Mapping[tuple[str, str], int] | None = None,
         deduplication: bool = False,
+        partitions: int = 0,
     ) -> Any:
         """The clusters as the failover driver uses them, on a topic of the replicated namespace of its own.
 
-        ``deduplication`` needs the pair started with ``deduplication=true`` (``brokerDeduplicationEnabled``)."""
+        ``deduplication`` needs the pair started with ``deduplication=true`` (``brokerDeduplicationEnabled``);
+        ``partitions``: the topic is a partitioned topic, created through each cluster's admin API."""
         from pytest_keyshared.driver.replication import BrokerSites, SiteEndpoint
 
         if not set(clusters) <= set(self.cluster_names):
@@ -543,4 +545,5 @@ class GeoTarget(PulsarTarget):
             snapshot_ms=self.snapshot_frequency_ms,
             settle_timeout_s=self._replication_timeout_s,
             set_down=self.set_cluster_down,
+            partitions=partitions,
         )

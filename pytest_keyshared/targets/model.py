@@ -172,9 +172,11 @@ class ModelTarget(Target):
         clusters: Sequence[str] = ("r1", "r2"),
         delays_ms: Mapping[tuple[str, str], int] | None = None,
         deduplication: bool = False,
+        partitions: int = 0,
     ) -> Any:
         """Fresh model clusters (``reference_model.replication``) with this target's version and settings;
-        ``deduplication`` turns ``brokerDeduplicationEnabled`` on in every cluster."""
+        ``deduplication`` turns ``brokerDeduplicationEnabled`` on in every cluster; ``partitions``: the topic is
+        a partitioned topic of that many partitions, its producers routing ``SinglePartition``."""
         from pytest_keyshared.driver.model_sites import ModelSites
 
         config = self.config
@@ -187,6 +189,7 @@ class ModelTarget(Target):
             config=config,
             seed=seed,
             delays_ms=delays_ms,
+            partitions=partitions,
         )
 
     def start(self) -> None:

@@ -28,6 +28,7 @@ from reference_model.broker.consumer import MIN_UNACKED_MESSAGES_TIMEOUT_MS, Mod
 from reference_model.broker.errors import NotAllowedError, ProducerBusy
 from reference_model.broker.housekeeping import DedupHousekeeping
 from reference_model.broker.listeners import ListenerHub
+from reference_model.broker.partitioned import partition_name
 from reference_model.broker.producer import ModelProducer
 from reference_model.broker.stats import internal_stats, topic_stats
 from reference_model.broker.storage_outage import check_fail_after_ms
@@ -107,6 +108,8 @@ class ModelBroker:
         self.generation = 0
         self._generated_names = 0
         self._topics: dict[str, ServerTopic] = {}
+        #: partitioned topic -> its partition count (the metadata; the partitions are ordinary topics)
+        self._partitioned: dict[str, int] = {}
         #: topic -> its last compaction (admin ``triggerCompaction``), read by :meth:`read_compacted`
         self._compacted: dict[str, CompactedTopic] = {}
         self._namespace_dedup: dict[str, bool | None] = {}
@@ -153,6 +156,12 @@ class ModelBroker:
         name = normalise_topic(topic)
         server = self._topics.get(name)
         if server is None:
+            if name in self._partitioned:
+                raise InvalidArgument(
+                    f"{name!r} is a partitioned topic of {self._partitioned[name]} partitions on cluster"
+                    f" {self.cluster!r}: produce to and subscribe to its partitions ({name}-partition-<i>), as the"
+                    " clients do (reference_model.broker.partitioned)."
+                )
             if not create:
                 raise InvalidArgument(
                     f"Topic {name!r} does not exist on cluster {self.cluster!r}."
@@ -171,6 +180,27 @@ class ModelBroker:
 
     def topics(self) -> list[str]:
         return list(self._topics)
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> list[str]:
+        """Admin ``createPartitionedTopic``: record the partition count and create the partitions
+        ``<topic>-partition-<i>`` (ordinary topics); their names.  An existing one with the same count is kept."""
+        name = normalise_topic(topic)
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise InvalidArgument(f"Expected partitions >= 1 (int) for {name!r} but got {partitions!r}.")
+        if name in self._topics:
+            raise InvalidArgument(f"Topic {name!r} exists as a non-partitioned topic on cluster {self.cluster!r}.")
+        known = self._partitioned.get(name)
+        if known is not None and known != partitions:
+            raise InvalidArgument(f"Partitioned topic {name!r} already has {known} partitions, not {partitions}.")
+        self._partitioned[name] = partitions
+        names = [partition_name(name, i) for i in range(partitions)]
+        for each in names:
+            self._topic(each)
+        return names
+
+    def partitions_of(self, topic: str) -> int:
+        """The partition count of a partitioned topic (``getPartitionedTopicMetadata``); 0 for any other name."""
+        return self._partitioned.get(normalise_topic(topic), 0)
 
     def set_trim_consumed_entries(self, enabled: bool) -> None:
         """Turn :attr:`BrokerConfig.trim_consumed_entries` on or off, for the topics that exist and later ones."""
@@ -548,7 +578,18 @@ class ModelBroker:
 
     def set_replicated_subscription_status(self, topic: str, subscription: str, enabled: bool) -> bool:
         """Switch a subscription's replicated status (admin ``replicatedSubscriptionStatus``); False if it does not
-        exist.  Off, replication neither caches its snapshots nor writes or applies its cursor updates here."""
+        exist.  Off, replication neither caches its snapshots nor writes or applies its cursor updates here.
+
+        On a partitioned topic's name the switch reaches every partition (``PersistentTopicsBase``
+        ``internalSetReplicatedSubscriptionStatus`` applies it to each); False if one lacks the subscription."""
+        partitions = self.partitions_of(topic)
+        if partitions:
+            name = normalise_topic(topic)
+            switched = [
+                self.set_replicated_subscription_status(partition_name(name, i), subscription, enabled)
+                for i in range(partitions)
+            ]
+            return all(switched)
         sub = self.subscription(topic, subscription)
         if sub is None:
             return False
