@@ -63,6 +63,10 @@ class Kind(str, Enum):
     #: after a failover, a message at or before the position the replicated cursor must already have reached
     #: (a completed snapshot the acknowledgements had passed, its update settled) was delivered again (PIP-33)
     REDELIVERED_AFTER_FAILOVER = "redelivered_after_failover"
+    #: a message the client routed to the dead-letter topic was delivered again on its original subscription
+    RECEIVED_AFTER_DEAD_LETTER = "received_after_dead_letter"
+    #: a message reached the dead-letter topic before the application received it max_redeliver_count + 1 times
+    DEAD_LETTERED_EARLY = "dead_lettered_early"
 
     def __str__(self) -> str:
         return self.value

@@ -65,6 +65,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "stalled": "delivery",
     "not_quiet": "redelivery",
     "pinned_owner": "assignment",
+    "received_after_dead_letter": "redelivery",
+    "dead_lettered_early": "redelivery",
 }
 
 

@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from conformance.checks import duplicates, exclusivity, loss, ordering, redelivery
+from conformance.checks import dead_letter, duplicates, exclusivity, loss, ordering, redelivery
 from conformance.checks._state import (
     Incarnation,
     Record,
@@ -94,6 +94,15 @@ class StreamingChecker:
         clusters = self.header.extra.get("clusters")
         self._replicated = isinstance(clusters, list) and len(clusters) >= 2
         self._attached: dict[str, str] = {}
+        # dead letters (conformance.checks.dead_letter): the policy's maximum (None: not judged); subscription ->
+        # message key -> (its dead_letter event, its last release before it, its key); (subscription, message key) ->
+        # receives so far (counted only with a maximum); the latest close, crash or fault; subscriptions that saw
+        # a redeliver
+        self._dl_max = dead_letter.max_redeliver_count(self.header.extra)
+        self._dead: dict[str, dict[str, tuple[int, int, str]]] = {}
+        self._receipts: dict[tuple[str, str], int] = {}
+        self._leave_i = -1
+        self._redelivered_subs: set[str] = set()
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
         self._extras: Callable[[int], dict[str, Any]] = lambda n: {}
@@ -225,6 +234,11 @@ class StreamingChecker:
         i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
         ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
         sub = inc.sub
+        if self._dead and mkey in self._dead.get(sub.name, ()):
+            self._after_dead_letter(sub.name, mkey, i, consumer)
+        if self._dl_max is not None:
+            counted = (sub.name, mkey)
+            self._receipts[counted] = self._receipts.get(counted, 0) + 1
         rec = sub.recs.get(mkey)
         if rec is None and sub.settled and mkey in sub.settled:
             rec = self._revive(sub, mkey, (ledger, entry, batch))
@@ -472,6 +486,40 @@ class StreamingChecker:
             self._end(row)
         elif op == "failover":
             self._failover(row)
+        elif op == "dead_letter":
+            self._dead_letter(row)
+
+    def _dead_letter(self, row: tuple[Any, ...]) -> None:
+        """A message seen on the dead-letter topic: delivered (no longer owed, so not ``undelivered``), judged for
+        ``dead_lettered_early``, and remembered for ``received_after_dead_letter``
+        (:mod:`conformance.checks.dead_letter`)."""
+        i, key, mkey = row[0], row[4], row[5]
+        sub = self._sub(self._extras(row[15]).get("subscription"))
+        dead = self._dead.setdefault(sub.name, {})
+        if mkey in dead:  # the reader saw a second copy: the first decides
+            return
+        rec = sub.recs.get(mkey)
+        since = i
+        if rec is not None:
+            key = rec.key
+            if rec.free is not None:
+                since = free_mark(rec.free)[0]
+            if rec.holder is None:  # the client acknowledged the original: owed to nobody, like an unarmed ack
+                rec.acked = True
+                rec.free = None
+        dead[mkey] = (i, since, key)
+        maximum = self._dl_max
+        if maximum is not None and sub.name not in self._redelivered_subs:
+            received = self._receipts.get((sub.name, mkey), 0)
+            if received < maximum + 1:
+                self._emit(dead_letter.make_early(sub.name, key, _msg(mkey), i, received, maximum))
+
+    def _after_dead_letter(self, sub_name: str, mkey: str, i: int, consumer: str) -> None:
+        """A receive of a dead-lettered message on its subscription: ``received_after_dead_letter`` unless a
+        consumer left or a fault came since the message was last handed back (the original's ack may be lost)."""
+        dead_i, since, key = self._dead[sub_name].pop(mkey)
+        if self._leave_i < since:
+            self._emit(dead_letter.make_received(sub_name, key, _msg(mkey), dead_i, consumer, i))
 
     def _end(self, row: tuple[Any, ...]) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
@@ -520,6 +568,7 @@ class StreamingChecker:
 
     def _leave(self, row: tuple[Any, ...], op: str) -> None:
         i, t, consumer = row[0], row[1], row[3]
+        self._leave_i = i
         inc = self.live.pop(consumer, None)
         if inc is None:
             return
@@ -564,6 +613,7 @@ class StreamingChecker:
         inc = self.live.get(consumer)
         if inc is None:
             return
+        self._redelivered_subs.add(inc.sub.name)
         self._release_all(inc, (i, "redeliver", consumer), True)
         inc.last_disarm = i
         self._revive_exemptions(inc)
@@ -575,6 +625,7 @@ class StreamingChecker:
         when it names none (no field) or carries ``unattributed`` handlers the driver could not name.
         """
         i = row[0]
+        self._leave_i = i
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)

@@ -46,6 +46,8 @@ class Op(str, Enum):
     SNAPSHOT = "snapshot"
     #: the harness saw that the broker no longer has a crashed consumer (``consumer``: the handle it crashed)
     GONE = "gone"
+    #: a reader of a dead-letter topic saw the message the client routed there (``topic``/``msg_id``: the original)
+    DEAD_LETTER = "dead_letter"
 
     def __str__(self) -> str:
         return self.value

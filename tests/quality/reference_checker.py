@@ -74,6 +74,16 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     # (stream, ledger, entry) -> the key of the first event (a stored publish, a receive) of any message of a
     # batch entry: the broker dispatches the entry whole by one key, so each of its messages is judged under it
     entry_key: dict[tuple[str, int, int], str] = {}
+    # dead letters: (sub, message key) -> (dead_letter i, the release before it, key); live receives per message;
+    # the closes, crashes and faults; the subscriptions that saw a redeliver; the policy's maximum
+    dead: dict[tuple[str, str], tuple[int, int, str]] = {}
+    receipts: Counter[tuple[str, str]] = Counter()
+    leaves: list[int] = []
+    redelivered_subs: set[str] = set()
+    policy = header.extra.get("dead_letter")
+    maximum = policy.get("max_redeliver_count") if isinstance(policy, dict) else None
+    if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
+        maximum = None
 
     def sticky(stream: str, pos: tuple[int, int, int], key: str) -> str:
         return key if pos[2] < 0 else entry_key.setdefault((stream, pos[0], pos[1]), key)
@@ -115,6 +125,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             base = None if e.topic is None else normalize_topic(e.topic)[0]
             opens.setdefault(sub, []).append((i, e.t, base))
         elif op in ("close", "crash"):
+            leaves.append(i)
             inc = live.pop(e.consumer or "", None)
             if inc is not None:
                 release_all(inc, i, op, False)
@@ -123,9 +134,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         elif op == "redeliver":
             inc = live.get(e.consumer or "")
             if inc is not None:
+                redelivered_subs.add(inc.sub)
                 release_all(inc, i, op, True)
                 inc.disarms.append(i)
         elif op == "fault":
+            leaves.append(i)
             named = e.extra.get("consumers")
             if named is None or e.extra.get("unattributed"):
                 touched = list(every_inc)
@@ -137,6 +150,19 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 inc.disarms.append(i)
         elif op == "end":
             end = (i, bool(e.drained))
+        elif op == "dead_letter":
+            assert e.topic is not None and e.msg_id is not None
+            mkey, _stream, msg = canonical_message(e.topic, e.msg_id)
+            sub = e.subscription or e.extra.get("subscription") or default_sub
+            if (sub, mkey) in dead:
+                continue
+            m = msgs.get(sub, {}).get(mkey)
+            since = m.since if m is not None and m.free() and m.since is not None else i
+            if m is not None and not m.holders:
+                m.acked, m.since = True, None  # the client acknowledged the original
+            dead[(sub, mkey)] = (i, since, key if m is None else m.key)
+            if maximum is not None and sub not in redelivered_subs and receipts[(sub, mkey)] < maximum + 1:
+                found[("dead_lettered_early", sub, key if m is None else m.key, (i,))] += 1
         elif op == "publish":
             if e.uid is not None and e.uid not in uid_first:
                 uid_first[e.uid] = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
@@ -182,6 +208,12 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             records = msgs.setdefault(sub, {})
             m = records.get(mkey)
             if op == "receive":
+                if inc is not None:
+                    if (sub, mkey) in dead:
+                        dead_i, since, dkey = dead.pop((sub, mkey))
+                        if not any(x >= since for x in leaves):
+                            found[("received_after_dead_letter", sub, dkey, (dead_i, i))] += 1
+                    receipts[(sub, mkey)] += 1
                 if e.uid is not None:
                     receives_with_uid.append((e.uid, mkey, i, key))
                 if m is None:

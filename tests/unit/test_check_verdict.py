@@ -20,7 +20,7 @@ def test_kind_values_are_the_format_names() -> None:
         "key_overlap", "out_of_order", "undelivered", "redelivered_after_ack", "duplicate_publish",
         "unexpected_message", "misassigned", "accepted_conflicting_open", "skipped_after_failover",
         "replicated_cursor_ahead", "outside_sticky_ranges", "stalled", "not_quiet", "pinned_owner", "lost_write",
-        "redelivered_after_failover",
+        "redelivered_after_failover", "received_after_dead_letter", "dead_lettered_early",
     ]  # fmt: skip
     assert f"{Kind.KEY_OVERLAP}" == str(Kind.KEY_OVERLAP) == "key_overlap"
     assert {"key_overlap": 1}[Kind.KEY_OVERLAP] == 1
