@@ -11,10 +11,11 @@ opens records each message there as a ``dead_letter`` event naming the *original
 * a dead-lettered message was delivered: it is no longer owed to its subscription (not ``undelivered``);
 * ``received_after_dead_letter``: it must not be delivered again on its original subscription after it was
   dead-lettered (nothing in both).  The ``dead_letter`` event is recorded after the reader saw it, so the
-  routing happened before.  Excused when a ``close``, ``crash`` or ``fault`` came at or after the message's
-  last release before the event: the client acknowledges the original only after the dead-letter send
-  completes, and a consumer leaving (or a broker losing unpersisted acknowledgements) meanwhile rightly lets
-  the broker deliver it again;
+  routing happened before.  Excused when a ``close`` came between the message's last release and the event,
+  or a ``crash`` or ``fault`` at or after that release: the client acknowledges the original only after the
+  dead-letter send completes, so a consumer closing meanwhile cannot acknowledge it, and a crash or a broker
+  losing unpersisted acknowledgements may drop the acknowledgement later.  A close after the event does not
+  excuse: closing flushes the client's pending acknowledgements;
 * ``dead_lettered_early``: when the header carries ``dead_letter.max_redeliver_count`` N, the message must have
   been received on the subscription at least N + 1 times before it reached the dead-letter topic.  A
   ``redeliver`` in the subscription makes the broker count redeliveries of messages the application never
@@ -68,7 +69,8 @@ def explain_received(facts: Mapping[str, Any]) -> str:
         [dead, receive],
         [
             f"By E{dead[0]} the client had routed {msg} to the dead-letter topic and acknowledged the original.",
-            "No consumer of the subscription left and no fault came since the message was last handed back.",
+            "No consumer closed before the dead letter, and none crashed and no fault came, since the message was"
+            " last handed back: the acknowledgement of the original reached the broker.",
             f"However, {receive[2]} received {msg} again at E{receive[0]}: the message is in both.",
         ],
     )

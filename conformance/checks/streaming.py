@@ -95,13 +95,14 @@ class StreamingChecker:
         self._replicated = isinstance(clusters, list) and len(clusters) >= 2
         self._attached: dict[str, str] = {}
         # dead letters (conformance.checks.dead_letter): the policy's maximum (None: not judged); subscription ->
-        # message key -> (its dead_letter event, its last release before it, its key); (subscription, message key) ->
-        # receives so far (counted only with a maximum); the latest close, crash or fault; subscriptions that saw
-        # a redeliver
+        # message key -> (its dead_letter event, its last release before it, its key, whether a close came
+        # between the two); (subscription, message key) -> receives so far (counted only with a maximum); the
+        # latest crash or fault, the latest close; subscriptions that saw a redeliver
         self._dl_max = dead_letter.max_redeliver_count(self.header.extra)
-        self._dead: dict[str, dict[str, tuple[int, int, str]]] = {}
+        self._dead: dict[str, dict[str, tuple[int, int, str, bool]]] = {}
         self._receipts: dict[tuple[str, str], int] = {}
-        self._leave_i = -1
+        self._loss_i = -1
+        self._close_i = -1
         self._redelivered_subs: set[str] = set()
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -507,7 +508,7 @@ class StreamingChecker:
             if rec.holder is None:  # the client acknowledged the original: owed to nobody, like an unarmed ack
                 rec.acked = True
                 rec.free = None
-        dead[mkey] = (i, since, key)
+        dead[mkey] = (i, since, key, self._close_i >= since)
         maximum = self._dl_max
         if maximum is not None and sub.name not in self._redelivered_subs:
             received = self._receipts.get((sub.name, mkey), 0)
@@ -516,9 +517,10 @@ class StreamingChecker:
 
     def _after_dead_letter(self, sub_name: str, mkey: str, i: int, consumer: str) -> None:
         """A receive of a dead-lettered message on its subscription: ``received_after_dead_letter`` unless a
-        consumer left or a fault came since the message was last handed back (the original's ack may be lost)."""
-        dead_i, since, key = self._dead[sub_name].pop(mkey)
-        if self._leave_i < since:
+        consumer closed between the message's last release and its dead letter, or crashed or a fault came since
+        that release (the original's ack may be lost)."""
+        dead_i, since, key, closed = self._dead[sub_name].pop(mkey)
+        if not closed and self._loss_i < since:
             self._emit(dead_letter.make_received(sub_name, key, _msg(mkey), dead_i, consumer, i))
 
     def _end(self, row: tuple[Any, ...]) -> None:
@@ -568,7 +570,10 @@ class StreamingChecker:
 
     def _leave(self, row: tuple[Any, ...], op: str) -> None:
         i, t, consumer = row[0], row[1], row[3]
-        self._leave_i = i
+        if op == "crash":
+            self._loss_i = i
+        else:
+            self._close_i = i
         inc = self.live.pop(consumer, None)
         if inc is None:
             return
@@ -625,7 +630,7 @@ class StreamingChecker:
         when it names none (no field) or carries ``unattributed`` handlers the driver could not name.
         """
         i = row[0]
-        self._leave_i = i
+        self._loss_i = i
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)

@@ -141,6 +141,10 @@ class Settings:
     clusters: tuple[str, ...] = ()
     #: ``(from, to, ms)``: the replication link ``from -> to`` delivers ``ms`` late (failover scenarios only)
     replication_delays: tuple[tuple[str, str, int], ...] = ()
+    #: the consumers' dead-letter policy: ``max_redeliver_count`` (0: none).  The dead-letter topic is the
+    #: client's default, ``<run topic>-<subscription>-DLQ``; the driver reads it and records each message routed
+    #: there as a ``dead_letter`` event (``docs/scenarios.md``, "Dead letters")
+    dead_letter: int = 0
 
 
 @dataclass(frozen=True, slots=True)

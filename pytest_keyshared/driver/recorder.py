@@ -76,8 +76,8 @@ class Recorder:
                 self._received += 1
                 self._received_by[row[5] or ""] += 1
                 self._last_receive_ns = row[1]
-            elif op == "ack":
-                self._acked += 1
+            elif op == "ack" or op == "dead_letter":  # a dead letter: the client acknowledged the original
+                self._acked += op == "ack"
                 uid = row[10]
                 if uid is not None and uid not in self._acked_uids:
                     self._acked_uids.add(uid)
@@ -177,6 +177,19 @@ class Recorder:
             _PUBLISH, self.topic, None, None, producer, message.key, outcome.msg_id, message.seq, message.uid, result,
             None, extra,
         )  # fmt: skip
+
+    def dead_letter(self, topic: str, msg_id: str, d: Delivery, dead_letter_topic: str) -> Event:
+        """The reader of the dead-letter topic got ``d``, the copy of ``msg_id`` of ``topic`` (the original)."""
+        return self.writer.record(
+            Op.DEAD_LETTER,
+            topic=topic,
+            subscription=self.subscription,
+            key=d.key,
+            msg_id=msg_id,
+            uid=d.uid,
+            dead_letter_topic=dead_letter_topic,
+            dead_letter_msg_id=d.msg_id,
+        )
 
     def fault(self, fault: str, **extra: Any) -> Event:
         return self.writer.record(Op.FAULT, topic=self.topic, fault=fault, **extra)

@@ -75,10 +75,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     # batch entry: the broker dispatches the entry whole by one key, so each of its messages is judged under it
     entry_key: dict[tuple[str, int, int], str] = {}
     # dead letters: (sub, message key) -> (dead_letter i, the release before it, key); live receives per message;
-    # the closes, crashes and faults; the subscriptions that saw a redeliver; the policy's maximum
+    # the crashes and faults, the closes; the subscriptions that saw a redeliver; the policy's maximum
     dead: dict[tuple[str, str], tuple[int, int, str]] = {}
     receipts: Counter[tuple[str, str]] = Counter()
-    leaves: list[int] = []
+    losses: list[int] = []  # crashes and faults: an ack in flight may be lost
+    closes: list[int] = []
     redelivered_subs: set[str] = set()
     policy = header.extra.get("dead_letter")
     maximum = policy.get("max_redeliver_count") if isinstance(policy, dict) else None
@@ -125,7 +126,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             base = None if e.topic is None else normalize_topic(e.topic)[0]
             opens.setdefault(sub, []).append((i, e.t, base))
         elif op in ("close", "crash"):
-            leaves.append(i)
+            (losses if op == "crash" else closes).append(i)
             inc = live.pop(e.consumer or "", None)
             if inc is not None:
                 release_all(inc, i, op, False)
@@ -138,7 +139,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 release_all(inc, i, op, True)
                 inc.disarms.append(i)
         elif op == "fault":
-            leaves.append(i)
+            losses.append(i)
             named = e.extra.get("consumers")
             if named is None or e.extra.get("unattributed"):
                 touched = list(every_inc)
@@ -211,7 +212,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                 if inc is not None:
                     if (sub, mkey) in dead:
                         dead_i, since, dkey = dead.pop((sub, mkey))
-                        if not any(x >= since for x in leaves):
+                        closed = any(since <= x <= dead_i for x in closes)
+                        if not closed and not any(x >= since for x in losses):
                             found[("received_after_dead_letter", sub, dkey, (dead_i, i))] += 1
                     receipts[(sub, mkey)] += 1
                 if e.uid is not None:

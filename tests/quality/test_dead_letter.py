@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,12 @@ def run(
     again: bool = False,
     leave_between: bool = False,
     redeliver: bool = False,
+    tail: Callable[[TraceBuilder], object] | None = None,
 ) -> TraceBuilder:
     """c1 nacks every copy of 1:0 (key "bad", ``receives`` times), the client dead-letters it (``dead``); 1:1
     (key "good") is received and acknowledged.  ``again``: c2 receives 1:0 after the dead letter
     (``leave_between``: c1 closes between its last nack and the dead letter); ``redeliver``: c1 asks for
-    everything again once (its prefetched messages' counts rise unseen)."""
+    everything again once (its prefetched messages' counts rise unseen); ``tail`` adds events before the end."""
     b = TraceBuilder(header(), step=step)
     b.open("c1")
     b.open("c2")
@@ -68,6 +70,8 @@ def run(
     if again:
         b.receive("c2", "bad", "1:0")
         b.ack("c2", "1:0")
+    if tail is not None:
+        tail(b)
     b.end(drained=True)
     return b
 
@@ -110,6 +114,26 @@ def test_a_dead_lettered_message_delivered_again_is_in_both(step: int) -> None:
 @STEPS
 def test_a_consumer_leaving_before_the_ack_of_the_original_excuses_a_redelivery(step: int) -> None:
     assert kinds(run(step=step, again=True, leave_between=True)) == Counter()
+
+
+def leave_then_redeliver(op: str) -> Callable[[TraceBuilder], object]:
+    def tail(b: TraceBuilder) -> None:
+        getattr(b, op)("c1")
+        b.receive("c2", "bad", "1:0")
+        b.ack("c2", "1:0")
+
+    return tail
+
+
+@STEPS
+def test_a_close_after_the_dead_letter_excuses_nothing(step: int) -> None:
+    # closing flushes the ack of the original: the broker must not deliver it again
+    assert kinds(run(step=step, tail=leave_then_redeliver("close"))) == Counter({Kind.RECEIVED_AFTER_DEAD_LETTER: 1})
+
+
+@STEPS
+def test_a_crash_after_the_dead_letter_may_lose_the_ack(step: int) -> None:
+    assert kinds(run(step=step, tail=leave_then_redeliver("crash"))) == Counter()
 
 
 @STEPS
