@@ -67,6 +67,9 @@ class Kind(str, Enum):
     RECEIVED_AFTER_DEAD_LETTER = "received_after_dead_letter"
     #: a message reached the dead-letter topic before the application received it max_redeliver_count + 1 times
     DEAD_LETTERED_EARLY = "dead_lettered_early"
+    #: under a dead-letter policy, the application got a message with a redelivery count above the maximum: the
+    #: client should have routed it to the dead-letter topic (a case-level judgement)
+    NOT_DEAD_LETTERED = "not_dead_lettered"
 
     def __str__(self) -> str:
         return self.value

@@ -67,6 +67,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "pinned_owner": "assignment",
     "received_after_dead_letter": "redelivery",
     "dead_lettered_early": "redelivery",
+    "not_dead_lettered": "redelivery",
 }
 
 

@@ -21,6 +21,7 @@ def test_kind_values_are_the_format_names() -> None:
         "unexpected_message", "misassigned", "accepted_conflicting_open", "skipped_after_failover",
         "replicated_cursor_ahead", "outside_sticky_ranges", "stalled", "not_quiet", "pinned_owner", "lost_write",
         "redelivered_after_failover", "received_after_dead_letter", "dead_lettered_early",
+        "not_dead_lettered",
     ]  # fmt: skip
     assert f"{Kind.KEY_OVERLAP}" == str(Kind.KEY_OVERLAP) == "key_overlap"
     assert {"key_overlap": 1}[Kind.KEY_OVERLAP] == 1
