@@ -10,12 +10,14 @@ opens records each message there as a ``dead_letter`` event naming the *original
 
 * a dead-lettered message was delivered: it is no longer owed to its subscription (not ``undelivered``);
 * ``received_after_dead_letter``: it must not be delivered again on its original subscription after it was
-  dead-lettered (nothing in both).  The ``dead_letter`` event is recorded after the reader saw it, so the
-  routing happened before.  Excused when a ``close`` came between the message's last release and the event,
-  or a ``crash`` or ``fault`` at or after that release: the client acknowledges the original only after the
-  dead-letter send completes, so a consumer closing meanwhile cannot acknowledge it, and a crash or a broker
-  losing unpersisted acknowledgements may drop the acknowledgement later.  A close after the event does not
-  excuse: closing flushes the client's pending acknowledgements;
+  dead-lettered (nothing in both): neither received there, nor routed to the dead-letter topic a second time
+  (a second ``dead_letter`` of it: the broker handed it to a client again, which routed it).  The
+  ``dead_letter`` event is recorded after the reader saw it, so the routing happened before.  Excused when a
+  ``close`` came between the message's last release and the event, or a ``crash`` or ``fault`` at or after
+  that release: the client acknowledges the original only after the dead-letter send completes, so a
+  consumer closing meanwhile cannot acknowledge it, and a crash or a broker losing unpersisted
+  acknowledgements may drop the acknowledgement later.  A close after the event does not excuse: closing
+  flushes the client's pending acknowledgements;
 * ``dead_lettered_early``: when the header carries ``dead_letter.max_redeliver_count`` N, the message must have
   been received on the subscription at least N + 1 times before it reached the dead-letter topic.  A
   ``redeliver`` in the subscription makes the broker count redeliveries of messages the application never
@@ -45,14 +47,19 @@ def max_redeliver_count(header_extra: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def make_received(subscription: str, key: str, msg: str, dead_i: int, consumer: str, receive_i: int) -> Violation:
-    """The receive at E``receive_i`` on ``subscription`` of ``msg``, dead-lettered at E``dead_i``."""
-    refs = [[dead_i, "dead_letter", None, msg], [receive_i, "receive", consumer, msg]]
+def make_received(
+    subscription: str, key: str, msg: str, dead_i: int, consumer: str | None, receive_i: int
+) -> Violation:
+    """The receive by ``consumer`` at E``receive_i`` on ``subscription`` of ``msg``, dead-lettered at E``dead_i``;
+    ``consumer`` None: a second ``dead_letter`` of it at E``receive_i`` (the broker delivered it again to a client,
+    which routed it to the dead-letter topic again)."""
+    again = [receive_i, "receive", consumer, msg] if consumer is not None else [receive_i, "dead_letter", None, msg]
+    refs = [[dead_i, "dead_letter", None, msg], again]
     facts = {"subscription": subscription, "key": key, "msg": msg, "refs": refs}
     return Violation(
         Kind.RECEIVED_AFTER_DEAD_LETTER,
         key,
-        (consumer,),
+        () if consumer is None else (consumer,),
         (dead_i, receive_i),
         explain_received(facts),
         subscription,
@@ -71,7 +78,9 @@ def explain_received(facts: Mapping[str, Any]) -> str:
             f"By E{dead[0]} the client had routed {msg} to the dead-letter topic and acknowledged the original.",
             "No consumer closed before the dead letter, and none crashed and no fault came, since the message was"
             " last handed back: the acknowledgement of the original reached the broker.",
-            f"However, {receive[2]} received {msg} again at E{receive[0]}: the message is in both.",
+            f"However, {receive[2]} received {msg} again at E{receive[0]}: the message is in both."
+            if receive[1] == "receive"
+            else f"However, {msg} reached the dead-letter topic again at E{receive[0]}: the broker delivered it again.",
         ],
     )
 

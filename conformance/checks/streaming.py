@@ -497,8 +497,8 @@ class StreamingChecker:
         i, key, mkey = row[0], row[4], row[5]
         sub = self._sub(self._extras(row[15]).get("subscription"))
         dead = self._dead.setdefault(sub.name, {})
-        if mkey in dead:  # the reader saw a second copy: the first decides
-            return
+        if mkey in dead:  # a second copy: the broker delivered the message again, and a client routed it again
+            self._after_dead_letter(sub.name, mkey, i, None)
         rec = sub.recs.get(mkey)
         since = i
         if rec is not None:
@@ -515,8 +515,9 @@ class StreamingChecker:
             if received < maximum + 1:
                 self._emit(dead_letter.make_early(sub.name, key, _msg(mkey), i, received, maximum))
 
-    def _after_dead_letter(self, sub_name: str, mkey: str, i: int, consumer: str) -> None:
-        """A receive of a dead-lettered message on its subscription: ``received_after_dead_letter`` unless a
+    def _after_dead_letter(self, sub_name: str, mkey: str, i: int, consumer: str | None) -> None:
+        """A receive (``consumer``) or a second ``dead_letter`` (None) of a dead-lettered message on its
+        subscription: ``received_after_dead_letter`` unless a
         consumer closed between the message's last release and its dead letter, or crashed or a fault came since
         that release (the original's ack may be lost)."""
         dead_i, since, key, closed = self._dead[sub_name].pop(mkey)

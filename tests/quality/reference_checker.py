@@ -155,8 +155,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             assert e.topic is not None and e.msg_id is not None
             mkey, _stream, msg = canonical_message(e.topic, e.msg_id)
             sub = e.subscription or e.extra.get("subscription") or default_sub
-            if (sub, mkey) in dead:
-                continue
+            if (sub, mkey) in dead:  # routed again: the broker delivered it again
+                dead_i, since, dkey = dead.pop((sub, mkey))
+                closed = any(since <= x <= dead_i for x in closes)
+                if not closed and not any(x >= since for x in losses):
+                    found[("received_after_dead_letter", sub, dkey, (dead_i, i))] += 1
             m = msgs.get(sub, {}).get(mkey)
             since = m.since if m is not None and m.free() and m.since is not None else i
             if m is not None and not m.holders:

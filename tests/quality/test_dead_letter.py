@@ -137,6 +137,22 @@ def test_a_crash_after_the_dead_letter_may_lose_the_ack(step: int) -> None:
 
 
 @STEPS
+def test_a_second_dead_letter_is_a_delivery_again(step: int) -> None:
+    def again(b: TraceBuilder) -> None:
+        b.close("c1")  # after the dead letter: the ack of the original was flushed
+        b.dead_letter("bad", "1:0")  # yet a client got it again and routed it again
+
+    assert kinds(run(step=step, tail=again)) == Counter({Kind.RECEIVED_AFTER_DEAD_LETTER: 1})
+
+
+def test_a_second_dead_letter_after_a_close_before_the_first_is_excused() -> None:
+    def again(b: TraceBuilder) -> None:
+        b.dead_letter("bad", "1:0")
+
+    assert kinds(run(step=10, leave_between=True, tail=again)) == Counter()
+
+
+@STEPS
 def test_a_message_dead_lettered_before_its_last_delivery_is_early(step: int) -> None:
     assert kinds(run(step=step, receives=MAX)) == Counter({Kind.DEAD_LETTERED_EARLY: 1})
 
