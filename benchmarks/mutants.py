@@ -736,6 +736,42 @@ def _expiry_keeps_pending_acks() -> None:
     _wrap(ServerSubscription, "expire_messages", make)
 
 
+@mutant(
+    "dead-letter-never-routes",
+    "client",
+    "the consumer's dead-letter policy is accepted but the client never routes a message to the dead-letter topic",
+)
+def _dead_letter_never_routes() -> None:
+    from reference_model.broker.consumer import ModelConsumer
+
+    def make(orig: Any) -> Any:
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            orig(self, *args, **kwargs)
+            self.dead_letter = None
+
+        return init
+
+    _wrap(ModelConsumer, "__init__", make)
+
+
+@mutant(
+    "dead-letter-without-ack",
+    "client",
+    "the client publishes a message to the dead-letter topic but never acknowledges the original",
+)
+def _dead_letter_without_ack() -> None:
+    from reference_model.broker.consumer import ModelConsumer
+
+    def route(self: Any, messages: Any) -> None:
+        if self._dead_producer is None:
+            self._dead_producer = self._broker.create_producer(self.dead_letter[1])
+        for msg in messages:
+            properties = {**msg.properties(), "REAL_TOPIC": self._topic, "ORIGIN_MESSAGE_ID": str(msg.message_id())}
+            self._dead_producer.send_async(msg.data(), _noop, properties=properties, partition_key=msg.partition_key())
+
+    ModelConsumer._route_dead = route  # type: ignore[method-assign]
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

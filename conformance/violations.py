@@ -10,9 +10,9 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
 ``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
-``wrong_redelivery_count``; and
-five that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
-``not_quiet``, ``pinned_owner`` and ``received_beyond_permits``.
+``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``; and
+six that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
+``not_quiet``, ``pinned_owner``, ``received_beyond_permits`` and ``not_dead_lettered``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
@@ -85,6 +85,13 @@ class Kind(str, Enum):
     SUPERSEDED_AFTER_COMPACTION = "superseded_after_compaction"
     #: one consumer saw a message's redelivery count fall, or not grow after it sent the message back
     WRONG_REDELIVERY_COUNT = "wrong_redelivery_count"
+    #: a message the client routed to the dead-letter topic was delivered again on its original subscription
+    RECEIVED_AFTER_DEAD_LETTER = "received_after_dead_letter"
+    #: a message reached the dead-letter topic before the application received it max_redeliver_count + 1 times
+    DEAD_LETTERED_EARLY = "dead_lettered_early"
+    #: under a dead-letter policy, the application got a message with a redelivery count above the maximum: the
+    #: client should have routed it to the dead-letter topic (a case-level judgement)
+    NOT_DEAD_LETTERED = "not_dead_lettered"
 
     def __str__(self) -> str:
         return self.value

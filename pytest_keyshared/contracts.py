@@ -72,6 +72,9 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "not_quiet": "redelivery",
     "pinned_owner": "assignment",
     "delivered_early": "delivery",
+    "received_after_dead_letter": "redelivery",
+    "dead_lettered_early": "redelivery",
+    "not_dead_lettered": "redelivery",
 }
 
 

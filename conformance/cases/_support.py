@@ -391,9 +391,34 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if shared:
         more = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""
         problems.append(("assignment", Kind.MISASSIGNED, shared[0] + more))
+    if scenario.settings.dead_letter:
+        late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
+        if late:
+            more = f" (and {len(late) - 1} more)" if len(late) > 1 else ""
+            problems.append(("redelivery", Kind.NOT_DEAD_LETTERED, late[0] + more))
     if progress:
         problems.extend(progress_problems(result, scenario))
     return problems
+
+
+def receives_past_dead_letter(trace_path: str | Path, maximum: int) -> list[str]:
+    """Explanations of every receive whose redelivery count (as the client reported it) is above the dead-letter
+    policy's ``maximum``: the client hands a message over with counts 0 .. maximum and routes it to the
+    dead-letter topic instead of handing it over again (``ConsumerImpl``: a copy arriving above the maximum goes
+    there unseen), so such a receive means the message was never dead-lettered.  Sound on any trace: the count
+    is the broker's and the rule the client's."""
+    from conformance.trace.reader import open_trace
+
+    found = []
+    for event in open_trace(trace_path).events():
+        count = event.redelivery_count
+        if event.op.value == "receive" and count is not None and count > maximum:
+            found.append(
+                f"not_dead_lettered: E{event.i} {event.consumer} received {event.msg_id} (key {event.key!r}) with"
+                f" redelivery count {count}, above the dead-letter policy's max_redeliver_count {maximum}: the client"
+                " should have routed it to the dead-letter topic"
+            )
+    return found
 
 
 def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = True) -> Any:

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: Ops whose events name one message (their references carry its msg_id).
-MSG_OPS = frozenset({"publish", "receive", "ack", "nack"})
+MSG_OPS = frozenset({"publish", "receive", "ack", "nack", "dead_letter"})
 
 #: A witness event as the engine remembers it: (i, op, consumer or None).
 Mark = tuple[int, str, "str | None"]

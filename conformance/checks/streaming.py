@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from conformance.checks import (
+    dead_letter,
     delayed,
     duplicates,
     exclusivity,
@@ -150,6 +151,16 @@ class StreamingChecker:
         self._delayed = bool(self.header.extra.get("delayed_delivery"))
         self._early_allowance = delayed.allowance_of(self.header.extra)
         self._attached: dict[str, str] = {}
+        # dead letters (conformance.checks.dead_letter): the policy's maximum (None: not judged); subscription ->
+        # message key -> (its dead_letter event, its last release before it, its key, whether a close came
+        # between the two); (subscription, message key) -> receives so far (counted only with a maximum); the
+        # latest crash or fault, the latest close; subscriptions that saw a redeliver
+        self._dl_max = dead_letter.max_redeliver_count(self.header.extra)
+        self._dead: dict[str, dict[str, tuple[int, int, str, bool]]] = {}
+        self._receipts: dict[tuple[str, str], int] = {}
+        self._loss_i = -1
+        self._close_i = -1
+        self._redelivered_subs: set[str] = set()
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
         self._extras: Callable[[int], dict[str, Any]] = lambda n: {}
@@ -303,6 +314,11 @@ class StreamingChecker:
         message becomes known and held, and the receive is judged for key_overlap, out_of_order,
         redelivered_after_ack, misassigned and wrong_redelivery_count."""
         sub = inc.sub
+        if self._dead and mkey in self._dead.get(sub.name, ()):
+            self._after_dead_letter(sub.name, mkey, i, inc.consumer)
+        if self._dl_max is not None:
+            counted = (sub.name, mkey)
+            self._receipts[counted] = self._receipts.get(counted, 0) + 1
         rec = sub.recs.get(mkey)
         if rec is None and sub.settled and mkey in sub.settled:
             rec = self._revive(sub, mkey, (ledger, entry, batch))
@@ -570,6 +586,42 @@ class StreamingChecker:
             self._failover(row)
         elif op == "producer_open":
             self._producer_open(row)
+        elif op == "dead_letter":
+            self._dead_letter(row)
+
+    def _dead_letter(self, row: EventRow) -> None:
+        """A message seen on the dead-letter topic: delivered (no longer owed, so not ``undelivered``), judged for
+        ``dead_lettered_early``, and remembered for ``received_after_dead_letter``
+        (:mod:`conformance.checks.dead_letter`)."""
+        i, key, mkey = row.i, row.key, row.mkey
+        sub = self._sub(self._extras(row.n).get("subscription"))
+        dead = self._dead.setdefault(sub.name, {})
+        if mkey in dead:  # a second copy: the broker delivered the message again, and a client routed it again
+            self._after_dead_letter(sub.name, mkey, i, None)
+        rec = sub.recs.get(mkey)
+        since = i
+        if rec is not None:
+            key = rec.key
+            if rec.free is not None:
+                since = free_mark(rec.free)[0]
+            if rec.holder is None:  # the client acknowledged the original: owed to nobody, like an unarmed ack
+                rec.acked = True
+                rec.free = None
+        dead[mkey] = (i, since, key, self._close_i >= since)
+        maximum = self._dl_max
+        if maximum is not None and sub.name not in self._redelivered_subs:
+            received = self._receipts.get((sub.name, mkey), 0)
+            if received < maximum + 1:
+                self._emit(dead_letter.make_early(sub.name, key, _msg(mkey), i, received, maximum))
+
+    def _after_dead_letter(self, sub_name: str, mkey: str, i: int, consumer: str | None) -> None:
+        """A receive (``consumer``) or a second ``dead_letter`` (None) of a dead-lettered message on its
+        subscription: ``received_after_dead_letter`` unless a
+        consumer closed between the message's last release and its dead letter, or crashed or a fault came since
+        that release (the original's ack may be lost)."""
+        dead_i, since, key, closed = self._dead[sub_name].pop(mkey)
+        if not closed and self._loss_i < since:
+            self._emit(dead_letter.make_received(sub_name, key, _msg(mkey), dead_i, consumer, i))
 
     def _producer_open(self, row: EventRow) -> None:
         """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
@@ -635,6 +687,10 @@ class StreamingChecker:
 
     def _leave(self, row: EventRow, op: str) -> None:
         i, t, consumer = row.i, row.t, row.consumer
+        if op == "crash":
+            self._loss_i = i
+        else:
+            self._close_i = i
         inc = self.live.pop(consumer, None)
         if inc is None:
             return
@@ -679,6 +735,7 @@ class StreamingChecker:
         inc = self.live.get(consumer)
         if inc is None:
             return
+        self._redelivered_subs.add(inc.sub.name)
         self._release_all(inc, (i, "redeliver", consumer), True)
         inc.last_disarm = i
         self._revive_exemptions(inc)
@@ -694,6 +751,7 @@ class StreamingChecker:
         if extra.get("fault") == expiry.EXPIRE_FAULT:
             self._expire(self._sub(extra.get("subscription")), row.t, extra.get("expire_seconds"))
             return  # the broker acknowledged; no consumer was touched, nothing about membership changed
+        self._loss_i = i  # an acknowledgement sent before it may be lost (conformance.checks.dead_letter)
         if self.first_fault is None:
             self.first_fault = i
         mark = (i, "fault", None)

@@ -156,6 +156,10 @@ class Settings:
     #: a failover scenario's topic as a partitioned topic of this many partitions (0: not partitioned); the
     #: consumer subscribes to the partitioned name (every partition), the admin calls name it too
     partitions: int = 0
+    #: the consumers' dead-letter policy: ``max_redeliver_count`` (0: none).  The dead-letter topic is the
+    #: client's default, ``<run topic>-<subscription>-DLQ``; the driver reads it and records each message routed
+    #: there as a ``dead_letter`` event (``docs/scenarios.md``, "Dead letters")
+    dead_letter: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ __all__ = ["CROSS_OPS", "IDENTITY", "MESSAGE_OPS", "SCOPE", "WHOLE", "routed"]
 
 SCOPE, IDENTITY, WHOLE = 0, 1, 2  #: the passes
 
-MESSAGE_OPS = ("publish", "receive", "ack", "nack")
+MESSAGE_OPS = ("publish", "receive", "ack", "nack", "dead_letter")
 #: Ops copied into every part of the scope pass (what is not about one message).
 CROSS_OPS = ("open", "close", "crash", "gone", "redeliver", "fault", "end", "producer_open")
 _IDENTITY_FIELDS = ("uid", "producer", "seq")

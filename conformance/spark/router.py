@@ -45,7 +45,7 @@ __all__ = ["FOOTPRINT_KINDS", "Footprint", "KeyRouter", "key_parts", "overlap", 
 #: What a part's footprint holds, each a set no other part may share.
 FOOTPRINT_KINDS: tuple[str, ...] = ("entries", "uids", "sequences")
 
-_RELEASING = ("receive", "ack", "nack")  #: message events that always name a stored message
+_RELEASING = ("receive", "ack", "nack", "dead_letter")  #: message events that always name a stored message
 
 
 class KeyRouter:

@@ -43,7 +43,7 @@ __all__ = [
 ALL = -1  #: a scope-pass event copied into every part
 NONE = -2  #: an event the identity pass does not read
 
-MESSAGE_OPS = ("publish", "receive", "ack", "nack")
+MESSAGE_OPS = ("publish", "receive", "ack", "nack", "dead_letter")
 #: The columns the plan reads (a Parquet trace's other columns are not read for it).
 PLAN_COLUMNS: tuple[str, ...] = ("op", "key", "msg_id", "result", "uid", "producer", "seq")
 #: Those best read as dictionaries (few distinct values: :func:`_plan_batch` works on each distinct one once).

@@ -128,6 +128,20 @@ class TraceBuilder:
     def nack(self, consumer: str, msg_id: str, *, key: str | None = None, topic: str | None = None) -> Event:
         return self.add("nack", consumer=consumer, topic=topic or self.topic, msg_id=msg_id, key=key)
 
+    def dead_letter(
+        self, key: str | None, msg_id: str, *, topic: str | None = None, subscription: str | None = None
+    ) -> Event:
+        """The reader of the dead-letter topic saw ``msg_id`` of ``topic`` (the original), routed there by a
+        consumer of ``subscription``."""
+        return self.add(
+            "dead_letter",
+            topic=topic or self.topic,
+            msg_id=msg_id,
+            key=key,
+            uid=self.uid_of(msg_id),
+            subscription=subscription or self.subscription,
+        )
+
     def redeliver(self, consumer: str) -> Event:
         return self.add("redeliver", consumer=consumer)
 

@@ -49,6 +49,8 @@ class Op(str, Enum):
     #: a producer was created (result ok); ``seq``: the last sequence id the broker answered it on connect, as the
     #: client reports it right after (``producer.last_sequence_id()``); ``t0``: when the creation began
     PRODUCER_OPEN = "producer_open"
+    #: a reader of a dead-letter topic saw the message the client routed there (``topic``/``msg_id``: the original)
+    DEAD_LETTER = "dead_letter"
 
     def __str__(self) -> str:
         return self.value

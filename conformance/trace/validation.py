@@ -54,6 +54,7 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "snapshot": (),
     "gone": ("consumer",),
     "producer_open": ("topic", "producer", "seq"),
+    "dead_letter": ("topic", "msg_id"),
 }
 
 _STR_FIELDS = ("topic", "subscription", "consumer", "producer", "key", "uid", "name")
@@ -204,7 +205,7 @@ class EventValidator:
                 return f"{op} event i={obj['i']} has no {name!r}; a {op} needs {', '.join(map(repr, REQUIRED[op]))}"
         if op == "publish" and result == "ok" and msg_id is None:
             return f"publish i={obj['i']} with result 'ok' has no 'msg_id' (use '-1:-1' for a deduplicated send)"
-        if op in ("receive", "ack", "nack") and msg_id is not None:
+        if op in ("receive", "ack", "nack", "dead_letter") and msg_id is not None:
             ledger, entry = (int(p) for p in msg_id.split(":")[:2])
             if ledger < 0 or entry < 0:
                 return f"{op} i={obj['i']} names msg_id {msg_id!r}, which is not a stored message's id"
@@ -226,7 +227,7 @@ def _valid_msg_id(msg_id: Any, op: str) -> bool:
         if len(_VALID_IDS) > 8192:
             _VALID_IDS.clear()
         ok = _VALID_IDS[msg_id] = parts[0] >= 0 and parts[1] >= 0
-    return ok or op not in ("receive", "ack", "nack")
+    return ok or op not in ("receive", "ack", "nack", "dead_letter")
 
 
 def _typed_ok(event: Event) -> bool:
@@ -368,7 +369,7 @@ def check_batch(batch: Any, state: BatchState) -> tuple[str | None, Any]:
         if pc.any(pc.or_(pc.match_substring(distinct, "+"), pc.match_substring(distinct, " "))).as_py():
             return "bad msg_id", batch
         real = pc.and_kleene(pc.greater_equal(ledger, 0), pc.greater_equal(entry, 0))
-        needs_real = pc.is_in(codes, value_set=_codes(("receive", "ack", "nack")))
+        needs_real = pc.is_in(codes, value_set=_codes(("receive", "ack", "nack", "dead_letter")))
         if pc.any(pc.and_kleene(needs_real, pc.invert(real))).as_py():
             return "receive of a non-stored id", batch
     publish_ok = pc.and_kleene(pc.equal(codes, OP_VALUES.index("publish")), pc.equal(result, "ok"))

@@ -87,6 +87,7 @@ class ProcessConsumer:
                 "receiver_queue": spec.receiver_queue,
                 "nack_delay_ms": spec.nack_delay_ms,
                 "ack_timeout_ms": spec.ack_timeout_ms,
+                "dead_letter": None if spec.dead_letter is None else list(spec.dead_letter),
             },
         }
         try:
@@ -259,7 +260,15 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
         op = request["op"]
         try:
             if op == "subscribe":
-                spec = ConsumerSpec(**{**request["spec"], "ranges": tuple(tuple(r) for r in request["spec"]["ranges"])})
+                spec = ConsumerSpec(
+                    **{
+                        **request["spec"],
+                        "ranges": tuple(tuple(r) for r in request["spec"]["ranges"]),
+                        "dead_letter": None
+                        if request["spec"].get("dead_letter") is None
+                        else tuple(request["spec"]["dead_letter"]),
+                    }
+                )
                 settings = ClientSettings(
                     request["service_url"],
                     operation_timeout_s=request["operation_timeout_s"],

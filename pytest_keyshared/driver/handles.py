@@ -97,6 +97,8 @@ class ConsumerSpec:
     nack_delay_ms: int
     #: the client's ack timeout (``unacked_messages_timeout_ms``); 0: off
     ack_timeout_ms: int = 0
+    #: the client's dead-letter policy ``(max_redeliver_count, dead-letter topic)``; None: none
+    dead_letter: tuple[int, str] | None = None
 
     def policy(self) -> dict[str, Any]:
         """The ``policy`` extension field of the ``open`` event."""

@@ -140,8 +140,15 @@ class ModelSession(Session):
             initial_position="Earliest",
             negative_ack_redelivery_delay_ms=spec.nack_delay_ms,
             unacked_messages_timeout_ms=spec.ack_timeout_ms or None,
+            dead_letter=spec.dead_letter,
         )
         return ModelConsumerHandle(consumer)
+
+    def open_dead_letter_reader(self, topic: str) -> Any:
+        return self.broker.subscribe(
+            topic, f"ks-dlq-{self.nonce}", consumer_type="Key_Shared", consumer_name="dlq-reader",
+            initial_position="Earliest",
+        )  # fmt: skip
 
     def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
         kwargs: dict[str, Any] = {}

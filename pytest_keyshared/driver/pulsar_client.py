@@ -142,6 +142,8 @@ def consumer_options(spec: ConsumerSpec) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if spec.ack_timeout_ms:
         options["unacked_messages_timeout_ms"] = spec.ack_timeout_ms
+    if spec.dead_letter is not None:
+        options["dead_letter_policy"] = pulsar.ConsumerDeadLetterPolicy(spec.dead_letter[0], spec.dead_letter[1])
     return {
         **options,
         "consumer_type": pulsar.ConsumerType.KeyShared,

@@ -99,8 +99,8 @@ class Recorder:
                 self._received_by[row[5] or ""] += 1
                 self._last_receive_ns = row[1]
                 self._hold(row[10], row[5] or "")
-            elif op == "ack":
-                self._acked += 1
+            elif op == "ack" or op == "dead_letter":  # a dead letter: the client acknowledged the original
+                self._acked += op == "ack"
                 uid = row[10]
                 self._release(uid)
                 if uid is not None and uid not in self._acked_uids:
@@ -245,6 +245,19 @@ class Recorder:
         """Producer ``producer`` was created; the broker answered ``answered`` as its last sequence id."""
         return self.writer.record(
             Op.PRODUCER_OPEN, topic=self.topic, producer=producer, seq=answered, result="ok", t0=t0
+        )
+
+    def dead_letter(self, topic: str, msg_id: str, d: Delivery, dead_letter_topic: str) -> Event:
+        """The reader of the dead-letter topic got ``d``, the copy of ``msg_id`` of ``topic`` (the original)."""
+        return self.writer.record(
+            Op.DEAD_LETTER,
+            topic=topic,
+            subscription=self.subscription,
+            key=d.key,
+            msg_id=msg_id,
+            uid=d.uid,
+            dead_letter_topic=dead_letter_topic,
+            dead_letter_msg_id=d.msg_id,
         )
 
     def fault(self, fault: str, **extra: Any) -> Event:

@@ -51,6 +51,7 @@ from conformance.scenarios import (
 )
 from conformance.trace import Op, SubscriptionSpec, TraceHeader, TraceWriter
 from pytest_keyshared.driver.agent import Action, ConsumerAgent
+from pytest_keyshared.driver.dead_letters import DeadLetterWatch
 from pytest_keyshared.driver.handles import (
     PROP_KEY,
     PROP_SEQ,
@@ -201,6 +202,8 @@ class _Run(RunLoop):
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
         #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
         self.ranges: dict[str, list[list[int]]] | None = None
+        #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
+        self.dead_letters: DeadLetterWatch | None = None
 
     # --- the run ----------------------------------------------------------------------------------------
 
@@ -245,6 +248,14 @@ class _Run(RunLoop):
 
     def _close(self, interrupted: bool, failure: BaseException | None) -> None:
         self._stop_workers()
+        if self.dead_letters is not None:
+            self._poll_dead_letters()  # what the last nacks routed
+            if self.dead_letters.unreadable:
+                self.notes.append(
+                    "dead-letter copies without a usable ORIGIN_MESSAGE_ID, not recorded:"
+                    f" {self.dead_letters.unreadable[:5]}"
+                )
+            self.dead_letters.close()
         self.notes.extend(self.session.stop_watching())
         self._end(interrupted, failure, **({"key_hash_ranges": self.ranges} if self.ranges is not None else {}))
         self._close_handles()
@@ -282,6 +293,11 @@ class _Run(RunLoop):
             extra["topic_kind"] = self.scenario.settings.topic  # the checker's contract for it (docs/checker.md)
         if self.scenario.uses_delayed_delivery():
             extra["delayed_delivery"] = True  # publishes carry deliver_after_ms: the checker reads it
+        if self.settings.dead_letter:
+            extra["dead_letter"] = {
+                "max_redeliver_count": self.settings.dead_letter,
+                "topic": self._dead_letter_topic(),
+            }
         if dedup_asked and not claims.deduplication:
             extra["deduplication_switched_on"] = self.target.capabilities.dedup_switch
         return TraceHeader(
@@ -308,12 +324,25 @@ class _Run(RunLoop):
                 self.notes.append(
                     f"deduplication requested but not switched on ({reason}); the trace holds the broker to it anyway"
                 )
+        if self.settings.dead_letter:
+            reader = self.session.open_dead_letter_reader(self._dead_letter_topic())
+            self.dead_letters = DeadLetterWatch(reader, self.recorder, self._dead_letter_topic())
 
     # --- steps ------------------------------------------------------------------------------------------
 
     def _apply(self, step: Step) -> tuple[bool, str]:
         do: Callable[[Step], tuple[bool, str]] = getattr(self, f"_do_{step.do}")
-        return do(step)
+        outcome = do(step)
+        self._poll_dead_letters()
+        return outcome
+
+    def _dead_letter_topic(self) -> str:
+        """The client's default dead-letter topic: ``<topic>-<subscription>-DLQ``."""
+        return f"{self.topic}-{self.scenario.subscription.name}-DLQ"
+
+    def _poll_dead_letters(self) -> None:
+        if self.dead_letters is not None:
+            self.dead_letters.poll()
 
     def _worker(self, name: str) -> ConsumerWorker | None:
         return self.workers.get(name)
@@ -335,6 +364,7 @@ class _Run(RunLoop):
             receiver_queue=step.receiver_queue or self.settings.receiver_queue,
             nack_delay_ms=self.settings.nack_delay_ms,
             ack_timeout_ms=step.ack_timeout_ms,
+            dead_letter=(self.settings.dead_letter, self._dead_letter_topic()) if self.settings.dead_letter else None,
         )
         crashable = self._crashable(step.consumer)
         if self._removal_watch is not None:
@@ -630,6 +660,7 @@ class _Run(RunLoop):
 
         def drained() -> bool:
             nonlocal seen_away
+            self._poll_dead_letters()
             counters = self.recorder.counters()
             now = clock()
             silent_ns = now - max(since, counters.last_receive_ns)

@@ -157,6 +157,11 @@ class Session(ABC):
         """Record what is left and stop (before ``end``); returns notes for the run."""
         return []
 
+    def open_dead_letter_reader(self, topic: str) -> Any:
+        """A consumer of the dead-letter topic ``topic`` from its start (``pulsar.Consumer`` surface:
+        ``receive(timeout_millis)``, ``acknowledge``, ``close``), for :class:`~.dead_letters.DeadLetterWatch`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read a dead-letter topic")
+
     def close(self) -> None:
         for handle, _ in self._producers.values():
             with contextlib.suppress(Exception):
@@ -339,6 +344,18 @@ class PulsarSession(Session):
         """The client settings of consumer ``handle_name`` (None: the producers' client); a subclass may point a
         client elsewhere (the soak's fault-injecting proxy)."""
         return self.settings
+
+    def open_dead_letter_reader(self, topic: str) -> Any:
+        import pulsar
+
+        if self._producer_client is None:
+            self._producer_client = self._settings_for(None).client()
+        return self._producer_client.subscribe(
+            topic,
+            f"ks-dlq-{self.nonce}",
+            consumer_type=pulsar.ConsumerType.Shared,
+            initial_position=pulsar.InitialPosition.Earliest,
+        )
 
     def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
         from pytest_keyshared.driver.pulsar_client import PulsarProducer

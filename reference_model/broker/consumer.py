@@ -20,6 +20,13 @@ Follows the C++ client that the Python ``pulsar-client`` wraps (``ConsumerImpl``
   oldest partition is popped and its messages' entries are sent back with ``RedeliverUnacknowledgedMessages``
   for those ids only, so a message comes back at least ``timeout`` after it was received. A
   :meth:`redeliver_unacknowledged_messages`, a close, a crash or a reconnect clears the tracker.
+* With ``dead_letter`` (``(max_redeliver_count, topic)``, the client's ``DeadLetterPolicy``) a message the
+  application received with a redelivery count of at least the maximum is a candidate
+  (``possibleSendToDeadLetterTopicMessages``): when the client would next ask for its entry again (a negative
+  ack falling due, the ack timeout), it publishes the entry's messages to the dead-letter topic instead, with
+  the ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` properties, and acknowledges them once the send is receipted
+  (``processPossibleToDLQ``). A copy arriving with a count above the maximum is routed so without the
+  application seeing it. The redelivery counts are the model broker's (``Dispatcher.redelivery_counts``).
 * :meth:`acknowledge_cumulative` is refused by the client on Key_Shared
   (``CumulativeAcknowledgementNotAllowedError``); nothing reaches the broker.
 * :meth:`close` removes the consumer at once. :meth:`crash` kills the client: its queue is lost, nothing is
@@ -44,6 +51,7 @@ from reference_model.storage.position import Position
 
 if TYPE_CHECKING:
     from reference_model.broker.model_broker import ModelBroker
+    from reference_model.broker.producer import ModelProducer
     from reference_model.broker.subscription import ServerSubscription
 
 __all__ = ["MIN_UNACKED_MESSAGES_TIMEOUT_MS", "UNACKED_TICK_MS", "ModelConsumer"]
@@ -74,8 +82,14 @@ class ModelConsumer:
         initial_position: str,
         replicate_subscription_state: bool,
         unacked_messages_timeout_ms: int = 0,
+        dead_letter: tuple[int, str] | None = None,
     ) -> None:
         self._broker = broker
+        #: (max_redeliver_count, dead-letter topic), or None: no dead-letter policy
+        self.dead_letter = dead_letter
+        #: entry -> its messages received with a count at the maximum: routed at their next redelivery request
+        self._dead_candidates: dict[Position, list[ModelMessage]] = {}
+        self._dead_producer: ModelProducer | None = None
         self._topic = topic
         self._subscription_name = subscription
         self._name = consumer_name
@@ -138,14 +152,23 @@ class ModelConsumer:
             if self.state != "open" or not queue:
                 return None
         msg = queue.popleft()
+        if self.dead_letter is not None and msg.redelivery_count() >= self.dead_letter[0]:
+            if msg.redelivery_count() > self.dead_letter[0]:  # routed unseen; the permit still counts back
+                self._route_dead([msg])
+                self._count_permit()
+                return self.receive(timeout_millis)
+            self._dead_candidates.setdefault(msg.entry.position, []).append(msg)
         if self.unacked_messages_timeout_ms:
             self._track_unacked(msg.entry.position, max(msg.index, 0))
+        self._count_permit()
+        return msg
+
+    def _count_permit(self) -> None:
         if self.receiver_queue_size:  # each message taken counts a permit back, sent in one Flow at half the queue
             taken = self._permits_to_flow = self._permits_to_flow + 1
             if taken >= self._flow_threshold:
                 self._permits_to_flow = 0
                 self._send_flow(taken)
-        return msg
 
     def acknowledge(self, message: ModelMessage | ModelMessageId) -> None:
         """Acknowledge one message; the entry is acknowledged to the broker once all its messages are."""
@@ -206,8 +229,9 @@ class ModelConsumer:
             if self.state == "open" and self._connection == connection and self.server_subscription is not None:
                 dispatcher = self.server_subscription.dispatcher
                 assert self.server is not None
-                if dispatcher is not None:
-                    dispatcher.redeliver(self.server, list(bucket))
+                positions = self._without_dead(list(bucket))
+                if dispatcher is not None and positions:
+                    dispatcher.redeliver(self.server, positions)
 
         clock.call_at(due_ns, redeliver)
 
@@ -337,8 +361,44 @@ class ModelConsumer:
         """``redeliverUnacknowledgedMessages(ids)``: the broker takes back these entries (Shared/Key_Shared)."""
         assert self.server_subscription is not None and self.server is not None
         dispatcher = self.server_subscription.dispatcher
-        if dispatcher is not None:
+        positions = self._without_dead(positions)
+        if dispatcher is not None and positions:
             dispatcher.redeliver(self.server, positions)
+
+    def _without_dead(self, positions: list[Position]) -> list[Position]:
+        """``positions`` but the dead-letter candidates among them, which are routed to the dead-letter topic."""
+        candidates = self._dead_candidates
+        if not candidates:
+            return positions
+        kept = []
+        for position in positions:
+            messages = candidates.pop(position, None)
+            if messages is None:
+                kept.append(position)
+            else:
+                self._route_dead(messages)
+        return kept
+
+    def _route_dead(self, messages: list[ModelMessage]) -> None:
+        """Publish ``messages`` to the dead-letter topic and acknowledge each once its send is receipted."""
+        assert self.dead_letter is not None
+        if self._dead_producer is None:
+            self._dead_producer = self._broker.create_producer(
+                self.dead_letter[1], producer_name=f"{self._subscription_name}-{self._name}-DLQ"
+            )
+        connection = self._connection
+        for msg in messages:
+            properties = dict(msg.properties())
+            properties["REAL_TOPIC"] = self._topic
+            properties["ORIGIN_MESSAGE_ID"] = str(msg.message_id())
+
+            def sent(result: object, _msg_id: object, msg: ModelMessage = msg) -> None:
+                if str(result) == "Ok" and self.state == "open" and self._connection == connection:
+                    self.acknowledge(msg)
+
+            self._dead_producer.send_async(
+                msg.data(), sent, properties=properties, partition_key=msg.partition_key() or None
+            )
 
     def _send_flow(self, permits: int) -> None:
         if self.server is not None and self.server_subscription is not None:

@@ -286,6 +286,7 @@ class ModelBroker:
         initial_position: str = "Latest",
         negative_ack_redelivery_delay_ms: int = 60000,
         unacked_messages_timeout_ms: int | None = None,
+        dead_letter: tuple[int, str] | None = None,
         **unsupported: Any,
     ) -> ModelConsumer:
         """``client.subscribe`` for a Key_Shared consumer; raises ConsumerBusy, ConsumerAssignError, NotAllowedError."""
@@ -343,6 +344,7 @@ class ModelBroker:
             initial_position=initial_position,
             replicate_subscription_state=replicate_subscription_state,
             unacked_messages_timeout_ms=timeout,
+            dead_letter=_dead_letter_policy(dead_letter),
         )
         self._next_consumer_id += 1
         self._connect_consumer(client)
@@ -635,3 +637,21 @@ class ModelBroker:
         self._dispatcher(topic, subscription).interleave_replay_filter(
             action, None if after is None else Position(*after)
         )
+
+
+def _dead_letter_policy(policy: Any) -> tuple[int, str] | None:
+    """``subscribe``'s ``dead_letter``: ``(max_redeliver_count >= 1, topic)`` or None (the client's
+    ``ConsumerDeadLetterPolicy``, its two fields the model follows; the client wants a count above 0)."""
+    if policy is None:
+        return None
+    if (
+        not isinstance(policy, tuple)
+        or len(policy) != 2
+        or isinstance(policy[0], bool)
+        or not isinstance(policy[0], int)
+        or policy[0] < 1
+        or not isinstance(policy[1], str)
+        or not policy[1]
+    ):
+        raise InvalidArgument(f"dead_letter must be (max_redeliver_count >= 1, topic) but got {policy!r}.")
+    return policy

@@ -93,6 +93,17 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     # (stream, ledger, entry) -> the key of the first event (a stored publish, a receive) of any message of a
     # batch entry: the broker dispatches the entry whole by one key, so each of its messages is judged under it
     entry_key: dict[tuple[str, int, int], str] = {}
+    # dead letters: (sub, message key) -> (dead_letter i, the release before it, key); live receives per message;
+    # the crashes and faults, the closes; the subscriptions that saw a redeliver; the policy's maximum
+    dead: dict[tuple[str, str], tuple[int, int, str]] = {}
+    receipts: Counter[tuple[str, str]] = Counter()
+    losses: list[int] = []  # crashes and faults: an ack in flight may be lost
+    closes: list[int] = []
+    redelivered_subs: set[str] = set()
+    policy = header.extra.get("dead_letter")
+    maximum = policy.get("max_redeliver_count") if isinstance(policy, dict) else None
+    if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
+        maximum = None
 
     def sticky(stream: str, pos: tuple[int, int, int], key: str) -> str:
         return key if pos[2] < 0 else entry_key.setdefault((stream, pos[0], pos[1]), key)
@@ -140,6 +151,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             base = None if e.topic is None else normalize_topic(e.topic)[0]
             opens.setdefault(sub, []).append((i, e.t, base))
         elif op in ("close", "crash"):
+            (losses if op == "crash" else closes).append(i)
             inc = live.pop(e.consumer or "", None)
             if inc is not None:
                 release_all(inc, i, op, False)
@@ -148,6 +160,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         elif op == "redeliver":
             inc = live.get(e.consumer or "")
             if inc is not None:
+                redelivered_subs.add(inc.sub)
                 release_all(inc, i, op, True)
                 inc.disarms.append(i)
         elif op == "fault" and e.extra.get("fault") == "expire_messages":
@@ -168,6 +181,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     m.holders.clear()
                     m.acked, m.since, m.delay = True, None, None
         elif op == "fault":
+            losses.append(i)
             named = e.extra.get("consumers")
             if named is None or e.extra.get("unattributed"):
                 touched = list(every_inc)
@@ -183,6 +197,22 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if e.result is not None and e.result.value == "ok" and e.producer is not None and e.seq is not None:
                 base, named = normalize_topic(e.topic or "")
                 producer_opens.append((i, e.extra.get("t0"), e.producer, e.seq, f"{base}|{named}"))
+        elif op == "dead_letter":
+            assert e.topic is not None and e.msg_id is not None
+            mkey, _stream, msg = canonical_message(e.topic, e.msg_id)
+            sub = e.subscription or e.extra.get("subscription") or default_sub
+            if (sub, mkey) in dead:  # routed again: the broker delivered it again
+                dead_i, since, dkey = dead.pop((sub, mkey))
+                closed = any(since <= x <= dead_i for x in closes)
+                if not closed and not any(x >= since for x in losses):
+                    found[("received_after_dead_letter", sub, dkey, (dead_i, i))] += 1
+            m = msgs.get(sub, {}).get(mkey)
+            since = m.since if m is not None and m.free() and m.since is not None else i
+            if m is not None and not m.holders:
+                m.acked, m.since = True, None  # the client acknowledged the original
+            dead[(sub, mkey)] = (i, since, key if m is None else m.key)
+            if maximum is not None and sub not in redelivered_subs and receipts[(sub, mkey)] < maximum + 1:
+                found[("dead_lettered_early", sub, key if m is None else m.key, (i,))] += 1
         elif op == "publish":
             if e.uid is not None and e.uid not in uid_first:
                 uid_first[e.uid] = (e.producer, e.seq) if e.producer is not None and e.seq is not None else None
@@ -237,6 +267,13 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             records = msgs.setdefault(sub, {})
             m = records.get(mkey)
             if op == "receive":
+                if inc is not None:
+                    if (sub, mkey) in dead:
+                        dead_i, since, dkey = dead.pop((sub, mkey))
+                        closed = any(since <= x <= dead_i for x in closes)
+                        if not closed and not any(x >= since for x in losses):
+                            found[("received_after_dead_letter", sub, dkey, (dead_i, i))] += 1
+                    receipts[(sub, mkey)] += 1
                 if e.uid is not None:
                     receives_with_uid.append((e.uid, mkey, i, key))
                 if non_persistent:
