@@ -569,6 +569,31 @@ def _out_of_order_flag_kept() -> None:
     _wrap(ServerSubscription, "add_consumer", make)
 
 
+@mutant(
+    "policy-change-refused-after-all-leave",
+    "dispatch",
+    "once every consumer has left, a consumer asking for another Key_Shared mode or allowOutOfOrderDelivery is"
+    " refused (ConsumerBusy) as if the old ones were still connected (KeySharedSubscriptionTest"
+    ".testSelectorChangedAfterAllConsumerDisconnected): refused_open",
+)
+def _policy_change_refused() -> None:
+    from reference_model.broker.errors import ConsumerBusy
+    from reference_model.broker.subscription import ServerSubscription
+
+    def make(orig: Any) -> Any:
+        def add_consumer(self: Any, consumer: Any, policy: Any) -> None:
+            current = self.dispatcher
+            if current is not None and not current.consumers:
+                old = current.policy
+                if (old.mode, old.allow_out_of_order_delivery) != (policy.mode, policy.allow_out_of_order_delivery):
+                    raise ConsumerBusy(f"Subscription is of different type: subscription {self.name!r}")
+            orig(self, consumer, policy)
+
+        return add_consumer
+
+    _wrap(ServerSubscription, "add_consumer", make)
+
+
 # --- non-persistent dispatcher ---------------------------------------------------------------------------
 
 

@@ -15,13 +15,15 @@ profile            contract                                                     
                    legitimately hold messages back
 ``shared``         Shared subscription: no per-key promise                            key_overlap, out_of_order,
                                                                                       misassigned,
-                                                                                      accepted_conflicting_open
+                                                                                      accepted_conflicting_open,
+                                                                                      refused_open
 ``strict``         everything forbidden, and a check that could not be judged         none
                    (run not drained, membership not rebuilt) makes the verdict invalid
 ``lenient``        at-least-once delivery only: nothing lost, nothing invented,       key_overlap, out_of_order,
                    nothing acknowledged delivered again                               duplicate_publish,
                                                                                       misassigned,
                                                                                       accepted_conflicting_open,
+                                                                                      refused_open,
                                                                                       wrong_redelivery_count
 =================  =================================================================  ============================
 
@@ -95,7 +97,7 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "shared",
             "Shared subscription: no per-key promise, only delivery and deduplication",
-            frozenset({_K.KEY_OVERLAP, _K.OUT_OF_ORDER, _K.MISASSIGNED, _K.ACCEPTED_CONFLICTING_OPEN}),
+            frozenset({_K.KEY_OVERLAP, _K.OUT_OF_ORDER, _K.MISASSIGNED, _K.ACCEPTED_CONFLICTING_OPEN, _K.REFUSED_OPEN}),
         ),
         Profile(
             "strict",
@@ -112,6 +114,7 @@ PROFILES: dict[str, Profile] = {
                     _K.DUPLICATE_PUBLISH,
                     _K.MISASSIGNED,
                     _K.ACCEPTED_CONFLICTING_OPEN,
+                    _K.REFUSED_OPEN,
                     _K.WRONG_REDELIVERY_COUNT,
                 }
             ),

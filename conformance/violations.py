@@ -7,7 +7,8 @@ in Elle's form: "Let: E12 = ... Then: - ... - However, ...".  Rendering decides 
 
 The kind names are part of the trace format and of the JSON output: ``key_overlap``, ``out_of_order``,
 ``undelivered``, ``redelivered_after_ack``, ``duplicate_publish``, ``unexpected_message``, ``misassigned``,
-``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
+``accepted_conflicting_open``, ``refused_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``,
+``lost_write``,
 ``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
 ``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``; and
@@ -48,6 +49,9 @@ class Kind(str, Enum):
     MISASSIGNED = "misassigned"  #: delivered to a consumer the reference selector never names
     #: a STICKY consumer whose ranges conflict with a connected one's joined, though Pulsar refuses it
     ACCEPTED_CONFLICTING_OPEN = "accepted_conflicting_open"
+    #: a subscribe refused (ConsumerBusy, ConsumerAssignError) that Pulsar accepts: its policy matched every
+    #: consumer that could still be connected (or none could) and its sticky ranges conflict with none of theirs
+    REFUSED_OPEN = "refused_open"
     #: after a failover, a message the application had not acknowledged never arrived on the other cluster
     SKIPPED_AFTER_FAILOVER = "skipped_after_failover"
     #: once replication settled, a cluster's copy of a replicated subscription had a smaller backlog than the

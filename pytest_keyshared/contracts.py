@@ -63,6 +63,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "last_sequence_id_behind": "deduplication",
     "misassigned": "assignment",
     "accepted_conflicting_open": "assignment",
+    "refused_open": "assignment",
     "skipped_after_failover": "replication",
     "replicated_cursor_ahead": "replication",
     "redelivered_after_failover": "replication",

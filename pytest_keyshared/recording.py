@@ -193,6 +193,9 @@ class RecordingConsumer:
             Op.CLOSE, topic=self._recorder.topic, subscription=self._recorder.subscription, consumer=self.handle
         )
         self._consumer.close()
+        self._recorder.writer.record(  # the close completed: the broker no longer has this consumer
+            Op.CLOSED, topic=self._recorder.topic, subscription=self._recorder.subscription, consumer=self.handle
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._consumer, name)

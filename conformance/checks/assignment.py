@@ -1,5 +1,6 @@
-"""``misassigned``: a message delivered to a consumer the reference selector never names for its key; and
-``accepted_conflicting_open``: a subscribe the broker accepted although Pulsar refuses it.
+"""``misassigned``: a message delivered to a consumer the reference selector never names for its key;
+``accepted_conflicting_open``: a subscribe the broker accepted although Pulsar refuses it; and ``refused_open``:
+a subscribe the broker refused although Pulsar accepts it (:func:`must_accept`, below).
 
 Judged only when the trace header names the selector the broker is expected to use (``selector``: kind,
 Pulsar version, ring points; ``implementation: classic`` picks the 4.x classic ring).  Each subscription's
@@ -68,10 +69,15 @@ __all__ = [
     "Lower",
     "Node",
     "Refusal",
+    "Registered",
     "Timeline",
+    "admit",
     "explain",
     "make_misassigned",
     "make_refused_open",
+    "make_wrong_refusal",
+    "must_accept",
+    "refusal_cause",
     "selector_factory",
 ]
 
@@ -217,10 +223,9 @@ class Timeline:
         head = None
         for node in self.frontier:
             state = node.state.copy()
-            try:
-                state.add(ref, ranges)
-            except KeySharedError as exc:  # Pulsar refuses this subscribe in this membership
-                reason = reason or f"{type(exc).__name__}: {exc}"
+            refused = admit(state, ref, ranges)
+            if refused is not None:  # Pulsar refuses this subscribe in this membership
+                reason = reason or refused
                 continue
             children.append(Node(state, max(node.lo, lo), node.pending))
             if node is self.head:
@@ -426,6 +431,114 @@ class Timeline:
         return names
 
 
+def admit(state: Any, ref: Any, ranges: list[tuple[int, int]] | None) -> str | None:
+    """Add consumer ``ref`` (sticky ``ranges``, or None) to selector ``state``; the selector's reason when Pulsar
+    refuses it there (a STICKY range conflict, an auto-split range that cannot be split), else None.
+
+    The one place a subscribe is tried on the reference selector: :meth:`Timeline.apply` (an accepted open
+    Pulsar refuses) and :func:`must_accept` (a refused open Pulsar accepts) both ask it."""
+    try:
+        state.add(ref, ranges)
+    except KeySharedError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+# --- a refused subscribe Pulsar must accept (refused_open) ---------------------------------------------------
+
+
+def refusal_cause(error: Any) -> str | None:
+    """What a refused ``open``'s ``error`` says the broker refused it for: ``busy`` (``ConsumerBusy``,
+    "Subscription is of different type"), ``conflict`` (``ConsumerAssignError``, a STICKY "Range conflict" or no
+    range left to split), or None (another error — a timeout, a lost connection —: not judged)."""
+    if not isinstance(error, str):
+        return None
+    if "ConsumerAssign" in error or "Range conflict" in error or "No more range" in error:
+        return "conflict"
+    if "ConsumerBusy" in error or "different type" in error:
+        return "busy"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """A consumer of a subscription (an incarnation): its Key_Shared mode, ``allowOutOfOrderDelivery`` and sticky
+    ranges as its ``open`` asked (None where the trace does not say)."""
+
+    inc_id: int
+    name: str
+    mode: str | None
+    out_of_order: bool | None
+    ranges: tuple[tuple[int, int], ...] | None
+
+    @classmethod
+    def of(cls, inc_id: int, name: str, policy: Any) -> Registered:
+        if not isinstance(policy, dict):
+            return cls(inc_id, name, None, None, None)
+        ranges = policy.get("sticky_ranges")
+        flag = policy.get("allow_out_of_order_delivery")
+        return cls(
+            inc_id,
+            name,
+            policy.get("key_shared_mode"),
+            None if flag is None else bool(flag),
+            tuple((int(a), int(b)) for a, b in ranges) if ranges else None,
+        )
+
+
+def must_accept(fresh: Any, sticky: bool, registered: Sequence[Registered], new: Registered) -> str | None:
+    """Why Pulsar must accept subscribe ``new`` when the broker may still have had ``registered`` (every consumer
+    whose close or removal was not seen completed before the subscribe was sent); None when Pulsar may refuse it,
+    or when the trace cannot tell (a policy it does not record, no usable reference selector).
+
+    Pulsar refuses a Key_Shared consumer whose mode or ``allowOutOfOrderDelivery`` differs from a connected
+    consumer's (``SubscriptionBusyException`` "Subscription is of different type", client ``ConsumerBusy``); with
+    no consumer connected the new policy takes over (``testSelectorChangedAfterAllConsumerDisconnected``).  With
+    the same policy it refuses only what the selector refuses (:func:`admit`: STICKY range conflicts, an
+    auto-split range that cannot be split).  ``fresh``/``sticky``: the header's selector (None: not judged)."""
+    if not registered:
+        return (
+            "no earlier consumer could still be connected (each one's close had completed, or its crash was seen"
+            " removed, before this subscribe was sent), so the subscription takes the new consumer's policy"
+        )
+    if new.mode is None or new.out_of_order is None:
+        return None
+    if any(r.mode != new.mode or r.out_of_order != new.out_of_order for r in registered):
+        return None  # a consumer that may still be connected has another policy: Pulsar may refuse
+    if fresh is None or sticky != (new.mode == "STICKY"):
+        return None  # the header's selector is not the one this mode uses: the ranges cannot be judged
+    from reference_model.selectors import ConsumerRef
+
+    state = fresh()
+    for r in registered:
+        if admit(state, ConsumerRef(r.name, r.inc_id), list(r.ranges) if sticky and r.ranges else None) is not None:
+            return None
+    if admit(state, ConsumerRef(new.name, new.inc_id), list(new.ranges) if sticky and new.ranges else None):
+        return None  # the selector refuses it beside a consumer that may still be connected
+    flag = "true" if new.out_of_order else "false"
+    names = ", ".join(sorted({r.name for r in registered}))
+    return (
+        f"every consumer that could still be connected ({names}) has Key_Shared mode {new.mode} and"
+        f" allowOutOfOrderDelivery={flag}, as this one asked, and the reference selector takes it beside them"
+    )
+
+
+def make_wrong_refusal(
+    subscription: str, consumer: str, open_index: int, error: str, cause: str, reason: str, ranges: Any
+) -> Violation:
+    """The violation for a refused ``open`` that Pulsar must accept (:func:`must_accept`)."""
+    facts = {
+        "subscription": subscription,
+        "consumer": consumer,
+        "ranges": [list(r) for r in ranges] if ranges else None,
+        "error": error,
+        "cause": cause,
+        "accept": reason,
+        "refs": [[open_index, "open", consumer, None]],
+    }
+    return Violation(Kind.REFUSED_OPEN, None, (consumer,), (open_index,), explain(facts), subscription, facts)
+
+
 def _direct_table(state: Any) -> tuple[list[Any] | None, int]:
     """``(table, n)``: the selector state's slot table, and how many of its first slots ``state.select(slot)``
     answers with ``table[slot]``; ``(None, 0)`` for a selector whose ``select`` is not that (a ring searched by
@@ -487,6 +600,18 @@ def make_refused_open(subscription: str, consumer: str, open_index: int, ranges:
 
 def explain(facts: Mapping[str, Any]) -> str:
     refs = facts["refs"]
+    if "accept" in facts:
+        ranges = f" with sticky ranges {facts['ranges']}" if facts.get("ranges") else ""
+        return render_elle(
+            f"refused_open: the broker refused {facts['consumer']}'s subscribe to {facts['subscription']!r}{ranges},"
+            " which Pulsar accepts",
+            refs,
+            [
+                f"When the subscribe of E{refs[0][0]} was sent, {facts['accept']}.",
+                "Pulsar accepts such a subscribe.",
+                f"However, the broker refused it at E{refs[0][0]}: {facts['error']}.",
+            ],
+        )
     if "reason" in facts:
         ranges = f" with sticky ranges {facts['ranges']}" if facts.get("ranges") else ""
         return render_elle(

@@ -57,7 +57,18 @@ from conformance.checks._state import (
     holders_of,
     settled_of,
 )
-from conformance.checks.assignment import Change, Lower, Timeline, make_misassigned, make_refused_open, selector_factory
+from conformance.checks.assignment import (
+    Change,
+    Lower,
+    Registered,
+    Timeline,
+    make_misassigned,
+    make_refused_open,
+    make_wrong_refusal,
+    must_accept,
+    refusal_cause,
+    selector_factory,
+)
 from conformance.checks.unexpected import make_unexpected
 from conformance.profiles import Profile, resolve_profile
 from conformance.trace.decode import ROW_FIELDS, RowDecoder
@@ -208,6 +219,9 @@ class StreamingChecker:
         self._sticky = False
         self.suspects: dict[str, list[Suspect]] = {}
         self._assign_unjudged = False
+        #: subscription -> the consumers the broker may have registered (:meth:`_registry`), for refused_open
+        self._registered: dict[str, dict[int, list[Any]]] = {}
+        self._refusal_noted = False
         spec = self.header.selector
         if spec is None:
             self.notes.append("misassigned not judged: the trace header names no selector")
@@ -578,6 +592,8 @@ class StreamingChecker:
             self._leave(row, op)
         elif op == "gone":
             self._gone(row)
+        elif op == "closed":
+            self._completed(row)
         elif op == "fault":
             self._fault(row)
         elif op == "end":
@@ -654,6 +670,15 @@ class StreamingChecker:
     def _open(self, row: EventRow) -> None:
         i, t, consumer, result = row.i, row.t, row.consumer, row.result
         if result is not None and result != "ok":
+            if result == "fail":
+                self._refused(row)
+            else:  # the client could not tell: the broker may have it registered from now on
+                extra = self._extras(row[16])
+                name = extra.get("name")
+                self._registry(extra.get("subscription"))[i] = [
+                    Registered.of(i, consumer if name is None else name, extra.get("policy")),
+                    None,
+                ]
             return
         if consumer in self.live:  # validated traces never do this; a live feed may
             raise InvalidArgument(f"event i={i}: consumer {consumer!r} opened again while still open")
@@ -676,6 +701,57 @@ class StreamingChecker:
         if isinstance(policy, dict) and policy.get("sticky_ranges"):
             ranges = tuple((int(a), int(b)) for a, b in policy["sticky_ranges"])
         self._membership(sub, Change(i, t, "open", inc.id, inc.name, ranges), inc)
+        self._registry(sub.name)[inc.id] = [Registered.of(inc.id, inc.name, policy), None]
+
+    def _registry(self, subscription: str | None) -> dict[int, list[Any]]:
+        """The consumers of ``subscription`` the broker may have registered: incarnation id -> [its
+        :class:`~conformance.checks.assignment.Registered`, the ``t`` by which its close completed or its crash
+        was seen removed (None while unknown)]."""
+        name = self.default_sub if subscription is None else subscription
+        registry = self._registered.get(name)
+        if registry is None:
+            registry = self._registered[name] = {}
+        return registry
+
+    def _refused(self, row: tuple[Any, ...]) -> None:
+        """A refused subscribe: ``refused_open`` when Pulsar must accept it (:func:`assignment.must_accept`).
+
+        Judged only with the subscribe's send time (``t0``) and an ``error`` naming a refusal (``ConsumerBusy``,
+        ``ConsumerAssignError``), before any broker fault.  The consumers the broker may still have had are those
+        whose completed close (``closed``) or seen removal (``gone``) is not strictly before ``t0``: an equal
+        timestamp may not have completed first, and a close without ``closed`` may never have."""
+        i, consumer, t0 = row[0], row[3], row[11]
+        extra = self._extras(row[16])
+        error = extra.get("error")
+        cause = refusal_cause(error)
+        if cause is None or self.first_fault is not None:
+            return
+        if t0 is None:
+            if not self._refusal_noted:
+                self._refusal_noted = True
+                self.notes.append(
+                    f"refused_open not judged at E{i}: the refused open carries no 't0' (when the subscribe was sent)"
+                )
+            return
+        registry = self._registry(extra.get("subscription"))
+        name = extra.get("name")
+        policy = extra.get("policy")
+        new = Registered.of(i, consumer if name is None else name, policy)
+        maybe = [entry[0] for entry in registry.values() if entry[1] is None or entry[1] >= t0]
+        reason = must_accept(self._fresh_selector, self._sticky, maybe, new)
+        if reason is not None:
+            sub = self.default_sub if extra.get("subscription") is None else extra["subscription"]
+            self._emit(make_wrong_refusal(sub, consumer, i, str(error), cause, reason, new.ranges))
+
+    def _completed(self, row: tuple[Any, ...]) -> None:
+        """``closed``: the close of the handle's last incarnation completed by this event's ``t``."""
+        t, consumer = row[1], row[3]
+        inc = self.last_inc.get(consumer)
+        if inc is None or self.live.get(consumer) is inc:
+            return
+        entry = self._registry(inc.sub.name).get(inc.id)
+        if entry is not None and entry[1] is None:
+            entry[1] = t
 
     def _owed_here(self, sub: SubState, mkey: str) -> bool:
         """Whether ``undelivered`` judges ``mkey`` here: not on a copy of a failover run's topic that the
@@ -706,9 +782,13 @@ class StreamingChecker:
         Nothing when the handle is open again (the event then names no crashed incarnation)."""
         i, t, consumer = row.i, row.t, row.consumer
         inc = self.last_inc.get(consumer)
-        if inc is None or self.live.get(consumer) is inc or inc.sub.timeline is None:
+        if inc is None or self.live.get(consumer) is inc:
             return
-        inc.sub.timeline.gone(inc.id, i, t)
+        entry = self._registry(inc.sub.name).get(inc.id)
+        if entry is not None and entry[1] is None:
+            entry[1] = t
+        if inc.sub.timeline is not None:
+            inc.sub.timeline.gone(inc.id, i, t)
 
     def _nack(self, row: EventRow) -> None:
         i, consumer, mkey = row.i, row.consumer, row.mkey
@@ -1238,6 +1318,7 @@ def _extra_of(event: Event) -> dict[str, Any]:
         "deliver_after_ms": extra.get("deliver_after_ms"),
         "fault": extra.get("fault"),
         "expire_seconds": extra.get("expire_seconds"),
+        "error": extra.get("error"),
     }
 
 

@@ -24,7 +24,7 @@ __all__ = ["EVENT_COLUMNS", "events_frame", "events_table", "path_frame", "sourc
 EVENT_COLUMNS: tuple[str, ...] = (
     "i", "t", "op", "topic", "subscription", "consumer", "producer", "key", "msg_id", "seq", "uid", "result",
     "redelivery_count", "drained", "t0", "name", "receiver_queue", "policy", "consumers", "unattributed",
-    "deliver_after_ms", "fault", "expire_seconds",
+    "deliver_after_ms", "fault", "expire_seconds", "error",
 )  # fmt: skip
 
 

@@ -64,6 +64,8 @@ class TraceBuilder:
         result: str = "ok",
         policy: dict[str, Any] | None = None,
         topic: str | None = None,
+        t0: int | None = None,
+        error: str | None = None,
     ) -> Event:
         return self.add(
             "open",
@@ -73,6 +75,8 @@ class TraceBuilder:
             result=result,
             name=name,
             policy=policy,
+            t0=t0,
+            error=error,
         )
 
     def publish(
@@ -147,6 +151,9 @@ class TraceBuilder:
 
     def close(self, consumer: str) -> Event:
         return self.add("close", consumer=consumer)
+
+    def closed(self, consumer: str) -> Event:
+        return self.add("closed", consumer=consumer)
 
     def crash(self, consumer: str) -> Event:
         return self.add("crash", consumer=consumer)

@@ -46,6 +46,8 @@ class Op(str, Enum):
     SNAPSHOT = "snapshot"
     #: the harness saw that the broker no longer has a crashed consumer (``consumer``: the handle it crashed)
     GONE = "gone"
+    #: ``close()`` returned for a consumer (the broker answered the close): the close completed by ``t``
+    CLOSED = "closed"
     #: a producer was created (result ok); ``seq``: the last sequence id the broker answered it on connect, as the
     #: client reports it right after (``producer.last_sequence_id()``); ``t0``: when the creation began
     PRODUCER_OPEN = "producer_open"

@@ -85,6 +85,7 @@ def _fast_schema() -> Any:
             ("deliver_after_ms", pa.int64()),  # on a publish: delayed delivery (the delayed check reads it)
             ("fault", pa.string()),  # on a fault: what happened (an expiry is judged: checks/expiry.py)
             ("expire_seconds", pa.int64()),  # on an expire_messages fault: the TTL it ran with
+            ("error", pa.string()),  # the client's error (on a refused open: checks/assignment.py judges it)
             ("name", pa.string()),
             ("receiver_queue", pa.int64()),
             ("policy", policy),

@@ -53,6 +53,7 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "failover": ("topic",),
     "snapshot": (),
     "gone": ("consumer",),
+    "closed": ("consumer",),
     "producer_open": ("topic", "producer", "seq"),
     "dead_letter": ("topic", "msg_id"),
 }

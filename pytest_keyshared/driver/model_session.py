@@ -113,6 +113,18 @@ class ModelSession(Session):
         super().__init__(target, topic, run_dir, nonce)
         self.broker = target.new_broker(seed)  # type: ignore[attr-defined]
         self.scheduler = SteppedScheduler(self.broker.clock.now_ns, self.broker.advance, tick_ms=1)
+        self._left_ns: int | None = None
+
+    def consumer_gone(self, handle_name: str) -> None:
+        self._left_ns = self.clock()
+
+    def before_subscribe(self) -> None:
+        """A subscribe right after a close or crash at the same simulated instant is sent 1 ns later, as any
+        client's would be: the trace then shows the close completed (``closed``) strictly before the subscribe
+        was sent (``t0``), which ``refused_open`` needs (equal timestamps are not judged)."""
+        now = self.clock()
+        if self._left_ns == now:
+            self.broker.clock.advance_to(now + 1)
 
     def keep_memory_bounded(self) -> None:
         """Trim the entries every cursor is done with (``BrokerConfig.trim_consumed_entries``).

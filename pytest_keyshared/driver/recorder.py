@@ -166,7 +166,10 @@ class Recorder:
 
     # --- events -----------------------------------------------------------------------------------------
 
-    def open(self, handle: str, spec: ConsumerSpec, *, ok: bool, error: str | None = None) -> Event:
+    def open(
+        self, handle: str, spec: ConsumerSpec, *, ok: bool, error: str | None = None, t0: int | None = None
+    ) -> Event:
+        """The subscribe's outcome; ``t0``: when it was sent (a refused one is judged from it: refused_open)."""
         return self.writer.record(
             Op.OPEN,
             topic=self.topic,
@@ -178,6 +181,7 @@ class Recorder:
             receiver_queue=spec.receiver_queue,
             ack_timeout_ms=spec.ack_timeout_ms or None,
             error=error,
+            t0=t0,
         )
 
     def receive(self, handle: str, d: Delivery) -> None:
@@ -216,7 +220,7 @@ class Recorder:
         )  # fmt: skip
 
     def membership(self, op: Op, handle: str, **extra: Any) -> Event:
-        """``close``, ``crash`` or ``redeliver`` of one consumer."""
+        """``close``, ``closed`` (the close returned), ``crash``, ``redeliver`` or ``gone`` of one consumer."""
         return self.writer.record(op, topic=self.topic, subscription=self.subscription, consumer=handle, **extra)
 
     def publish(self, producer: str, message: OutgoingMessage, outcome: SendOutcome) -> None:

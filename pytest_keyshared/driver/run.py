@@ -369,15 +369,17 @@ class _Run(RunLoop):
         crashable = self._crashable(step.consumer)
         if self._removal_watch is not None:
             self._removal_watch.reopened(step.consumer)
+        self.session.before_subscribe()
+        t0 = self.session.clock()
         try:
             handle = self.session.open_consumer(step.consumer, spec, crashable=crashable)
         except (TargetError, KeyboardInterrupt):
             raise
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            self.recorder.open(step.consumer, spec, ok=False, error=error)
+            self.recorder.open(step.consumer, spec, ok=False, error=error, t0=t0)
             return False, f"open {step.consumer!r} failed: {error}"
-        self.recorder.open(step.consumer, spec, ok=True)
+        self.recorder.open(step.consumer, spec, ok=True, t0=t0)
         if self._broker_names is None:
             self._broker_names = {}
         self._broker_names[step.consumer] = spec.name
@@ -543,6 +545,7 @@ class _Run(RunLoop):
                 worker.handle.crash()
             else:
                 worker.handle.close()
+                self.recorder.membership(Op.CLOSED, name)  # the close completed (refused_open reads it)
         except Exception as exc:
             return False, f"{op.value} {name!r}: {type(exc).__name__}: {exc}"
         finally:

@@ -62,6 +62,9 @@ def discipline_problems(events: Iterable[Mapping[str, Any]], *, limit: int = 20)
                 received[consumer].add(e.get("msg_id", ""))
             elif op in ("ack", "nack") and e.get("msg_id") not in received[consumer]:
                 problem(f"{where}: {consumer!r} never received {e.get('msg_id')} in this incarnation")
+        elif op == "closed":
+            if consumer in open_now:
+                problem(f"{where}: {consumer!r} is open again")
         elif op in ("close", "crash"):
             if consumer not in open_now:
                 problem(f"{where}: {consumer!r} is not open")

@@ -148,6 +148,11 @@ class Session(ABC):
         """Consumer ``handle_name`` was closed or crashed on purpose."""
         return None
 
+    def before_subscribe(self) -> None:
+        """A subscribe is about to be sent (its ``t0`` is read right after).  A real broker's clock moves on its
+        own; the model's moves only when told (:class:`ModelSession`)."""
+        return None
+
     def consumer_names(self, subscription: str) -> Counter[str] | None:
         """How many consumers of each name the broker's topic stats list for ``subscription`` now, or ``None``
         when the target shows no stats (``driver/removals.py`` reads it after a crash)."""

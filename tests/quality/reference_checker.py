@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from conformance.trace.events import Event
@@ -446,7 +447,76 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         keys = {(sub, mkey): m.key for sub, records in msgs.items() for mkey, m in records.items()}
         _wrong_redelivery_counts(header, events, default_sub, keys, found)
     found.update(compacted_reads(events))
+    _refused_opens(header, events, default_sub, found)
     return found
+
+
+#: Words of a refused subscribe's ``error`` that name a refusal (docs/checker.md, ``refused_open``).
+_REFUSALS = ("ConsumerBusy", "different type", "ConsumerAssign", "Range conflict", "No more range")
+
+
+def _refused_opens(header: TraceHeader, events: Sequence[Event], default_sub: str, found: Counter[Identity]) -> None:
+    """``refused_open`` as ``docs/checker.md`` states it, by scanning the events until the first fault (an expiry
+    is none): a refused open (``fail``) with a ``t0`` and an error naming a refusal, when no earlier consumer of
+    its subscription may still be registered (an ``ok``/``info`` open whose ``closed``/``gone`` is not strictly
+    before ``t0``), or all of them have its mode and flag and the header's selector takes it.  The selector is
+    read here as the documentation states Pulsar's: consistent hashing takes every consumer, STICKY refuses a
+    range overlapping another consumer's; an auto-split split is not re-derived (not judged)."""
+    spec = header.selector
+    kind = None if spec is None else spec.kind
+    members: dict[str, list[list[Any]]] = {}  # sub -> [name, mode, flag, ranges, completed t or None]
+    last: dict[str, list[Any]] = {}  # handle -> its last ok open's entry
+    live: set[str] = set()
+    for e in events:
+        op, handle = e.op.value, e.consumer or ""
+        if op == "fault" and e.extra.get("fault") != "expire_messages":
+            return
+        if op in ("close", "crash"):
+            live.discard(handle)
+        elif op in ("closed", "gone"):
+            entry = last.get(handle)
+            if entry is not None and handle not in live and entry[4] is None:
+                entry[4] = e.t
+        if op != "open":
+            continue
+        result = "ok" if e.result is None else e.result.value
+        sub = e.subscription or default_sub
+        policy = e.extra.get("policy") or {}
+        ranges = policy.get("sticky_ranges") or None
+        entry = [e.extra.get("name") or handle, policy.get("key_shared_mode"), policy.get(
+            "allow_out_of_order_delivery"), ranges, None]  # fmt: skip
+        if result != "fail":
+            members.setdefault(sub, []).append(entry)
+            if result == "ok":
+                last[handle] = entry
+                live.add(handle)
+            continue
+        error, t0 = e.extra.get("error"), e.extra.get("t0")
+        if not isinstance(error, str) or t0 is None or not any(word in error for word in _REFUSALS):
+            continue
+        maybe = [m for m in members.get(sub, ()) if m[4] is None or m[4] >= t0]
+        if maybe:
+            mode, flag = entry[1], entry[2]
+            if mode is None or flag is None or any(m[1] != mode or m[2] != flag for m in maybe):
+                continue
+            if kind not in ("sticky", "consistent-hashing") or (kind == "sticky") != (mode == "STICKY"):
+                continue
+            if kind == "sticky":
+                taken = [r for m in maybe for r in (m[3] or ())]
+                mine = list(ranges or ())
+                if not mine or not _disjoint(taken) or not _disjoint(mine):
+                    continue  # a STICKY consumer without ranges, or members that already conflict: not judged
+                if not _disjoint(taken + mine):
+                    continue
+        found[("refused_open", sub, None, (e.i,))] += 1
+
+
+def _disjoint(ranges: Sequence[Sequence[int]]) -> bool:
+    """Whether the inclusive hash ranges are valid (0 <= start <= end <= 65535) and pairwise without overlap."""
+    if any(not 0 <= a <= b <= 65535 for a, b in ranges):
+        return False
+    ordered = sorted((a, b) for a, b in ranges)
+    return all(prev[1] < nxt[0] for prev, nxt in pairwise(ordered))
 
 
 def compacted_reads(events: Sequence[Event]) -> Counter[Identity]:
@@ -553,7 +623,7 @@ def engine_identities(violations: Sequence[Any]) -> Counter[Identity]:
 
 #: ``docs/checker.md`` "Profiles and the verdict", read again: the kinds each header-derived contract permits
 _PERMITTED_BY_CONTRACT: dict[str, frozenset[str]] = {
-    "shared": frozenset({"key_overlap", "out_of_order", "misassigned", "accepted_conflicting_open"}),
+    "shared": frozenset({"key_overlap", "out_of_order", "misassigned", "accepted_conflicting_open", "refused_open"}),
     # allowOutOfOrderDelivery: no draining hashes, no recently-joined limit, no hash blocked for ordering, so a
     # key moves while held and order across consumers is not kept; routing, delivery and acks still hold
     "out-of-order": frozenset({"key_overlap", "out_of_order"}),

@@ -18,8 +18,9 @@ from reference_model.errors import InvalidArgument
 def test_kind_values_are_the_format_names() -> None:
     assert [k.value for k in KINDS] == [
         "key_overlap", "out_of_order", "undelivered", "redelivered_after_ack", "duplicate_publish",
-        "unexpected_message", "misassigned", "accepted_conflicting_open", "skipped_after_failover",
-        "replicated_cursor_ahead", "outside_sticky_ranges", "stalled", "not_quiet", "pinned_owner", "lost_write",
+        "unexpected_message", "misassigned", "accepted_conflicting_open", "refused_open",
+        "skipped_after_failover", "replicated_cursor_ahead", "outside_sticky_ranges", "stalled", "not_quiet",
+        "pinned_owner", "lost_write",
         "redelivered_after_failover", "delivered_twice",
         "received_beyond_permits", "delivered_early", "stored_below_highest", "last_sequence_id_behind",
         "superseded_after_compaction", "wrong_redelivery_count",
@@ -43,7 +44,7 @@ def test_kind_values_are_the_format_names() -> None:
          {"key_overlap", "out_of_order"}),
         (SubscriptionSpec("s", key_shared_mode="STICKY"), {}, None, True, "sticky", {"undelivered"}),
         (SubscriptionSpec("s", type="Shared"), {}, None, True, "shared",
-         {"key_overlap", "out_of_order", "misassigned", "accepted_conflicting_open"}),
+         {"key_overlap", "out_of_order", "misassigned", "accepted_conflicting_open", "refused_open"}),
     ],
 )  # fmt: skip
 def test_the_default_profile_follows_the_header(sub, extra, version, dedup, name, permitted) -> None:  # type: ignore[no-untyped-def]
