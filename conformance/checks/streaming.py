@@ -673,7 +673,7 @@ class StreamingChecker:
             if result == "fail":
                 self._refused(row)
             else:  # the client could not tell: the broker may have it registered from now on
-                extra = self._extras(row[16])
+                extra = self._extras(row.n)
                 name = extra.get("name")
                 self._registry(extra.get("subscription"))[i] = [
                     Registered.of(i, consumer if name is None else name, extra.get("policy")),
@@ -713,15 +713,15 @@ class StreamingChecker:
             registry = self._registered[name] = {}
         return registry
 
-    def _refused(self, row: tuple[Any, ...]) -> None:
+    def _refused(self, row: EventRow) -> None:
         """A refused subscribe: ``refused_open`` when Pulsar must accept it (:func:`assignment.must_accept`).
 
         Judged only with the subscribe's send time (``t0``) and an ``error`` naming a refusal (``ConsumerBusy``,
         ``ConsumerAssignError``), before any broker fault.  The consumers the broker may still have had are those
         whose completed close (``closed``) or seen removal (``gone``) is not strictly before ``t0``: an equal
         timestamp may not have completed first, and a close without ``closed`` may never have."""
-        i, consumer, t0 = row[0], row[3], row[11]
-        extra = self._extras(row[16])
+        i, consumer, t0 = row.i, row.consumer, row.t0
+        extra = self._extras(row.n)
         error = extra.get("error")
         cause = refusal_cause(error)
         if cause is None or self.first_fault is not None:
@@ -743,9 +743,9 @@ class StreamingChecker:
             sub = self.default_sub if extra.get("subscription") is None else extra["subscription"]
             self._emit(make_wrong_refusal(sub, consumer, i, str(error), cause, reason, new.ranges))
 
-    def _completed(self, row: tuple[Any, ...]) -> None:
+    def _completed(self, row: EventRow) -> None:
         """``closed``: the close of the handle's last incarnation completed by this event's ``t``."""
-        t, consumer = row[1], row[3]
+        t, consumer = row.t, row.consumer
         inc = self.last_inc.get(consumer)
         if inc is None or self.live.get(consumer) is inc:
             return
