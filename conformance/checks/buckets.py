@@ -1,0 +1,137 @@
+"""The streaming engine over a trace in the bucketed layout (:mod:`conformance.trace.buckets`): bucket by bucket,
+so that its memory is bounded by the largest bucket plus the shared events, not by the trace.
+
+Each bucket is a part of the Spark engine's split, stored: its scope pass is the merge (by ``i``) of the shared
+events and the bucket's, checked by a :class:`~conformance.checks.partition.PartChecker` with the identity fields
+blanked (:func:`~conformance.spark.split.scope_batch`), and its identity pass the bucket's identity file.  The
+parts' results are combined by :func:`~conformance.checks.partition.merge_parts`, as the Spark engine combines
+its tasks'; a trace the split cannot hold (``exact`` false) or where a part found what another part may excuse
+(:func:`~conformance.checks.partition.needs_whole_trace`) is checked again whole, every file merged by ``i``
+(in memory: the rare case).
+
+Validation: every row passes the reader's vectorised batch check (:func:`~conformance.trace.validation.check_batch`)
+in its bucket's merged order (``i`` increasing, ``t`` not decreasing, fields, message ids, one incarnation per
+consumer: the shared events every bucket holds carry the membership); the file counts are the manifest's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.checks.partition import PartChecker, PartResult, merge_parts, needs_whole_trace
+from conformance.profiles import Profile
+from conformance.trace.buckets import BucketLayout, bucket_table, identity_batches, identity_table, whole_batches
+from conformance.trace.validation import BatchState, TraceFormatError, check_batch
+from conformance.verdict import Verdict
+
+__all__ = ["check_bucket", "check_bucketed", "check_identity_whole", "merge_buckets"]
+
+
+def check_bucketed(layout: BucketLayout, profile: str | Profile | None = None) -> Verdict:
+    """The verdict of the trace stored in ``layout``: the streaming engine's, checked bucket by bucket."""
+    results = [check_bucket(layout, n, profile) for n in range(layout.buckets)] if layout.exact else None
+    return merge_buckets(layout, profile, results, engine="python")
+
+
+def check_bucket(layout: BucketLayout, n: int, profile: str | Profile | None = None) -> tuple[PartResult, PartResult]:
+    """Bucket ``n``'s ``(scope pass, identity pass)`` results, from its own files and the shared one (what a
+    Spark task checking a bucketed trace runs)."""
+    return _scope_pass(layout, n, profile), _identity_pass(layout, n, profile)
+
+
+def merge_buckets(
+    layout: BucketLayout,
+    profile: str | Profile | None,
+    results: list[tuple[PartResult, PartResult]] | None,
+    *,
+    engine: str,
+    identity_whole: Any = None,
+) -> Verdict:
+    """The verdict from every bucket's results (:func:`check_bucket`, in bucket order), merged as the Spark
+    engine merges its parts (:func:`~conformance.checks.partition.merge_parts`).
+
+    ``results`` None (an inexact split): the trace is checked whole here, every file merged by ``i``.  A part
+    whose identity kinds may depend on another (:func:`~conformance.checks.partition.needs_whole_trace`: a
+    ``lost_write`` or, deduplication on, ``stored_below_highest``, which compare ids of one producer the
+    identity buckets split apart): the identity pass is run again over all the identity files merged by ``i``
+    (:func:`check_identity_whole`, or ``identity_whole()`` if given: a Spark task), one part; the scope pass
+    never reads the identity fields, so its buckets' results stand.
+    """
+    header = layout.header
+    if results is None:
+        how = "whole"
+        whole = _check(layout, "the trace", whole_batches(layout), header, profile, lambda b: b)
+        scope, identity = [whole], [whole]
+    else:
+        how = "bucket"
+        scope, identity = [s for s, _i in results], [i for _s, i in results]
+        if layout.buckets > 1 and any(needs_whole_trace(part) for part in identity):
+            how = "bucket, identity whole"
+            identity = [identity_whole() if identity_whole is not None else check_identity_whole(layout, profile)]
+    verdict = merge_parts(header, profile, scope, identity, engine=engine)
+    return dataclasses.replace(
+        verdict, extra={**verdict.extra, "layout": "bucketed", "buckets": layout.buckets, "split": how}
+    )
+
+
+def check_identity_whole(layout: BucketLayout, profile: str | Profile | None = None) -> PartResult:
+    """The identity pass over the identity evidence of every bucket, in one part (streamed by ``i``)."""
+    return _check(layout, "the identity buckets", identity_batches(layout), layout.header, profile, _identity_shape)
+
+
+def _identity_shape(batch: Any) -> Any:
+    """The identity pass reads none of the rare fields (the Spark tasks shape it so)."""
+    from conformance.spark.split import _RARE_FIELDS
+
+    return batch.select([name for name in batch.schema.names if name not in _RARE_FIELDS])
+
+
+def _scope_pass(layout: BucketLayout, n: int, profile: str | Profile | None) -> PartResult:
+    from conformance.spark.split import scope_batch
+
+    table = bucket_table(layout, n)
+    if table.num_rows != layout.shared + layout.bucket_events[n]:
+        raise TraceFormatError(str(layout.bucket_path(n)), None, "holds another count of events than the manifest")
+    copies = layout.shared if n else 0  # the shared events are counted by bucket 0
+    return _check(
+        layout, f"bucket {n}", table.to_batches(max_chunksize=65536), layout.header, profile, scope_batch, copies=copies
+    )
+
+
+def _identity_pass(layout: BucketLayout, n: int, profile: str | Profile | None) -> PartResult:
+    table = identity_table(layout, n)
+    if table.num_rows != layout.identity_events[n]:
+        raise TraceFormatError(str(layout.identity_path(n)), None, "holds another count of events than the manifest")
+    return _check(
+        layout, f"identity bucket {n}", table.to_batches(max_chunksize=65536), layout.header, profile, _identity_shape
+    )
+
+
+def _check(
+    layout: BucketLayout,
+    what: str,
+    batches: Any,
+    header: Any,
+    profile: str | Profile | None,
+    shape: Any,
+    *,
+    copies: int = 0,
+) -> PartResult:
+    from conformance.trace.decode import row_columns
+
+    part = PartChecker(header, profile)
+    for batch in _validated(layout, what, batches):
+        part.feed(row_columns(shape(batch)))
+    return part.result(copies)
+
+
+def _validated(layout: BucketLayout, what: str, batches: Any) -> Iterator[Any]:
+    state = BatchState()
+    for batch in batches:
+        problem, derived = check_batch(batch, state)
+        if problem is not None:
+            first, last = batch.column("i")[0].as_py(), batch.column("i")[-1].as_py()
+            raise TraceFormatError(str(layout.directory), f"{what}, i={first}..{last}", problem)
+        yield derived
