@@ -145,7 +145,7 @@ def test_a_malformed_manifest_is_one_line(tmp_path: Path, capsys: Any, change: A
     manifest = json.loads((out / "manifest.json").read_text())
     change(manifest)
     (out / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(TraceFormatError, match="manifest.json"):
+    with pytest.raises(TraceFormatError, match=r"manifest\.json"):
         open_trace(out)
     assert main(["check", str(out)]) == 2
     err = capsys.readouterr().err.strip()
