@@ -272,9 +272,10 @@ def identity_table(layout: BucketLayout, n: int) -> Any:
     return _read(layout.identity_path(n))
 
 
-def merged_batches(paths: list[Path]) -> Iterator[Any]:
+def merged_batches(paths: list[Path], only: dict[Path, tuple[str, ...]] | None = None) -> Iterator[Any]:
     """The rows of several files of the layout, each in trace order, merged by ``i`` as batches, holding one
     batch of each file at a time (a streamed k-way merge: memory bounded by the files' batches, not their rows).
+    ``only``: of the files it names, the rows of those ops only.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -285,6 +286,8 @@ def merged_batches(paths: list[Path]) -> Iterator[Any]:
         try:
             last = None
             for batch in _parquet_file_batches(path, False):
+                if (only or {}).get(path) is not None:
+                    batch = batch.filter(pc.is_in(batch.column("op"), value_set=pa.array(only[path])))  # type: ignore[index]
                 if batch.num_rows:
                     _in_order(path, batch.column("i"))
                     if last is not None and batch.column("i")[0].as_py() <= last:
@@ -315,6 +318,13 @@ def whole_batches(layout: BucketLayout) -> Iterator[Any]:
     yield from merged_batches(layout.scope_files())
 
 
+#: The shared events the identity pass reads when it runs over every bucket at once: a producer's answered
+#: sequence id (``last_sequence_id_behind`` compares it with the ids of its producer that every bucket holds).
+IDENTITY_SHARED_OPS: tuple[str, ...] = ("producer_open",)
+
+
 def identity_batches(layout: BucketLayout) -> Iterator[Any]:
-    """The identity evidence of every bucket, merged by ``i`` (streamed)."""
-    yield from merged_batches([layout.identity_path(n) for n in range(layout.buckets)])
+    """The identity evidence of every bucket, and the shared events of :data:`IDENTITY_SHARED_OPS`, merged by
+    ``i`` (streamed)."""
+    paths = [layout.shared_path, *(layout.identity_path(n) for n in range(layout.buckets))]
+    yield from merged_batches(paths, {layout.shared_path: IDENTITY_SHARED_OPS})

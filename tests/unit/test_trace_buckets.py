@@ -161,3 +161,13 @@ def test_a_bucket_out_of_order_is_one_line(tmp_path: Path, capsys: Any) -> None:
     assert main(["check", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "bucket-0001.parquet" in err and "out of order" in err, err
+
+
+@pytest.mark.parametrize("answer", [5, 2])
+def test_a_producers_answered_sequence_id_is_judged_in_buckets(tmp_path: Path, answer: int) -> None:
+    from exemption_traces import gapped_id_stored, producer_answered
+
+    for k, b in enumerate((producer_answered(answer), gapped_id_stored())):
+        want = check_trace(b.events, header=b.header)
+        for buckets in (2, 3):
+            same_verdicts(check_trace(bucketed(tmp_path, b.header, b.events, buckets, f"p{k}-{buckets}")), want)
