@@ -166,7 +166,7 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
     import pyarrow.parquet as pq
 
     from conformance.spark.split import ALL, plan_split
-    from conformance.trace.reader import PARQUET_HEADER_KEY, fast_schema, open_trace
+    from conformance.trace.reader import PARQUET_HEADER_KEY, FastPathUnavailable, fast_schema, open_trace
 
     if buckets < 1:
         raise ValueError(f"buckets must be at least 1, not {buckets}")
@@ -176,7 +176,10 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise TraceFormatError(str(target), None, "exists and is not an empty directory")
-    plan = plan_split(source.batches(), buckets, one_pass=False)  # validated: a malformed trace fails here
+    try:  # validated: a malformed trace fails here, in the reader's words
+        plan = plan_split(source.batches(), buckets, one_pass=False)
+    except FastPathUnavailable as exc:  # valid, but beyond the columns the layout stores
+        raise TraceFormatError(str(src), None, f"cannot be stored in the bucketed layout ({exc})") from None
     target.mkdir(parents=True, exist_ok=True)
     schema = fast_schema().with_metadata({PARQUET_HEADER_KEY: source.header.to_json().encode("utf-8")})
     names = [SHARED, *(bucket_name(n) for n in range(buckets)), *(identity_name(n) for n in range(buckets))]

@@ -393,7 +393,8 @@ def _check_on_spark(
             except Exception as exc:  # a job that died for memory: one line saying so, with what to do
                 _raise_if_out_of_memory(exc, source, choice, master)
                 raise
-            verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
+            if isinstance(source, str) or source.format != "bucketed":  # (a bucketed trace's parts: its buckets)
+                verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
         finished = True
         if isinstance(source, str):
             return verdict
