@@ -336,7 +336,18 @@ def _check_buckets(session: Any, source: TraceSource, profile: str | Profile | N
     layout = dataclasses.replace(source.layout, directory=source.layout.directory.resolve())
     results = None
     if layout.exact:
-        rows = context.parallelize(range(layout.buckets), layout.buckets).map(_bucket_task(layout, profile)).collect()
+        try:
+            job = context.parallelize(range(layout.buckets), layout.buckets).map(_bucket_task(layout, profile))
+            rows = job.collect()
+        except Exception as failure:  # a task that found a malformed bucket: its one line, as the Python engine's
+            import re
+
+            from conformance.trace.validation import TraceFormatError
+
+            said = re.search(r"TraceFormatError: (.+?): ([^\n]+)", str(failure))
+            if said is None:
+                raise
+            raise TraceFormatError(said.group(1), None, said.group(2)) from None
         results = [pair for _n, pair in sorted(rows, key=lambda r: r[0])]
 
     def identity_whole() -> Any:  # one task: the identity files merged (the driver reads no events)

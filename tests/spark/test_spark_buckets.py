@@ -39,3 +39,19 @@ def test_each_task_checks_its_bucket_and_the_verdict_is_the_streaming_engines(sp
         if not plant:
             assert got.validity is Validity.VALID
     assert found and "bucket" in {s.split(",")[0] for s in splits}
+
+
+def test_a_malformed_bucket_is_the_readers_one_line(spark: Any, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from conformance.trace.validation import TraceFormatError
+
+    run = synthesize(5, SynthConfig(messages=30, keys=4))
+    flat = write_parquet(tmp_path / "t.parquet", run.header, list(run.events))
+    out = tmp_path / "b"
+    convert_to_buckets(flat, out, 2)
+    path = out / "bucket-0001.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.take(list(reversed(range(table.num_rows)))), path)
+    with pytest.raises(TraceFormatError, match=r"bucket-0001\.parquet: holds its events out of order"):
+        check_with_spark(str(out), spark=spark)
