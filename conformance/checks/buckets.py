@@ -22,11 +22,11 @@ from typing import Any
 
 from conformance.checks.partition import PartChecker, PartResult, merge_parts, needs_whole_trace
 from conformance.profiles import Profile
-from conformance.trace.buckets import BucketLayout, bucket_table, identity_batches, identity_table, whole_batches
+from conformance.trace.buckets import BucketLayout, bucket_table, identity_table, whole_batches
 from conformance.trace.validation import BatchState, TraceFormatError, check_batch
 from conformance.verdict import Verdict
 
-__all__ = ["check_bucket", "check_bucketed", "check_identity_whole", "merge_buckets"]
+__all__ = ["check_bucket", "check_bucketed", "check_whole", "merge_buckets"]
 
 
 def check_bucketed(layout: BucketLayout, profile: str | Profile | None = None) -> Verdict:
@@ -57,45 +57,34 @@ def merge_buckets(
     results: list[tuple[PartResult, PartResult]] | None,
     *,
     engine: str,
-    identity_whole: Any = None,
+    whole: Any = None,
 ) -> Verdict:
     """The verdict from every bucket's results (:func:`check_bucket`, in bucket order), merged as the Spark
     engine merges its parts (:func:`~conformance.checks.partition.merge_parts`).
 
-    ``results`` None (an inexact split): the trace is checked whole here, every file merged by ``i``.  A part
-    whose identity kinds may depend on another (:func:`~conformance.checks.partition.needs_whole_trace`: a
-    ``lost_write`` or, deduplication on, ``stored_below_highest``, which compare ids of one producer the
-    identity buckets split apart): the identity pass is run again over all the identity files merged by ``i``
-    (:func:`check_identity_whole`, or ``identity_whole()`` if given: a Spark task), one part; the scope pass
-    never reads the identity fields, so its buckets' results stand.
+    ``results`` None (an inexact split), or a part whose identity kinds may depend on another part's events
+    (:func:`~conformance.checks.partition.needs_whole_trace`: a ``lost_write`` or, deduplication on,
+    ``stored_below_highest``, which compare ids of one producer the identity buckets split apart): the trace
+    is checked again whole, in one part (:func:`check_whole`, or ``whole()`` if given: a Spark task), as the
+    Spark engine does with its parts.
     """
     header = layout.header
-    if results is None:
+    how = "bucket"
+    if results is None or (layout.buckets > 1 and any(needs_whole_trace(part) for pair in results for part in pair)):
         how = "whole"
-        whole = _check(layout, "the trace", whole_batches(layout), header, profile, lambda b: b)
-        scope, identity = [whole], [whole]
+        one = whole() if whole is not None else check_whole(layout, profile)
+        scope, identity = [one], [one]
     else:
-        how = "bucket"
         scope, identity = [s for s, _i in results], [i for _s, i in results]
-        if layout.buckets > 1 and any(needs_whole_trace(part) for part in identity):
-            how = "bucket, identity whole"
-            identity = [identity_whole() if identity_whole is not None else check_identity_whole(layout, profile)]
     verdict = merge_parts(header, profile, scope, identity, engine=engine)
     return dataclasses.replace(
         verdict, extra={**verdict.extra, "layout": "bucketed", "buckets": layout.buckets, "split": how}
     )
 
 
-def check_identity_whole(layout: BucketLayout, profile: str | Profile | None = None) -> PartResult:
-    """The identity pass over the identity evidence of every bucket, in one part (streamed by ``i``)."""
-    return _check(layout, "the identity buckets", identity_batches(layout), layout.header, profile, _with_topic)
-
-
-def _with_topic(batch: Any) -> Any:
-    """The identity pass over every bucket keeps ``topic``: a ``producer_open`` names its topic there only."""
-    from conformance.spark.split import _RARE_FIELDS
-
-    return batch.select([name for name in batch.schema.names if name not in _RARE_FIELDS or name == "topic"])
+def check_whole(layout: BucketLayout, profile: str | Profile | None = None) -> PartResult:
+    """The whole trace in one part: every scope file merged by ``i`` (streamed, one batch of each at a time)."""
+    return _check(layout, "the trace", whole_batches(layout), layout.header, profile, lambda batch: batch)
 
 
 def _identity_shape(batch: Any) -> Any:

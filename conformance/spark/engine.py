@@ -328,14 +328,15 @@ Job = tuple[int, TraceHeader, TaskInput, "Plan | None", bool]
 def _check_buckets(session: Any, source: TraceSource, profile: str | Profile | None) -> Verdict:
     """A trace in the bucketed layout: one task per bucket, each reading its own files and the shared one
     (:func:`conformance.checks.buckets.check_bucket`); nothing planned or read here but the manifest.  The
-    results merge as the Python engine merges them (:func:`~conformance.checks.buckets.merge_buckets`); an
-    inexact split is checked whole, here.  The buckets are the parts (``--spark-parts`` does not apply)."""
+    results merge as the Python engine merges them (:func:`~conformance.checks.buckets.merge_buckets`); a
+    trace checked whole after all (an inexact split) is checked in one more task.  The buckets are the parts
+    (``--spark-parts`` does not apply)."""
     from conformance.checks.buckets import merge_buckets
 
     context = getattr(session, "sparkContext", session)
     layout = dataclasses.replace(source.layout, directory=source.layout.directory.resolve())
     results = None
-    if layout.exact:
+    if layout.exact:  # else: checked whole, in one task
         try:
             job = context.parallelize(range(layout.buckets), layout.buckets).map(_bucket_task(layout, profile))
             rows = job.collect()
@@ -350,10 +351,10 @@ def _check_buckets(session: Any, source: TraceSource, profile: str | Profile | N
             raise TraceFormatError(said.group(1), None, said.group(2)) from None
         results = [pair for _n, pair in sorted(rows, key=lambda r: r[0])]
 
-    def identity_whole() -> Any:  # one task: the identity files merged (the driver reads no events)
-        return context.parallelize([0], 1).map(_identity_task(layout, profile)).collect()[0]
+    def whole() -> Any:  # one task: every file merged (the driver reads no events)
+        return context.parallelize([0], 1).map(_whole_task(layout, profile)).collect()[0]
 
-    verdict = merge_buckets(layout, profile, results, engine="spark", identity_whole=identity_whole)
+    verdict = merge_buckets(layout, profile, results, engine="spark", whole=whole)
     return dataclasses.replace(verdict, extra={**verdict.extra, "parts": layout.buckets})
 
 
@@ -368,13 +369,13 @@ def _bucket_task(layout: Any, profile: str | Profile | None) -> Any:
     return run
 
 
-def _identity_task(layout: Any, profile: str | Profile | None) -> Any:
+def _whole_task(layout: Any, profile: str | Profile | None) -> Any:
     def run(_n: int) -> Any:
         from conformance.checks.api import collector_paused
-        from conformance.checks.buckets import check_identity_whole
+        from conformance.checks.buckets import check_whole
 
         with collector_paused():
-            return check_identity_whole(layout, profile)
+            return check_whole(layout, profile)
 
     return run
 

@@ -39,7 +39,6 @@ __all__ = [
     "BucketLayout",
     "bucket_table",
     "convert_to_buckets",
-    "identity_batches",
     "identity_table",
     "merged_batches",
     "read_manifest",
@@ -334,15 +333,3 @@ def merged_batches(paths: list[Path], only: dict[Path, tuple[str, ...]] | None =
 def whole_batches(layout: BucketLayout) -> Iterator[Any]:
     """Every event of the trace, merged by ``i`` (streamed: :func:`merged_batches`)."""
     yield from merged_batches(layout.scope_files())
-
-
-#: The shared events the identity pass reads when it runs over every bucket at once: a producer's answered
-#: sequence id (``last_sequence_id_behind`` compares it with the ids of its producer that every bucket holds).
-IDENTITY_SHARED_OPS: tuple[str, ...] = ("producer_open",)
-
-
-def identity_batches(layout: BucketLayout) -> Iterator[Any]:
-    """The identity evidence of every bucket, and the shared events of :data:`IDENTITY_SHARED_OPS`, merged by
-    ``i`` (streamed)."""
-    paths = [layout.shared_path, *(layout.identity_path(n) for n in range(layout.buckets))]
-    yield from merged_batches(paths, {layout.shared_path: IDENTITY_SHARED_OPS})

@@ -54,7 +54,7 @@ def test_bucketed_traces_give_the_streaming_verdict(tmp_path: Path) -> None:
             same_verdicts(got, want)
             splits.add(got.extra["split"])
     assert found == set(PLANTABLE)
-    assert {"bucket", "bucket, identity whole"} <= splits
+    assert {"bucket", "whole"} <= splits
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -106,7 +106,7 @@ def test_a_split_that_cannot_hold_is_checked_whole(tmp_path: Path) -> None:
     same_verdicts(got, check_trace(b.events, header=b.header))
 
 
-def test_a_lost_write_excused_in_another_bucket_is_judged_on_all_identity_buckets(tmp_path: Path) -> None:
+def test_a_lost_write_excused_in_another_bucket_is_judged_whole(tmp_path: Path) -> None:
     from exemption_traces import gapped_sequence, lost_write_above_the_highest
 
     for b, kinds in ((gapped_sequence(), []), (lost_write_above_the_highest(), ["lost_write"])):
