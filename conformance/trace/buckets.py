@@ -49,7 +49,8 @@ MANIFEST = "manifest.json"
 TRACE_FORMAT = 2
 LAYOUT = "bucketed"
 SHARED = "shared.parquet"
-_FLUSH_ROWS = 65536  # rows a bucket's writer buffers before writing a row group
+_FLUSH_ROWS = 16384  # rows a bucket's writer buffers before writing a row group: a merge of every file (a trace
+# checked whole) holds one row group of each at a time
 
 
 def bucket_name(n: int) -> str:
