@@ -290,10 +290,9 @@ def identity_table(layout: BucketLayout, n: int) -> Any:
     return _read(layout.identity_path(n))
 
 
-def merged_batches(paths: list[Path], only: dict[Path, tuple[str, ...]] | None = None) -> Iterator[Any]:
+def merged_batches(paths: list[Path]) -> Iterator[Any]:
     """The rows of several files of the layout, each in trace order, merged by ``i`` as batches, holding one
     batch of each file at a time (a streamed k-way merge: memory bounded by the files' batches, not their rows).
-    ``only``: of the files it names, the rows of those ops only.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -304,8 +303,6 @@ def merged_batches(paths: list[Path], only: dict[Path, tuple[str, ...]] | None =
         try:
             last = None
             for batch in _parquet_file_batches(path, False):
-                if (only or {}).get(path) is not None:
-                    batch = batch.filter(pc.is_in(batch.column("op"), value_set=pa.array(only[path])))  # type: ignore[index]
                 if batch.num_rows:
                     _in_order(path, batch.column("i"))
                     if last is not None and batch.column("i")[0].as_py() <= last:
