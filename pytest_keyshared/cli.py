@@ -21,7 +21,7 @@ from pytest_keyshared.commands._errors import EXIT_BAD_INPUT, invoke
 __all__ = ["COMMANDS", "ArgumentParser", "build_parser", "main", "program"]
 
 #: Subcommand modules under ``pytest_keyshared.commands``, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("run", "soak", "check", "replay", "report", "ranges", "select")
+COMMANDS: tuple[str, ...] = ("run", "soak", "check", "convert", "replay", "report", "ranges", "select")
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -268,6 +268,11 @@ def check_source(
     ``keep``: a list the checker is appended to, so that its state outlives the call (a process that ends
     next, the ``keyshared`` program, then never spends the time freeing millions of objects one by one).
     """
+    if source.format == "bucketed":  # bucket by bucket, in memory bounded by the largest
+        from conformance.checks.buckets import check_bucketed
+
+        with collector_paused():
+            return with_event_checks(check_bucketed(source.layout, profile), source)
     with collector_paused():
         checker = TraceChecker(source.header, profile)
         if keep is not None:

@@ -125,6 +125,8 @@ def _check_source(
     error the caller sees is the reader's, read again here)."""
     from conformance.trace.reader import FastPathUnavailable
 
+    if source.format == "bucketed":
+        return _check_buckets(session, source, profile)
     path = str(source.path.resolve())
     try:
         return run_tasks(session, [(source.header, ("path", path))], profile, parts=parts, plans=[plan])[0]
@@ -321,6 +323,61 @@ TaskRow = tuple[int, int, int, bool, PartResult, Any]
 
 #: A job's trace: ``(trace, header, input, plan or None, routed by key)``.
 Job = tuple[int, TraceHeader, TaskInput, "Plan | None", bool]
+
+
+def _check_buckets(session: Any, source: TraceSource, profile: str | Profile | None) -> Verdict:
+    """A trace in the bucketed layout: one task per bucket, each reading its own files and the shared one
+    (:func:`conformance.checks.buckets.check_bucket`); nothing planned or read here but the manifest.  The
+    results merge as the Python engine merges them (:func:`~conformance.checks.buckets.merge_buckets`); a
+    trace checked whole after all (an inexact split) is checked in one more task.  The buckets are the parts
+    (``--spark-parts`` does not apply)."""
+    from conformance.checks.buckets import merge_buckets
+
+    context = getattr(session, "sparkContext", session)
+    layout = dataclasses.replace(source.layout, directory=source.layout.directory.resolve())
+    results = None
+    if layout.exact:  # else: checked whole, in one task
+        try:
+            job = context.parallelize(range(layout.buckets), layout.buckets).map(_bucket_task(layout, profile))
+            rows = job.collect()
+        except Exception as failure:  # a task that found a malformed bucket: its one line, as the Python engine's
+            import re
+
+            from conformance.trace.validation import TraceFormatError
+
+            said = re.search(r"TraceFormatError: (.+?): ([^\n]+)", str(failure))
+            if said is None:
+                raise
+            raise TraceFormatError(said.group(1), None, said.group(2)) from None
+        results = [pair for _n, pair in sorted(rows, key=lambda r: r[0])]
+
+    def whole() -> Any:  # one task: every file merged (the driver reads no events)
+        return context.parallelize([0], 1).map(_whole_task(layout, profile)).collect()[0]
+
+    verdict = merge_buckets(layout, profile, results, engine="spark", whole=whole)
+    return dataclasses.replace(verdict, extra={**verdict.extra, "parts": layout.buckets})
+
+
+def _bucket_task(layout: Any, profile: str | Profile | None) -> Any:
+    def run(n: int) -> tuple[int, Any]:
+        from conformance.checks.api import collector_paused
+        from conformance.checks.buckets import check_bucket
+
+        with collector_paused():
+            return n, check_bucket(layout, n, profile)
+
+    return run
+
+
+def _whole_task(layout: Any, profile: str | Profile | None) -> Any:
+    def run(_n: int) -> Any:
+        from conformance.checks.api import collector_paused
+        from conformance.checks.buckets import check_whole
+
+        with collector_paused():
+            return check_whole(layout, profile)
+
+    return run
 
 
 def _job(context: Any, jobs: list[Job], profile: str | Profile | None, parts: int) -> list[TaskRow]:

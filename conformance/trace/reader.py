@@ -119,11 +119,13 @@ class TraceSource:
 
     path: Path
     header: TraceHeader
-    format: str  #: "jsonl" or "parquet"
+    format: str  #: "jsonl", "parquet" or "bucketed" (a directory in the bucketed layout: :mod:`.buckets`)
     compressed: bool = False
     has_header_line: bool = False
     #: a directory of Parquet chunks: its chunk files in trace order (by name); empty for one file
     chunks: tuple[Path, ...] = ()
+    #: the bucketed layout's manifest (a :class:`~conformance.trace.buckets.BucketLayout`), else None
+    layout: Any = None
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -137,7 +139,7 @@ class TraceSource:
     # -- exact path ------------------------------------------------------------------------------------
     def events(self) -> Iterator[Event]:
         """Every event, validated one by one (all extension fields kept)."""
-        if self.format == "parquet":
+        if self.format in ("parquet", "bucketed"):
             yield from self._parquet_events()
         else:
             yield from self._jsonl_events()
@@ -164,6 +166,13 @@ class TraceSource:
 
     def _parquet_events(self) -> Iterator[Event]:
         validator = EventValidator(self.source, unit="row")
+        if self.format == "bucketed":
+            row = 0
+            for batch in self.unchecked_batches():
+                for obj in batch.to_pylist():
+                    yield validator.event(_without_nulls(obj), row)
+                    row += 1
+            return
         for path in self.files:
             validator.source = str(path)  # a chunk's problem names the chunk and its row; order spans chunks
             pf = _open_parquet(path)
@@ -218,7 +227,11 @@ class TraceSource:
         type, text that is not JSON); its ``problem`` is terse: :meth:`batches` words the trace's first problem
         for users (:class:`~conformance.trace.validation.TraceFormatError`, or :class:`FastPathUnavailable`).
         """
-        if self.format == "parquet":
+        if self.format == "bucketed":  # the whole trace, merged by i (the checkers read it bucket by bucket)
+            from conformance.trace.buckets import whole_batches
+
+            yield from whole_batches(self.layout)
+        elif self.format == "parquet":
             for path in self.files:
                 yield from _parquet_file_batches(path, use_threads, frozenset(dictionaries))
         else:
@@ -445,9 +458,22 @@ def open_trace(path: str | Path) -> TraceSource:
     return TraceSource(p, header, "jsonl", compressed=compressed, has_header_line=has_header)
 
 
+def _without_nulls(obj: Any) -> Any:
+    """A row as the format writes it: no null field, in objects nested too (a stored policy)."""
+    if isinstance(obj, dict):
+        return {k: _without_nulls(v) for k, v in obj.items() if v is not None}
+    return obj
+
+
 def _open_chunks(directory: Path) -> TraceSource:
     """A directory of Parquet chunks (as long runs write them): its ``*.parquet`` files in name order, one
-    trace.  Files whose names start with ``_`` or ``.`` are skipped (``_SUCCESS``, Spark's checksums)."""
+    trace.  Files whose names start with ``_`` or ``.`` are skipped (``_SUCCESS``, Spark's checksums).  A
+    directory with a ``manifest.json`` is in the bucketed layout (:mod:`.buckets`)."""
+    from conformance.trace.buckets import MANIFEST, read_manifest
+
+    if (directory / MANIFEST).exists():
+        layout = read_manifest(directory)
+        return TraceSource(directory, layout.header, "bucketed", layout=layout)
     chunks = tuple(sorted(f for f in directory.glob("*.parquet") if f.is_file() and not f.name.startswith(("_", "."))))
     if not chunks:
         hint = _trace_inside(directory)

@@ -223,6 +223,8 @@ def _holds_events(source: Any) -> bool:
     """
     from conformance.trace.validation import TraceFormatError
 
+    if source.format == "bucketed":
+        return bool(source.layout.events)
     if source.format == "parquet":
         import pyarrow.parquet as pq
 
@@ -276,6 +278,8 @@ SMALL_TRACE = 200_000
 
 def _events_in(source: Any) -> int | None:
     """How many events a local trace holds, from Parquet metadata (None when it would take a read)."""
+    if not isinstance(source, str) and source.format == "bucketed":
+        return int(source.layout.events)
     if isinstance(source, str) or source.format != "parquet":
         return None
     import pyarrow.parquet as pq
@@ -305,8 +309,8 @@ def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
 
     from conformance.spark import needs_plan, plan_trace
 
-    if parts is None or not needs_plan(source, parts):
-        return None
+    if parts is None or source.format == "bucketed" or not needs_plan(source, parts):
+        return None  # (a bucketed trace's tasks read their own buckets: nothing to plan)
     made: list[Any] = [None]
 
     def plan() -> None:
@@ -389,7 +393,8 @@ def _check_on_spark(
             except Exception as exc:  # a job that died for memory: one line saying so, with what to do
                 _raise_if_out_of_memory(exc, source, choice, master)
                 raise
-            verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
+            if isinstance(source, str) or source.format != "bucketed":  # (a bucketed trace's parts: its buckets)
+                verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
         finished = True
         if isinstance(source, str):
             return verdict

@@ -225,6 +225,11 @@ BAD_INPUT = [
     ["check", "{corrupt.parquet}"],
     ["check", "{full.jsonl}", "--profile", "nope"],
     ["check", "{full.jsonl}", "--engine", "duckdb"],
+    ["convert"],
+    ["convert", "{missing}.jsonl", "{dir}/out"],
+    ["convert", "{full.jsonl}", "{dir}/out", "--buckets", "0"],
+    ["convert", "{corrupt.parquet}", "{dir}/out"],
+    ["convert", "{full.jsonl}", "{dir}"],  # not an empty directory
     ["ranges"],
     ["ranges", "--pulsar-version", "9.9", "c1"],
     ["ranges", "--points", "99999999", "c1"],  # once took minutes to build the ring

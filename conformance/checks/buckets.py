@@ -1,0 +1,143 @@
+"""The streaming engine over a trace in the bucketed layout (:mod:`conformance.trace.buckets`): bucket by bucket,
+so that its memory is bounded by the largest bucket plus the shared events, not by the trace.
+
+Each bucket is a part of the Spark engine's split, stored: its scope pass is the merge (by ``i``) of the shared
+events and the bucket's, checked by a :class:`~conformance.checks.partition.PartChecker` with the identity fields
+blanked (:func:`~conformance.spark.split.scope_batch`), and its identity pass the bucket's identity file.  The
+parts' results are combined by :func:`~conformance.checks.partition.merge_parts`, as the Spark engine combines
+its tasks'; a trace the split cannot hold (``exact`` false) or where a part found what another part may excuse
+(:func:`~conformance.checks.partition.needs_whole_trace`) is checked again whole, every file merged by ``i``
+(in memory: the rare case).
+
+Validation: every row passes the reader's vectorised batch check (:func:`~conformance.trace.validation.check_batch`)
+in its bucket's merged order (``i`` increasing, ``t`` not decreasing, fields, message ids, one incarnation per
+consumer: the shared events every bucket holds carry the membership); the file counts are the manifest's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.checks.partition import PartChecker, PartResult, merge_parts, needs_whole_trace
+from conformance.profiles import Profile
+from conformance.trace.buckets import BucketLayout, bucket_table, identity_table, whole_batches
+from conformance.trace.validation import BatchState, TraceFormatError, check_batch
+from conformance.verdict import Verdict
+
+__all__ = ["check_bucket", "check_bucketed", "check_whole", "merge_buckets"]
+
+
+def check_bucketed(layout: BucketLayout, profile: str | Profile | None = None) -> Verdict:
+    """The verdict of the trace stored in ``layout``: the streaming engine's, checked bucket by bucket."""
+    results = [_freed(check_bucket(layout, n, profile)) for n in range(layout.buckets)] if layout.exact else None
+    return merge_buckets(layout, profile, results, engine="python")
+
+
+def _freed(result: Any) -> Any:
+    """``result``, once the state of the part that gave it is freed: a checker's state holds reference cycles,
+    which only the cyclic collector frees, and a check runs with it paused (``collector_paused``): one
+    collection per bucket keeps the peak to one bucket's state."""
+    import gc
+
+    gc.collect()
+    return result
+
+
+def check_bucket(layout: BucketLayout, n: int, profile: str | Profile | None = None) -> tuple[PartResult, PartResult]:
+    """Bucket ``n``'s ``(scope pass, identity pass)`` results, from its own files and the shared one (what a
+    Spark task checking a bucketed trace runs)."""
+    return _scope_pass(layout, n, profile), _identity_pass(layout, n, profile)
+
+
+def merge_buckets(
+    layout: BucketLayout,
+    profile: str | Profile | None,
+    results: list[tuple[PartResult, PartResult]] | None,
+    *,
+    engine: str,
+    whole: Any = None,
+) -> Verdict:
+    """The verdict from every bucket's results (:func:`check_bucket`, in bucket order), merged as the Spark
+    engine merges its parts (:func:`~conformance.checks.partition.merge_parts`).
+
+    ``results`` None (an inexact split), or a part whose identity kinds may depend on another part's events
+    (:func:`~conformance.checks.partition.needs_whole_trace`: a ``lost_write`` or, deduplication on,
+    ``stored_below_highest``, which compare ids of one producer the identity buckets split apart): the trace
+    is checked again whole, in one part (:func:`check_whole`, or ``whole()`` if given: a Spark task), as the
+    Spark engine does with its parts.
+    """
+    header = layout.header
+    how = "bucket"
+    if results is None or (layout.buckets > 1 and any(needs_whole_trace(part) for pair in results for part in pair)):
+        how = "whole"
+        one = whole() if whole is not None else check_whole(layout, profile)
+        scope, identity = [one], [one]
+    else:
+        scope, identity = [s for s, _i in results], [i for _s, i in results]
+    verdict = merge_parts(header, profile, scope, identity, engine=engine)
+    return dataclasses.replace(
+        verdict, extra={**verdict.extra, "layout": "bucketed", "buckets": layout.buckets, "split": how}
+    )
+
+
+def check_whole(layout: BucketLayout, profile: str | Profile | None = None) -> PartResult:
+    """The whole trace in one part: every scope file merged by ``i`` (streamed, one batch of each at a time)."""
+    return _check(layout, "the trace", whole_batches(layout), layout.header, profile, lambda batch: batch)
+
+
+def _identity_shape(batch: Any) -> Any:
+    """The identity pass reads none of the rare fields (the Spark tasks shape it so)."""
+    from conformance.spark.split import _RARE_FIELDS
+
+    return batch.select([name for name in batch.schema.names if name not in _RARE_FIELDS])
+
+
+def _scope_pass(layout: BucketLayout, n: int, profile: str | Profile | None) -> PartResult:
+    from conformance.spark.split import scope_batch
+
+    table = bucket_table(layout, n)
+    if table.num_rows != layout.shared + layout.bucket_events[n]:
+        raise TraceFormatError(str(layout.bucket_path(n)), None, "holds another count of events than the manifest")
+    copies = layout.shared if n else 0  # the shared events are counted by bucket 0
+    return _check(
+        layout, f"bucket {n}", table.to_batches(max_chunksize=65536), layout.header, profile, scope_batch, copies=copies
+    )
+
+
+def _identity_pass(layout: BucketLayout, n: int, profile: str | Profile | None) -> PartResult:
+    table = identity_table(layout, n)
+    if table.num_rows != layout.identity_events[n]:
+        raise TraceFormatError(str(layout.identity_path(n)), None, "holds another count of events than the manifest")
+    return _check(
+        layout, f"identity bucket {n}", table.to_batches(max_chunksize=65536), layout.header, profile, _identity_shape
+    )
+
+
+def _check(
+    layout: BucketLayout,
+    what: str,
+    batches: Any,
+    header: Any,
+    profile: str | Profile | None,
+    shape: Any,
+    *,
+    copies: int = 0,
+) -> PartResult:
+    from conformance.trace.decode import row_columns
+
+    part = PartChecker(header, profile)
+    for batch in _validated(layout, what, batches):
+        part.feed(row_columns(shape(batch)))
+    return part.result(copies)
+
+
+def _validated(layout: BucketLayout, what: str, batches: Any) -> Iterator[Any]:
+    state = BatchState()
+    for batch in batches:
+        problem, derived = check_batch(batch, state)
+        if problem is not None:
+            first, last = batch.column("i")[0].as_py(), batch.column("i")[-1].as_py()
+            raise TraceFormatError(str(layout.directory), f"{what}, i={first}..{last}", problem)
+        yield derived

@@ -1,0 +1,173 @@
+"""The bucketed layout (trace format 2, :mod:`conformance.trace.buckets`) and the Python engine checking it bucket
+by bucket (:mod:`conformance.checks.buckets`): the verdict is the streaming engine's on the original trace, in
+several bucket counts, both ways (planted faults found, clean traces valid); bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from part_checks import same_verdicts
+from trace_synth import PLANTABLE, SynthConfig, fuzz, synthesize
+
+from conformance.checks import check_trace
+from conformance.trace import SubscriptionSpec, TraceHeader
+from conformance.trace.buckets import convert_to_buckets
+from conformance.trace.builder import TraceBuilder
+from conformance.trace.parquet import write_parquet
+from conformance.trace.reader import open_trace
+from conformance.trace.validation import TraceFormatError
+from conformance.verdict import Validity
+from pytest_keyshared.cli import main
+
+DATA = Path(__file__).parent.parent / "quality" / "data"
+
+
+def bucketed(tmp: Path, header: TraceHeader, events: list[Any], buckets: int, name: str = "t") -> Path:
+    flat = write_parquet(tmp / f"{name}.parquet", header, events)
+    out = tmp / f"{name}-{buckets}"
+    convert_to_buckets(flat, out, buckets)
+    return out
+
+
+def test_bucketed_traces_give_the_streaming_verdict(tmp_path: Path) -> None:
+    rnd = random.Random(2711)
+    kinds = sorted(PLANTABLE)
+    found: set[Any] = set()
+    splits: set[str] = set()
+    for k in range(27):
+        s = rnd.randrange(2**32)
+        if k % 4 == 3:
+            run = fuzz(s, faults=k % 8 == 3, selector="auto-split")
+        else:
+            cfg = SynthConfig(partitions=k % 3, messages=20, keys=3 + k % 4, fault_rate=0.03 * (k % 5 == 0), churn=0.1)
+            run = synthesize(s, cfg, plant={kinds[k % len(kinds)]})
+        events = list(run.events)
+        want = check_trace(events, header=run.header)
+        found |= {v.kind for v in want.all_violations()}
+        for buckets in (1, 2 + k % 4):
+            got = check_trace(bucketed(tmp_path, run.header, events, buckets, f"t{k}"))
+            same_verdicts(got, want)
+            splits.add(got.extra["split"])
+    assert found == set(PLANTABLE)
+    assert {"bucket", "whole"} <= splits
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_clean_trace_stays_valid_in_buckets(tmp_path: Path, seed: int) -> None:
+    run = synthesize(seed, SynthConfig(partitions=2, messages=60, keys=8, churn=0.1))
+    assert check_trace(list(run.events), header=run.header).validity is Validity.VALID
+    for buckets in (2, 5):
+        got = check_trace(bucketed(tmp_path, run.header, list(run.events), buckets, f"c{seed}"))
+        assert got.validity is Validity.VALID, got.all_violations()
+
+
+@pytest.mark.parametrize("stored", sorted(p.name for p in DATA.glob("*.jsonl.gz")))
+def test_stored_traces_give_the_same_verdict_in_buckets(tmp_path: Path, stored: str) -> None:
+    want = check_trace(DATA / stored)
+    for buckets in (2, 4, 7):
+        out = tmp_path / f"b{buckets}"
+        layout = convert_to_buckets(DATA / stored, out, buckets)
+        assert layout.events == want.events
+        same_verdicts(check_trace(out), want)
+
+
+def test_each_bucket_holds_its_keys_and_the_shared_part_the_cross_key_events(tmp_path: Path) -> None:
+    run = synthesize(7, SynthConfig(partitions=2, messages=60, keys=8))
+    out = bucketed(tmp_path, run.header, list(run.events), 3)
+    layout = open_trace(out).layout
+    shared_ops = set(pq.read_table(layout.shared_path, columns=["op"]).column("op").to_pylist())
+    assert shared_ops and not shared_ops & {"publish", "receive", "ack", "nack"}
+    seen: dict[str, int] = {}
+    for n in range(3):
+        rows = pq.read_table(layout.bucket_path(n), columns=["op", "msg_id"]).to_pylist()
+        assert {r["op"] for r in rows} <= {"publish", "receive", "ack", "nack"}
+        for r in rows:  # every event of a message (acks too) in one bucket
+            if r["msg_id"]:
+                assert seen.setdefault(r["msg_id"].split(":")[1], n) == n
+        identity = pq.read_table(layout.identity_path(n), columns=["op"]).column("op").to_pylist()
+        assert set(identity) <= {"publish", "receive"}
+    assert layout.shared + sum(layout.bucket_events) == len(run.events)
+
+
+def test_a_split_that_cannot_hold_is_checked_whole(tmp_path: Path) -> None:
+    dedup = TraceHeader("x", SubscriptionSpec("s"), deduplication=True)
+    b = TraceBuilder(dedup)
+    b.open("c1"), b.publish("k", "1:0", producer="p1", seq=0, uid="a")
+    b.publish("k", "1:1", producer="p2", seq=0, uid="a"), b.end()
+    out = bucketed(tmp_path, b.header, b.events, 4)
+    assert not open_trace(out).layout.exact
+    got = check_trace(out)
+    assert got.extra["split"] == "whole"
+    same_verdicts(got, check_trace(b.events, header=b.header))
+
+
+def test_a_lost_write_excused_in_another_bucket_is_judged_whole(tmp_path: Path) -> None:
+    from exemption_traces import gapped_sequence, lost_write_above_the_highest
+
+    for b, kinds in ((gapped_sequence(), []), (lost_write_above_the_highest(), ["lost_write"])):
+        for buckets in (2, 3, 4):
+            got = check_trace(bucketed(tmp_path, b.header, b.events, buckets, f"{len(kinds)}-{buckets}"))
+            assert [v.kind.value for v in got.violations] == kinds
+            same_verdicts(got, check_trace(b.events, header=b.header))
+
+
+def test_convert_and_check_on_the_command_line(tmp_path: Path, capsys: Any) -> None:
+    run = synthesize(4, SynthConfig(messages=30, keys=5), plant={sorted(PLANTABLE)[0]})
+    flat = write_parquet(tmp_path / "t.parquet", run.header, list(run.events))
+    assert main(["convert", str(flat), str(tmp_path / "b"), "--buckets", "3"]) == 0
+    assert "in 3 buckets" in capsys.readouterr().out
+    assert main(["check", str(flat), "--json"]) == main(["check", str(tmp_path / "b"), "--json"]) == 1
+    flat_out, bucket_out = capsys.readouterr().out.strip().splitlines()
+    assert json.loads(flat_out)["violations"] == json.loads(bucket_out)["violations"]
+    assert main(["convert", str(flat), str(tmp_path / "b"), "--buckets", "3"]) == 2  # not an empty directory
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not an empty directory" in err
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda m: m.update(buckets=5), "'bucket_events' is not a list of 5 counts"),
+        (lambda m: m.update(layout="flat"), "layout 'flat'"),
+        (lambda m: m.update(events=1), "not the shared events plus every bucket's"),
+        (lambda m: m.pop("header"), "'header' is not a JSON object"),
+        (lambda m: m.update(exact="yes"), "'exact' is 'yes'"),
+    ],
+)
+def test_a_malformed_manifest_is_one_line(tmp_path: Path, capsys: Any, change: Any, words: str) -> None:
+    run = synthesize(4, SynthConfig(messages=10, keys=3))
+    out = bucketed(tmp_path, run.header, list(run.events), 2)
+    manifest = json.loads((out / "manifest.json").read_text())
+    change(manifest)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(TraceFormatError, match=r"manifest\.json"):
+        open_trace(out)
+    assert main(["check", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err, err
+
+
+def test_a_bucket_out_of_order_is_one_line(tmp_path: Path, capsys: Any) -> None:
+    run = synthesize(4, SynthConfig(messages=20, keys=3))
+    out = bucketed(tmp_path, run.header, list(run.events), 2)
+    path = out / "bucket-0001.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.take(list(reversed(range(table.num_rows)))), path)  # its own rows, i going back
+    assert main(["check", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bucket-0001.parquet" in err and "out of order" in err, err
+
+
+@pytest.mark.parametrize("answer", [5, 2])
+def test_a_producers_answered_sequence_id_is_judged_in_buckets(tmp_path: Path, answer: int) -> None:
+    from exemption_traces import gapped_id_stored, producer_answered
+
+    for k, b in enumerate((producer_answered(answer), gapped_id_stored())):
+        want = check_trace(b.events, header=b.header)
+        for buckets in (2, 3):
+            same_verdicts(check_trace(bucketed(tmp_path, b.header, b.events, buckets, f"p{k}-{buckets}")), want)
