@@ -22,7 +22,8 @@ profile            contract                                                     
                    nothing acknowledged delivered again                               duplicate_publish,
                                                                                       misassigned,
                                                                                       accepted_conflicting_open,
-                                                                                      wrong_redelivery_count
+                                                                                      wrong_redelivery_count,
+                                                                                      received_beyond_unacked_limit
 =================  =================================================================  ============================
 
 Deduplication off in the header adds ``duplicate_publish`` to the permitted kinds of a derived profile, and a
@@ -113,6 +114,7 @@ PROFILES: dict[str, Profile] = {
                     _K.MISASSIGNED,
                     _K.ACCEPTED_CONFLICTING_OPEN,
                     _K.WRONG_REDELIVERY_COUNT,
+                    _K.RECEIVED_BEYOND_UNACKED_LIMIT,
                 }
             ),
         ),

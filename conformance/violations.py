@@ -10,7 +10,7 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``accepted_conflicting_open``, ``skipped_after_failover``, ``replicated_cursor_ahead``, ``lost_write``,
 ``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
-``wrong_redelivery_count``; and
+``wrong_redelivery_count``, ``received_beyond_unacked_limit``; and
 five that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner`` and ``received_beyond_permits``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
@@ -85,6 +85,9 @@ class Kind(str, Enum):
     SUPERSEDED_AFTER_COMPACTION = "superseded_after_compaction"
     #: one consumer saw a message's redelivery count fall, or not grow after it sent the message back
     WRONG_REDELIVERY_COUNT = "wrong_redelivery_count"
+    #: a consumer received a message while it held as many unacknowledged messages (of other entries) as the
+    #: broker's maxUnackedMessagesPerConsumer / PerSubscription allows
+    RECEIVED_BEYOND_UNACKED_LIMIT = "received_beyond_unacked_limit"
 
     def __str__(self) -> str:
         return self.value

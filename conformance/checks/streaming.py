@@ -44,6 +44,7 @@ from conformance.checks import (
     ordering,
     redelivery,
     redelivery_count,
+    unacked_limit,
 )
 from conformance.checks._state import (
     Incarnation,
@@ -114,6 +115,9 @@ class StreamingChecker:
         #: the header says publishes may carry ``deliver_after_ms`` (delayed delivery): read it on each publish
         self._delayed = bool(self.header.extra.get("delayed_delivery"))
         self._early_allowance = delayed.allowance_of(self.header.extra)
+        #: the header's broker settings bound each consumer's unacknowledged messages: received_beyond_unacked_limit
+        limit = unacked_limit.limit_of(self.header.extra)
+        self._unacked = unacked_limit.UnackedLimit(limit) if limit > 0 else None
         self._attached: dict[str, str] = {}
         self._validator = EventValidator("live trace", unit="row")
         self._new: list[Violation] = []
@@ -256,6 +260,8 @@ class StreamingChecker:
         if inc is None:
             self._late_receive(_row(columns, n))
             return
+        if self._unacked is not None:
+            self._unacked_receive(self._unacked, inc, columns, n)
         count = columns[15][n]
         i, t, key, mkey, stream, uid = c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n]
         ledger, entry, batch = c_ledger[n], c_entry[n], c_batch[n]
@@ -341,6 +347,8 @@ class StreamingChecker:
         c_i = columns[0]
         c_consumer = columns[3]
         c_mkey = columns[5]
+        if self._unacked is not None:
+            self._unacked.acked(c_mkey[n])  # by anyone, live or late: it may have reached the broker
         consumer = c_consumer[n]
         inc = self.live.get(consumer)
         if inc is None:
@@ -518,6 +526,8 @@ class StreamingChecker:
     def _rare(self, op: str, row: tuple[Any, ...]) -> None:
         """Every other op, to its handler: nack, redeliver, the membership events (open, close, crash, gone),
         fault, end, failover."""
+        if self._unacked is not None:
+            self._unacked_rare(self._unacked, op, row)
         if op == "nack":
             self._nack(row)
         elif op == "redeliver":
@@ -536,6 +546,32 @@ class StreamingChecker:
             self._failover(row)
         elif op == "producer_open":
             self._producer_open(row)
+
+    def _unacked_receive(
+        self, limit: unacked_limit.UnackedLimit, inc: Incarnation, columns: list[list[Any]], n: int
+    ) -> None:
+        """received_beyond_unacked_limit at a live receive (:mod:`conformance.checks.unacked_limit`)."""
+        mkey, batch = columns[5][n], columns[14][n]
+        entry = (columns[6][n], columns[12][n], columns[13][n]) if batch >= 0 else None
+        found = limit.receive(columns[0][n], inc.consumer, mkey, entry)
+        if found is not None:
+            self._emit(
+                unacked_limit.make_beyond_limit(
+                    inc.sub.name, columns[4][n], inc.consumer, _msg(mkey), limit.limit, found, columns[0][n]
+                )
+            )
+
+    @staticmethod
+    def _unacked_rare(limit: unacked_limit.UnackedLimit, op: str, row: tuple[Any, ...]) -> None:
+        """What else may have lowered a consumer's unacknowledged count (:mod:`conformance.checks.unacked_limit`)."""
+        if op == "nack":
+            limit.sent_back(row[3], row[5])
+        elif op == "redeliver":
+            limit.sent_back(row[3], None)
+        elif op in ("open", "close", "crash"):
+            limit.restart(row[3])
+        elif op == "fault":
+            limit.fault()
 
     def _producer_open(self, row: tuple[Any, ...]) -> None:
         """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
@@ -901,9 +937,10 @@ class StreamingChecker:
             self._may_store(producer, seq, t0)
 
     def judges_across_ids(self) -> bool:
-        """Whether this checker judged ``stored_below_highest`` over some stored receipt (a partitioned engine then
-        checks the trace again whole: the rule compares ids its identity pass splits apart)."""
-        return bool(self.stored_top)
+        """Whether this checker judged ``stored_below_highest`` over some stored receipt, or a receive under a
+        broker's unacked-message limit (a partitioned engine then checks the trace again whole: the first rule
+        compares ids its identity pass splits apart, the second counts a consumer's messages of every key)."""
+        return bool(self.stored_top) or (self._unacked is not None and self._unacked.judging)
 
     def _below_highest(
         self,
