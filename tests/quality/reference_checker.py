@@ -552,7 +552,7 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
         faults = [j for j, o, _h, _ in ops if j < i and o == "fault"]
         start = max([start, *faults])
 
-        def hold_began(key: str, before: int) -> int | None:
+        def hold_began(key: str, before: int, handle: str = handle, start: int = start) -> int | None:
             """Where h's hold of ``key`` that is still on at ``before`` began (None: h does not hold it)."""
             began = None
             for j, o, h, f in ops:
