@@ -511,23 +511,21 @@ def _wrong_redelivery_counts(
 
 
 def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_sub: str) -> Counter[Identity]:
-    """``received_beyond_unacked_limit`` as ``docs/checker.md`` states it, by scanning: the limit is the smallest
-    positive ``maxUnackedMessagesPerConsumer`` / ``PerSubscription`` of the header's ``broker_conf`` (none on a
-    non-persistent topic).  At a live receive r of message m by handle h, m counts as held by h when h received it
-    after h's latest open, close or crash, and after the latest release of it before r: an ack of it by anyone,
-    h's nack of it, h's redeliver, any fault.  If m is not held, the held messages outside m's batch entry are
-    counted; at or over the limit, one violation witnessed by the first and the last of their receives (where their
-    hold began) and r, unless h's previous such receive (since its latest open, close, crash or a fault) was over
-    too."""
+    """``received_beyond_unacked_limit`` as ``docs/checker.md`` states it, by scanning: the limit is a positive
+    ``maxUnackedMessagesPerConsumer`` of the header's ``broker_conf`` (none on a non-persistent topic). At a live
+    receive r of message m by handle h, m counts as held by h when h received it after h's latest open, close or
+    crash, and after the latest release of it before r: an ack of it by anyone, h's nack of it, h's redeliver, any
+    fault. If m is not held, the entries of the held messages, but m's, are counted (a message without a batch index
+    is an entry of its own); at or over the limit, one violation witnessed by the first and the last of their
+    receives (where their hold began) and r, unless h's previous such receive (since its latest open, close, crash
+    or a fault) was over too."""
     conf = header.extra.get("broker_conf")
     if not isinstance(conf, dict) or header.extra.get("topic_kind") == "non-persistent":
         return Counter()
-    values = [conf.get("maxUnackedMessagesPerConsumer"), conf.get("maxUnackedMessagesPerSubscription")]
-    limits = [v for v in values if type(v) is int and v > 0]
+    limit = conf.get("maxUnackedMessagesPerConsumer")
     found: Counter[Identity] = Counter()
-    if not limits:
+    if type(limit) is not int or limit <= 0:
         return found
-    limit = min(limits)
     ops = [(e.i, e.op.value, e.consumer or "", e) for e in events]
     live: dict[str, str] = {}  # handle -> subscription
     over: dict[str, bool] = {}
@@ -578,13 +576,15 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
             if start < j < i and o == "receive" and h == handle and f.topic is not None and f.msg_id is not None
         }
         held: list[int] = []
+        entries: set[tuple[str, int, int, int]] = set()
         for other, other_stream, other_msg in received:
             other_pos = parse_position(other_msg)
             same_entry = pos[2] >= 0 and (other_stream, other_pos[:2]) == (stream, pos[:2]) and other_pos[2] >= 0
             began = hold_began(other, i)
             if began is not None and not same_entry:
                 held.append(began)
-        if len(held) < limit:
+                entries.add((other_stream, other_pos[0], other_pos[1], min(other_pos[2], 0)))
+        if len(entries) < limit:
             over[handle] = False
             continue
         if not over.get(handle, False):

@@ -1,11 +1,12 @@
 """Hand-written traces of a broker's unacked-message limit (importable as ``unacked_traces``), for the checker's
 tests on both engines (``conformance/checks/unacked_limit.py``).
 
-A broker with ``maxUnackedMessagesPerConsumer = 2`` sends c1 two messages, then none until one is acknowledged
-(or sent back): valid.  The same trace with a third message received before any ack is INVALID.  Acks that may
-never have reached the broker (a late ack after the acker's close, an ack by a consumer that did not hold the
-message, an ack disarmed by a redeliver request) still excuse: an ack may excuse, never condemn.  The messages of
-one batch entry overshoot the limit rightly.  ``UNACKED_CASES``: name -> (builder, the kinds found).
+A broker with ``maxUnackedMessagesPerConsumer = 2`` sends c1 two messages, then none until one is acknowledged (or
+sent back): valid (the limit bounds the entries a consumer holds: batches may overshoot it in messages). The same
+trace with a third message received before any ack is INVALID. Acks that may never have reached the broker (a late
+ack after the acker's close, an ack by a consumer that did not hold the message, an ack disarmed by a redeliver
+request) still excuse: an ack may excuse, never condemn. The messages of one batch entry overshoot the limit
+rightly. ``UNACKED_CASES``: name -> (builder, the kinds found).
 """
 
 from __future__ import annotations
@@ -54,7 +55,31 @@ def _over() -> TraceBuilder:
     return _rest(_start())
 
 
+def _batches(entries: int) -> TraceBuilder:
+    """``entries`` batch entries of two messages each to c1, under a limit of 3: a round may send three entries
+    (six messages: the estimate counts one message an entry before any batch); a fourth is past the limit."""
+    header = TraceHeader(
+        target="hand-written",
+        subscription=SubscriptionSpec("s"),
+        pulsar_version="4.0",
+        deduplication=True,
+        extra={"broker_conf": {"maxUnackedMessagesPerConsumer": 3}},
+    )
+    b = TraceBuilder(header)
+    b.open("c1")
+    ids = [f"1:{n}:-1:{m}" for n in range(entries) for m in range(2)]
+    for n, m in enumerate(ids):
+        b.publish(f"k{n // 2}", m)
+    for n, m in enumerate(ids):
+        b.receive("c1", f"k{n // 2}", m)
+    for m in ids:
+        b.ack("c1", m)
+    b.end(drained=True)
+    return b
+
+
 def _over_per_subscription() -> TraceBuilder:
+    """A subscription's limit alone is not judged (a read goes out whole once the dispatcher is unblocked)."""
     return _rest(_start(setting="maxUnackedMessagesPerSubscription"))
 
 
@@ -176,7 +201,9 @@ def _batch_after_limit() -> TraceBuilder:
 UNACKED_CASES = {
     "acked-first": (_acked_first, []),
     "over": (_over, ["received_beyond_unacked_limit"]),
-    "over-per-subscription": (_over_per_subscription, ["received_beyond_unacked_limit"]),
+    "only-a-subscription-limit": (_over_per_subscription, []),
+    "batches-in-one-round": (lambda: _batches(3), []),
+    "batch-past-the-entries": (lambda: _batches(4), ["received_beyond_unacked_limit"]),
     "nacked-first": (_nacked_first, []),
     "ack-by-non-holder": (_ack_by_non_holder, []),
     "disarmed-ack": (_disarmed_ack, []),

@@ -36,7 +36,7 @@ def test_the_excess_is_explained_once() -> None:
     b = UNACKED_CASES["over"][0]()
     (violation,) = check_trace(b.events, header=b.header).all_violations()
     assert violation.consumers == ("c1",)
-    assert "limit 2" in violation.explanation
+    assert "maxUnackedMessagesPerConsumer 2" in violation.explanation
     assert len(violation.events) == 3
 
 
@@ -49,8 +49,8 @@ def test_without_a_limit_nothing_is_judged() -> None:
 @pytest.mark.parametrize(
     ("conf", "extra", "limit"),
     [
-        ({"maxUnackedMessagesPerConsumer": 3, "maxUnackedMessagesPerSubscription": 9}, {}, 3),
-        ({"maxUnackedMessagesPerConsumer": 0, "maxUnackedMessagesPerSubscription": 4}, {}, 4),
+        ({"maxUnackedMessagesPerConsumer": 3, "maxUnackedMessagesPerSubscription": 2}, {}, 3),
+        ({"maxUnackedMessagesPerConsumer": 0, "maxUnackedMessagesPerSubscription": 4}, {}, 0),
         ({"maxUnackedMessagesPerConsumer": True}, {}, 0),
         ({"maxUnackedMessagesPerConsumer": 3}, {"topic_kind": "non-persistent"}, 0),
         ({}, {}, 0),
