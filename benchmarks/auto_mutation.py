@@ -446,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     points = points_under(ROOT, modules)
     if args.carry:
         return _carry(args.out, args.classified, points, targets)
-    sample = _pinned(args.out, points, args.seed, args.sample) or _sample(points, args.sample, args.seed)
+    pinned = _pinned(args.out, points, args.seed, args.sample)
+    sample = pinned or _sample(points, args.sample, args.seed)
     if args.show:
         return _show(args.show, points)
     if args.list:
@@ -459,7 +460,15 @@ def main(argv: list[str] | None = None) -> int:
     digests = {p.path: source_digest((ROOT / p.path).read_text(encoding="utf-8")) for p in points}
     classified = _classified(args.classified, digests)
     print(f"{len(points)} mutation points in {len(digests)} modules; {len(sample)} sampled (seed {args.seed})")
-    meta = {"seed": args.seed, "sample": len(sample), "points": len(points), "targets": targets, "digests": digests}
+    meta: dict[str, object] = {
+        "seed": args.seed,
+        "sample": len(sample),
+        "points": len(points),
+        "targets": targets,
+        "digests": digests,
+    }
+    if pinned:
+        meta["pinned"] = [p.id for p in pinned]  # kept by every later write: the sample is the carried one
     previous = _previous(args.out, meta)
     if args.report:
         if previous is None:
@@ -617,7 +626,10 @@ def _carry(out: Path, classified_path: Path, points: list[Point], targets: list[
                 continue
             end = text.find("\n[", at + len(head))
             end = len(text) if end < 0 else end + 1
-            table = text[at:end].replace(head, f'[mutant."{new_id}"]\ncarried = "{old_id}"\n', 1)
+            table = text[at:end]
+            first = table[len(head) :]
+            origin = "" if first.startswith("carried = ") else f'carried = "{old_id}"\n'  # the first id stays
+            table = table.replace(head, f'[mutant."{new_id}"]\n{origin}', 1)
             table = re.sub(r'^digest = ".*"$', f'digest = "{digests[new_id.split(":", 1)[0]]}"', table, count=1,
                            flags=re.MULTILINE)  # fmt: skip
             text = text[:at] + table + text[end:]
