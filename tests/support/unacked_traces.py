@@ -137,23 +137,24 @@ def _fault_between() -> TraceBuilder:
 
 
 def _over_across_keys() -> TraceBuilder:
-    """c1 holds 1:0 of ``k`` and 1:1 of ``j``; 1:2 of ``i`` arrives before an ack: INVALID (the count spans keys,
-    so an engine that splits by key must judge this trace whole)."""
+    """Under a limit of 7, c1 receives one message of each of 8 keys before an ack: INVALID at the eighth (the count
+    spans keys, so an engine that splits by key must judge this trace whole: without that, each part of two sees
+    fewer than 8 and finds nothing)."""
     header = TraceHeader(
         target="hand-written",
         subscription=SubscriptionSpec("s"),
         pulsar_version="4.0",
-        deduplication=True,
-        extra={"broker_conf": {"maxUnackedMessagesPerConsumer": 2}},
+        deduplication=False,  # nothing else sends the trace whole (stored_below_highest judges across parts)
+        extra={"broker_conf": {"maxUnackedMessagesPerConsumer": 7}},
     )
     b = TraceBuilder(header)
     b.open("c1")
-    keys = ("k", "j", "i")
+    keys = [f"key-{n}" for n in range(8)]
     for n, key in enumerate(keys):
         b.publish(key, f"1:{n}")
     for n, key in enumerate(keys):
         b.receive("c1", key, f"1:{n}")
-    for n in range(3):
+    for n in range(len(keys)):
         b.ack("c1", f"1:{n}")
     b.end(drained=True)
     return b
