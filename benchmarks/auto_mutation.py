@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -426,6 +427,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resume", action="store_true", help="keep the fates already in --out (same seed and sources), run the rest"
     )
+    parser.add_argument(
+        "--carry",
+        action="store_true",
+        help="the model's sources changed since --out was measured: carry its sample (and the classification) to"
+        " the current sources, point by point, and pin it there; the carried fates are marked, to be measured again",
+    )
     args = parser.parse_args(argv)
     if args.sample < 1:
         parser.error("--sample must be at least 1")
@@ -437,7 +444,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--modules: {name} does not exist under {ROOT}")
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     points = points_under(ROOT, modules)
-    sample = _sample(points, args.sample, args.seed)
+    if args.carry:
+        return _carry(args.out, args.classified, points, targets)
+    pinned = _pinned(args.out, points, args.seed, args.sample)
+    sample = pinned or _sample(points, args.sample, args.seed)
     if args.show:
         return _show(args.show, points)
     if args.list:
@@ -450,7 +460,15 @@ def main(argv: list[str] | None = None) -> int:
     digests = {p.path: source_digest((ROOT / p.path).read_text(encoding="utf-8")) for p in points}
     classified = _classified(args.classified, digests)
     print(f"{len(points)} mutation points in {len(digests)} modules; {len(sample)} sampled (seed {args.seed})")
-    meta = {"seed": args.seed, "sample": len(sample), "points": len(points), "targets": targets, "digests": digests}
+    meta: dict[str, object] = {
+        "seed": args.seed,
+        "sample": len(sample),
+        "points": len(points),
+        "targets": targets,
+        "digests": digests,
+    }
+    if pinned:
+        meta["pinned"] = [p.id for p in pinned]  # kept by every later write: the sample is the carried one
     previous = _previous(args.out, meta)
     if args.report:
         if previous is None:
@@ -529,6 +547,98 @@ def main(argv: list[str] | None = None) -> int:
     if interrupted:
         return 130
     return 0 if rate >= args.min_rate else 1
+
+
+def _pinned(out: Path, points: list[Point], seed: int, size: int) -> list[Point] | None:
+    """The sample a fates file pins (``pinned``: written by ``--carry``), for the same seed, when every pinned
+    point exists in the current sources; else None (the sample is drawn).  A pinned sample is the carried one, of
+    the size the carry kept, whatever ``--sample`` says."""
+    if not out.exists():
+        return None
+    try:
+        old = json.loads(out.read_text())
+    except ValueError:
+        return None
+    pinned = old.get("pinned")
+    if not isinstance(pinned, list) or old.get("seed") != seed or old.get("sample") != len(pinned) or size < 1:
+        return None
+    by_id = {p.id: p for p in points}
+    if not all(pid in by_id for pid in pinned):
+        return None
+    return [by_id[pid] for pid in pinned]
+
+
+def _match(row: dict[str, Any], points_of_file: list[Point], taken: set[str]) -> Point | None:
+    """The current point an old fate row names: the same file, operator, original and replacement, at the nearest
+    line (then column) to the old one, not taken by another row."""
+    _path, line, col, _operator, _index = row["id"].rsplit(":", 4)
+    old_line, old_col = int(line), int(col)
+    same = [
+        p
+        for p in points_of_file
+        if p.operator == row["operator"]
+        and p.original == row["original"]
+        and p.replacement == row["replacement"]
+        and p.id not in taken
+    ]
+    if not same:
+        return None
+    return min(same, key=lambda p: (abs(p.line - old_line), abs(p.col - old_col), p.id))
+
+
+def _carry(out: Path, classified_path: Path, points: list[Point], targets: list[str]) -> int:
+    """``--carry``: the fates file's sample mapped onto the current sources (:func:`_match`), pinned there, its
+    fates kept and marked ``carried`` (measured on the previous sources: ``--only`` measures them again), and the
+    classification's tables of those mutants renamed to their new ids with the current digests."""
+    if not out.exists():
+        print(f"auto_mutation: --carry needs a fates file in {out}", file=sys.stderr)
+        return 2
+    old = json.loads(out.read_text())
+    by_file: dict[str, list[Point]] = {}
+    for p in points:
+        by_file.setdefault(p.path, []).append(p)
+    digests = {path: source_digest((ROOT / path).read_text(encoding="utf-8")) for path in by_file}
+    taken: set[str] = set()
+    renamed: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    lost: list[str] = []
+    for row in _rows(old):
+        path = row["id"].split(":", 1)[0]
+        point = _match(row, by_file.get(path, []), taken)
+        if point is None:
+            lost.append(row["id"])
+            continue
+        taken.add(point.id)
+        if point.id != row["id"] or old.get("digests", {}).get(path) != digests.get(path):
+            renamed[row["id"]] = point.id
+            row = {**row, "id": point.id, "carried": row.get("carried") or row["id"]}
+        rows.append(row)
+    pinned = [r["id"] for r in rows]
+    meta = {"seed": old["seed"], "sample": len(pinned), "points": len(points), "targets": targets, "digests": digests}
+    body = {**meta, "pinned": pinned, "complete": old.get("complete", False), "fates": rows}
+    out.write_text(json.dumps(body, indent=1) + "\n")
+    if classified_path.exists():
+        text = classified_path.read_text()
+        for old_id, new_id in renamed.items():
+            head = f'[mutant."{old_id}"]\n'
+            at = text.find(head)
+            if at < 0:
+                continue
+            end = text.find("\n[", at + len(head))
+            end = len(text) if end < 0 else end + 1
+            table = text[at:end]
+            first = table[len(head) :]
+            origin = "" if first.startswith("carried = ") else f'carried = "{old_id}"\n'  # the first id stays
+            table = table.replace(head, f'[mutant."{new_id}"]\n{origin}', 1)
+            table = re.sub(r'^digest = ".*"$', f'digest = "{digests[new_id.split(":", 1)[0]]}"', table, count=1,
+                           flags=re.MULTILINE)  # fmt: skip
+            text = text[:at] + table + text[end:]
+        classified_path.write_text(text)
+    print(f"carried {len(rows)} of {len(_rows(old))} sampled mutants to the current sources ({len(renamed)} moved or in"
+          f" changed files, marked carried: measure them again with --only); {len(lost)} without a match")  # fmt: skip
+    for pid in lost:
+        print(f"  NO MATCH {pid}")
+    return 0
 
 
 def _only_ids(spec: str) -> set[str]:

@@ -24,7 +24,8 @@ profile            contract                                                     
                                                                                       misassigned,
                                                                                       accepted_conflicting_open,
                                                                                       refused_open,
-                                                                                      wrong_redelivery_count
+                                                                                      wrong_redelivery_count,
+                                                                                      received_beyond_unacked_limit
 =================  =================================================================  ============================
 
 Deduplication off in the header adds ``duplicate_publish`` to the permitted kinds of a derived profile, and a
@@ -116,6 +117,7 @@ PROFILES: dict[str, Profile] = {
                     _K.ACCEPTED_CONFLICTING_OPEN,
                     _K.REFUSED_OPEN,
                     _K.WRONG_REDELIVERY_COUNT,
+                    _K.RECEIVED_BEYOND_UNACKED_LIMIT,
                 }
             ),
         ),

@@ -11,7 +11,8 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``lost_write``,
 ``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
-``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``; and
+``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``,
+``received_beyond_unacked_limit``; and
 six that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner``, ``received_beyond_permits`` and ``not_dead_lettered``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
@@ -96,6 +97,9 @@ class Kind(str, Enum):
     #: under a dead-letter policy, the application got a message with a redelivery count above the maximum: the
     #: client should have routed it to the dead-letter topic (a case-level judgement)
     NOT_DEAD_LETTERED = "not_dead_lettered"
+    #: a consumer received a message while it held as many unacknowledged messages (of other entries) as the
+    #: broker's maxUnackedMessagesPerConsumer / PerSubscription allows
+    RECEIVED_BEYOND_UNACKED_LIMIT = "received_beyond_unacked_limit"
 
     def __str__(self) -> str:
         return self.value

@@ -56,6 +56,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "redelivered_after_ack": "redelivery",
     "delivered_twice": "redelivery",
     "received_beyond_permits": "delivery",
+    "received_beyond_unacked_limit": "delivery",
     "wrong_redelivery_count": "redelivery",
     "duplicate_publish": "deduplication",
     "lost_write": "deduplication",

@@ -46,6 +46,7 @@ from conformance.checks import (
     ordering,
     redelivery,
     redelivery_count,
+    unacked_limit,
 )
 from conformance.checks._state import (
     Incarnation,
@@ -161,6 +162,9 @@ class StreamingChecker:
         #: the header says publishes may carry ``deliver_after_ms`` (delayed delivery): read it on each publish
         self._delayed = bool(self.header.extra.get("delayed_delivery"))
         self._early_allowance = delayed.allowance_of(self.header.extra)
+        #: the header's broker settings bound each consumer's unacknowledged messages: received_beyond_unacked_limit
+        limit = unacked_limit.limit_of(self.header.extra)
+        self._unacked = unacked_limit.UnackedLimit(limit) if limit > 0 else None
         self._attached: dict[str, str] = {}
         # dead letters (conformance.checks.dead_letter): the policy's maximum (None: not judged); subscription ->
         # message key -> (its dead_letter event, its last release before it, its key, whether a close came
@@ -327,6 +331,8 @@ class StreamingChecker:
         """A live receive by ``inc`` (a late one: :meth:`_late_receive`) carrying redelivery count ``count``: the
         message becomes known and held, and the receive is judged for key_overlap, out_of_order,
         redelivered_after_ack, misassigned and wrong_redelivery_count."""
+        if self._unacked is not None:
+            self._unacked_receive(self._unacked, inc, i, key, mkey, stream, ledger, entry, batch)
         sub = inc.sub
         if self._dead and mkey in self._dead.get(sub.name, ()):
             self._after_dead_letter(sub.name, mkey, i, inc.consumer)
@@ -412,6 +418,8 @@ class StreamingChecker:
         """A live ack by ``inc`` (a late one: :meth:`_late_ack`): every hold of the message ends, it is
         acknowledged (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if ``inc``
         held it."""
+        if self._unacked is not None:
+            self._unacked.acked(mkey)  # live or late (:meth:`_late_ack`): it may have reached the broker
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None:
@@ -582,6 +590,8 @@ class StreamingChecker:
     def _rare(self, op: str, row: EventRow) -> None:
         """Every other op, to its handler: nack, redeliver, the membership events (open, close, crash, gone),
         fault, end, failover."""
+        if self._unacked is not None:
+            self._unacked_rare(self._unacked, op, row)
         if op == "nack":
             self._nack(row)
         elif op == "redeliver":
@@ -638,6 +648,30 @@ class StreamingChecker:
         dead_i, since, key, closed = self._dead[sub_name].pop(mkey)
         if not closed and self._loss_i < since:
             self._emit(dead_letter.make_received(sub_name, key, _msg(mkey), dead_i, consumer, i))
+
+    def _unacked_receive(
+        self, limit: unacked_limit.UnackedLimit, inc: Incarnation, i: int, key: str, mkey: str, stream: str,
+        ledger: int, entry: int, batch: int,
+    ) -> None:  # fmt: skip
+        """received_beyond_unacked_limit at a live receive (:mod:`conformance.checks.unacked_limit`)."""
+        batch_entry = (stream, ledger, entry) if batch >= 0 else None
+        found = limit.receive(i, inc.consumer, mkey, batch_entry)
+        if found is not None:
+            self._emit(
+                unacked_limit.make_beyond_limit(inc.sub.name, key, inc.consumer, _msg(mkey), limit.limit, found, i)
+            )
+
+    @staticmethod
+    def _unacked_rare(limit: unacked_limit.UnackedLimit, op: str, row: EventRow) -> None:
+        """What else may have lowered a consumer's unacknowledged count (:mod:`conformance.checks.unacked_limit`)."""
+        if op == "nack":
+            limit.sent_back(row.consumer, row.mkey)
+        elif op == "redeliver":
+            limit.sent_back(row.consumer, None)
+        elif op in ("open", "close", "crash"):
+            limit.restart(row.consumer)
+        elif op == "fault":
+            limit.fault()
 
     def _producer_open(self, row: EventRow) -> None:
         """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
@@ -921,6 +955,8 @@ class StreamingChecker:
         """An ack by a consumer with no open incarnation: it arms nothing, but may have reached the broker, so
         the message is acknowledged (and held by nobody) like after any other ack."""
         consumer, mkey = row.consumer, row.mkey
+        if self._unacked is not None:
+            self._unacked.acked(mkey)  # it may have reached the broker
         last = self.last_inc.get(consumer)
         sub = last.sub if last is not None else self._sub(self._extras(row.n).get("subscription"))
         rec = sub.recs.get(mkey)
@@ -1073,9 +1109,10 @@ class StreamingChecker:
             self._may_store(producer, seq, t0)
 
     def judges_across_ids(self) -> bool:
-        """Whether this checker judged ``stored_below_highest`` over some stored receipt (a partitioned engine then
-        checks the trace again whole: the rule compares ids its identity pass splits apart)."""
-        return bool(self.stored_top)
+        """Whether this checker judged ``stored_below_highest`` over some stored receipt, or a receive under a
+        broker's unacked-message limit (a partitioned engine then checks the trace again whole: the first rule
+        compares ids its identity pass splits apart, the second counts a consumer's messages of every key)."""
+        return bool(self.stored_top) or (self._unacked is not None and self._unacked.judging)
 
     def _below_highest(
         self,

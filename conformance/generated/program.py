@@ -151,6 +151,9 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     "consumers": (3, 5),
     #: a non-persistent topic (``docs/scenarios.md``): no deduplication, resends, restarts or default batches there
     "topic": ("persistent", "non-persistent"),
+    #: consumed entries trimmed (ledgers of 2 or 5 entries deleted once every cursor passed them): a persistent
+    #: topic only; last, so the programs drawn before it keep every other draw
+    "trim": ((), (("managedLedgerMaxEntriesPerLedger", 2),), (("managedLedgerMaxEntriesPerLedger", 5),)),
 }
 SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
@@ -234,6 +237,8 @@ class _Shape:
             pairs.extend(self.values[name])  # type: ignore[arg-type]
         if self.values["dedup"] == "on-snapshot-every-2" and not self.non_persistent:
             pairs.append(("brokerDeduplicationEntriesInterval", 2))
+        if not self.non_persistent:
+            pairs.extend(self.values["trim"])  # type: ignore[arg-type]
         return tuple(pairs)
 
     @property

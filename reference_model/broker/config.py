@@ -17,6 +17,8 @@ from reference_model.keyshared import BROKER_CONF_NAMES, DispatcherSettings
 __all__ = ["BrokerConfig"]
 
 _SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+#: ``broker.conf``: the most entries a ledger holds; a consumed ledger is deleted whole (``trim_batch``)
+_LEDGER_ENTRIES = "managedLedgerMaxEntriesPerLedger"
 
 _DEDUP_CONF_NAMES: Mapping[str, str] = {
     "brokerDeduplicationEnabled": "broker_enabled",
@@ -53,8 +55,13 @@ class BrokerConfig:
         snapshot's while deduplication is on), as Pulsar deletes consumed ledgers of a topic without retention;
         the model's memory is then bounded by what is outstanding, not by what was ever published (long soaks).
         Off by default: the whole log stays readable (tests and scenarios inspect it, a subscription created
-        later at ``Earliest`` sees every entry). A model-only setting (no ``broker.conf`` name), refused by
-        replicated clusters, whose replicators read the log from positions the broker does not know.
+        later at ``Earliest`` sees every entry). Refused by replicated clusters, whose replicators read the log
+        from positions the broker does not know.
+    ``trim_batch``
+        The fewest consumed entries a trim forgets at once (0: the model's default, 4096, which bounds the cost
+        of re-indexing in long soaks). ``managedLedgerMaxEntriesPerLedger`` = N turns trimming on with batches of
+        N: Pulsar deletes a consumed ledger whole, and a ledger holds at most N entries (the model keeps its
+        message ids in one ledger; only which entries it forgets, and when, follow the setting).
     """
 
     key_shared: DispatcherSettings = field(default_factory=DispatcherSettings)
@@ -62,6 +69,7 @@ class BrokerConfig:
     crash_detection_delay_ms: int = 60_000
     subscription_types_enabled: tuple[str, ...] = _SUBSCRIPTION_TYPES
     trim_consumed_entries: bool = False
+    trim_batch: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.key_shared, DispatcherSettings):
@@ -80,6 +88,9 @@ class BrokerConfig:
             raise InvalidArgument(
                 f"trim_consumed_entries must be True or False but got {self.trim_consumed_entries!r}."
             )
+        batch = self.trim_batch
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
+            raise InvalidArgument(f"trim_batch must be an int >= 0 but got {batch!r}.")
         for name in self.subscription_types_enabled:
             if name not in _SUBSCRIPTION_TYPES:
                 raise InvalidArgument(
@@ -93,7 +104,7 @@ class BrokerConfig:
         key_shared: dict[str, object] = {}
         dedup: dict[str, object] = {}
         other: dict[str, object] = {}
-        known = [*BROKER_CONF_NAMES, *_DEDUP_CONF_NAMES, "subscriptionTypesEnabled"]
+        known = [*BROKER_CONF_NAMES, *_DEDUP_CONF_NAMES, "subscriptionTypesEnabled", _LEDGER_ENTRIES]
         for name, value in conf.items():
             if name in BROKER_CONF_NAMES:
                 key_shared[name] = value
@@ -109,6 +120,11 @@ class BrokerConfig:
             elif name == "subscriptionTypesEnabled":
                 types = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]
                 other["subscription_types_enabled"] = tuple(str(t).strip() for t in types)
+            elif name == _LEDGER_ENTRIES:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise InvalidArgument(f"Expected a whole number >= 1 for {name} but got {value!r}.")
+                other["trim_consumed_entries"] = True
+                other["trim_batch"] = value
             else:
                 raise InvalidArgument(
                     f"Unknown broker setting {name!r}.{did_you_mean(name, known)} Known: {', '.join(sorted(known))}."
@@ -135,4 +151,6 @@ class BrokerConfig:
             subscription_types_enabled=named.subscription_types_enabled
             if "subscriptionTypesEnabled" in conf
             else self.subscription_types_enabled,
+            trim_consumed_entries=True if _LEDGER_ENTRIES in conf else self.trim_consumed_entries,
+            trim_batch=named.trim_batch if _LEDGER_ENTRIES in conf else self.trim_batch,
         )

@@ -61,6 +61,8 @@ class ServerTopic:
         self._dedup_on = False
         #: ``config.trim_consumed_entries``: forget entries every cursor has marked deleted (:meth:`trim_consumed`)
         self.trims = broker.config.trim_consumed_entries
+        #: the fewest entries a trim forgets (``config.trim_batch``, else :data:`_TRIM_BATCH`)
+        self.trim_batch = broker.config.trim_batch or _TRIM_BATCH
         #: the storage failure in progress (``None`` while the storage takes writes; :meth:`storage_down`)
         self.outage: StorageOutage | None = None
         self.apply_dedup_policy()
@@ -330,12 +332,12 @@ class ServerTopic:
             return 0
         slowest = min(sub.cursor.mark_delete_position for sub in subscriptions.values())
         log = self.log
-        if log.index_after(slowest) < _TRIM_BATCH:
+        if log.index_after(slowest) < self.trim_batch:
             return 0
         floor = self.trim_floor()
         if floor is None:
             return 0
-        return log.trim_through(floor, min_batch=_TRIM_BATCH)
+        return log.trim_through(floor, min_batch=self.trim_batch)
 
     # -- restart -------------------------------------------------------------------------------------------
     def reload(self, new_ledger_id: int) -> None:

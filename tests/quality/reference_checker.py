@@ -448,6 +448,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         _wrong_redelivery_counts(header, events, default_sub, keys, found)
     found.update(compacted_reads(events))
     _refused_opens(header, events, default_sub, found)
+    found.update(unacked_limit_excess(header, events, default_sub))
     return found
 
 
@@ -614,6 +615,91 @@ def _wrong_redelivery_counts(
                 if now < before or (raises and now <= before):
                     witness = (r1[0], e.i) if request is None else (r1[0], request[0], e.i)
                     found[("wrong_redelivery_count", sub, keys[(sub, mkey)], witness)] += 1
+
+
+def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_sub: str) -> Counter[Identity]:
+    """``received_beyond_unacked_limit`` as ``docs/checker.md`` states it, by scanning: the limit is a positive
+    ``maxUnackedMessagesPerConsumer`` of the header's ``broker_conf`` (none on a non-persistent topic). At a live
+    receive r of message m by handle h, m counts as held by h when h received it after h's latest open, close or
+    crash, and after the latest release of it before r: an ack of it by anyone, h's nack of it, h's redeliver, any
+    fault. If m is not held, the entries of the held messages, but m's, are counted (a message without a batch index
+    is an entry of its own); at or over the limit, one violation witnessed by the first and the last of their
+    receives (where their hold began) and r, unless h's previous such receive (since its latest open, close, crash
+    or a fault) was over too."""
+    conf = header.extra.get("broker_conf")
+    if not isinstance(conf, dict) or header.extra.get("topic_kind") == "non-persistent":
+        return Counter()
+    limit = conf.get("maxUnackedMessagesPerConsumer")
+    found: Counter[Identity] = Counter()
+    if type(limit) is not int or limit <= 0:
+        return found
+    ops = [(e.i, e.op.value, e.consumer or "", e) for e in events]
+    live: dict[str, str] = {}  # handle -> subscription
+    over: dict[str, bool] = {}
+    for i, op, handle, e in ops:
+        if op == "open":
+            over[handle] = False
+            if e.result is None or e.result.value == "ok":
+                live[handle] = e.subscription or default_sub
+            else:
+                live.pop(handle, None)
+        elif op in ("close", "crash"):
+            live.pop(handle, None)
+            over[handle] = False
+        elif op == "fault":
+            over = {h: False for h in over}
+        if op != "receive" or handle not in live:
+            continue
+        assert e.topic is not None and e.msg_id is not None
+        mkey, stream, msg = canonical_message(e.topic, e.msg_id)
+        pos = parse_position(msg)
+        start = max((j for j, o, h, _ in ops if j < i and h == handle and o in ("open", "close", "crash")), default=-1)
+        faults = [j for j, o, _h, _ in ops if j < i and o == "fault"]
+        start = max([start, *faults])
+
+        def hold_began(key: str, before: int, handle: str = handle, start: int = start) -> int | None:
+            """Where h's hold of ``key`` that is still on at ``before`` began (None: h does not hold it)."""
+            began = None
+            for j, o, h, f in ops:
+                if j <= start or j >= before:
+                    continue
+                if f.topic is None or f.msg_id is None:
+                    if o == "redeliver" and h == handle:
+                        began = None
+                    continue
+                if canonical_message(f.topic, f.msg_id)[0] != key:
+                    continue
+                if o == "ack" or (o == "nack" and h == handle):
+                    began = None
+                elif o == "receive" and h == handle and began is None:
+                    began = j
+            return began
+
+        if hold_began(mkey, i) is not None:
+            continue
+        received = {
+            canonical_message(f.topic, f.msg_id)
+            for j, o, h, f in ops
+            if start < j < i and o == "receive" and h == handle and f.topic is not None and f.msg_id is not None
+        }
+        held: list[int] = []
+        entries: set[tuple[str, int, int, int]] = set()
+        for other, other_stream, other_msg in received:
+            other_pos = parse_position(other_msg)
+            same_entry = pos[2] >= 0 and (other_stream, other_pos[:2]) == (stream, pos[:2]) and other_pos[2] >= 0
+            began = hold_began(other, i)
+            if began is not None and not same_entry:
+                held.append(began)
+                entries.add((other_stream, other_pos[0], other_pos[1], min(other_pos[2], 0)))
+        if len(entries) < limit:
+            over[handle] = False
+            continue
+        if not over.get(handle, False):
+            over[handle] = True
+            found[
+                ("received_beyond_unacked_limit", live[handle], e.key or "", tuple(sorted({min(held), max(held), i})))
+            ] += 1
+    return found
 
 
 def engine_identities(violations: Sequence[Any]) -> Counter[Identity]:

@@ -154,6 +154,17 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         [_m("open", "c2", 2), _m("publish", amount=8), _m("ack_held", amount=4), _m("ack_held", "c2", 4)],
         _shape(unacked_subscription=1),
     ),
+    "consumed entries trimmed (ledgers of 2 entries), then a restart": (
+        lambda s: ("managedLedgerMaxEntriesPerLedger", 2) in s.broker,
+        [
+            _m("publish", amount=8),
+            _m("ack_held", amount=6),
+            _m("publish", amount=4),
+            _m("restart"),
+            _m("open", "c2", 1),
+        ],
+        _shape(trim=1, dedup=2),
+    ),
     "look-ahead limit": (
         lambda s: any(n.startswith("keySharedLookAhead") for n, _ in s.broker),
         [_m("publish", amount=6), _m("open", "c2", 1), _m("publish", amount=8), _m("ack_held", amount=2)],

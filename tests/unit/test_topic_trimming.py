@@ -167,3 +167,25 @@ def test_bad_setting_and_replication_are_refused() -> None:
     brokers = [ModelBroker(cluster="r1", clock=clock, config=TRIM), ModelBroker(cluster="r2", clock=clock)]
     with pytest.raises(InvalidArgument, match="trims consumed entries"):
         ReplicatedClusters(brokers)
+
+
+def test_ledgers_of_n_entries_trim_in_batches_of_n() -> None:
+    """``[broker] managedLedgerMaxEntriesPerLedger = 2`` (what the generator draws): trimming on, in batches of 2
+    (a consumed ledger is deleted whole), so a handful of acknowledged messages is forgotten."""
+    config = BrokerConfig.from_broker_conf({"managedLedgerMaxEntriesPerLedger": 2})
+    assert config.trim_consumed_entries and config.trim_batch == 2
+    assert BrokerConfig().with_broker_conf({"managedLedgerMaxEntriesPerLedger": 5}).trim_batch == 5
+    assert not BrokerConfig().with_broker_conf({"maxUnackedMessagesPerConsumer": 3}).trim_consumed_entries
+    broker = ModelBroker(config=config.with_broker_conf({}))
+    producer = broker.create_producer("t")
+    consumer = broker.subscribe("t", "s", consumer_name="c1", receiver_queue_size=100)
+    for i in range(6):
+        producer.send(b"v", partition_key=f"k{i}")
+    assert len(_drain(consumer)) == 6
+    log = broker.topic_log("t")
+    assert len(log) < 6 and log.earliest > Position(0, 0)
+    for value in (0, True, "2"):
+        with pytest.raises(InvalidArgument, match="managedLedgerMaxEntriesPerLedger"):
+            BrokerConfig.from_broker_conf({"managedLedgerMaxEntriesPerLedger": value})
+    with pytest.raises(InvalidArgument, match="trim_batch must be"):
+        BrokerConfig(trim_batch=-1)
