@@ -321,10 +321,10 @@ def test_a_program_of_the_dimension_is_generated_written_and_run_on_the_model(
 
 
 def test_random_programs_take_every_dimension() -> None:
-    """The seeded generator (the same draw as Hypothesis') reaches every dimension within 400 programs."""
+    """The seeded generator (the same draw as Hypothesis') reaches every dimension within 1,000 programs."""
     from conformance.generated.program import program_from_seed
 
-    drawn = [program_from_seed(seed, length=20) for seed in range(400)]
+    drawn = [program_from_seed(seed, length=20) for seed in range(1000)]
     missing = [d for d, (holds, _m2, _s) in DIMENSIONS.items() if not any(holds(p) for p in drawn)]
     assert missing == []
 
