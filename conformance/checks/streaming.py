@@ -450,18 +450,7 @@ class StreamingChecker:
                 for other in holder:
                     del other.held[mkey]
             else:
-                scope = rec.scope
-                holding = sub.holding
-                hold = holding[scope]
-                for other in holder:
-                    n_held = hold[other]
-                    if n_held == 1:
-                        del hold[other]
-                    else:
-                        hold[other] = n_held - 1
-                    del other.held[mkey]
-                if not hold:
-                    del holding[scope]
+                _end_counted_holds(sub, rec.scope, mkey, holder)
             rec.holder = None
         if mkey in self._published and not rec.exempt:  # settled: only the compact remainder stays
             del sub.recs[mkey]
@@ -907,22 +896,12 @@ class StreamingChecker:
     def _expire(self, sub: SubState, t: int, seconds: Any) -> None:
         """Message expiry (:mod:`conformance.checks.expiry`): every unacknowledged message of ``sub`` that may
         have expired is acknowledged by the broker, as by an ack that arms nothing; its holds end."""
-        holding = sub.holding
         for mkey, rec in list(sub.recs.items()):
             if rec.acked or not expiry.may_expire(rec.t0, t, seconds):
                 continue
             holder = rec.holder
             if holder is not None:
-                hold = holding[rec.scope]
-                for other in holder if holder.__class__ is dict else (holder,):
-                    n_held = hold[other]
-                    if n_held == 1:
-                        del hold[other]
-                    else:
-                        hold[other] = n_held - 1
-                    del other.held[mkey]
-                if not hold:
-                    del holding[rec.scope]
+                _end_counted_holds(sub, rec.scope, mkey, holder if holder.__class__ is dict else (holder,))
                 rec.holder = None
             rec.due = None
             if mkey in self._published and not rec.exempt:
@@ -1376,6 +1355,22 @@ def _values_of(event: Event) -> tuple[Any, ...]:
         event.uid, event.producer, event.seq, None if event.result is None else event.result.value,
         event.extra.get("t0"), ledger, entry, batch, event.redelivery_count,
     )  # fmt: skip
+
+
+def _end_counted_holds(sub: SubState, scope: str, mkey: str, holders: Iterable[Incarnation]) -> None:
+    """End the holds of ``mkey`` by ``holders`` that count as holds of its key (``sub.holding[scope]``): an ack
+    with several holders, or an expiry (the single-holder ack does the same inline, on the hot path)."""
+    holding = sub.holding
+    hold = holding[scope]
+    for other in holders:
+        n_held = hold[other]
+        if n_held == 1:
+            del hold[other]
+        else:
+            hold[other] = n_held - 1
+        del other.held[mkey]
+    if not hold:
+        del holding[scope]
 
 
 def _row(columns: list[list[Any]], n: int) -> EventRow:
