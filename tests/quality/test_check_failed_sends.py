@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 from exemption_traces import failed_send_delivered
+from reference_checker import reference_check
 
 from conformance.checks import Kind, check_trace
-from tests.quality.reference_checker import reference_check
 
 
 @pytest.mark.parametrize("receive_first", [False, True])

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 from exemption_traces import gapped_id_stored, gapped_sequence, producer_answered, pulsar_40
+from reference_checker import reference_check
 
 from conformance.checks import Kind, check_trace
-from tests.quality.reference_checker import reference_check
 
 
 def _found(b) -> list[tuple[Kind, tuple[int, ...]]]:  # type: ignore[no-untyped-def]
