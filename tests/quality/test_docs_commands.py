@@ -63,6 +63,7 @@ COMMAND_OPTION_VALUES = {
         "--faults": "restart",  # the model owns its broker: it restarts; it has no connections to cut
         "--drain-timeout": "10s",
     },
+    "convert": {"--buckets": "4"},
 }
 #: Values for positional placeholders.
 POSITIONAL_VALUES = {
