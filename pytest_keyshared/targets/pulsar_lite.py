@@ -191,6 +191,7 @@ class PulsarLiteTarget(PulsarTarget):
         want_metrics = f"Metrics endpoint listening on http://127.0.0.1:{self._metrics_port}".encode()
         deadline = time.monotonic() + self._startup_timeout_s
         while True:
+            looked_at = time.monotonic()  # ready only counts when seen before the deadline
             code = self._proc.poll()
             if code is not None:
                 self._proc = None
@@ -205,7 +206,8 @@ class PulsarLiteTarget(PulsarTarget):
                     f"pulsar-lite ignored its config {self._config_path} and listens on 0.0.0.0 (it falls back to"
                     f" defaults on a malformed config); stopped it. Log: {self._log_path}"
                 )
-            if want_broker in text and want_metrics in text and port_accepts("127.0.0.1", self._port):
+            ready = want_broker in text and want_metrics in text and port_accepts("127.0.0.1", self._port)
+            if ready and looked_at < deadline:
                 return
             if time.monotonic() >= deadline:
                 self.stop()
