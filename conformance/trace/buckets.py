@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from conformance.trace.header import TraceHeader
 from conformance.trace.validation import TraceFormatError
@@ -234,7 +234,7 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
 
 
 #: numpy's stable sort (a named constant: ``kind=`` with a string literal is how violation kinds must not be spelt)
-_STABLE_SORT = "stable"
+_STABLE_SORT: Final = "stable"
 
 
 def _grouped(batch: Any, parts: Any) -> Iterator[tuple[int, Any]]:
