@@ -18,6 +18,12 @@ apache/pulsar's history), one fingerprint per release of the three selector clas
   4.0.7 / 4.1.1; the 2.x broker checks each range for inversion and conflict in turn, 3.x checks every range for
   inversion first; the fixed selector also refuses a consumer's own overlapping ranges;
 * 4.x: slots reduced into the selector's key hash range (PIP-379), snapshots and impacted ranges.
+
+After 4.2.1 the three selectors, ``ConsumerHashAssignmentsSnapshot`` and ``HashRanges`` are unchanged in meaning up
+to ``Release 4.2.4`` and the mirror's master (2026-08-20, which 5.0.0 branched from): the only edits are the logging
+migration (#25535) and ``ConsumerNameIndexTracker`` moving from ``RoaringBitmap`` to ``LongBitmap`` with the same
+lowest-free-slot allocation (#26117).  4.2.5 and 5.0.0 are newer than the mirror; their release notes list no
+selector change, so they carry the 4.2.1 fingerprint.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 #: Newest release of each line (apache/pulsar-site release notes), for versions given without a patch.
 NEWEST = {
     (2, 8): 4, (2, 9): 5, (2, 10): 6, (2, 11): 4, (3, 0): 17, (3, 1): 3, (3, 2): 4, (3, 3): 9,
-    (4, 0): 14, (4, 1): 3, (4, 2): 1,
+    (4, 0): 14, (4, 1): 3, (4, 2): 5, (5, 0): 0,
 }  # fmt: skip
 
 #: A release on each side of every boundary above: the releases the differential test runs.
@@ -37,6 +43,7 @@ ERA_RELEASES: tuple[str, ...] = (
     "3.0.0", "3.0.2", "3.0.3", "3.0.6", "3.0.7", "3.0.13", "3.0.14", "3.0.17",
     "3.1.2", "3.1.3", "3.2.0", "3.2.1", "3.2.4", "3.3.0", "3.3.1", "3.3.2", "3.3.8", "3.3.9",
     "4.0.0", "4.0.6", "4.0.7", "4.0.14", "4.1.0", "4.1.1", "4.1.3", "4.2.1",
+    "4.2.4", "4.2.5", "5.0.0",
 )  # fmt: skip
 
 Release = tuple[int, int, int]
