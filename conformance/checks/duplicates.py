@@ -25,6 +25,7 @@ from conformance.violations import Kind, Violation, render_elle
 
 __all__ = [
     "below_highest",
+    "dup_threshold",
     "duplicates",
     "explain",
     "explain_behind",
@@ -50,6 +51,21 @@ def duplicates(ids: Mapping[tuple[str, int], Any]) -> list[Violation]:
             for ref, key in ordered[1:]:
                 found.append(make_duplicate(producer, seq, key, first_ref, ref))
     return found
+
+
+def dup_threshold(seq: int, send_seq: Any) -> int:
+    """The least sequence id of the producer whose storing shows a duplicate receipt of ``seq`` due: ``seq + 1``
+    for a send judged by its own id, ``send_seq`` for a message of a batch sent with its ids (``send_seq`` on the
+    publish: the raw protocol producer's ``CommandSend.sequence_id``).
+
+    Property (``MessageDeduplication.isDuplicate``): the broker judges a send by its ``sequence_id`` against the
+    highest id it pushed (``max(sequenceId, highestSequenceId)`` of each send taken), so a batch sent as ``4,
+    highest 8`` after ``1, highest 5`` was stored is answered ``-1:-1`` whole, 6..8 included, and stores nothing:
+    a duplicate receipt is a lost write only for a send id above every id the producer may have stored by then
+    (``MessageDuplicationTest.testIsDuplicate``)."""
+    if send_seq is None or send_seq.__class__ is not int:
+        return seq + 1
+    return int(send_seq)
 
 
 def lost_writes(

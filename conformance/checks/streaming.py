@@ -201,7 +201,8 @@ class StreamingChecker:
         #: a real id, an info or fail outcome); producer -> first duplicate receipts no such higher id excused yet,
         #: as (seq, t); the (producer, seq) whose first duplicate receipt a higher stored id excuses
         self.top_seq: dict[str, int] = {}
-        self.unexcused: dict[str, list[tuple[int, int]]] = {}
+        #: producer -> (the least stored id that excuses it, t, seq) per first duplicate receipt not excused yet
+        self.unexcused: dict[str, list[tuple[int, int, int]]] = {}
         self.dup_excused: set[tuple[str, int]] = set()
         #: stored_below_highest, last_sequence_id_behind (deduplication on, not a failover run): (stream, producer)
         #: -> its highest id stored as an entry's first message so far, with its first receipt
@@ -491,7 +492,7 @@ class StreamingChecker:
             self.failed_uids.pop(uid, None)
         if result != "ok" or mkey is None or stream is None or ledger < 0 or entry < 0:  # (a stream with its mkey)
             if producer is not None and seq is not None:
-                self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
+                self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key, n)
             return  # not stored
         if ps is not None and producer is not None and seq is not None:
             self._may_store(producer, seq, t0)
@@ -1070,19 +1071,30 @@ class StreamingChecker:
 
     # --- identity checks -------------------------------------------------------------------------------
     def _unstored_receipt(
-        self, i: int, t: int, t0: int | None, result: str | None, mkey: str | None, producer: str, seq: int, key: str
+        self,
+        i: int,
+        t: int,
+        t0: int | None,
+        result: str | None,
+        mkey: str | None,
+        producer: str,
+        seq: int,
+        key: str,
+        n: int,
     ) -> None:
         """A publish that stored nothing the trace can see: a duplicate receipt (``ok``, ``-1:-1``) claims the
-        (producer, seq) is stored (``lost_write`` if nothing shows it is, nor a higher id of the producer stored
-        before it); an ``info`` or ``fail`` one may have stored it after all."""
+        (producer, seq) is stored (``lost_write`` if nothing shows it is, nor an id of the producer at or above the
+        id its send was judged by stored before it: :func:`duplicates.dup_threshold`); an ``info`` or ``fail`` one
+        may have stored it after all."""
         ps = (producer, seq)
         if result == "ok":
             if ps not in self.dup_receipts:
                 self.dup_receipts[ps] = ((i, "publish", None, None if mkey is None else _msg(mkey)), key)
-                if self.top_seq.get(producer, -1) > seq:
+                need = duplicates.dup_threshold(seq, self._extras(n).get("send_seq"))
+                if self.top_seq.get(producer, -1) >= need:
                     self.dup_excused.add(ps)  # at or below the highest stored id: Pulsar's answer (Dup)
                 else:
-                    self.unexcused.setdefault(producer, []).append((seq, t))
+                    self.unexcused.setdefault(producer, []).append((need, t, seq))
         else:
             self.maybe_stored.add(ps)
             self._may_store(producer, seq, t0)
@@ -1125,12 +1137,12 @@ class StreamingChecker:
             self.top_seq[producer] = seq
         waiting = self.unexcused.get(producer) if self.unexcused else None
         if waiting:
-            kept: list[tuple[int, int]] = []
-            for d_seq, d_t in waiting:
-                if d_seq < seq and (t0 is None or t0 <= d_t):
+            kept: list[tuple[int, int, int]] = []
+            for need, d_t, d_seq in waiting:
+                if seq >= need and (t0 is None or t0 <= d_t):
                     self.dup_excused.add((producer, d_seq))
                 else:
-                    kept.append((d_seq, d_t))
+                    kept.append((need, d_t, d_seq))
             if kept:
                 self.unexcused[producer] = kept
             else:
@@ -1332,6 +1344,8 @@ def _extra_of(event: Event) -> dict[str, Any]:
         "consumers": extra.get("consumers"),
         "unattributed": extra.get("unattributed"),
         "deliver_after_ms": extra.get("deliver_after_ms"),
+        "send_seq": extra.get("send_seq"),
+        "highest_seq": extra.get("highest_seq"),
         "fault": extra.get("fault"),
         "expire_seconds": extra.get("expire_seconds"),
         "error": extra.get("error"),

@@ -81,7 +81,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     uid_first: dict[str, tuple[str, int] | None] = {}  # uid -> (producer, seq) of its first publish event
     receives_with_uid: list[tuple[str, str, int, str]] = []  # (uid, message key, i, key)
     stored: dict[tuple[str, int], dict[str, tuple[int, str]]] = {}  # (p, seq) -> msg -> (first evidence i, key)
-    dup_receipts: dict[tuple[str, int], tuple[int, str, int]] = {}  # (p, seq) -> its first: (i, key, t)
+    # (p, seq) -> its first: (i, key, t, the least stored id that shows it due: seq + 1, or its batch's send id)
+    dup_receipts: dict[tuple[str, int], tuple[int, str, int, int]] = {}
     sends: dict[str, list[tuple[int, int | None, int]]] = {}  # producer -> (i, t0, seq) of sends that may be stored
     maybe_stored: set[tuple[str, int]] = set()
     # stored_below_highest: stored publish receipts, (i, t, t0, (p, seq), stream, batch, message key, key); the index
@@ -230,7 +231,9 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if e.result is None or e.result.value != "ok" or mkey is None or ledger < 0 or entry < 0:
                 if ps is not None:
                     if duplicate:
-                        dup_receipts.setdefault(ps, (i, key, e.t))
+                        send_seq = e.extra.get("send_seq")
+                        need = send_seq if isinstance(send_seq, int) else ps[1] + 1
+                        dup_receipts.setdefault(ps, (i, key, e.t, need))
                     else:
                         maybe_stored.add(ps)
                 continue
@@ -436,10 +439,11 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             top = highest_before(i, stream, producer)
             if top is not None and top[0] > answer:
                 found[("last_sequence_id_behind", None, None, (top[1], i))] += 1
-    for ps, (i, key, t) in dup_receipts.items():
-        # Pulsar answers -1:-1 at or below the highest id stored: a send of a higher id that may be stored and
-        # may have been sent before the receipt was logged (logged before it, or t0 unknown or not later) excuses
-        higher = any(seq > ps[1] and (s_i < i or t0 is None or t0 <= t) for s_i, t0, seq in sends.get(ps[0], ()))
+    for ps, (i, key, t, need) in dup_receipts.items():
+        # Pulsar answers -1:-1 to a send id at or below the highest id stored: a send of an id at least ``need`` (a
+        # higher id; for a batch sent with its ids, its send id) that may be stored and may have been sent before
+        # the receipt was logged (logged before it, or t0 unknown or not later) excuses
+        higher = any(seq >= need and (s_i < i or t0 is None or t0 <= t) for s_i, t0, seq in sends.get(ps[0], ()))
         if ps not in stored and ps not in maybe_stored and not higher:
             found[("lost_write", None, key, (i,))] += 1
     # an expiry is the broker acknowledging (docs/checker.md, "Message expiry"): it touches no consumer

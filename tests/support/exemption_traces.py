@@ -19,7 +19,13 @@ from collections.abc import Callable
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 
-__all__ = ["EXEMPTION_CASES", "gapped_sequence", "lost_write_above_the_highest", "pulsar_40"]
+__all__ = [
+    "EXEMPTION_CASES",
+    "batch_answered_below_its_highest",
+    "gapped_sequence",
+    "lost_write_above_the_highest",
+    "pulsar_40",
+]
 
 
 def pulsar_40() -> TraceBuilder:
@@ -231,5 +237,24 @@ def failed_send_delivered(*, then: str | None = None, receive_first: bool = Fals
     if not receive_first:
         b.receive("c1", "k", "1:0", uid="u1")
     b.ack("c1", "1:0")
+    b.end()
+    return b
+
+
+def batch_answered_below_its_highest(*, second_send: int = 4, step: int = 1000) -> TraceBuilder:
+    """``MessageDuplicationTest.testIsDuplicate`` against a broker: the raw producer sends ids 1..5 as one batch
+    ``1, highest 5`` (stored), then 4..8 as ``second_send, highest 8``, every message answered ``-1:-1``.  With
+    ``second_send`` 4 (at or below the pushed 5) that is Pulsar's answer: 6, 7 and 8 are never stored and no lost
+    write; with 6 (above everything stored) it is three lost writes.  ``step``: ns between events (0: equal)."""
+    b = pulsar_40()
+    b.step = step
+    b.open("c1")
+    for n, seq in enumerate(range(1, 6)):
+        b.publish("k", f"1:0:-1:{n}", seq=seq, uid=f"u{seq}", send_ids=(1, 5))
+    for n, seq in enumerate(range(4, 9)):
+        b.publish("k", f"-1:-1:-1:{n}", seq=seq, uid=f"u{seq}" if seq <= 5 else f"v{seq}", send_ids=(second_send, 8))
+    for n in range(5):
+        b.receive("c1", "k", f"1:0:-1:{n}", uid=f"u{n + 1}")
+        b.ack("c1", f"1:0:-1:{n}")
     b.end()
     return b
