@@ -3,14 +3,18 @@ unbatched send are stored and read back by ``pulsar-client``; failures are one b
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import uuid
+from pathlib import Path
 
 import pulsar
 import pytest
 
-from pytest_keyshared.driver import wire
+from conformance.scenarios import parse_scenario
+from conformance.trace.reader import read_trace
+from pytest_keyshared.driver import run_scenario, wire
 from pytest_keyshared.driver.raw_producer import RawProducer, RawProtocolError
 from pytest_keyshared.targets.pulsar_lite import PulsarLiteTarget
 
@@ -63,3 +67,34 @@ def test_silent_broker_times_out_bounded() -> None:
 def test_tls_url_is_refused() -> None:
     with pytest.raises(RawProtocolError, match="only pulsar://HOST:PORT"):
         RawProducer.open("pulsar+ssl://h:6651", "t", "p", timeout_s=1)
+
+
+def test_a_scenario_batch_with_its_highest_id_runs_through_the_driver(lite: PulsarLiteTarget, tmp_path: Path) -> None:
+    """The driver's raw path on a real broker: ``publish`` with ``highest_sequence_id`` goes out as one batch, each
+    message recorded with the send's ids and its batch index, received by ``pulsar-client``; the producer's other
+    sends go alone through the same connection (pulsar-lite has no deduplication: nothing is judged a duplicate)."""
+    scenario = parse_scenario(
+        {
+            "name": "raw-batch",
+            "settings": {"drain_timeout_ms": 5000, "quiet_ms": 200, "drain_quiet_ms": 500},
+            "steps": [
+                {"do": "open", "consumer": "c1"},
+                {"do": "publish", "count": 3, "keys": ["A"], "sequence_ids": [1, 2, 3], "highest_sequence_id": 3},
+                {"do": "publish", "count": 1, "keys": ["B"], "sequence_ids": [4]},
+                {"do": "wait_received", "count": 4},
+            ],
+        }
+    )
+    result = run_scenario(lite, scenario, seed=0, out_dir=tmp_path)
+    read_trace(result.trace_path)  # the reader accepts the new fields
+    events = [json.loads(line) for line in result.trace_path.read_text().splitlines()[1:]]
+    publishes = [e for e in events if e["op"] == "publish"]
+    assert [(e["seq"], e.get("send_seq"), e.get("highest_seq"), e["msg_id"].split(":")[3]) for e in publishes] == [
+        (1, 1, 3, "0"),
+        (2, 1, 3, "1"),
+        (3, 1, 3, "2"),
+        (4, None, None, "-1"),
+    ]
+    assert {e["uid"] for e in events if e["op"] == "receive"} == {"p1:1", "p1:2", "p1:3", "p1:4"}
+    assert result.verdict is not None and result.verdict.valid, result.verdict.render()
+

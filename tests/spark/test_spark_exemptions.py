@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from exemption_traces import (
     EXEMPTION_CASES,
+    batch_answered_below_its_highest,
     gapped_id_stored,
     gapped_sequence,
     lost_write_above_the_highest,
@@ -31,14 +32,19 @@ def test_both_engines_judge_the_exemption_and_lost_write_traces_alike(spark: Any
     cases = [(f"{name} {released}", EXEMPTION_CASES[name](released)) for name in sorted(EXEMPTION_CASES)
              for released in (True, False)]  # fmt: skip
     cases += [("gapped", gapped_sequence()), ("lost", lost_write_above_the_highest()),
-              ("lost then 7", lost_write_above_the_highest(then_higher=True))]  # fmt: skip
+              ("lost then 7", lost_write_above_the_highest(then_higher=True)),
+              ("batch below its highest", batch_answered_below_its_highest()),
+              ("batch lost", batch_answered_below_its_highest(second_send=6)),
+              ("batch lost, equal t", batch_answered_below_its_highest(second_send=6, step=0))]  # fmt: skip
     verdicts = check_many(spark, [(b.header, b.events) for _, b in cases], parts=2)
     for (name, b), verdict in zip(cases, verdicts, strict=True):
         python = check_trace(b.events, header=b.header)
         assert verdict.identities() == python.identities(), name
         kinds = sorted(v.kind.value for v in verdict.violations)
-        if name.endswith("True") or name == "gapped":
+        if name.endswith("True") or name in ("gapped", "batch below its highest"):
             assert kinds == [] and verdict.valid, name
+        elif name.startswith("batch lost"):
+            assert kinds == ["lost_write"] * 3 and not verdict.valid, name
         elif name.endswith("False"):
             assert kinds == ["out_of_order"] and not verdict.valid, name
         else:
