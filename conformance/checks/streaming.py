@@ -498,7 +498,7 @@ class StreamingChecker:
             self._may_store(producer, seq, t0)
             cur = self.ids.get(ps)
             if self._judge_below:
-                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur)
+                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur, n)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -1116,18 +1116,25 @@ class StreamingChecker:
         position: tuple[int, int],
         batch: int,
         cur: Any,
+        n: int,
     ) -> None:
-        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, ``stored_below_highest`` when
-        a higher id of the producer was stored earlier in the stream (a receipt logged before) and nothing stored
-        (producer, seq) under another id; as an entry's first message, it may raise the producer's highest id."""
+        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, or the first message of a
+        batch sent with its ids (judged by its ``send_seq``), ``stored_below_highest`` when a higher id of the
+        producer was stored earlier in the stream (a receipt logged before) and nothing stored (producer, seq) under
+        another id; as an entry's first message, it may raise the producer's highest id (a batch sent with its ids:
+        to ``max(send_seq, highest_seq)``, what the broker pushed)."""
         ref = (i, "publish", None, _msg(mkey))
         top = self.stored_top.get((stream, producer))
-        if batch < 0 and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
-            higher = duplicates.below_highest(top, seq, position)
+        sent = duplicates.send_ids(self._extras(n)) if batch == 0 else None
+        judged = seq if batch < 0 else None if sent is None else sent[0]
+        if judged is not None and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+            higher = duplicates.below_highest(top, judged, position)
             if higher is not None:
-                self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
+                made = duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref, send_seq=judged)
+                self._emit(made)
         if batch <= 0:
-            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, seq, ref, position)
+            value = seq if sent is None else max(sent)
+            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, value, ref, position)
 
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each

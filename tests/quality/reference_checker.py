@@ -88,6 +88,8 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     # stored_below_highest: stored publish receipts, (i, t, t0, (p, seq), stream, batch, message key, key); the index
     # of each uid's first publish
     stored_receipts: list[tuple[int, int, Any, tuple[str, int], str, int, str, str]] = []
+    # a stored receipt's index -> the (sequence_id, highest_sequence_id) of the batch send it came in (send_seq)
+    batch_sends: dict[int, tuple[int, int]] = {}
     uid_first_i: dict[str, int] = {}
     uid_results: dict[str, list[str]] = {}  # uid -> the result of each of its publishes
     producer_opens: list[tuple[int, Any, str, int, str]] = []  # (i, t0, producer, answered id, stream)
@@ -240,6 +242,9 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if ps is not None:
                 stored.setdefault(ps, {}).setdefault(mkey, (i, key))
                 stored_receipts.append((i, e.t, e.extra.get("t0"), ps, stream, batch, mkey, key))
+                send_seq, highest_seq = e.extra.get("send_seq"), e.extra.get("highest_seq")
+                if isinstance(send_seq, int) and not isinstance(send_seq, bool):
+                    batch_sends[i] = (send_seq, highest_seq if isinstance(highest_seq, int) else -1)
             if mkey in published:
                 continue
             published.add(mkey)
@@ -418,8 +423,13 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         def highest_before(i: int, stream: str, producer: str) -> tuple[int, int, tuple[int, int]] | None:
             """The highest id stored as an entry's first message in receipts logged before E``i``: (seq, its first
             receipt's index, its position)."""
+            # what each entry's first message shows pushed: its seq, or a batch send's max(send id, highest id)
             before = [
-                (h_ps[1], h_i, parse_position(h_m.rpartition("|")[2])[:2])
+                (
+                    max(batch_sends[h_i]) if h_batch == 0 and h_i in batch_sends else h_ps[1],
+                    h_i,
+                    parse_position(h_m.rpartition("|")[2])[:2],
+                )
                 for h_i, _h_t, _h0, h_ps, h_stream, h_batch, h_m, _k in stored_receipts
                 if h_i < i and h_stream == stream and h_ps[0] == producer and h_batch <= 0
             ]
@@ -428,12 +438,14 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             return min((r for r in before if r[0] == max(seq for seq, _, _ in before)), key=lambda r: r[1])
 
         for i, _t, _t0, ps, stream, batch, mkey, key in stored_receipts:
-            if batch >= 0:
+            # judged: an unbatched send by its seq, a batch sent with its ids by its send id (at its first message)
+            if batch > 0 or (batch == 0 and i not in batch_sends):
                 continue
+            judged = ps[1] if batch < 0 else batch_sends[i][0]
             if any(e_ps == ps and e_mkey != mkey and e_i < i for e_i, e_ps, e_mkey in evidence):
                 continue
             top = highest_before(i, stream, ps[0])
-            if top is not None and top[0] > ps[1] and top[2] < parse_position(mkey.rpartition("|")[2])[:2]:
+            if top is not None and top[0] > judged and top[2] < parse_position(mkey.rpartition("|")[2])[:2]:
                 found[("stored_below_highest", None, key, (top[1], i))] += 1
         for i, _t0, producer, answer, stream in producer_opens:
             top = highest_before(i, stream, producer)

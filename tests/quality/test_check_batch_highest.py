@@ -7,7 +7,7 @@ Pulsar's answer, not a ``lost_write``; one above every stored id is (``MessageDu
 from __future__ import annotations
 
 import pytest
-from exemption_traces import batch_answered_below_its_highest
+from exemption_traces import batch_answered_below_its_highest, batch_stored_below_its_pushed_id
 from reference_checker import reference_check
 
 from conformance.checks import Kind, check_trace
@@ -56,3 +56,32 @@ def test_an_unacknowledged_drain_is_judged_alike() -> None:
 @pytest.mark.parametrize(("seq", "send", "need"), [(6, None, 7), (6, 4, 4), (1, 5, 5), (3, "x", 4), (3, True, 4)])
 def test_dup_threshold(seq: int, send: object, need: int) -> None:
     assert dup_threshold(seq, send) == need
+
+
+def _found(b) -> list[tuple[Kind, tuple[int, ...]]]:  # type: ignore[no-untyped-def]
+    return [(v.kind, v.events) for v in check_trace(b.events, header=b.header).violations]
+
+
+def test_a_batch_stored_under_a_send_id_below_the_pushed_one_is_stored_below_highest() -> None:
+    b = batch_stored_below_its_pushed_id(send=4)  # 6..8 sent as 4, highest 8 after 1, highest 5: a duplicate
+    assert _found(b) == [(Kind.STORED_BELOW_HIGHEST, (1, 6))]
+    text = check_trace(b.events, header=b.header).violations[0].explanation
+    assert "sequence id 6 (the first of a batch sent under id 4) was stored after its id 5 was" in text
+    assert reference_check(b.header, b.events) == {("stored_below_highest", None, "k", (1, 6)): 1}
+
+
+def test_the_same_batch_sent_above_the_pushed_id_passes() -> None:
+    b = batch_stored_below_its_pushed_id(send=6)
+    assert _found(b) == []
+    assert not reference_check(b.header, b.events)
+
+
+@pytest.mark.parametrize("send", [6, 4])
+def test_a_lone_id_below_a_batchs_highest_id_is_stored_below_highest(send: int) -> None:
+    """A stored batch shows ``max(send id, highest id)`` pushed (8 for 6..8's entry, stored either way here): a lone 0
+    stored after it is below it; the witness is that entry's first receipt."""
+    b = batch_stored_below_its_pushed_id(send=send, then_alone=0)
+    expected = [(Kind.STORED_BELOW_HIGHEST, (1, 6))] if send == 4 else []
+    expected.append((Kind.STORED_BELOW_HIGHEST, (6, 9)))
+    assert _found(b) == expected
+    assert reference_check(b.header, b.events) == {("stored_below_highest", None, "k", w): 1 for _, w in expected}

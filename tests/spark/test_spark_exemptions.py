@@ -16,6 +16,7 @@ import pytest
 from exemption_traces import (
     EXEMPTION_CASES,
     batch_answered_below_its_highest,
+    batch_stored_below_its_pushed_id,
     gapped_id_stored,
     gapped_sequence,
     lost_write_above_the_highest,
@@ -59,6 +60,9 @@ def test_both_engines_judge_stored_ids_below_the_highest_and_the_producers_answe
         ("answered 4", producer_answered(4), ["last_sequence_id_behind"]),
         ("answered 5", producer_answered(5), []),
         ("answered 4, equal t", producer_answered(4, step=0), ["last_sequence_id_behind"]),
+        ("batch under 4 stored", batch_stored_below_its_pushed_id(send=4), ["stored_below_highest"]),
+        ("batch under 6 stored", batch_stored_below_its_pushed_id(send=6), []),
+        ("lone 0 after the batch", batch_stored_below_its_pushed_id(send=6, then_alone=0), ["stored_below_highest"]),
     ]
     verdicts = check_many(spark, [(b.header, b.events) for _, b, _k in cases], parts=2)
     for (name, b, kinds), verdict in zip(cases, verdicts, strict=True):
