@@ -200,6 +200,8 @@ class _Run(RunLoop):
         self.next_seq: dict[str, int] = {}
         self._announced: dict[str, ProducerHandle] = {}  # producer name -> the handle recorded as open
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
+        #: producers the harness's protocol producer sends for (``Scenario.raw_producers``), read on first use
+        self._raw_names: frozenset[str] | None = None
         #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
         self.ranges: dict[str, list[list[int]]] | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
@@ -499,7 +501,10 @@ class _Run(RunLoop):
     def _producer(self, name: str, batching: str) -> ProducerHandle:
         """The session's producer ``name``; a newly created one is recorded (``producer_open``: the last sequence id
         the broker answered it, which the checker judges against the ids stored before)."""
-        if name in self.scenario.raw_producers():
+        raw = self._raw_names
+        if raw is None:
+            raw = self._raw_names = self.scenario.raw_producers()
+        if name in raw:
             batching = "raw"  # the harness's protocol producer sends all of this producer's messages
         handle = self.session.producer(name, batching, self.settings.send_timeout_ms)
         if self._announced.get(name) is not handle:
