@@ -12,7 +12,8 @@ Protobuf (proto2) is encoded for the fields named below only, with the field num
 Frames (``Commands.java``): a simple command is ``[total size][command size][BaseCommand]``, sizes as 4-byte big
 endian; a ``SEND`` adds ``[metadata size][MessageMetadata][payload]`` after the command.  The magic number 0x0e01
 and its CRC32C between the command and the metadata are optional (``Commands.hasChecksum`` looks for the magic;
-``ServerCnx.handleSend`` verifies a checksum only when it is there), so frames are written without them; a
+the broker's ``Producer.verifyChecksum`` checks one only when it is there: "ignore if checksum is not
+available"), so frames are written without them; a
 received frame carrying one is read past it.  A batch's payload is, per message,
 ``[size][SingleMessageMetadata][payload]`` (``Commands.serializeSingleMessageInBatchWithPayload``).
 """
