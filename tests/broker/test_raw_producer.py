@@ -18,6 +18,8 @@ from pytest_keyshared.driver import run_scenario, wire
 from pytest_keyshared.driver.raw_producer import RawProducer, RawProtocolError
 from pytest_keyshared.targets.pulsar_lite import PulsarLiteTarget
 
+pytestmark = pytest.mark.broker
+
 
 def test_batch_with_highest_id_is_stored_and_read(lite: PulsarLiteTarget) -> None:
     topic = f"persistent://public/default/raw-{uuid.uuid4().hex[:8]}"
@@ -97,4 +99,3 @@ def test_a_scenario_batch_with_its_highest_id_runs_through_the_driver(lite: Puls
     ]
     assert {e["uid"] for e in events if e["op"] == "receive"} == {"p1:1", "p1:2", "p1:3", "p1:4"}
     assert result.verdict is not None and result.verdict.valid, result.verdict.render()
-
