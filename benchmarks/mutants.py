@@ -1316,6 +1316,31 @@ def _dedup_gap_stored() -> None:
 
 
 @mutant(
+    "dedup-ignores-highest-id",
+    "dedup",
+    "deduplication ignores a send's highest_sequence_id (pushes and persists only its sequence_id): after a batch"
+    " sent as 1, highest 5, a batch sent as 4, highest 8 is stored again",
+)
+def _dedup_ignores_highest() -> None:
+    from reference_model.dedup.deduplication import MessageDeduplication
+
+    def make_decide(orig: Any) -> Any:
+        def is_duplicate(self: Any, name: str, sequence_id: int, highest_sequence_id: int = -1, **kw: Any) -> Any:
+            return orig(self, name, sequence_id, -1, **kw)
+
+        return is_duplicate
+
+    def make_persisted(orig: Any) -> Any:
+        def on_persisted(self: Any, name: str, sequence_id: int, highest_sequence_id: int, *a: Any, **kw: Any) -> Any:
+            return orig(self, name, sequence_id, -1, *a, **kw)
+
+        return on_persisted
+
+    _wrap(MessageDeduplication, "is_duplicate", make_decide)
+    _wrap(MessageDeduplication, "on_persisted", make_persisted)
+
+
+@mutant(
     "dedup-gap-drops-higher",
     "dedup",
     "an id more than one above the highest pushed one (after a gap) is answered as a duplicate (-1:-1) and lost",

@@ -51,6 +51,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("classic-no-recently-joined", "join-while-pending"),
     ("dedup-failed-write-keeps-pushed", "storage-failure-resend"),
     ("dedup-gap-stored", "gapped-ids"),
+    ("dedup-ignores-highest-id", "batch-highest-id"),
     ("ack-timeout-never-fires", "ack-timeout-ordering-key-sticky"),
     ("non-persistent-no-permits-to-other", "non-persistent-flow-control"),
     ("delayed-delivery-ignored", "delayed-with-joiner"),

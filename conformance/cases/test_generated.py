@@ -67,6 +67,7 @@ def test_model_programs(
         delayed=capabilities.has("delayed_delivery"),
         expiry=capabilities.has("message_expiry"),
         gaps=True,
+        highest_ids=capabilities.has("raw_send"),
     )
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"

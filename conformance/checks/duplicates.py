@@ -25,6 +25,7 @@ from conformance.violations import Kind, Violation, render_elle
 
 __all__ = [
     "below_highest",
+    "dup_threshold",
     "duplicates",
     "explain",
     "explain_behind",
@@ -36,6 +37,7 @@ __all__ = [
     "make_lost_write",
     "make_stored_below",
     "raise_highest",
+    "send_ids",
 ]
 
 
@@ -50,6 +52,31 @@ def duplicates(ids: Mapping[tuple[str, int], Any]) -> list[Violation]:
             for ref, key in ordered[1:]:
                 found.append(make_duplicate(producer, seq, key, first_ref, ref))
     return found
+
+
+def dup_threshold(seq: int, send_seq: Any) -> int:
+    """The least sequence id of the producer whose storing shows a duplicate receipt of ``seq`` due: ``seq + 1``
+    for a send judged by its own id, ``send_seq`` for a message of a batch sent with its ids (``send_seq`` on the
+    publish: the raw protocol producer's ``CommandSend.sequence_id``).
+
+    Property (``MessageDeduplication.isDuplicate``): the broker judges a send by its ``sequence_id`` against the
+    highest id it pushed (``max(sequenceId, highestSequenceId)`` of each send taken), so a batch sent as ``4,
+    highest 8`` after ``1, highest 5`` was stored is answered ``-1:-1`` whole, 6..8 included, and stores nothing:
+    a duplicate receipt is a lost write only for a send id above every id the producer may have stored by then
+    (``MessageDuplicationTest.testIsDuplicate``)."""
+    if send_seq is None or send_seq.__class__ is not int:
+        return seq + 1
+    return int(send_seq)
+
+
+def send_ids(extra: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(send_seq, highest_seq)`` of a publish sent in a batch with its ids (``highest_seq`` -1 when absent), or
+    None: the ids the broker judged the send by (``stored_below_highest``) and pushed, ``max`` of the two."""
+    send = extra.get("send_seq")
+    if send is None or send.__class__ is not int:
+        return None
+    highest = extra.get("highest_seq")
+    return send, highest if highest.__class__ is int else -1
 
 
 def lost_writes(
@@ -162,14 +189,23 @@ def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = 
     in the order it takes their sends, so an entry at a later position was judged after the higher id was pushed.
     Evidence of the pushed id is only an entry's first message (a batch is judged by the ids of its send, at least
     its first message's: ``highest_sequence_id`` is optional), and only an unbatched send is judged by its own id
-    (the C++ client sends a batch under its first id, Java's key-based batches under their highest)."""
+    (the C++ client sends a batch under its first id, Java's key-based batches under their highest), except a batch
+    whose publishes carry its send's ids (``send_seq``, ``highest_seq``: the raw protocol producer's), judged by
+    ``send_seq`` and evidence of ``max(send_seq, highest_seq)`` pushed (:func:`send_ids`)."""
     if top is None or top[0] <= seq or (position is not None and top[2] >= position):
         return None
     return top
 
 
 def make_stored_below(
-    producer: str, seq: int, key: str | None, higher: int, higher_ref: Sequence[Any], ref: Sequence[Any]
+    producer: str,
+    seq: int,
+    key: str | None,
+    higher: int,
+    higher_ref: Sequence[Any],
+    ref: Sequence[Any],
+    *,
+    send_seq: int | None = None,
 ) -> Violation:
     """``stored_below_highest``: an unbatched send of (producer, seq) was stored (a receipt with a message id) after
     a receipt showing a higher id of that producer stored on the topic partition as an entry's first message.
@@ -189,6 +225,8 @@ def make_stored_below(
         "msg": ref[3],
         "refs": [list(higher_ref), list(ref)],
     }
+    if send_seq is not None and send_seq != seq:
+        facts["send_seq"] = send_seq  # the first message of a batch sent under this id
     return Violation(
         Kind.STORED_BELOW_HIGHEST, key, (), (higher_ref[0], ref[0]), explain_stored_below(facts), None, facts
     )
@@ -197,6 +235,8 @@ def make_stored_below(
 def explain_stored_below(facts: Mapping[str, Any]) -> str:
     higher, got = facts["refs"]
     who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    if "send_seq" in facts:
+        who += f" (the first of a batch sent under id {facts['send_seq']})"
     return render_elle(
         f"stored_below_highest: {who} was stored after its id {facts['higher']} was",
         [higher, got],

@@ -201,7 +201,8 @@ class StreamingChecker:
         #: a real id, an info or fail outcome); producer -> first duplicate receipts no such higher id excused yet,
         #: as (seq, t); the (producer, seq) whose first duplicate receipt a higher stored id excuses
         self.top_seq: dict[str, int] = {}
-        self.unexcused: dict[str, list[tuple[int, int]]] = {}
+        #: producer -> (the least stored id that excuses it, t, seq) per first duplicate receipt not excused yet
+        self.unexcused: dict[str, list[tuple[int, int, int]]] = {}
         self.dup_excused: set[tuple[str, int]] = set()
         #: stored_below_highest, last_sequence_id_behind (deduplication on, not a failover run): (stream, producer)
         #: -> its highest id stored as an entry's first message so far, with its first receipt
@@ -491,13 +492,13 @@ class StreamingChecker:
             self.failed_uids.pop(uid, None)
         if result != "ok" or mkey is None or stream is None or ledger < 0 or entry < 0:  # (a stream with its mkey)
             if producer is not None and seq is not None:
-                self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
+                self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key, n)
             return  # not stored
         if ps is not None and producer is not None and seq is not None:
             self._may_store(producer, seq, t0)
             cur = self.ids.get(ps)
             if self._judge_below:
-                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur)
+                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur, n)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -1070,19 +1071,30 @@ class StreamingChecker:
 
     # --- identity checks -------------------------------------------------------------------------------
     def _unstored_receipt(
-        self, i: int, t: int, t0: int | None, result: str | None, mkey: str | None, producer: str, seq: int, key: str
+        self,
+        i: int,
+        t: int,
+        t0: int | None,
+        result: str | None,
+        mkey: str | None,
+        producer: str,
+        seq: int,
+        key: str,
+        n: int,
     ) -> None:
         """A publish that stored nothing the trace can see: a duplicate receipt (``ok``, ``-1:-1``) claims the
-        (producer, seq) is stored (``lost_write`` if nothing shows it is, nor a higher id of the producer stored
-        before it); an ``info`` or ``fail`` one may have stored it after all."""
+        (producer, seq) is stored (``lost_write`` if nothing shows it is, nor an id of the producer at or above the
+        id its send was judged by stored before it: :func:`duplicates.dup_threshold`); an ``info`` or ``fail`` one
+        may have stored it after all."""
         ps = (producer, seq)
         if result == "ok":
             if ps not in self.dup_receipts:
                 self.dup_receipts[ps] = ((i, "publish", None, None if mkey is None else _msg(mkey)), key)
-                if self.top_seq.get(producer, -1) > seq:
+                need = duplicates.dup_threshold(seq, self._extras(n).get("send_seq"))
+                if self.top_seq.get(producer, -1) >= need:
                     self.dup_excused.add(ps)  # at or below the highest stored id: Pulsar's answer (Dup)
                 else:
-                    self.unexcused.setdefault(producer, []).append((seq, t))
+                    self.unexcused.setdefault(producer, []).append((need, t, seq))
         else:
             self.maybe_stored.add(ps)
             self._may_store(producer, seq, t0)
@@ -1104,18 +1116,25 @@ class StreamingChecker:
         position: tuple[int, int],
         batch: int,
         cur: Any,
+        n: int,
     ) -> None:
-        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, ``stored_below_highest`` when
-        a higher id of the producer was stored earlier in the stream (a receipt logged before) and nothing stored
-        (producer, seq) under another id; as an entry's first message, it may raise the producer's highest id."""
+        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, or the first message of a
+        batch sent with its ids (judged by its ``send_seq``), ``stored_below_highest`` when a higher id of the
+        producer was stored earlier in the stream (a receipt logged before) and nothing stored (producer, seq) under
+        another id; as an entry's first message, it may raise the producer's highest id (a batch sent with its ids:
+        to ``max(send_seq, highest_seq)``, what the broker pushed)."""
         ref = (i, "publish", None, _msg(mkey))
         top = self.stored_top.get((stream, producer))
-        if batch < 0 and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
-            higher = duplicates.below_highest(top, seq, position)
+        sent = duplicates.send_ids(self._extras(n)) if batch == 0 else None
+        judged = seq if batch < 0 else None if sent is None else sent[0]
+        if judged is not None and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+            higher = duplicates.below_highest(top, judged, position)
             if higher is not None:
-                self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
+                made = duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref, send_seq=judged)
+                self._emit(made)
         if batch <= 0:
-            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, seq, ref, position)
+            value = seq if sent is None else max(sent)
+            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, value, ref, position)
 
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each
@@ -1125,12 +1144,12 @@ class StreamingChecker:
             self.top_seq[producer] = seq
         waiting = self.unexcused.get(producer) if self.unexcused else None
         if waiting:
-            kept: list[tuple[int, int]] = []
-            for d_seq, d_t in waiting:
-                if d_seq < seq and (t0 is None or t0 <= d_t):
+            kept: list[tuple[int, int, int]] = []
+            for need, d_t, d_seq in waiting:
+                if seq >= need and (t0 is None or t0 <= d_t):
                     self.dup_excused.add((producer, d_seq))
                 else:
-                    kept.append((d_seq, d_t))
+                    kept.append((need, d_t, d_seq))
             if kept:
                 self.unexcused[producer] = kept
             else:
@@ -1332,6 +1351,8 @@ def _extra_of(event: Event) -> dict[str, Any]:
         "consumers": extra.get("consumers"),
         "unattributed": extra.get("unattributed"),
         "deliver_after_ms": extra.get("deliver_after_ms"),
+        "send_seq": extra.get("send_seq"),
+        "highest_seq": extra.get("highest_seq"),
         "fault": extra.get("fault"),
         "expire_seconds": extra.get("expire_seconds"),
         "error": extra.get("error"),

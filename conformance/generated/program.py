@@ -57,6 +57,7 @@ __all__ = [
     "DIMENSION_MOVE_KINDS",
     "EDGE_KEYS",
     "GAP_MOVE_KINDS",
+    "HIGHEST_MOVE_KINDS",
     "MOVE_KINDS",
     "SHAPE_CHOICES",
     "TAIL_KEYS",
@@ -109,6 +110,11 @@ DIMENSION_MOVE_KINDS: tuple[str, ...] = (
 #: the lowest skipped one: deduplication answers it as a duplicate and never stores it, ``stored_below_highest``
 #: if a broker does; ``ClientDeduplicationTest.testProducerDeduplicationNonBatchAsync``).
 GAP_MOVE_KINDS: tuple[str, ...] = ("gap",)
+#: With ``GeneratorOptions.highest_ids`` (and deduplication on, a persistent topic), drawn after those:
+#: ``batch_highest`` (producer ``pb``, the harness's own protocol producer, sends its next 1..3 ids as one batch with
+#: its highest id; with an even amount then a batch under that highest id with one new id above it, which the
+#: broker answers ``-1:-1`` whole: ``MessageDuplicationTest.testIsDuplicate``'s ``4, highest 8``).
+HIGHEST_MOVE_KINDS: tuple[str, ...] = ("batch_highest",)
 #: Consumer handles a program may use; ``consumer`` indexes this tuple (modulo the shape's handle count).
 CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3")
 #: With the ``consumers`` dimension: five handles, so many consumers hold keys at once.
@@ -205,11 +211,15 @@ class GeneratorOptions:
     #: ``gap`` moves (:data:`GAP_MOVE_KINDS`, with the dimensions); off by default, so the programs drawn without
     #: it stay the same
     gaps: bool = False
+    #: ``batch_highest`` moves (:data:`HIGHEST_MOVE_KINDS`, with the dimensions; a target with ``raw_send``); off by
+    #: default, so the programs drawn without it stay the same
+    highest_ids: bool = False
 
     def move_kinds(self) -> tuple[str, ...]:
         if not self.dimensions:
             return MOVE_KINDS
-        return MOVE_KINDS + DIMENSION_MOVE_KINDS + (GAP_MOVE_KINDS if self.gaps else ())
+        extra = (GAP_MOVE_KINDS if self.gaps else ()) + (HIGHEST_MOVE_KINDS if self.highest_ids else ())
+        return MOVE_KINDS + DIMENSION_MOVE_KINDS + extra
 
 
 #: What the fixed programs of ``programs/`` are derived with (they replay on every target).
@@ -325,6 +335,7 @@ def program_from_moves(
     # Below this every id of p1 is one the broker saw as sent (a batch reaches it under its first id only, from
     # the Python/C++ client, so an id inside a batch is rightly stored again: docs/conformance.md)
     resendable = 0
+    batch_next = 1  # the next id of ``pb``, the producer of the batches sent with their highest id
 
     def emit(step: Step) -> None:
         steps.append(step)
@@ -398,6 +409,15 @@ def program_from_moves(
             emit(Publish(count=1, keys=form.key_set(opts.keys), sequence_ids=(published + 1,)))
             published = higher
             resendable = max(resendable, higher)
+        elif kind == "batch_highest" and form.deduplication:
+            ids = tuple(range(batch_next, batch_next + 1 + amount % 3))
+            keys = form.key_set(opts.keys)
+            emit(Publish(count=len(ids), keys=keys, producer="pb", sequence_ids=ids, highest_sequence_id=ids[-1]))
+            batch_next = ids[-1] + 1
+            if amount % 2 == 0:  # under an id at or below the pushed one: -1:-1 whole, the new id never stored
+                again = (ids[-1], batch_next)
+                emit(Publish(count=2, keys=keys, producer="pb", sequence_ids=again, highest_sequence_id=batch_next))
+                batch_next += 1
         elif kind == "restart" and opts.restart and not form.non_persistent:
             emit(RestartBroker(kill=amount % 2 == 0))
         elif kind == "wait_quiet":

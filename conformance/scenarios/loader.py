@@ -112,6 +112,8 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "sequence_ids",
         "cluster",
         "deliver_after_ms",
+        "highest_sequence_id",
+        "send_sequence_id",
     ),
     "resend": ("producer", "from_seq", "to_seq", "reconnect"),
     "set_behaviour": ("consumer", *_BEHAVIOUR_FIELDS),
@@ -434,7 +436,42 @@ def _publish(t: Mapping[str, Any], where: str) -> Publish:
         sequence_ids=_sequence_ids(t, where),
         cluster=None if "cluster" not in t else _name(t["cluster"], f"{where} cluster"),
         deliver_after_ms=_int(t.get("deliver_after_ms", 0), f"{where} deliver_after_ms", minimum=0),
+        **_send_ids(t, where),
     )
+
+
+def _send_ids(t: Mapping[str, Any], where: str) -> dict[str, int | None]:
+    """``highest_sequence_id`` (and ``send_sequence_id``): the step's messages as one batch with these send ids."""
+    if "highest_sequence_id" not in t:
+        if "send_sequence_id" in t:
+            raise InvalidScenario(f"{where}: send_sequence_id applies only with highest_sequence_id.")
+        return {}
+    highest = _int(t["highest_sequence_id"], f"{where} highest_sequence_id", minimum=1)
+    send = None if "send_sequence_id" not in t else _int(t["send_sequence_id"], f"{where} send_sequence_id", minimum=1)
+    for name, bad in (
+        ("batching", t.get("batching", "none") != "none"),
+        ("sequence", t.get("sequence", "explicit") != "explicit"),
+        ("deliver_after_ms", bool(t.get("deliver_after_ms", 0))),
+        ("cluster", "cluster" in t),
+    ):
+        if bad:
+            raise InvalidScenario(
+                f"{where}: highest_sequence_id sends the step as one batch of its own (the harness's protocol"
+                f" producer, explicit ids, no delay, one cluster); drop {name}."
+            )
+    if "sequence_ids" in t and isinstance(t["sequence_ids"], list) and t["sequence_ids"]:
+        first = t["sequence_ids"][0]
+        if send is None and isinstance(first, int) and highest < first:
+            raise InvalidScenario(
+                f"{where}: highest_sequence_id {highest} is below the send's sequence id {first}; Pulsar refuses that"
+                " send (MetadataError)."
+            )
+    if send is not None and highest < send:
+        raise InvalidScenario(
+            f"{where}: highest_sequence_id {highest} is below send_sequence_id {send}; Pulsar refuses that send"
+            " (MetadataError)."
+        )
+    return {"highest_sequence_id": highest, "send_sequence_id": send}
 
 
 def _sequence_ids(t: Mapping[str, Any], where: str) -> tuple[int, ...]:
@@ -628,6 +665,26 @@ _NOT_ON_NON_PERSISTENT: dict[type, str] = {
 }
 
 
+def _check_raw_producers(scenario: Scenario, where: str) -> None:
+    """A producer that sends a batch with its highest id sends everything through the harness's protocol producer,
+    which sends each other message alone, with the driver's id: no client batching, no auto ids, no delay."""
+    raw = scenario.raw_producers()
+    for index, step in enumerate(scenario.steps, start=1):
+        if not isinstance(step, Publish) or step.producer not in raw or step.highest_sequence_id is not None:
+            continue
+        for name, bad in (
+            ("batching", step.batching != "none"),
+            ("sequence", step.sequence != "explicit"),
+            ("deliver_after_ms", bool(step.deliver_after_ms)),
+        ):
+            if bad:
+                raise InvalidScenario(
+                    f"{where}: step {index} (publish): producer {step.producer!r} sends a batch with"
+                    f" highest_sequence_id elsewhere, so it is the harness's protocol producer, which sends other"
+                    f" messages alone with the driver's ids; drop {name}."
+                )
+
+
 def _check_non_persistent(scenario: Scenario, where: str) -> None:
     """``[settings] topic = "non-persistent"``: only what such a topic does, and one producer.
 
@@ -669,10 +726,16 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
     if scenario.is_failover():
         if scenario.settings.topic != "persistent":
             raise InvalidScenario(f"{where}: a failover scenario replicates a persistent topic; drop [settings] topic.")
+        if scenario.raw_producers():
+            raise InvalidScenario(
+                f"{where}: highest_sequence_id is sent by the harness's protocol producer, which the failover workload"
+                " does not use; drop it."
+            )
         _check_failover(scenario, where)
         return
     if scenario.settings.topic == "non-persistent":
         _check_non_persistent(scenario, where)
+    _check_raw_producers(scenario, where)
     open_now: dict[str, bool] = {}  # handle -> paused
     opened_ever: set[str] = set()
     published: dict[str, int] = {}  # producer -> highest sequence id sent
@@ -708,7 +771,7 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
             highest = published.get(step.producer, 0)
             earlier = sent_ids.setdefault(step.producer, set())
             again = [i for i in step.sequence_ids if i in earlier]
-            if again:
+            if again and step.highest_sequence_id is None:  # a batch sent with its ids may resend earlier ids
                 raise InvalidScenario(
                     f"{at}: producer {step.producer!r} already sent sequence id {again[0]}; a message sent again keeps"
                     " its uid: use a resend step."

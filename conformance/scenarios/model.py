@@ -251,6 +251,13 @@ class Publish:
     #: delayed delivery: each message is sent with ``deliver_after`` this many ms (0: delivered at once); the
     #: client turns it into the message's ``deliverAtTime`` (``docs/scenarios.md``, "Delayed delivery")
     deliver_after_ms: int = 0
+    #: a batch's highest sequence id (``CommandSend.highest_sequence_id``): the step's ``count`` messages go in one
+    #: send, a batch, through the harness's own protocol producer (``pulsar-client`` never sends this field);
+    #: None: sent by ``pulsar-client`` (``docs/scenarios.md``, "A batch's highest sequence id")
+    highest_sequence_id: int | None = None
+    #: with ``highest_sequence_id``: the send's ``sequence_id`` (None: the step's first id); Java's key-based batches
+    #: go under their highest id (``ClientDeduplicationTest.testKeyBasedBatchingOrder``)
+    send_sequence_id: int | None = None
 
     def message_keys(self, rng: random.Random) -> list[str]:
         """The key of each message, in send order (``rng`` is used only for ``order = "shuffle"``)."""
@@ -661,7 +668,16 @@ class Scenario:
                 needs.setdefault(capability, f"step {index} ({step.do})")
             elif isinstance(step, Publish) and step.deliver_after_ms:
                 needs.setdefault("delayed_delivery", f"step {index} (publish with deliver_after_ms)")
+            if isinstance(step, Publish) and step.highest_sequence_id is not None:
+                needs.setdefault("raw_send", f"step {index} (publish with highest_sequence_id)")
         return needs
+
+    def raw_producers(self) -> frozenset[str]:
+        """Producers that send some batch with its highest sequence id: the driver sends all of theirs through its
+        own protocol producer (one producer per name on the broker)."""
+        return frozenset(
+            step.producer for step in self.steps if isinstance(step, Publish) and step.highest_sequence_id is not None
+        )
 
     def uses_delayed_delivery(self) -> bool:
         """Whether some ``publish`` step sends delayed messages (the trace header then says so)."""

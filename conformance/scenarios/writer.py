@@ -115,6 +115,10 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
                 out[name] = getattr(step, name)
         if step.sequence_ids:
             out["sequence_ids"] = list(step.sequence_ids)
+        if step.highest_sequence_id is not None:
+            out["highest_sequence_id"] = step.highest_sequence_id
+        if step.send_sequence_id is not None:
+            out["send_sequence_id"] = step.send_sequence_id
         return out
     if isinstance(step, Consume):
         if step.ack != AckPlan():

@@ -24,7 +24,7 @@ __all__ = ["EVENT_COLUMNS", "events_frame", "events_table", "path_frame", "sourc
 EVENT_COLUMNS: tuple[str, ...] = (
     "i", "t", "op", "topic", "subscription", "consumer", "producer", "key", "msg_id", "seq", "uid", "result",
     "redelivery_count", "drained", "t0", "name", "receiver_queue", "policy", "consumers", "unattributed",
-    "deliver_after_ms", "fault", "expire_seconds", "error",
+    "deliver_after_ms", "fault", "expire_seconds", "error", "send_seq", "highest_seq",
 )  # fmt: skip
 
 
@@ -42,6 +42,7 @@ def spark_schema() -> Any:
     types = {
         "i": T.LongType(), "t": T.LongType(), "seq": T.LongType(), "redelivery_count": T.LongType(),
         "t0": T.LongType(), "deliver_after_ms": T.LongType(), "expire_seconds": T.LongType(),
+        "send_seq": T.LongType(), "highest_seq": T.LongType(),
         "receiver_queue": T.LongType(), "drained": T.BooleanType(), "policy": policy,
         "consumers": T.ArrayType(T.StringType()), "unattributed": T.ArrayType(T.StringType()),
     }  # fmt: skip

@@ -90,7 +90,10 @@ class TraceBuilder:
         result: str = "ok",
         t0: int | None = None,
         topic: str | None = None,
+        send_ids: tuple[int, int] | None = None,
     ) -> Event:
+        """A publish receipt; ``send_ids``: ``(sequence_id, highest_sequence_id)`` of the batch it was sent in by the
+        raw protocol producer (``send_seq``, ``highest_seq``)."""
         if seq is None:
             seq = self._seq.get(producer, 0)
             self._seq[producer] = seq + 1
@@ -104,6 +107,8 @@ class TraceBuilder:
             uid=uid or self.uid_of(msg_id),
             result=result,
             t0=self.t - 1 if t0 is None else t0,
+            send_seq=None if send_ids is None else send_ids[0],
+            highest_seq=None if send_ids is None else send_ids[1],
         )
 
     def receive(

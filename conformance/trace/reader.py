@@ -86,6 +86,8 @@ def _fast_schema() -> Any:
             ("fault", pa.string()),  # on a fault: what happened (an expiry is judged: checks/expiry.py)
             ("expire_seconds", pa.int64()),  # on an expire_messages fault: the TTL it ran with
             ("error", pa.string()),  # the client's error (on a refused open: checks/assignment.py judges it)
+            ("send_seq", pa.int64()),  # on a publish of a batch sent with its ids: CommandSend.sequence_id
+            ("highest_seq", pa.int64()),  # ... and its highest_sequence_id (checks/duplicates.py dup_threshold)
             ("name", pa.string()),
             ("receiver_queue", pa.int64()),
             ("policy", policy),

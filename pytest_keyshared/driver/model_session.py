@@ -101,6 +101,24 @@ class ModelProducerHandle:
         self._producer.flush()
         return True
 
+    def send_ids(
+        self, messages: list[OutgoingMessage], *, sequence_id: int, highest_sequence_id: int, timeout_s: float
+    ) -> list[SendOutcome]:
+        """``messages`` as one batch sent with these ids (the model's side of the raw protocol producer); the wait
+        is the producer's send timeout on the simulated clock, so ``timeout_s`` is not used."""
+        t0 = self._clock()
+        sent = [(m.payload, dict(m.properties), m.partition_key, m.seq) for m in messages]
+        results = self._producer.send_batch_with_ids(
+            sent, sequence_id=sequence_id, highest_sequence_id=highest_sequence_id
+        )
+        outcomes = []
+        for result, mid in results:
+            if result == "Ok" and mid is not None:
+                outcomes.append(SendOutcome("ok", _msg_id(mid), t0=t0))
+            else:
+                outcomes.append(SendOutcome("info" if result == "Timeout" else "fail", error=str(result), t0=t0))
+        return outcomes
+
     def is_connected(self) -> bool:
         return True  # the model has no connections to lose
 
@@ -164,7 +182,7 @@ class ModelSession(Session):
 
     def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
         kwargs: dict[str, Any] = {}
-        if batching != "none":
+        if batching not in ("none", "raw"):  # raw: the model producer sends batches with ids through send_ids
             kwargs = {
                 "batching_enabled": True,
                 "batching_type": "KeyBased" if batching == "key_based" else "Default",

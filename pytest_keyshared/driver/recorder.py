@@ -223,8 +223,19 @@ class Recorder:
         """``close``, ``closed`` (the close returned), ``crash``, ``redeliver`` or ``gone`` of one consumer."""
         return self.writer.record(op, topic=self.topic, subscription=self.subscription, consumer=handle, **extra)
 
-    def publish(self, producer: str, message: OutgoingMessage, outcome: SendOutcome) -> None:
+    def publish(
+        self,
+        producer: str,
+        message: OutgoingMessage,
+        outcome: SendOutcome,
+        *,
+        send_ids: tuple[int, int] | None = None,
+    ) -> None:
+        """A send's outcome; ``send_ids`` ``(sequence_id, highest_sequence_id)`` of a batch sent with its highest id
+        (``send_seq``, ``highest_seq`` on the event: the ids the broker judged the send by)."""
         extra: dict[str, Any] = {"t0": outcome.t0}
+        if send_ids is not None:
+            extra["send_seq"], extra["highest_seq"] = send_ids
         if message.partition_key is not None:
             extra["partition_key"] = message.partition_key
         if message.ordering_key is not None:

@@ -200,6 +200,8 @@ class _Run(RunLoop):
         self.next_seq: dict[str, int] = {}
         self._announced: dict[str, ProducerHandle] = {}  # producer name -> the handle recorded as open
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
+        #: producers the harness's protocol producer sends for (``Scenario.raw_producers``), read on first use
+        self._raw_names: frozenset[str] | None = None
         #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
         self.ranges: dict[str, list[list[int]]] | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
@@ -414,6 +416,10 @@ class _Run(RunLoop):
             if seq is None:
                 seq = self.next_seq.get(producer, 1)
             self.next_seq[producer] = max(self.next_seq.get(producer, 1), seq + 1)
+            earlier = self.sent.get(producer, {}).get(seq) if step.highest_sequence_id is not None else None
+            if earlier is not None:  # a batch sent with its ids resends an earlier id: the same message again
+                yield earlier
+                continue
             uid = f"{producer}:{seq}"
             partition_key = ordering_key = None
             if step.key_field == "none":
@@ -443,6 +449,8 @@ class _Run(RunLoop):
     def _do_publish(self, step: Publish) -> tuple[bool, str]:
         producer = self._producer(step.producer, step.batching)
         messages = list(self._messages(step))
+        if step.highest_sequence_id is not None:
+            return self._send_with_ids(step, producer, messages, step.highest_sequence_id)
         if step.batching != "none":
             timeout_s = self.settings.send_timeout_ms / 1000 + self.settings.step_timeout_ms / 1000
 
@@ -452,6 +460,22 @@ class _Run(RunLoop):
             done = producer.send_batch(messages, record, timeout_s)
             return done, "" if done else f"some sends unconfirmed after {timeout_s:g}s (recorded as info)"
         return self._send_each(step.producer, messages)
+
+    def _send_with_ids(
+        self, step: Publish, producer: ProducerHandle, messages: list[OutgoingMessage], highest: int
+    ) -> tuple[bool, str]:
+        """The step's messages as one batch sent with its ids (``highest_sequence_id``), through the raw protocol
+        producer; each message's publish records both ids of the send."""
+        send_seq = messages[0].seq if step.send_sequence_id is None else step.send_sequence_id
+        timeout_s = self.settings.send_timeout_ms / 1000 + self.settings.step_timeout_ms / 1000
+        outcomes = producer.send_ids(  # type: ignore[attr-defined]
+            messages, sequence_id=send_seq, highest_sequence_id=highest, timeout_s=timeout_s
+        )
+        self.session.poll_faults()
+        for message, outcome in zip(messages, outcomes, strict=True):
+            self.recorder.publish(step.producer, message, outcome, send_ids=(send_seq, highest))
+        unconfirmed = sum(1 for outcome in outcomes if outcome.result != "ok")
+        return unconfirmed == 0, "" if not unconfirmed else f"the batch was not confirmed: {outcomes[0].error}"
 
     def _send_each(self, producer_name: str, messages: list[OutgoingMessage]) -> tuple[bool, str]:
         producer = self._producer(producer_name, "none")
@@ -477,6 +501,11 @@ class _Run(RunLoop):
     def _producer(self, name: str, batching: str) -> ProducerHandle:
         """The session's producer ``name``; a newly created one is recorded (``producer_open``: the last sequence id
         the broker answered it, which the checker judges against the ids stored before)."""
+        raw = self._raw_names
+        if raw is None:
+            raw = self._raw_names = self.scenario.raw_producers()
+        if name in raw:
+            batching = "raw"  # the harness's protocol producer sends all of this producer's messages
         handle = self.session.producer(name, batching, self.settings.send_timeout_ms)
         if self._announced.get(name) is not handle:
             self._announced[name] = handle

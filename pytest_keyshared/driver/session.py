@@ -365,6 +365,15 @@ class PulsarSession(Session):
     def _create_producer(self, name: str, batching: str, send_timeout_ms: int) -> ProducerHandle:
         from pytest_keyshared.driver.pulsar_client import PulsarProducer
 
+        if batching == "raw":
+            from pytest_keyshared.driver.raw_handle import RawProducerHandle
+
+            settings = self._settings_for(None)
+            return RawProducerHandle(
+                settings.service_url, self.topic, name, send_timeout_ms=send_timeout_ms, clock=self.clock,
+                open_timeout_s=float(settings.operation_timeout_s),
+            )  # fmt: skip
+
         if self._producer_client is None:
             self._producer_client = self._settings_for(None).client()
         return PulsarProducer(

@@ -50,6 +50,9 @@ class Capabilities:
     delayed_delivery: bool = False
     #: expire a subscription's old messages now, as a TTL check does (admin ``expireMessages``; ``expire_messages``)
     message_expiry: bool = False
+    #: send a batch with its highest sequence id through the harness's own protocol producer (``pulsar://``, no
+    #: TLS; ``publish`` with ``highest_sequence_id``): pulsar-client never sends that field
+    raw_send: bool = False
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:

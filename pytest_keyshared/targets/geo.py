@@ -373,7 +373,10 @@ class GeoTarget(PulsarTarget):
             crash_consumer=True,
             broker_restart=True,
             delayed_delivery=True,
-            reasons={"storage_failure": "the clusters' BookKeeper runs inside each standalone broker's process"},
+            reasons={
+                "storage_failure": "the clusters' BookKeeper runs inside each standalone broker's process",
+                "raw_send": "the geo target's sessions send through pulsar-client only",
+            },
         )
         self.quirks = ClientQuirks(operation_timeout_s=int(opts.get("operation_timeout_s", 10)))
         self.cluster_names: tuple[str, ...] = CLUSTERS

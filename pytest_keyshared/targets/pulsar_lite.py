@@ -95,6 +95,7 @@ class PulsarLiteTarget(PulsarTarget):
             replication=False,
             crash_consumer=True,
             broker_restart=True,
+            raw_send=True,
             reasons={
                 "admin_api": "pulsar-lite has no admin REST API",
                 "dedup_switch": "pulsar-lite has no deduplication and no setting to enable it",

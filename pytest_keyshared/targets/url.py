@@ -96,6 +96,7 @@ class UrlTarget(PulsarTarget):
             broker_restart=False,
             delayed_delivery=True,
             message_expiry=has_admin,
+            raw_send=True,
             reasons={
                 "admin_api": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "dedup_switch": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",

@@ -18,7 +18,7 @@ Follows the C++ client that the Python ``pulsar-client`` wraps (``ProducerImpl``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -258,6 +258,47 @@ class ModelProducer:
         else:
             self._publish(pending, batched=True)
 
+    def send_batch_with_ids(
+        self,
+        messages: Sequence[tuple[bytes, Mapping[str, str], str | None, int]],
+        *,
+        sequence_id: int,
+        highest_sequence_id: int,
+    ) -> list[tuple[str, ModelMessageId | None]]:
+        """Send ``messages`` (``(content, properties, partition_key, sequence_id)`` each) as one batch whose send
+        carries ``sequence_id`` and ``highest_sequence_id``, as a protocol client that sets a batch's highest id does
+        (Java's; the C++ client behind ``pulsar-client`` never does, see :mod:`reference_model.dedup.client_batching`),
+        and wait for the receipts as :meth:`send` does.  Returns ``(result, message id)`` per message: ``"Ok"`` with
+        the id (``-1:-1`` for a duplicate), the error's name, or ``"Timeout"`` when no receipt came in time."""
+        if self.state != "open":
+            self._check_open("send")
+        if not messages:
+            raise InvalidArgument("send_batch_with_ids needs at least one message.")
+        check_int = self._check_send_id
+        check_int("sequence_id", sequence_id)
+        check_int("highest_sequence_id", highest_sequence_id)
+        self.flush()
+        outcome: dict[int, tuple[str, ModelMessageId | None]] = {}
+        items = []
+        for index, (content, properties, partition_key, seq) in enumerate(messages):
+            check_int("sequence_id", seq)
+            props = tuple(sorted((str(k), str(v)) for k, v in properties.items()))
+            message = SingleMessage(bytes(content), seq, partition_key or None, None, props, 0)
+
+            def done(result: str, msg_id: ModelMessageId | None, index: int = index) -> None:
+                outcome[index] = (result, msg_id)
+
+            items.append(_Pending(message, done, len(message.payload)))
+        self._publish(items, batched=True, send_ids=(sequence_id, highest_sequence_id))
+        if len(outcome) < len(items):
+            self._broker.clock.advance_until(lambda: len(outcome) == len(items), self.send_timeout_ms or None)
+        return [outcome.get(index, ("Timeout", None)) for index in range(len(items))]
+
+    @staticmethod
+    def _check_send_id(name: str, value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidArgument(f"{name} must be an int >= 0 but got {name}={value!r}.")
+
     def close(self) -> None:
         """Flush what is pending, then close."""
         if self.state != "open":
@@ -326,15 +367,18 @@ class ModelProducer:
             position = entry.position
             callback("Ok", _new_message_id(ModelMessageId, position[0], position[1], -1, -1))
 
-    def _publish(self, items: list[_Pending], *, batched: bool) -> None:
+    def _publish(self, items: list[_Pending], *, batched: bool, send_ids: tuple[int, int] | None = None) -> None:
+        """One entry of ``items``: sent under the first message's id (the C++ client), or ``send_ids``
+        ``(sequence_id, highest_sequence_id)`` when given (:meth:`send_batch_with_ids`)."""
         first = items[0].message
         metadata = MessageMetadata(
             producer_name=self._name,
-            sequence_id=first.sequence_id,
+            sequence_id=first.sequence_id if send_ids is None else send_ids[0],
             publish_time_ns=self._broker.clock.now_ns(),
             partition_key=first.partition_key,
             ordering_key=first.ordering_key,
             num_messages_in_batch=len(items) if batched else None,
+            highest_sequence_id=-1 if send_ids is None else send_ids[1],
         )
         try:
             entry = self._broker._publish(self._topic, metadata, tuple(i.message for i in items))

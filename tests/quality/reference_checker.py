@@ -81,12 +81,15 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     uid_first: dict[str, tuple[str, int] | None] = {}  # uid -> (producer, seq) of its first publish event
     receives_with_uid: list[tuple[str, str, int, str]] = []  # (uid, message key, i, key)
     stored: dict[tuple[str, int], dict[str, tuple[int, str]]] = {}  # (p, seq) -> msg -> (first evidence i, key)
-    dup_receipts: dict[tuple[str, int], tuple[int, str, int]] = {}  # (p, seq) -> its first: (i, key, t)
+    # (p, seq) -> its first: (i, key, t, the least stored id that shows it due: seq + 1, or its batch's send id)
+    dup_receipts: dict[tuple[str, int], tuple[int, str, int, int]] = {}
     sends: dict[str, list[tuple[int, int | None, int]]] = {}  # producer -> (i, t0, seq) of sends that may be stored
     maybe_stored: set[tuple[str, int]] = set()
     # stored_below_highest: stored publish receipts, (i, t, t0, (p, seq), stream, batch, message key, key); the index
     # of each uid's first publish
     stored_receipts: list[tuple[int, int, Any, tuple[str, int], str, int, str, str]] = []
+    # a stored receipt's index -> the (sequence_id, highest_sequence_id) of the batch send it came in (send_seq)
+    batch_sends: dict[int, tuple[int, int]] = {}
     uid_first_i: dict[str, int] = {}
     uid_results: dict[str, list[str]] = {}  # uid -> the result of each of its publishes
     producer_opens: list[tuple[int, Any, str, int, str]] = []  # (i, t0, producer, answered id, stream)
@@ -230,13 +233,18 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             if e.result is None or e.result.value != "ok" or mkey is None or ledger < 0 or entry < 0:
                 if ps is not None:
                     if duplicate:
-                        dup_receipts.setdefault(ps, (i, key, e.t))
+                        send_seq = e.extra.get("send_seq")
+                        need = send_seq if isinstance(send_seq, int) else ps[1] + 1
+                        dup_receipts.setdefault(ps, (i, key, e.t, need))
                     else:
                         maybe_stored.add(ps)
                 continue
             if ps is not None:
                 stored.setdefault(ps, {}).setdefault(mkey, (i, key))
                 stored_receipts.append((i, e.t, e.extra.get("t0"), ps, stream, batch, mkey, key))
+                send_seq, highest_seq = e.extra.get("send_seq"), e.extra.get("highest_seq")
+                if isinstance(send_seq, int) and not isinstance(send_seq, bool):
+                    batch_sends[i] = (send_seq, highest_seq if isinstance(highest_seq, int) else -1)
             if mkey in published:
                 continue
             published.add(mkey)
@@ -415,8 +423,13 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
         def highest_before(i: int, stream: str, producer: str) -> tuple[int, int, tuple[int, int]] | None:
             """The highest id stored as an entry's first message in receipts logged before E``i``: (seq, its first
             receipt's index, its position)."""
+            # what each entry's first message shows pushed: its seq, or a batch send's max(send id, highest id)
             before = [
-                (h_ps[1], h_i, parse_position(h_m.rpartition("|")[2])[:2])
+                (
+                    max(batch_sends[h_i]) if h_batch == 0 and h_i in batch_sends else h_ps[1],
+                    h_i,
+                    parse_position(h_m.rpartition("|")[2])[:2],
+                )
                 for h_i, _h_t, _h0, h_ps, h_stream, h_batch, h_m, _k in stored_receipts
                 if h_i < i and h_stream == stream and h_ps[0] == producer and h_batch <= 0
             ]
@@ -425,21 +438,24 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
             return min((r for r in before if r[0] == max(seq for seq, _, _ in before)), key=lambda r: r[1])
 
         for i, _t, _t0, ps, stream, batch, mkey, key in stored_receipts:
-            if batch >= 0:
+            # judged: an unbatched send by its seq, a batch sent with its ids by its send id (at its first message)
+            if batch > 0 or (batch == 0 and i not in batch_sends):
                 continue
+            judged = ps[1] if batch < 0 else batch_sends[i][0]
             if any(e_ps == ps and e_mkey != mkey and e_i < i for e_i, e_ps, e_mkey in evidence):
                 continue
             top = highest_before(i, stream, ps[0])
-            if top is not None and top[0] > ps[1] and top[2] < parse_position(mkey.rpartition("|")[2])[:2]:
+            if top is not None and top[0] > judged and top[2] < parse_position(mkey.rpartition("|")[2])[:2]:
                 found[("stored_below_highest", None, key, (top[1], i))] += 1
         for i, _t0, producer, answer, stream in producer_opens:
             top = highest_before(i, stream, producer)
             if top is not None and top[0] > answer:
                 found[("last_sequence_id_behind", None, None, (top[1], i))] += 1
-    for ps, (i, key, t) in dup_receipts.items():
-        # Pulsar answers -1:-1 at or below the highest id stored: a send of a higher id that may be stored and
-        # may have been sent before the receipt was logged (logged before it, or t0 unknown or not later) excuses
-        higher = any(seq > ps[1] and (s_i < i or t0 is None or t0 <= t) for s_i, t0, seq in sends.get(ps[0], ()))
+    for ps, (i, key, t, need) in dup_receipts.items():
+        # Pulsar answers -1:-1 to a send id at or below the highest id stored: a send of an id at least ``need`` (a
+        # higher id; for a batch sent with its ids, its send id) that may be stored and may have been sent before
+        # the receipt was logged (logged before it, or t0 unknown or not later) excuses
+        higher = any(seq >= need and (s_i < i or t0 is None or t0 <= t) for s_i, t0, seq in sends.get(ps[0], ()))
         if ps not in stored and ps not in maybe_stored and not higher:
             found[("lost_write", None, key, (i,))] += 1
     # an expiry is the broker acknowledging (docs/checker.md, "Message expiry"): it touches no consumer

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from exemption_traces import (
     EXEMPTION_CASES,
+    batch_answered_below_its_highest,
+    batch_stored_below_its_pushed_id,
     gapped_id_stored,
     gapped_sequence,
     lost_write_above_the_highest,
@@ -31,14 +33,19 @@ def test_both_engines_judge_the_exemption_and_lost_write_traces_alike(spark: Any
     cases = [(f"{name} {released}", EXEMPTION_CASES[name](released)) for name in sorted(EXEMPTION_CASES)
              for released in (True, False)]  # fmt: skip
     cases += [("gapped", gapped_sequence()), ("lost", lost_write_above_the_highest()),
-              ("lost then 7", lost_write_above_the_highest(then_higher=True))]  # fmt: skip
+              ("lost then 7", lost_write_above_the_highest(then_higher=True)),
+              ("batch below its highest", batch_answered_below_its_highest()),
+              ("batch lost", batch_answered_below_its_highest(second_send=6)),
+              ("batch lost, equal t", batch_answered_below_its_highest(second_send=6, step=0))]  # fmt: skip
     verdicts = check_many(spark, [(b.header, b.events) for _, b in cases], parts=2)
     for (name, b), verdict in zip(cases, verdicts, strict=True):
         python = check_trace(b.events, header=b.header)
         assert verdict.identities() == python.identities(), name
         kinds = sorted(v.kind.value for v in verdict.violations)
-        if name.endswith("True") or name == "gapped":
+        if name.endswith("True") or name in ("gapped", "batch below its highest"):
             assert kinds == [] and verdict.valid, name
+        elif name.startswith("batch lost"):
+            assert kinds == ["lost_write"] * 3 and not verdict.valid, name
         elif name.endswith("False"):
             assert kinds == ["out_of_order"] and not verdict.valid, name
         else:
@@ -53,6 +60,9 @@ def test_both_engines_judge_stored_ids_below_the_highest_and_the_producers_answe
         ("answered 4", producer_answered(4), ["last_sequence_id_behind"]),
         ("answered 5", producer_answered(5), []),
         ("answered 4, equal t", producer_answered(4, step=0), ["last_sequence_id_behind"]),
+        ("batch under 4 stored", batch_stored_below_its_pushed_id(send=4), ["stored_below_highest"]),
+        ("batch under 6 stored", batch_stored_below_its_pushed_id(send=6), []),
+        ("lone 0 after the batch", batch_stored_below_its_pushed_id(send=6, then_alone=0), ["stored_below_highest"]),
     ]
     verdicts = check_many(spark, [(b.header, b.events) for _, b, _k in cases], parts=2)
     for (name, b, kinds), verdict in zip(cases, verdicts, strict=True):

@@ -19,7 +19,14 @@ from collections.abc import Callable
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 
-__all__ = ["EXEMPTION_CASES", "gapped_sequence", "lost_write_above_the_highest", "pulsar_40"]
+__all__ = [
+    "EXEMPTION_CASES",
+    "batch_answered_below_its_highest",
+    "batch_stored_below_its_pushed_id",
+    "gapped_sequence",
+    "lost_write_above_the_highest",
+    "pulsar_40",
+]
 
 
 def pulsar_40() -> TraceBuilder:
@@ -232,4 +239,40 @@ def failed_send_delivered(*, then: str | None = None, receive_first: bool = Fals
         b.receive("c1", "k", "1:0", uid="u1")
     b.ack("c1", "1:0")
     b.end()
+    return b
+
+
+def batch_answered_below_its_highest(*, second_send: int = 4, step: int = 1000) -> TraceBuilder:
+    """``MessageDuplicationTest.testIsDuplicate`` against a broker: the raw producer sends ids 1..5 as one batch
+    ``1, highest 5`` (stored), then 4..8 as ``second_send, highest 8``, every message answered ``-1:-1``.  With
+    ``second_send`` 4 (at or below the pushed 5) that is Pulsar's answer: 6, 7 and 8 are never stored and no lost
+    write; with 6 (above everything stored) it is three lost writes.  ``step``: ns between events (0: equal)."""
+    b = pulsar_40()
+    b.step = step
+    b.open("c1")
+    for n, seq in enumerate(range(1, 6)):
+        b.publish("k", f"1:0:-1:{n}", seq=seq, uid=f"u{seq}", send_ids=(1, 5))
+    for n, seq in enumerate(range(4, 9)):
+        b.publish("k", f"-1:-1:-1:{n}", seq=seq, uid=f"u{seq}" if seq <= 5 else f"v{seq}", send_ids=(second_send, 8))
+    for n in range(5):
+        b.receive("c1", "k", f"1:0:-1:{n}", uid=f"u{n + 1}")
+        b.ack("c1", f"1:0:-1:{n}")
+    b.end()
+    return b
+
+
+def batch_stored_below_its_pushed_id(*, send: int = 4, then_alone: int | None = None) -> TraceBuilder:
+    """1..5 stored as one batch ``1, highest 5``, then 6..8 sent as ``send, highest 8`` and stored: with ``send`` 4
+    (at or below the pushed 5) a broker that stores it is ``stored_below_highest``; with 6, Pulsar's answer.
+    ``then_alone``: an unbatched id never sent before, sent after and stored (0: below the pushed 8 or 5,
+    ``stored_below_highest``)."""
+    b = pulsar_40()
+    b.open("c1")
+    for n, seq in enumerate(range(1, 6)):
+        b.publish("k", f"1:0:-1:{n}", seq=seq, uid=f"u{seq}", send_ids=(1, 5))
+    for n, seq in enumerate(range(6, 9)):
+        b.publish("k", f"1:1:-1:{n}", seq=seq, uid=f"u{seq}", send_ids=(send, 8))
+    if then_alone is not None:
+        b.publish("k", "1:2", seq=then_alone, uid="alone")
+    b.end(drained=False)
     return b
