@@ -50,6 +50,8 @@ class Capabilities:
     delayed_delivery: bool = False
     #: expire a subscription's old messages now, as a TTL check does (admin ``expireMessages``; ``expire_messages``)
     message_expiry: bool = False
+    #: create the run's topic as a partitioned topic (admin ``createPartitionedTopic``; ``[settings] partitions``)
+    partitioned_topics: bool = False
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:

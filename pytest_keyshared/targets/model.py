@@ -95,6 +95,7 @@ class ModelTarget(Target):
             storage_failure=True,
             delayed_delivery=True,
             message_expiry=True,
+            partitioned_topics=True,
         )
 
     @property

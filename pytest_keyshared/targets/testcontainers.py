@@ -251,6 +251,7 @@ class TestcontainersTarget(PulsarTarget):
             broker_restart=True,
             delayed_delivery=True,
             message_expiry=True,
+            partitioned_topics=True,
             reasons={
                 "replication": "one standalone container is one cluster",
                 "storage_failure": "the standalone container's BookKeeper runs inside the broker's process",

@@ -96,10 +96,12 @@ class UrlTarget(PulsarTarget):
             broker_restart=False,
             delayed_delivery=True,
             message_expiry=has_admin,
+            partitioned_topics=has_admin,
             reasons={
                 "admin_api": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "dedup_switch": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "message_expiry": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
+                "partitioned_topics": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "replication": "a single broker URL names one cluster",
                 "broker_restart": "the harness does not own a broker it reaches by URL",
                 "storage_failure": "the harness cannot stop the storage of a broker it reaches by URL",
