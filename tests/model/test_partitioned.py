@@ -164,8 +164,11 @@ def test_a_target_without_partitioned_topics_skips_naming_it(tmp_path: Path) -> 
 _CASE = Path(__file__).parents[2] / "conformance/cases/scenarios/catalogue/dead-letter-key-shared-partitioned.toml"
 
 
-def test_a_key_shared_run_on_a_partitioned_topic_dead_letters_per_partition(tmp_path: Path) -> None:
-    """The case on the model: each partition's messages are dead-lettered to its own dead-letter topic, once,
+@pytest.mark.parametrize(
+    "case", [_CASE, _CASE.with_name(f"{_CASE.stem}-ack-timeout.toml")], ids=["nack", "ack-timeout"]
+)
+def test_a_key_shared_run_on_a_partitioned_topic_dead_letters_per_partition(tmp_path: Path, case: Path) -> None:
+    """The cases on the model: each partition's messages are dead-lettered to its own dead-letter topic, once,
     every message is acknowledged or dead-lettered and never both, and the trace is the same byte for byte."""
     import json
 
@@ -173,7 +176,7 @@ def test_a_key_shared_run_on_a_partitioned_topic_dead_letters_per_partition(tmp_
     from pytest_keyshared.driver.run import run_scenario
     from pytest_keyshared.targets.model import ModelTarget
 
-    scenario = load_scenario(_CASE)
+    scenario = load_scenario(case)
     traces = []
     for run in ("a", "b"):
         result = run_scenario(ModelTarget("model", tmp_path), scenario, seed=5, out_dir=tmp_path / run)
