@@ -686,6 +686,12 @@ def _check_partitioned(scenario: Scenario, where: str) -> None:
             f"{where}: partitions = {n} with deduplication: the driver switches deduplication on for one"
             " non-partitioned topic; drop one of them."
         )
+    limits = [name for name, _ in scenario.broker if name.startswith("maxUnackedMessagesPer")]
+    if limits:
+        raise InvalidScenario(
+            f"{where}: partitions = {n} with [broker] {', '.join(limits)}: the broker counts the limit per"
+            " partition's consumer, the checker per consumer; drop one of them."
+        )
     if "record:key-hash-ranges" in scenario.tags:
         raise InvalidScenario(
             f"{where}: partitions = {n} with the record:key-hash-ranges tag: the ranges are read from one"
