@@ -797,6 +797,52 @@ def _dead_letter_without_ack() -> None:
     ModelConsumer._route_dead = route  # type: ignore[method-assign]
 
 
+@mutant(
+    "dead-letter-count-shared-across-partitions",
+    "dispatch",
+    "on a partitioned topic the partitions' subscriptions keep one redelivery count per entry id (a message id"
+    " without its partition), so a message inherits another partition's redeliveries and is dead-lettered early",
+)
+def _dead_letter_count_shared_across_partitions() -> None:
+    from reference_model.broker.partitioned import partition_index
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    class ByEntryId(dict[Any, int]):
+        """Redelivery counts keyed by a position's entry id alone: one count for entry N of every partition."""
+
+        def __getitem__(self, p: Any) -> int:
+            return super().__getitem__(p.entry_id)
+
+        def __setitem__(self, p: Any, value: int) -> None:
+            super().__setitem__(p.entry_id, value)
+
+        def __contains__(self, p: object) -> bool:
+            return super().__contains__(getattr(p, "entry_id", p))
+
+        def get(self, p: Any, default: Any = None) -> Any:
+            return super().get(p.entry_id, default)
+
+        def pop(self, p: Any, *default: Any) -> Any:
+            return super().pop(p.entry_id, *default)
+
+        def setdefault(self, p: Any, default: Any = None) -> Any:
+            return super().setdefault(p.entry_id, default)
+
+    shared: dict[tuple[str, str], ByEntryId] = {}
+
+    def make(orig: Any) -> Any:
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            orig(self, *args, **kwargs)
+            topic = str(getattr(self.log, "name", ""))
+            if partition_index(topic) >= 0:
+                base = topic.rsplit("-partition-", 1)[0]
+                self.redelivery_counts = shared.setdefault((base, self.cursor.name), ByEntryId())
+
+        return init
+
+    _wrap(KeySharedDispatcher, "__init__", make)
+
+
 # --- classic dispatcher (Pulsar 3.x) ---------------------------------------------------------------------
 
 

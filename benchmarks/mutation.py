@@ -58,6 +58,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("max-unacked-consumer-never-unblocks", "max-unacked-per-consumer-lifted"),
     ("expiry-ignored", "ttl-restarts-blocked-dispatch"),
     ("redelivery-count-not-raised", "nack-then-settle"),
+    ("dead-letter-count-shared-across-partitions", "dead-letter-key-shared-partitioned and not ack-timeout"),
 )
 
 

@@ -2,7 +2,8 @@
 
 A program also has a *shape*: a few small integers, one per workload dimension of :data:`SHAPE_CHOICES`
 (broker settings, batching, deduplication, the key set, the selector, the subscription's mode and flags, how
-many consumers), each 0 for the plain default, so a shrunk program keeps only the dimensions its failure needs.
+many consumers, the topic's kind, trimming, partitions), each 0 for the plain default, so a shrunk program keeps
+only the dimensions its failure needs.
 
 A move is ``(kind, consumer, amount)``: three small integers.  :func:`program_from_moves` interprets the
 moves in order against the program's own bookkeeping (which consumers are open, paused) and turns each into
@@ -160,6 +161,12 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     #: consumed entries trimmed (ledgers of 2 or 5 entries deleted once every cursor passed them): a persistent
     #: topic only; last, so the programs drawn before it keep every other draw
     "trim": ((), (("managedLedgerMaxEntriesPerLedger", 2),), (("managedLedgerMaxEntriesPerLedger", 5),)),
+    #: a partitioned topic of 2 partitions (``docs/scenarios.md``, "Partitioned topics"): each partition its own
+    #: subscription and dispatcher, a key in one partition.  Only on a persistent topic without deduplication or
+    #: unacked-message limits (the broker's limits count per partition's consumer), and then the program makes
+    #: no crash, restart, resend or expiry (what the driver does on one non-partitioned topic only); last, so the
+    #: programs drawn before it keep every other draw
+    "partitions": (0, 2),
 }
 SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
@@ -256,6 +263,13 @@ class _Shape:
         return self.values["topic"] == "non-persistent"
 
     @property
+    def partitions(self) -> int:
+        """The partitions of the run's topic (0: not partitioned): the drawn count where it applies (above)."""
+        plain = not self.non_persistent and self.values["dedup"] == "off"
+        unlimited = not self.values["unacked_consumer"] and not self.values["unacked_subscription"]
+        return int(self.values["partitions"]) if plain and unlimited else 0  # type: ignore[call-overload]
+
+    @property
     def deduplication(self) -> bool:
         """Deduplication asked for (never on a non-persistent topic, where it does not apply)."""
         return self.values["dedup"] != "off" and not self.non_persistent
@@ -269,6 +283,7 @@ class _Shape:
             topic=str(self.values["topic"]),
             selector="consistent-hashing" if selector.startswith("consistent-hashing") else selector,
             points=1 if selector == "consistent-hashing-1-point" else 0,
+            partitions=self.partitions,
         )
 
     def key_set(self, default_count: int) -> KeySet:
@@ -326,6 +341,8 @@ def program_from_moves(
     """
     opts = options or GeneratorOptions()
     form = _Shape.of(shape if opts.dimensions else ())
+    if form.partitions:  # what the driver does on one non-partitioned topic only (docs/scenarios.md)
+        opts = replace(opts, crash=False, restart=False, expiry=False)
     kinds = opts.move_kinds()
     handles = form.handles()
     sticky = form["mode"] == "STICKY"

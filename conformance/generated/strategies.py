@@ -60,7 +60,7 @@ def shapes() -> st.SearchStrategy[tuple[int, ...]]:
     """A program's shape: one choice per workload dimension (``SHAPE_CHOICES``), shrinking to the defaults.
 
     Each dimension keeps its plain default (choice 0) about half the time and draws uniformly otherwise: with
-    sixteen dimensions drawn uniformly, the programs where the core contracts are sharpest (a persistent topic,
+    the dimensions drawn uniformly, the programs where the core contracts are sharpest (a persistent topic,
     ordered delivery) became one in four, and a budget of 25 examples stopped finding a broker without draining
     hashes; weighted, every combination is still reachable and such programs stay common."""
     return st.tuples(*(st.one_of(st.just(0), st.integers(0, len(SHAPE_CHOICES[d]) - 1)) for d in SHAPE_DIMENSIONS))

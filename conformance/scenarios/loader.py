@@ -303,11 +303,6 @@ def _settings(raw: Any, where: str) -> Settings:
     settings = Settings(**values)
     if settings.points and settings.selector == "auto-split":
         raise InvalidScenario(f'{where}: points applies only to selector = "consistent-hashing", not "auto-split".')
-    if settings.partitions and not settings.clusters:
-        raise InvalidScenario(
-            f"{where}: partitions = {settings.partitions} applies to failover scenarios only (set clusters = [...]);"
-            " the Key_Shared driver runs one non-partitioned topic."
-        )
     for origin, to, _ in settings.replication_delays:
         for name in (origin, to):
             if name not in settings.clusters:
@@ -721,6 +716,52 @@ def _check_non_persistent(scenario: Scenario, where: str) -> None:
                 )
 
 
+#: what a Key_Shared run on a partitioned topic does not do, by step kind: the reason the loader gives
+_NOT_ON_PARTITIONED: dict[type, str] = {
+    Crash: "the driver watches a crashed consumer's removal in the topic's stats, which name one partition each.",
+    Resend: "a resend is judged by deduplication, which the partitioned producer keeps per partition.",
+    RestartBroker: "the Key_Shared driver restarts a broker under one non-partitioned topic only.",
+    StorageDown: "the model fails the storage of one non-partitioned topic only.",
+    StorageUp: "the model fails the storage of one non-partitioned topic only.",
+    ExpireMessages: "expire_messages names one non-partitioned topic's subscription.",
+}
+
+
+def _check_partitioned(scenario: Scenario, where: str) -> None:
+    """``[settings] partitions = N`` in a Key_Shared scenario: what the driver does on a partitioned topic.
+
+    It creates the topic through the target's admin API, subscribes every consumer to the partitioned name and
+    publishes to it (the producer routes each key by its hash); each partition is a topic with its own
+    subscription and dispatcher, and the trace names each message's partition.  What acts on one topic's
+    stats, storage or broker is refused, as are a non-persistent topic and deduplication.
+    """
+    n = scenario.settings.partitions
+    if scenario.settings.topic != "persistent":
+        raise InvalidScenario(f"{where}: partitions = {n} needs a persistent topic; drop [settings] topic.")
+    if scenario.settings.deduplication:
+        raise InvalidScenario(
+            f"{where}: partitions = {n} with deduplication: the driver switches deduplication on for one"
+            " non-partitioned topic; drop one of them."
+        )
+    limits = [name for name, _ in scenario.broker if name.startswith("maxUnackedMessagesPer")]
+    if limits:
+        raise InvalidScenario(
+            f"{where}: partitions = {n} with [broker] {', '.join(limits)}: the broker counts the limit per"
+            " partition's consumer, the checker per consumer; drop one of them."
+        )
+    if "record:key-hash-ranges" in scenario.tags:
+        raise InvalidScenario(
+            f"{where}: partitions = {n} with the record:key-hash-ranges tag: the ranges are read from one"
+            " non-partitioned topic's stats; drop one of them."
+        )
+    for index, step in enumerate(scenario.steps, start=1):
+        reason = _NOT_ON_PARTITIONED.get(type(step))
+        if reason is not None:
+            raise InvalidScenario(
+                f"{where}: step {index} ({step.do}): not on a partitioned topic (partitions = {n}); {reason}"
+            )
+
+
 def _check_semantics(scenario: Scenario, where: str) -> None:
     """Consumer lifecycles, sticky ranges against modes, and resends against what was published."""
     if scenario.is_failover():
@@ -736,6 +777,8 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
     if scenario.settings.topic == "non-persistent":
         _check_non_persistent(scenario, where)
     _check_raw_producers(scenario, where)
+    if scenario.settings.partitions:
+        _check_partitioned(scenario, where)
     open_now: dict[str, bool] = {}  # handle -> paused
     opened_ever: set[str] = set()
     published: dict[str, int] = {}  # producer -> highest sequence id sent

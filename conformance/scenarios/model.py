@@ -154,8 +154,9 @@ class Settings:
     #: the kind of topic the run uses: ``persistent`` or ``non-persistent`` (no backlog, no redelivery: the
     #: checker allows loss there, ``docs/checker.md``); recorded in the trace header as ``topic_kind``
     topic: str = "persistent"
-    #: a failover scenario's topic as a partitioned topic of this many partitions (0: not partitioned); the
-    #: consumer subscribes to the partitioned name (every partition), the admin calls name it too
+    #: the topic as a partitioned topic of this many partitions (0: not partitioned); the consumers subscribe to
+    #: the partitioned name (every partition), the admin calls name it too.  A Key_Shared scenario needs the
+    #: ``partitioned_topics`` capability, a failover one its sites' (``docs/scenarios.md``)
     partitions: int = 0
     #: the consumers' dead-letter policy: ``max_redeliver_count`` (0: none).  The dead-letter topic is the
     #: client's default, ``<run topic>-<subscription>-DLQ``; the driver reads it and records each message routed
@@ -662,6 +663,8 @@ class Scenario:
         needs: dict[str, str] = {}
         if self.settings.clusters:
             needs["replication"] = f"[settings] clusters = {list(self.settings.clusters)}"
+        elif self.settings.partitions:  # a failover scenario's partitions are its sites' (failover_run.py)
+            needs["partitioned_topics"] = f"[settings] partitions = {self.settings.partitions}"
         for index, step in enumerate(self.steps, start=1):
             capability = _STEP_CAPABILITY.get(type(step))
             if capability is not None:

@@ -2,7 +2,8 @@
 
 The client routes a message it would hand over for the ``max_redeliver_count + 1``-th redelivery to the
 dead-letter topic and acknowledges the original, without the application seeing it, so the trace would show
-it lost (``undelivered``).  :class:`DeadLetterWatch` opens a consumer of that topic before the first step and
+it lost (``undelivered``).  :class:`DeadLetterWatch` reads consumers of that topic (of a partitioned topic's
+run: of each partition's dead-letter topic), opened before the first step; it
 is polled after every step and during the drain: each copy it gets is recorded as a ``dead_letter`` event
 naming the original (the ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` properties the client sets), then
 acknowledged.  Every wait is bounded: a poll takes what has arrived, each receive waiting a few milliseconds.
@@ -37,17 +38,19 @@ def origin_msg_id(text: str | None) -> str | None:
 class DeadLetterWatch:
     """The run's reader of its dead-letter topic (see the module)."""
 
-    def __init__(self, consumer: Any, recorder: Recorder, topic: str) -> None:
-        self.consumer = consumer
+    def __init__(self, readers: list[tuple[Any, str]], recorder: Recorder) -> None:
+        self.readers = readers  #: (consumer, the dead-letter topic it reads), one per dead-letter topic
         self.recorder = recorder
-        self.topic = topic
         self.unreadable: list[str] = []  #: copies without a usable ``ORIGIN_MESSAGE_ID`` (noted by the run)
 
     def poll(self) -> int:
-        """Record and acknowledge what has arrived; returns how many copies."""
+        """Record and acknowledge what has arrived, reader after reader; returns how many copies."""
+        return sum(self._poll(consumer, topic) for consumer, topic in self.readers)
+
+    def _poll(self, consumer: Any, topic: str) -> int:
         taken = 0
         while taken < _POLL_MAX:
-            msg = self._receive()
+            msg = self._receive(consumer)
             if msg is None:
                 break
             taken += 1
@@ -57,19 +60,21 @@ class DeadLetterWatch:
             if origin is None:
                 self.unreadable.append(d.msg_id)
             else:
-                self.recorder.dead_letter(props.get("REAL_TOPIC") or self.recorder.topic, origin, d, self.topic)
+                self.recorder.dead_letter(props.get("REAL_TOPIC") or self.recorder.topic, origin, d, topic)
             with contextlib.suppress(Exception):
-                self.consumer.acknowledge(msg)
+                consumer.acknowledge(msg)
         return taken
 
-    def _receive(self) -> Any:
+    @staticmethod
+    def _receive(consumer: Any) -> Any:
         try:
-            return self.consumer.receive(timeout_millis=_POLL_MS)
+            return consumer.receive(timeout_millis=_POLL_MS)
         except Exception as exc:  # pulsar.Timeout: nothing arrived
             if type(exc).__name__ == "Timeout":
                 return None
             raise
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.consumer.close()
+        for consumer, _topic in self.readers:
+            with contextlib.suppress(Exception):
+                consumer.close()

@@ -97,8 +97,12 @@ class ConsumerSpec:
     nack_delay_ms: int
     #: the client's ack timeout (``unacked_messages_timeout_ms``); 0: off
     ack_timeout_ms: int = 0
-    #: the client's dead-letter policy ``(max_redeliver_count, dead-letter topic)``; None: none
-    dead_letter: tuple[int, str] | None = None
+    #: the client's dead-letter policy ``(max_redeliver_count, dead-letter topic)``; None: none.  A topic of None:
+    #: the client's default, per partition of a partitioned topic (``<partition>-<subscription>-DLQ``)
+    dead_letter: tuple[int, str | None] | None = None
+    #: ``topic`` is a partitioned topic of this many partitions (0: not partitioned); the client subscribes to
+    #: every partition (the model's client needs the count, a real client asks the broker)
+    partitions: int = 0
 
     def policy(self) -> dict[str, Any]:
         """The ``policy`` extension field of the ``open`` event."""

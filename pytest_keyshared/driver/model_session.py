@@ -130,6 +130,7 @@ class ModelSession(Session):
     def __init__(self, target: Target, topic: str, run_dir: Path, nonce: str, *, seed: int) -> None:
         super().__init__(target, topic, run_dir, nonce)
         self.broker = target.new_broker(seed)  # type: ignore[attr-defined]
+        self.seed = seed
         self.scheduler = SteppedScheduler(self.broker.clock.now_ns, self.broker.advance, tick_ms=1)
         self._left_ns: int | None = None
 
@@ -152,16 +153,35 @@ class ModelSession(Session):
         """
         self.broker.set_trim_consumed_entries(True)
 
+    def create_partitioned_topic(self, partitions: int) -> None:
+        self.broker.create_partitioned_topic(self.topic, partitions)
+        self.partitions = partitions
+
     def open_consumer(self, handle_name: str, spec: ConsumerSpec, *, crashable: bool) -> ConsumerHandle:
+        """A Key_Shared consumer of ``spec.topic``; of a partitioned topic, one per partition (each partition its
+        own subscription and dispatcher, as in Pulsar), received from as the client's multi-partition consumer
+        (:class:`~reference_model.broker.partitioned.PartitionedConsumer`)."""
+        from reference_model.broker.partitioned import PartitionedConsumer, partition_name
+
+        if not spec.partitions:
+            return ModelConsumerHandle(self._subscribe(spec, spec.topic))
+        consumers = [self._subscribe(spec, partition_name(spec.topic, i)) for i in range(spec.partitions)]
+        return ModelConsumerHandle(PartitionedConsumer(self.broker, consumers))
+
+    def _subscribe(self, spec: ConsumerSpec, topic: str) -> Any:
         from reference_model.broker import KeySharedPolicy
+        from reference_model.broker.partitioned import dead_letter_topic
 
         policy = KeySharedPolicy(
             mode=spec.mode,
             allow_out_of_order_delivery=spec.allow_out_of_order_delivery,
             sticky_ranges=spec.ranges or None,
         )
-        consumer = self.broker.subscribe(
-            spec.topic,
+        dead_letter = spec.dead_letter
+        if dead_letter is not None and dead_letter[1] is None:  # the client's default name, from this topic
+            dead_letter = (dead_letter[0], dead_letter_topic(topic, spec.subscription))
+        return self.broker.subscribe(
+            topic,
             spec.subscription,
             consumer_type="Key_Shared",
             consumer_name=spec.name,
@@ -170,9 +190,8 @@ class ModelSession(Session):
             initial_position="Earliest",
             negative_ack_redelivery_delay_ms=spec.nack_delay_ms,
             unacked_messages_timeout_ms=spec.ack_timeout_ms or None,
-            dead_letter=spec.dead_letter,
+            dead_letter=dead_letter,
         )
-        return ModelConsumerHandle(consumer)
 
     def open_dead_letter_reader(self, topic: str) -> Any:
         return self.broker.subscribe(
@@ -190,9 +209,20 @@ class ModelSession(Session):
                 "batching_max_publish_delay_ms": 5,
             }
         created_t0 = self.clock()
-        producer = self.broker.create_producer(
-            self.topic, producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs
-        )
+        if self.partitions:  # the Python client's default routing of keyless messages: round robin
+            import random
+
+            from reference_model.broker.partitioned import PartitionedProducer, Router
+
+            router = Router(self.partitions, "round_robin", random.Random(f"{self.seed}:{name}"))
+            producer: Any = PartitionedProducer(
+                self.broker, self.topic, self.partitions, router,
+                producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs,
+            )  # fmt: skip
+        else:
+            producer = self.broker.create_producer(
+                self.topic, producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs
+            )
         return ModelProducerHandle(producer, self.clock, created_t0)
 
     def restart_broker(self, *, kill: bool) -> None:

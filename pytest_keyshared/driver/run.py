@@ -295,10 +295,13 @@ class _Run(RunLoop):
             extra["topic_kind"] = self.scenario.settings.topic  # the checker's contract for it (docs/checker.md)
         if self.scenario.uses_delayed_delivery():
             extra["delayed_delivery"] = True  # publishes carry deliver_after_ms: the checker reads it
+        if self.settings.partitions:
+            extra["partitions"] = self.settings.partitions  # message ids name their partition: one stream each
         if self.settings.dead_letter:
+            topics = self._dead_letter_topics()
             extra["dead_letter"] = {
                 "max_redeliver_count": self.settings.dead_letter,
-                "topic": self._dead_letter_topic(),
+                **({"topics": topics} if self.settings.partitions else {"topic": topics[0]}),
             }
         if dedup_asked and not claims.deduplication:
             extra["deduplication_switched_on"] = self.target.capabilities.dedup_switch
@@ -326,9 +329,11 @@ class _Run(RunLoop):
                 self.notes.append(
                     f"deduplication requested but not switched on ({reason}); the trace holds the broker to it anyway"
                 )
+        if self.settings.partitions:  # before anything names the topic (a reader, a producer, a subscribe)
+            self.session.create_partitioned_topic(self.settings.partitions)
         if self.settings.dead_letter:
-            reader = self.session.open_dead_letter_reader(self._dead_letter_topic())
-            self.dead_letters = DeadLetterWatch(reader, self.recorder, self._dead_letter_topic())
+            readers = [(self.session.open_dead_letter_reader(t), t) for t in self._dead_letter_topics()]
+            self.dead_letters = DeadLetterWatch(readers, self.recorder)
 
     # --- steps ------------------------------------------------------------------------------------------
 
@@ -338,9 +343,22 @@ class _Run(RunLoop):
         self._poll_dead_letters()
         return outcome
 
-    def _dead_letter_topic(self) -> str:
-        """The client's default dead-letter topic: ``<topic>-<subscription>-DLQ``."""
-        return f"{self.topic}-{self.scenario.subscription.name}-DLQ"
+    def _dead_letter_topics(self) -> list[str]:
+        """The client's default dead-letter topics: ``<topic>-<subscription>-DLQ``; of a partitioned topic, one per
+        partition, named from the partition (``reference_model.broker.partitioned.dead_letter_topic``)."""
+        from reference_model.broker.partitioned import dead_letter_topic, partition_name
+
+        sub = self.scenario.subscription.name
+        if not self.settings.partitions:
+            return [dead_letter_topic(self.topic, sub)]
+        return [dead_letter_topic(partition_name(self.topic, i), sub) for i in range(self.settings.partitions)]
+
+    def _dead_letter_policy(self) -> tuple[int, str | None] | None:
+        """The consumers' policy: the one topic by name; of a partitioned topic none, so that each partition's
+        consumer names its own (the client's default)."""
+        if not self.settings.dead_letter:
+            return None
+        return self.settings.dead_letter, None if self.settings.partitions else self._dead_letter_topics()[0]
 
     def _poll_dead_letters(self) -> None:
         if self.dead_letters is not None:
@@ -366,7 +384,8 @@ class _Run(RunLoop):
             receiver_queue=step.receiver_queue or self.settings.receiver_queue,
             nack_delay_ms=self.settings.nack_delay_ms,
             ack_timeout_ms=step.ack_timeout_ms,
-            dead_letter=(self.settings.dead_letter, self._dead_letter_topic()) if self.settings.dead_letter else None,
+            dead_letter=self._dead_letter_policy(),
+            partitions=self.settings.partitions,
         )
         crashable = self._crashable(step.consumer)
         if self._removal_watch is not None:

@@ -38,6 +38,8 @@ class Session(ABC):
         self.run_dir = run_dir
         self.nonce = nonce
         self._producers: dict[str, tuple[ProducerHandle, str]] = {}
+        #: the run's topic is a partitioned topic of this many partitions (:meth:`create_partitioned_topic`)
+        self.partitions = 0
 
     def clock(self) -> int:
         return self.scheduler.now_ns()
@@ -81,6 +83,13 @@ class Session(ABC):
         if existing is not None:
             existing[0].close()
         return self.producer(name, batching, send_timeout_ms)
+
+    def create_partitioned_topic(self, partitions: int) -> None:
+        """Create the run's topic as a partitioned topic of ``partitions`` (admin ``createPartitionedTopic``; only
+        with ``capabilities.partitioned_topics``, checked before the run starts)."""
+        from pytest_keyshared.targets.base import UnsupportedByTarget
+
+        raise UnsupportedByTarget(f"Target {self.target.name!r} cannot create partitioned topics (partitioned_topics).")
 
     def ensure_topic(self) -> None:
         """Make the topic exist (a short-lived producer), e.g. before setting a topic policy."""
@@ -349,6 +358,20 @@ class PulsarSession(Session):
         """The client settings of consumer ``handle_name`` (None: the producers' client); a subclass may point a
         client elsewhere (the soak's fault-injecting proxy)."""
         return self.settings
+
+    def create_partitioned_topic(self, partitions: int) -> None:
+        admin_url = self.pulsar_target.admin_url
+        if admin_url is None:
+            super().create_partitioned_topic(partitions)
+        from pytest_keyshared.targets.admin import AdminClient
+
+        try:
+            AdminClient(str(admin_url)).create_partitioned_topic(self.topic, partitions)
+        except Exception as exc:
+            raise TargetError(
+                f"Could not create {self.topic} as a partitioned topic of {partitions}: {type(exc).__name__}: {exc}"
+            ) from None
+        self.partitions = partitions
 
     def open_dead_letter_reader(self, topic: str) -> Any:
         import pulsar

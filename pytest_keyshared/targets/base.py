@@ -53,6 +53,8 @@ class Capabilities:
     #: send a batch with its highest sequence id through the harness's own protocol producer (``pulsar://``, no
     #: TLS; ``publish`` with ``highest_sequence_id``): pulsar-client never sends that field
     raw_send: bool = False
+    #: create the run's topic as a partitioned topic (admin ``createPartitionedTopic``; ``[settings] partitions``)
+    partitioned_topics: bool = False
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:

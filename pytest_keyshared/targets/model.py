@@ -96,6 +96,7 @@ class ModelTarget(Target):
             delayed_delivery=True,
             message_expiry=True,
             raw_send=True,
+            partitioned_topics=True,
         )
 
     @property

@@ -103,6 +103,8 @@ class PulsarLiteTarget(PulsarTarget):
                 "storage_failure": "pulsar-lite writes to its own local files, which the harness cannot make fail",
                 "delayed_delivery": "pulsar-lite ignores a message's delivery time (deliver_after)",
                 "message_expiry": "pulsar-lite has no message TTL and no admin API to expire messages",
+                "partitioned_topics": "pulsar-lite has no admin API to create a partitioned topic (only its"
+                " default_partitions setting, which would partition every topic of the broker)",
             },
         )
         self.claims = Claims(pulsar_version="4.0", implementation="pip379", selector="consistent-hashing", points=100)

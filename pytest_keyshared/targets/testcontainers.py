@@ -252,6 +252,7 @@ class TestcontainersTarget(PulsarTarget):
             delayed_delivery=True,
             message_expiry=True,
             raw_send=True,
+            partitioned_topics=True,
             reasons={
                 "replication": "one standalone container is one cluster",
                 "storage_failure": "the standalone container's BookKeeper runs inside the broker's process",

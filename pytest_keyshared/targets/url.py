@@ -97,10 +97,12 @@ class UrlTarget(PulsarTarget):
             delayed_delivery=True,
             message_expiry=has_admin,
             raw_send=True,
+            partitioned_topics=has_admin,
             reasons={
                 "admin_api": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "dedup_switch": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "message_expiry": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
+                "partitioned_topics": "no admin URL given (pulsar://HOST:PORT?admin=http://HOST:8080)",
                 "replication": "a single broker URL names one cluster",
                 "broker_restart": "the harness does not own a broker it reaches by URL",
                 "storage_failure": "the harness cannot stop the storage of a broker it reaches by URL",

@@ -17,7 +17,13 @@ per-topic model:
   Without a key: ``single`` (``SinglePartition``: one partition per producer, chosen at random at creation) or
   ``round_robin`` (``RoundRobinPartition``, unbatched: the next partition per message, from a random start);
 * :class:`PartitionedProducer` and :class:`PartitionedConsumer`: the client's partitioned producer and
-  multi-partition consumer; message ids carry the partition index, as the clients' do.
+  multi-partition consumer; message ids carry the partition index, as the clients' do;
+* :func:`dead_letter_topic`: the client's default dead-letter topic.  The client makes one consumer per
+  partition, each with the consumer's ``DeadLetterPolicy``, and without a topic in the policy each names its
+  own from its partition's topic: ``<topic>-partition-<i>-<subscription>-DLQ`` (Java's and C++'s
+  ``ConsumerImpl``; ``DeadLetterTopicTest.testDeadLetterTopicUnderPartitionedTopicWithKeyShareType`` reads
+  one per partition).  So a partition's messages are dead-lettered by, acknowledged through and counted by
+  that partition's consumer and its subscription's dispatcher alone.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ __all__ = [
     "PartitionedConsumer",
     "PartitionedProducer",
     "Router",
+    "dead_letter_topic",
     "key_partition",
     "partition_index",
     "partition_name",
@@ -60,6 +67,12 @@ def partition_index(topic: str) -> int:
 def key_partition(key: str, partitions: int) -> int:
     """The partition of a message with ``key``: ``Murmur3_32Hash`` of its UTF-8 bytes modulo ``partitions``."""
     return make_hash(key.encode("utf-8")) % partitions
+
+
+def dead_letter_topic(topic: str, subscription: str) -> str:
+    """The client's default dead-letter topic of a consumer of ``topic`` (a partition's name for a partition):
+    ``<topic>-<subscription>-DLQ`` (``RetryMessageUtil.DLQ_GROUP_TOPIC_SUFFIX``)."""
+    return f"{topic}-{subscription}-DLQ"
 
 
 class Router:
@@ -97,13 +110,36 @@ class PartitionedProducer:
     def send(self, content: bytes, partition_key: str | None = None, **fields: Any) -> Any:
         """Send to the routed partition; the message id names the partition."""
         index = self.router.choose(partition_key)
+        sent = self._partition_producer(index).send(content, partition_key=partition_key, **fields)
+        return replace(sent, partition_index=index)
+
+    def _partition_producer(self, index: int) -> Any:
         producer = self._producers.get(index)
         if producer is None:
             producer = self._producers[index] = self._broker.create_producer(
                 partition_name(self._topic, index), **self._options
             )
-        sent = producer.send(content, partition_key=partition_key, **fields)
-        return replace(sent, partition_index=index)
+        return producer
+
+    def send_async(self, content: bytes, callback: Any, partition_key: str | None = None, **fields: Any) -> None:
+        """Send without waiting to the routed partition; ``callback(result, message_id)`` gets an id naming it."""
+        index = self.router.choose(partition_key)
+
+        def done(result: Any, msg_id: Any) -> None:
+            callback(result, None if msg_id is None else replace(msg_id, partition_index=index))
+
+        self._partition_producer(index).send_async(content, done, partition_key=partition_key, **fields)
+
+    def flush(self) -> None:
+        for producer in self._producers.values():
+            producer.flush()
+
+    def producer_name(self) -> str:
+        return str(self._options.get("producer_name", ""))
+
+    def last_sequence_id(self) -> int:
+        """The highest sequence id the broker acknowledged on any partition (-1 if none)."""
+        return max((int(p.last_sequence_id()) for p in self._producers.values()), default=-1)
 
     def close(self) -> None:
         for producer in self._producers.values():
@@ -111,11 +147,15 @@ class PartitionedProducer:
 
 
 class _Received:
-    """A message of one partition, as the client hands it out: its id names the partition."""
+    """A message of one partition, as the client hands it out: its id names the partition (everything else is
+    the partition consumer's message: properties, keys, redelivery count, ...)."""
 
     def __init__(self, message: Any, index: int) -> None:
         self.message = message
         self.index = index
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.message, name)
 
     def message_id(self) -> Any:
         return replace(self.message.message_id(), partition_index=self.index)
@@ -159,6 +199,21 @@ class PartitionedConsumer:
 
     def acknowledge(self, message: _Received) -> None:
         self._consumers[message.index].acknowledge(message.message)
+
+    def negative_acknowledge(self, message: _Received) -> None:
+        """Through the partition's consumer: its negative-ack timer, its redelivery request, its dead letters."""
+        self._consumers[message.index].negative_acknowledge(message.message)
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        for consumer in self._consumers:
+            consumer.redeliver_unacknowledged_messages()
+
+    def num_prefetched(self) -> int:
+        return sum(c.num_prefetched() for c in self._consumers)
+
+    def crash(self) -> None:
+        for consumer in self._consumers:
+            consumer.crash()
 
     def close(self) -> None:
         for consumer in self._consumers:

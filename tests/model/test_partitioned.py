@@ -114,14 +114,117 @@ def test_model_sites_sum_the_backlog_and_record_partitioned_ids() -> None:
     assert sorted(d.msg_id for d in received if d is not None) == sorted(ids)
 
 
-def test_the_loader_takes_partitions_for_failovers_only() -> None:
+def test_the_loader_takes_partitions_for_failovers_and_key_shared_runs() -> None:
     base = 'name = "p"\n[settings]\nclusters = ["r1", "r2"]\npartitions = 2\n[[steps]]\ndo = "failover"\nto = "r2"\n'
     scenario = loads_scenario(base, "toml")
     assert scenario.settings.partitions == 2
-    with pytest.raises(InvalidScenario, match="failover scenarios only"):
-        loads_scenario('name = "p"\n[settings]\npartitions = 2\n[[steps]]\ndo = "sleep"\nms = 1\n', "toml")
+    assert "partitioned_topics" not in scenario.required_capabilities()  # a failover's sites create it
+    key_shared = loads_scenario('name = "p"\n[settings]\npartitions = 2\n[[steps]]\ndo = "sleep"\nms = 1\n', "toml")
+    assert key_shared.required_capabilities() == {"partitioned_topics": "[settings] partitions = 2"}
     with pytest.raises(InvalidScenario, match="partitions"):
         loads_scenario(base.replace("partitions = 2", "partitions = -1"), "toml")
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ('[[steps]]\ndo = "open"\nconsumer = "c1"\n[[steps]]\ndo = "crash"\nconsumer = "c1"\n', r"step 2 \(crash\)"),
+        ('[[steps]]\ndo = "restart_broker"\n', "restart_broker"),
+        ('[[steps]]\ndo = "storage_down"\n', "storage_down"),
+        ('[[steps]]\ndo = "expire_messages"\nseconds = 1\n', "expire_messages"),
+    ],
+)
+def test_the_loader_refuses_what_a_partitioned_key_shared_run_cannot_do(extra: str, problem: str) -> None:
+    with pytest.raises(InvalidScenario, match=f"{problem}.*not on a partitioned topic"):
+        loads_scenario(f'name = "p"\n[settings]\npartitions = 2\n{extra}', "toml")
+
+
+@pytest.mark.parametrize(
+    "setting", ['topic = "non-persistent"', "deduplication = true"], ids=["non-persistent", "deduplication"]
+)
+def test_the_loader_refuses_partitions_with_settings_of_one_topic(setting: str) -> None:
+    text = f'name = "p"\n[settings]\npartitions = 2\n{setting}\n[[steps]]\ndo = "sleep"\nms = 1\n'
+    with pytest.raises(InvalidScenario, match="partitions = 2"):
+        loads_scenario(text, "toml")
+
+
+def test_a_target_without_partitioned_topics_skips_naming_it(tmp_path: Path) -> None:
+    from conformance.scenarios import load_scenario
+    from pytest_keyshared.driver.run import run_scenario
+    from pytest_keyshared.targets.base import Capabilities, UnsupportedByTarget
+    from pytest_keyshared.targets.model import ModelTarget
+
+    target = ModelTarget("model", tmp_path)
+    target.capabilities = Capabilities(reasons={"partitioned_topics": "no admin API"})
+    with pytest.raises(UnsupportedByTarget, match=r"partitions = 2 needs partitioned_topics \(no admin API\)"):
+        run_scenario(target, load_scenario(_CASE), seed=1, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run" / "trace.jsonl").exists()
+
+
+_CASE = Path(__file__).parents[2] / "conformance/cases/scenarios/catalogue/dead-letter-key-shared-partitioned.toml"
+
+
+@pytest.mark.parametrize(
+    "case", [_CASE, _CASE.with_name(f"{_CASE.stem}-ack-timeout.toml")], ids=["nack", "ack-timeout"]
+)
+def test_a_key_shared_run_on_a_partitioned_topic_dead_letters_per_partition(tmp_path: Path, case: Path) -> None:
+    """The cases on the model: each partition's messages are dead-lettered to its own dead-letter topic, once,
+    every message is acknowledged or dead-lettered and never both, and the trace is the same byte for byte."""
+    import json
+
+    from conformance.scenarios import load_scenario
+    from pytest_keyshared.driver.run import run_scenario
+    from pytest_keyshared.targets.model import ModelTarget
+
+    scenario = load_scenario(case)
+    traces = []
+    for run in ("a", "b"):
+        result = run_scenario(ModelTarget("model", tmp_path), scenario, seed=5, out_dir=tmp_path / run)
+        assert result.verdict.valid, result.verdict
+        traces.append((tmp_path / run / "trace.jsonl").read_bytes())
+    assert traces[0] == traces[1]
+    lines = traces[0].decode().splitlines()
+    head, events = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    topic = head["topic"]
+    assert head["partitions"] == 2 and head["dead_letter"]["topics"] == [
+        f"{partition_name(topic, i)}-ks-sub-DLQ" for i in range(2)
+    ]
+    published = {e["uid"]: int(e["msg_id"].split(":")[2]) for e in events if e["op"] == "publish"}
+    assert set(published.values()) == {0, 1}
+    dead = [e for e in events if e["op"] == "dead_letter"]
+    assert {partition_index(e["topic"]) for e in dead} == {0, 1}  # both partitions dead-lettered some
+    for e in dead:  # to the dead-letter topic of the original's own partition
+        assert (
+            e["dead_letter_topic"] == f"{e['topic']}-ks-sub-DLQ" and partition_index(e["topic"]) == published[e["uid"]]
+        )
+    dead_uids = [e["uid"] for e in dead]
+    acked = {e["uid"] for e in events if e["op"] == "ack" and e.get("uid")}
+    assert len(dead_uids) == len(set(dead_uids)) and not acked & set(dead_uids)
+    assert acked | set(dead_uids) == set(published)
+
+
+def test_the_partitioned_consumer_sends_back_through_each_partitions_consumer() -> None:
+    broker = _broker_with_partitions(2)
+    consumers = [
+        broker.subscribe(
+            partition_name(TOPIC, i), "s", initial_position="Earliest", negative_ack_redelivery_delay_ms=10
+        )
+        for i in range(2)
+    ]
+    consumer = PartitionedConsumer(broker, consumers)
+    producer = PartitionedProducer(broker, TOPIC, 2, Router(2, "round_robin", random.Random(0)), producer_name="p")
+    keys = [next(f"key-{n:02d}" for n in range(50) if key_partition(f"key-{n:02d}", 2) == i) for i in range(2)]
+    producer.send(b"a", partition_key=keys[0])
+    producer.send(b"b", partition_key=keys[1])
+    assert consumer.num_prefetched() == 2
+    first = consumer.receive(100)
+    assert first is not None and first.redelivery_count() == 0 and first.producer_name() == "p"
+    consumer.negative_acknowledge(first)
+    second = consumer.receive(100)
+    assert second is not None and second.message_id().partition() != first.message_id().partition()
+    again = consumer.receive(1000)
+    assert again is not None and again.data() == first.data() and again.redelivery_count() == 1
+    assert again.message_id() == first.message_id()
 
 
 def test_the_partitioned_cases_run_deterministically(tmp_path: Path) -> None:

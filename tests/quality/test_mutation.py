@@ -3,7 +3,7 @@
 ``benchmarks/mutation.py --fast`` plants a subset of the mutants, one or two per feature (its ``FAST`` table: PIP-379
 draining, replay hashes, a stall, each selector, replication snapshots and remote cursors, the classic dispatcher,
 deduplication, ack timeout, non-persistent topics, delayed delivery, maxUnackedMessagesPerConsumer, message expiry,
-...), runs each against only the cases built to see it
+dead letters on a partitioned topic, ...), runs each against only the cases built to see it
 (after the same cases passed on the unmutated model), and exits 1 if any survives.  The full run (every mutant,
 the whole suite) is the measurement: ``python benchmarks/mutation.py`` (docs/conformance.md, "Detection power").
 """

@@ -298,6 +298,25 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         ],
         _shape(topic=1, dedup=1, batching=2),
     ),
+    "a partitioned topic: holds, nacks, a join, a redeliver and a leave, no crash": (
+        lambda s: (
+            s.settings.partitions == 2
+            and any(isinstance(x, NackHeld) for x in s.steps)
+            and not any(isinstance(x, (Crash, RestartBroker)) for x in s.steps)
+        ),
+        [
+            _m("publish", amount=8),
+            _m("open", "c2", 2),
+            _m("crash"),  # dropped: the driver watches a crash's removal on one non-partitioned topic
+            _m("publish", amount=6),
+            _m("nack_held", amount=3),
+            _m("redeliver", "c2"),
+            _m("restart"),  # dropped too
+            _m("close"),
+            _m("publish", amount=4),
+        ],
+        _shape(partitions=1, batching=1, mode=1),
+    ),
 }
 
 
