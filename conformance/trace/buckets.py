@@ -33,16 +33,21 @@ from conformance.trace.header import TraceHeader
 from conformance.trace.validation import TraceFormatError
 
 __all__ = [
+    "DEFAULT_BUCKETS",
     "LAYOUT",
     "MANIFEST",
     "TRACE_FORMAT",
+    "TRACE_LAYOUTS",
     "BucketLayout",
     "bucket_table",
+    "bucketed_name",
     "convert_to_buckets",
     "identity_table",
     "merged_batches",
+    "parse_layout",
     "read_manifest",
     "whole_batches",
+    "write_bucketed_copy",
 ]
 
 MANIFEST = "manifest.json"
@@ -51,6 +56,13 @@ LAYOUT = "bucketed"
 SHARED = "shared.parquet"
 _FLUSH_ROWS = 16384  # rows a bucket's writer buffers before writing a row group: a merge of every file (a trace
 # checked whole) holds one row group of each at a time
+
+
+#: The bucket count when none is given (``keyshared convert``, ``--trace-layout bucketed``, ``bucketed``).
+DEFAULT_BUCKETS: Final = 16
+#: The layouts the project's writers can leave a trace in: ``flat`` (the trace as recorded, alone) or ``bucketed``
+#: (beside it, this layout: :func:`write_bucketed_copy`).
+TRACE_LAYOUTS: Final = ("flat", "bucketed")
 
 
 def bucket_name(n: int) -> str:
@@ -231,6 +243,45 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
     tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, target / MANIFEST)  # written last: a directory without it is no trace
     return read_manifest(target)
+
+
+def parse_layout(text: str) -> int | None:
+    """The bucket count a layout setting names: ``flat`` None (no bucketed copy), ``bucketed`` the default
+    (:data:`DEFAULT_BUCKETS`), ``bucketed:N`` N buckets.  Raises ``ValueError`` saying what would work."""
+    name, sep, count = text.strip().lower().partition(":")
+    if name == "flat" and not sep:
+        return None
+    if name == LAYOUT:
+        if not sep:
+            return DEFAULT_BUCKETS
+        if count.isdigit() and int(count) >= 1:
+            return int(count)
+        raise ValueError(f"expected a bucket count of at least 1 after 'bucketed:', not {count!r}")
+    raise ValueError(f"expected flat, bucketed or bucketed:N (N buckets), not {text!r}")
+
+
+def bucketed_name(trace: str | Path) -> Path:
+    """Where a writer's bucketed copy of ``trace`` goes: beside it, named by its stem and ``-buckets``
+    (``run/trace.jsonl`` -> ``run/trace-buckets``, a soak's ``trace/`` chunks -> ``trace-buckets``)."""
+    path = Path(trace)
+    stem = path.name
+    for suffix in (".jsonl.gz", ".jsonl", ".parquet"):
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return path.with_name(f"{stem}-buckets")
+
+
+def write_bucketed_copy(trace: str | Path, buckets: int) -> BucketLayout:
+    """The one place the project's writers (``keyshared run``, ``keyshared soak``, the plugin's recorder) store a
+    finished trace in the bucketed layout too: :func:`convert_to_buckets` into :func:`bucketed_name`.
+
+    Written once the trace has ended, not event by event: an event's bucket is its message's key, which an ack
+    carries but the split's plan decides over the whole trace (a message seen under two keys, a uid under two
+    ``(producer, seq)``: ``exact`` false), so the layout can only be final when the trace is.  The trace as
+    recorded stays (the live check, the report and ``keyshared replay`` read it).
+    """
+    return convert_to_buckets(trace, bucketed_name(trace), buckets)
 
 
 #: numpy's stable sort (a named constant: ``kind=`` with a string literal is how violation kinds must not be spelt)
