@@ -92,8 +92,13 @@ def on_spark(trace: str, meaning: str, choice: Any, master: str) -> OutOfMemory:
         memory_key = "spark.driver.memory" if master.strip().startswith("local") else "spark.executor.memory"
     more = f"--spark-parts {2 * parts}" if parts else "--spark-parts N (more than the cores)"
     command = f"keyshared check {shlex.quote(trace)} --engine spark --spark-master {shlex.quote(master)}"
-    follows = "" if getattr(choice, "by", "") == "given" else ", which the part count follows"
+    by = getattr(choice, "by", "")
+    follows = "" if by in ("given", "buckets") else ", which the part count follows"
+    split = f"split the trace into more parts ({command} {more})"
+    if by == "buckets":  # a bucketed trace's parts are its buckets: more of them takes a conversion
+        buckets = getattr(choice, "buckets_needed", None) or 2 * (parts or 1)
+        split = f"convert it into more buckets (keyshared convert {shlex.quote(trace)} OUT --buckets {buckets})"
     return OutOfMemory(
         f"Spark ran out of memory checking {trace}: {meaning}{ran}. Give it more memory{follows}"
-        f" ({command} --spark-conf {memory_key}=8g), or split the trace into more parts ({command} {more})"
+        f" ({command} --spark-conf {memory_key}=8g), or {split}"
     )

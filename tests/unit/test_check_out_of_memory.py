@@ -116,3 +116,15 @@ def test_the_spark_message_names_the_parts_and_the_settings() -> None:
     text = str(on_spark("/t.parquet", worker, given, "spark://h:7077"))
     assert "it ran 3 parts, as given (--spark-parts)" in text and "part count follows" not in text
     assert "--spark-conf spark.executor.memory=8g" in text and "--spark-parts 6" in text
+
+
+def test_the_spark_message_for_a_bucketed_trace_names_a_conversion() -> None:
+    """A bucketed trace's parts are its buckets: more of them is ``keyshared convert``, not ``--spark-parts``."""
+    from conformance.spark.parts import bucket_choice, choose_parts
+
+    memory = choose_parts(100_000_000, 4 * 2**30, 2, tasks_per_executor=1, memory_from="spark.executor.memory")
+    choice = bucket_choice(memory, 4, 25_000_000)
+    text = str(on_spark("/b", "an executor was lost", choice, "spark://h:7077"))
+    assert "it ran 4 parts, the trace's buckets" in text and "--spark-parts" not in text.split("it ran")[0]
+    assert text.endswith("or convert it into more buckets (keyshared convert /b OUT --buckets 20)")
+    assert "part count follows" not in text and "--spark-conf spark.executor.memory=8g" in text
