@@ -54,6 +54,11 @@ MANIFEST = "manifest.json"
 TRACE_FORMAT = 2
 LAYOUT = "bucketed"
 SHARED = "shared.parquet"
+#: The identity files split by producer (what :func:`convert_to_buckets` writes for a trace with deduplication
+#: on), or by ``(producer, seq)`` (deduplication off, and the first layouts, whose manifests name no
+#: ``identity_by``: with deduplication on their checks run whole).
+IDENTITY_BY_PRODUCER: Final = "producer"
+IDENTITY_BY_SEQ: Final = "producer_seq"
 _FLUSH_ROWS = 16384  # rows a bucket's writer buffers before writing a row group: a merge of every file (a trace
 # checked whole) holds one row group of each at a time
 
@@ -85,6 +90,9 @@ class BucketLayout:
     shared: int  #: rows of shared.parquet
     bucket_events: tuple[int, ...]
     identity_events: tuple[int, ...]
+    #: what the identity files are split by: ``producer`` (every id of a producer in one file: the rules that
+    #: compare a producer's ids are decided per bucket) or ``producer_seq`` (a manifest without the field)
+    identity_by: str = "producer_seq"
 
     @property
     def shared_path(self) -> Path:
@@ -149,6 +157,11 @@ def read_manifest(directory: Path) -> BucketLayout:
         header = TraceHeader.from_dict(header_obj)
     except Exception as exc:  # the header's own error, worded
         raise TraceFormatError(where, None, f"header: {exc}") from None
+    identity_by = obj.get("identity_by", IDENTITY_BY_SEQ)
+    if identity_by not in (IDENTITY_BY_PRODUCER, IDENTITY_BY_SEQ):
+        raise TraceFormatError(
+            where, None, f"'identity_by' is {identity_by!r}, not {IDENTITY_BY_PRODUCER!r} or {IDENTITY_BY_SEQ!r}"
+        )
     layout = BucketLayout(
         directory,
         header,
@@ -158,6 +171,7 @@ def read_manifest(directory: Path) -> BucketLayout:
         count("shared"),
         counts("bucket_events", buckets),
         counts("identity_events", buckets),
+        identity_by,
     )
     if layout.shared + sum(layout.bucket_events) != layout.events:
         raise TraceFormatError(where, None, "'events' is not the shared events plus every bucket's")
@@ -188,8 +202,11 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise TraceFormatError(str(target), None, "exists and is not an empty directory")
+    # deduplication on: the identity files by producer, so the rules comparing a producer's ids are decided per
+    # bucket (else the whole trace is checked again); off, by (producer, seq), spread evenly whatever the producers
+    by_producer = bool(source.header.deduplication)
     try:  # validated: a malformed trace fails here, in the reader's words
-        plan = plan_split(source.batches(), buckets, one_pass=False)
+        plan = plan_split(source.batches(), buckets, one_pass=False, by_producer=by_producer)
     except FastPathUnavailable as exc:  # valid, but beyond the columns the layout stores
         raise TraceFormatError(str(src), None, f"cannot be stored in the bucketed layout ({exc})") from None
     target.mkdir(parents=True, exist_ok=True)
@@ -237,6 +254,7 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
         "shared": rows[SHARED],
         "bucket_events": [rows[bucket_name(b)] for b in range(buckets)],
         "identity_events": [rows[identity_name(b)] for b in range(buckets)],
+        "identity_by": IDENTITY_BY_PRODUCER if by_producer else IDENTITY_BY_SEQ,
         "header": source.header.to_dict(),
     }
     tmp = target / f".{MANIFEST}.tmp"
