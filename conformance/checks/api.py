@@ -84,6 +84,9 @@ class TraceChecker:
         self.crashed: list[str] = []
         self.crash_notes: list[str] = []
         self._delivery: StreamingChecker = self.streaming  # kept after a crash, for what it found before
+        #: events handed to the checks so far (a batch counted when handed in): how far a check that ran out of
+        #: memory got, for its message (``pytest_keyshared.commands._out_of_memory``)
+        self.events_read = 0
 
     @property
     def needs_events(self) -> bool:
@@ -97,6 +100,7 @@ class TraceChecker:
 
     def feed(self, event: Event) -> list[Violation]:
         found: list[Violation] = []
+        self.events_read += 1
         if self.streaming is not None:
             try:
                 found = self.streaming.feed(event)
@@ -114,6 +118,7 @@ class TraceChecker:
         return found
 
     def feed_batch(self, batch: Any) -> None:
+        self.events_read += batch.num_rows
         if self.streaming is None:
             return
         try:

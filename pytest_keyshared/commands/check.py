@@ -204,14 +204,22 @@ def _check_on_python(source: Any, profile: Any, keep: list[Any] | None) -> Any:
         verdict = check_source(source, profile, keep=held)
     except MemoryError as exc:  # pyarrow's ArrowMemoryError too
         what, done = f"{type(exc).__name__}: {exc}", oom.events_checked(held[-1]) if held else None
+        read = oom.events_read(held[-1]) if held else None
         held.clear()  # the checker's state: room for the message
-        raise oom.on_python(str(source.path), what, done, _events_in(source)) from None
+        raise oom.on_python(
+            str(source.path), what, done, _events_in(source), bucketed=_is_bucketed(source), read=read
+        ) from None
     crash = oom.crashed_for_memory(held[-1]) if held else None
     if crash is not None:
-        done = oom.events_checked(held[-1])
+        done, read = oom.events_checked(held[-1]), oom.events_read(held[-1])
         held.clear()
-        raise oom.on_python(str(source.path), crash, done, _events_in(source))
+        raise oom.on_python(str(source.path), crash, done, _events_in(source), bucketed=_is_bucketed(source), read=read)
     return verdict
+
+
+def _is_bucketed(source: Any) -> int | None:
+    """A bucketed trace's bucket count (None for another trace)."""
+    return int(source.layout.buckets) if getattr(source, "format", None) == "bucketed" else None
 
 
 def _holds_events(source: Any) -> bool:
