@@ -84,8 +84,8 @@ class TraceChecker:
         self.crashed: list[str] = []
         self.crash_notes: list[str] = []
         self._delivery: StreamingChecker = self.streaming  # kept after a crash, for what it found before
-        #: events handed to the checks so far (a batch counted when handed in): how far a check that ran out of
-        #: memory got, for its message (``pytest_keyshared.commands._out_of_memory``)
+        #: events handed to the streaming checks until they ended (a batch counted when handed in, the one they
+        #: crashed in included): how far a check that ran out of memory got (``commands._out_of_memory``)
         self.events_read = 0
 
     @property
@@ -100,8 +100,8 @@ class TraceChecker:
 
     def feed(self, event: Event) -> list[Violation]:
         found: list[Violation] = []
-        self.events_read += 1
         if self.streaming is not None:
+            self.events_read += 1
             try:
                 found = self.streaming.feed(event)
             except InvalidArgument:
@@ -118,9 +118,9 @@ class TraceChecker:
         return found
 
     def feed_batch(self, batch: Any) -> None:
-        self.events_read += batch.num_rows
         if self.streaming is None:
             return
+        self.events_read += batch.num_rows
         try:
             self.streaming.feed_batch(batch)
         except (InvalidArgument, FastPathUnavailable):
