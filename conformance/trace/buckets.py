@@ -196,9 +196,18 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
 
     if buckets < 1:
         raise ValueError(f"buckets must be at least 1, not {buckets}")
+    from conformance.checks.replication import is_replication_run
+
     source = open_trace(src)
     if source.format == LAYOUT:
         raise TraceFormatError(str(src), None, "is already in the bucketed layout")
+    if is_replication_run(source.header):  # its events, whole, are what the replication check reads
+        raise TraceFormatError(
+            str(src),
+            None,
+            "is a failover run's trace (its header names clusters): its replication check reads fields the bucketed"
+            " layout does not store; check it as it is",
+        )
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise TraceFormatError(str(target), None, "exists and is not an empty directory")

@@ -123,3 +123,18 @@ def test_keyshared_soak_takes_the_layout_options(tmp_path: Path, capsys: pytest.
     assert main([*args, "--trace-layout", "bucketed", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert read_manifest(Path(summary["artifacts"]["trace_buckets"])).buckets == DEFAULT_BUCKETS
+
+
+def test_a_failover_runs_trace_is_kept_flat_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A failover run's replication check reads fields the layout does not store: no copy, the run says why (and
+    ``keyshared convert`` refuses it in one line, exit 2)."""
+    scenario = ROOT / "conformance" / "cases" / "scenarios" / "replication" / "ack-holes.toml"
+    out = tmp_path / "fo"
+    args = ["run", str(scenario), "--target", "model", "--out", str(out), "--json", "--trace-layout", "bucketed"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "trace_buckets" not in result["artifacts"] and not (out / "trace-buckets").exists()
+    assert any(n.startswith("no bucketed copy of the trace: TraceFormatError:") for n in result["notes"])
+    assert main(["convert", str(out / "trace.jsonl"), str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a failover run's trace" in err[0]
