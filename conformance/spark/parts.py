@@ -114,7 +114,7 @@ class PartChoice:
         per_task, share = self.per_task_bytes() or 0, self.share_bytes() or 0
         need = self.largest * SPARK_BYTES_PER_EVENT
         said = (
-            f"{head}: the largest holds {self.largest:,} events with the shared ones, about {format_bytes(need)} at"
+            f"{head}: the largest pass reads {self.largest:,} events, about {format_bytes(need)} at"
             f" {SPARK_BYTES_PER_EVENT} bytes each, against {format_bytes(share)} a task has for it"
             f" ({format_bytes(self.memory_bytes)} per executor ({self.memory_from}) over {self.tasks_per_executor}"
             f" task{'s' if self.tasks_per_executor != 1 else ''} at once is {format_bytes(per_task)} per task, less"
@@ -186,7 +186,8 @@ def choose_parts(
 
 def bucket_choice(memory: PartChoice, buckets: int, largest: int) -> PartChoice:
     """The parts of a trace in the bucketed layout: its ``buckets`` (one task each, reading its own files), and
-    whether the ``largest`` part (its bucket's events with the shared ones, from the manifest) fits a task's
+    whether the ``largest`` pass (a bucket's events with the shared ones, or an identity file, from the
+    manifest) fits a task's
     memory as ``memory`` (:func:`choose_for_context` of the trace's events) found it; when it does not, the
     bucket count that would (:attr:`PartChoice.buckets_needed`: the largest part's need over a task's share,
     times the buckets, a multiple of the cores), which only a conversion can give (a bucket is never split)."""

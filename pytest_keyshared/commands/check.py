@@ -546,11 +546,13 @@ def _settings_held(spark: Any, user_conf: dict[str, str]) -> dict[str, str | Non
 
 
 def _bucket_parts(memory: Any, layout: Any) -> Any:
-    """A bucketed trace's parts are its buckets: whether its largest (with the shared events, from the manifest)
-    fits a task's memory, and the bucket count that would if not (:func:`conformance.spark.parts.bucket_choice`)."""
+    """A bucketed trace's parts are its buckets: whether the largest pass a task runs (a bucket's scope pass, with
+    the shared events, or its identity pass: with deduplication on, every id of its producers), from the
+    manifest, fits a task's memory, and the bucket count that would if not
+    (:func:`conformance.spark.parts.bucket_choice`)."""
     from conformance.spark.parts import bucket_choice
 
-    largest = layout.shared + max(layout.bucket_events, default=0)
+    largest = max(layout.shared + max(layout.bucket_events, default=0), max(layout.identity_events, default=0))
     return bucket_choice(memory, layout.buckets, largest)
 
 

@@ -95,7 +95,7 @@ def test_a_bucketed_traces_parts_are_its_buckets_and_the_choice_says_whether_the
     share = 4 * GiB - TASK_OVERHEAD_BYTES
     assert big.buckets_needed == 4 * math.ceil(25_000_000 * SPARK_BYTES_PER_EVENT / share) == 20
     assert not big.as_extra()["fits"] and "keyshared convert TRACE OUT --buckets 20" in big.reason()
-    assert "the largest holds 25,000,000 events with the shared ones" in big.reason()
+    assert "the largest pass reads 25,000,000 events" in big.reason()
     # a local master's tasks share its memory: 2 cores over 1 GB leave 288 MB each for a part
     local = bucket_choice(choose_parts(1_000_000, GiB, 2, memory_from="spark.driver.memory"), 2, 500_000)
     assert local.buckets_needed == 4 and local.buckets_needed % local.cores == 0
