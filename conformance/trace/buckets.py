@@ -218,6 +218,7 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
         plan = plan_split(source.batches(), buckets, one_pass=False, by_producer=by_producer)
     except FastPathUnavailable as exc:  # valid, but beyond the columns the layout stores
         raise TraceFormatError(str(src), None, f"cannot be stored in the bucketed layout ({exc})") from None
+    created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
     schema = fast_schema().with_metadata({PARQUET_HEADER_KEY: source.header.to_json().encode("utf-8")})
     names = [SHARED, *(bucket_name(n) for n in range(buckets)), *(identity_name(n) for n in range(buckets))]
@@ -249,9 +250,13 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
             raise TraceFormatError(str(src), None, "changed while it was converted")
         for name in names:
             put(name, None, force=True)
-    finally:
+    except BaseException:  # a malformed row, a full disk, Ctrl-C: no half-written files left behind
         for writer in writers.values():
             writer.close()
+        _remove_partial(target, [f".{name}.tmp" for name in names], created)
+        raise
+    for writer in writers.values():
+        writer.close()
     for name in names:
         os.replace(target / f".{name}.tmp", target / name)
     manifest = {
@@ -309,6 +314,18 @@ def write_bucketed_copy(trace: str | Path, buckets: int) -> BucketLayout:
     recorded stays (the live check, the report and ``keyshared replay`` read it).
     """
     return convert_to_buckets(trace, bucketed_name(trace), buckets)
+
+
+def _remove_partial(target: Path, files: list[str], created: bool) -> None:
+    """The temporary files of a conversion that failed, and its directory if the conversion made it."""
+    import contextlib
+
+    for name in files:
+        with contextlib.suppress(OSError):
+            (target / name).unlink()
+    if created:
+        with contextlib.suppress(OSError):
+            target.rmdir()  # (only if empty)
 
 
 #: numpy's stable sort (a named constant: ``kind=`` with a string literal is how violation kinds must not be spelt)

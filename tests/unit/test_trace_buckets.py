@@ -216,3 +216,23 @@ def test_deduplication_traces_are_judged_bucket_by_bucket(tmp_path: Path) -> Non
     got = check_trace(out)
     assert got.extra["split"] == "whole"
     same_verdicts(got, check_trace(b.events, header=b.header))
+
+
+def test_a_conversion_that_fails_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted while it writes (Ctrl-C in a writer's run, say): no temporary file, no directory it made."""
+    import conformance.trace.buckets as buckets
+
+    run = synthesize(5, SynthConfig(messages=20, keys=3))
+    flat = write_parquet(tmp_path / "t.parquet", run.header, list(run.events))
+
+    def interrupted(batch: Any, parts: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(buckets, "_grouped", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        convert_to_buckets(flat, tmp_path / "new", 3)
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "given").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        convert_to_buckets(flat, tmp_path / "given", 3)
+    assert (tmp_path / "given").is_dir() and not any((tmp_path / "given").iterdir())
