@@ -302,6 +302,7 @@ class ScenarioRunner:
                 pytest.skip(f"{why} (scenario {loaded.name!r} turns deduplication on)")
         out_dir = self.case.next_run_dir(label)
         try:
+            options.setdefault("buckets", self.state.value("trace_layout"))  # keyshared_trace_layout
             result = run_scenario(
                 target or self.target, loaded, seed=self.case.seed, out_dir=out_dir, profile=profile, **options
             )
@@ -331,9 +332,10 @@ class SoakRunner:
     one line.
     """
 
-    def __init__(self, target: Any, case: CaseState) -> None:
+    def __init__(self, target: Any, case: CaseState, *, buckets: int | None = None) -> None:
         self.target = target
         self.case = case
+        self.buckets = buckets  #: the chunks' bucketed copy (``keyshared_trace_layout``), if any
 
     def __call__(self, duration: str | float | None = "30s", *, messages: int | None = None, **plan: Any) -> Any:
         from conformance.soak import SoakPlan, parse_duration
@@ -349,7 +351,8 @@ class SoakRunner:
             check_soak_plan(self.target, soak_plan)
         except UnsupportedByTarget as exc:
             pytest.skip(str(exc))
-        result = run_soak(self.target, soak_plan, out_dir=self.case.next_run_dir(f"soak-{self.case.runs + 1}"))
+        out_dir = self.case.next_run_dir(f"soak-{self.case.runs + 1}")
+        result = run_soak(self.target, soak_plan, out_dir=out_dir, buckets=self.buckets)
         self.case.record.traces.append(str(result.trace_dir))
         return result
 
@@ -520,8 +523,22 @@ class TraceFactory:
         return recorder
 
     def close(self) -> None:
+        """Close every recorder; with ``keyshared_trace_layout = bucketed[:N]``, store each ended trace in the
+        bucketed layout too (:func:`conformance.trace.buckets.write_bucketed_copy`, beside it)."""
         for recorder in self.recorders:
             recorder.close()
+        buckets = self.state.value("trace_layout")
+        if buckets is None:
+            return
+        from conformance.trace.buckets import write_bucketed_copy
+
+        for recorder in self.recorders:
+            try:
+                write_bucketed_copy(recorder.path, buckets)
+            except (ValueError, OSError) as exc:  # a trace the layout cannot hold: the trace as recorded stands
+                import warnings
+
+                warnings.warn(f"keyshared: no bucketed copy of {recorder.path}: {exc}", stacklevel=1)
 
 
 def case_slug_short(case: str) -> str:

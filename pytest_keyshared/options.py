@@ -132,6 +132,13 @@ def _seed(value: str) -> int | str:
     return seed
 
 
+def _trace_layout(value: str) -> int | None:
+    """The bucket count of ``bucketed[:N]``, None for ``flat`` (one parser: the layout module's)."""
+    from conformance.trace.buckets import parse_layout
+
+    return parse_layout(value)
+
+
 def _choice(choices: tuple[str, ...], *, prefix: str = "") -> Callable[[str], str]:
     def parse(value: str) -> str:
         text = _text(value).lower()
@@ -225,6 +232,15 @@ SETTINGS: Mapping[str, Setting] = {
             _choice(CHECK_ENGINES),
             metavar="ENGINE",
             per_test=True,
+        ),
+        Setting(
+            "trace_layout",
+            "Layout the recorded traces are also stored in: flat (default: only as recorded) or bucketed[:N] "
+            "(beside each trace, NAME-buckets/ in the bucketed layout of N buckets, default 16: "
+            "docs/trace-format.md), written when the trace ends.",
+            "flat",
+            _trace_layout,
+            metavar="LAYOUT",
         ),
         Setting(
             "expectations",

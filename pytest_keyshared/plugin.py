@@ -607,7 +607,7 @@ def keyshared_soak(request: pytest.FixtureRequest, keyshared_target: Any) -> Soa
     """
     from pytest_keyshared.fixtures import SoakRunner
 
-    return SoakRunner(keyshared_target, _case_state(request.node))
+    return SoakRunner(keyshared_target, _case_state(request.node), buckets=_state(request.config).value("trace_layout"))
 
 
 @pytest.fixture(scope="session")

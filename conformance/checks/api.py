@@ -84,6 +84,9 @@ class TraceChecker:
         self.crashed: list[str] = []
         self.crash_notes: list[str] = []
         self._delivery: StreamingChecker = self.streaming  # kept after a crash, for what it found before
+        #: events handed to the streaming checks until they ended (a batch counted when handed in, the one they
+        #: crashed in included): how far a check that ran out of memory got (``commands._out_of_memory``)
+        self.events_read = 0
 
     @property
     def needs_events(self) -> bool:
@@ -98,6 +101,7 @@ class TraceChecker:
     def feed(self, event: Event) -> list[Violation]:
         found: list[Violation] = []
         if self.streaming is not None:
+            self.events_read += 1
             try:
                 found = self.streaming.feed(event)
             except InvalidArgument:
@@ -116,6 +120,7 @@ class TraceChecker:
     def feed_batch(self, batch: Any) -> None:
         if self.streaming is None:
             return
+        self.events_read += batch.num_rows
         try:
             self.streaming.feed_batch(batch)
         except (InvalidArgument, FastPathUnavailable):

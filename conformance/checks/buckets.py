@@ -62,15 +62,15 @@ def merge_buckets(
     """The verdict from every bucket's results (:func:`check_bucket`, in bucket order), merged as the Spark
     engine merges its parts (:func:`~conformance.checks.partition.merge_parts`).
 
-    ``results`` None (an inexact split), or a part whose identity kinds may depend on another part's events
-    (:func:`~conformance.checks.partition.needs_whole_trace`: a ``lost_write`` or, deduplication on,
-    ``stored_below_highest``, which compare ids of one producer the identity buckets split apart): the trace
+    ``results`` None (an inexact split), or a part whose kinds may depend on another part's events
+    (:func:`_needs_whole`: in a layout whose identity files split a producer's ids apart, a ``lost_write`` or,
+    deduplication on, ``stored_below_highest``; a scope pass under an unacked-message limit): the trace
     is checked again whole, in one part (:func:`check_whole`, or ``whole()`` if given: a Spark task), as the
     Spark engine does with its parts.
     """
     header = layout.header
     how = "bucket"
-    if results is None or (layout.buckets > 1 and any(needs_whole_trace(part) for pair in results for part in pair)):
+    if results is None or (layout.buckets > 1 and _needs_whole(layout, results)):
         how = "whole"
         one = whole() if whole is not None else check_whole(layout, profile)
         scope, identity = [one], [one]
@@ -82,16 +82,33 @@ def merge_buckets(
     )
 
 
+def _needs_whole(layout: BucketLayout, results: list[tuple[PartResult, PartResult]]) -> bool:
+    """Whether a bucket's result may depend on another bucket's events (:func:`needs_whole_trace`).
+
+    Identity files split by producer (``identity_by`` ``producer``) hold every id of their producers: what an
+    identity pass finds by comparing a producer's ids (``lost_write``, ``stored_below_highest``,
+    ``last_sequence_id_behind``) is decided there, and only a scope pass's need counts.  (A receive of a uid
+    nobody published is filed by its uid, apart from any producer: the checker learns a uid's ``(producer, seq)``
+    from its publishes only, which that uid's receives follow, so such a receive is evidence for no producer.)
+    """
+    from conformance.trace.buckets import IDENTITY_BY_PRODUCER
+
+    if any(needs_whole_trace(scope) for scope, _identity in results):
+        return True
+    return layout.identity_by != IDENTITY_BY_PRODUCER and any(needs_whole_trace(i) for _s, i in results)
+
+
 def check_whole(layout: BucketLayout, profile: str | Profile | None = None) -> PartResult:
     """The whole trace in one part: every scope file merged by ``i`` (streamed, one batch of each at a time)."""
     return _check(layout, "the trace", whole_batches(layout), layout.header, profile, lambda batch: batch)
 
 
 def _identity_shape(batch: Any) -> Any:
-    """The identity pass reads none of the rare fields (the Spark tasks shape it so)."""
+    """The identity pass reads none of the rare fields (the Spark tasks shape it so) but the topic, which a
+    ``producer_open`` in it (identity files split by producer) is judged on (``last_sequence_id_behind``)."""
     from conformance.spark.split import _RARE_FIELDS
 
-    return batch.select([name for name in batch.schema.names if name not in _RARE_FIELDS])
+    return batch.select([name for name in batch.schema.names if name == "topic" or name not in _RARE_FIELDS])
 
 
 def _scope_pass(layout: BucketLayout, n: int, profile: str | Profile | None) -> PartResult:

@@ -32,6 +32,7 @@ __all__ = [
     "SPARK_BYTES_PER_EVENT",
     "TASK_OVERHEAD_BYTES",
     "PartChoice",
+    "bucket_choice",
     "choose_for_context",
     "choose_parts",
     "defaults_file_settings",
@@ -64,6 +65,16 @@ class PartChoice:
     memory_from: str
     tasks_per_executor: int
     cores: int
+    #: a bucketed trace (``by == "buckets"``): the events of its largest part (the shared ones with its bucket's)
+    largest: int | None = None
+    #: a bucketed trace whose largest part does not fit: the buckets that would (``keyshared convert --buckets``)
+    buckets_needed: int | None = None
+
+    def share_bytes(self) -> int | None:
+        """What a task has for its part's state: its memory less :data:`TASK_OVERHEAD_BYTES` (at least
+        :data:`MIN_SHARE_BYTES`)."""
+        per_task = self.per_task_bytes()
+        return None if per_task is None else max(MIN_SHARE_BYTES, per_task - TASK_OVERHEAD_BYTES)
 
     def per_task_bytes(self) -> int | None:
         if self.memory_bytes is None:
@@ -72,6 +83,8 @@ class PartChoice:
 
     def reason(self) -> str:
         """One sentence: what was chosen and from what."""
+        if self.by == "buckets":
+            return self._bucket_reason()
         if self.by == "given":
             return f"{self.parts} part{'s' if self.parts != 1 else ''}, as given (--spark-parts)"
         head = f"{self.parts} part{'s' if self.parts != 1 else ''}"
@@ -93,7 +106,42 @@ class PartChoice:
         }[self.by]
         return f"{head}, {why}: {fits}"
 
+    def _bucket_reason(self) -> str:
+        head = f"{self.parts} part{'s' if self.parts != 1 else ''}, the trace's buckets (its layout's; --spark-parts"
+        head += " does not apply)"
+        if self.largest is None or self.memory_bytes is None:
+            return f"{head}: the memory is not known"
+        per_task, share = self.per_task_bytes() or 0, self.share_bytes() or 0
+        need = self.largest * SPARK_BYTES_PER_EVENT
+        said = (
+            f"{head}: the largest pass reads {self.largest:,} events, about {format_bytes(need)} at"
+            f" {SPARK_BYTES_PER_EVENT} bytes each, against {format_bytes(share)} a task has for it"
+            f" ({format_bytes(self.memory_bytes)} per executor ({self.memory_from}) over {self.tasks_per_executor}"
+            f" task{'s' if self.tasks_per_executor != 1 else ''} at once is {format_bytes(per_task)} per task, less"
+            f" {format_bytes(TASK_OVERHEAD_BYTES)} for the worker)"
+        )
+        if self.buckets_needed is None:
+            return f"{said}: it fits"
+        return (
+            f"{said}: it may not fit; convert the trace with more buckets (keyshared convert TRACE OUT --buckets"
+            f" {self.buckets_needed}) or give the executors more memory"
+        )
+
     def as_extra(self) -> dict[str, Any]:
+        if self.by == "buckets":
+            return {
+                "parts": self.parts,
+                "by": self.by,
+                "events": self.events,
+                "largest_part_events": self.largest,
+                "fits": self.buckets_needed is None,
+                "buckets_needed": self.buckets_needed,
+                "memory_per_executor": self.memory_bytes,
+                "memory_from": self.memory_from,
+                "tasks_per_executor": self.tasks_per_executor,
+                "bytes_per_event": SPARK_BYTES_PER_EVENT,
+                "reason": self.reason(),
+            }
         return {
             "parts": self.parts,
             "by": self.by,
@@ -134,6 +182,31 @@ def choose_parts(
         return PartChoice(least, "one part" if small else "cores", events, memory_bytes, memory_from, slots, cores)
     parts = math.ceil(needed / cores) * cores
     return PartChoice(parts, "memory", events, memory_bytes, memory_from, slots, cores)
+
+
+def bucket_choice(memory: PartChoice, buckets: int, largest: int) -> PartChoice:
+    """The parts of a trace in the bucketed layout: its ``buckets`` (one task each, reading its own files), and
+    whether the ``largest`` pass (a bucket's events with the shared ones, or an identity file, from the
+    manifest) fits a task's
+    memory as ``memory`` (:func:`choose_for_context` of the trace's events) found it; when it does not, the
+    bucket count that would (:attr:`PartChoice.buckets_needed`: the largest part's need over a task's share,
+    times the buckets, a multiple of the cores), which only a conversion can give (a bucket is never split)."""
+    needed = None
+    share = memory.share_bytes()
+    if share is not None and largest * SPARK_BYTES_PER_EVENT > share:
+        factor = math.ceil(largest * SPARK_BYTES_PER_EVENT / share)
+        needed = math.ceil(max(buckets + 1, buckets * factor) / memory.cores) * memory.cores
+    return PartChoice(
+        buckets,
+        "buckets",
+        memory.events,
+        memory.memory_bytes,
+        memory.memory_from,
+        memory.tasks_per_executor,
+        memory.cores,
+        largest,
+        needed,
+    )
 
 
 def parse_memory(text: str) -> int:

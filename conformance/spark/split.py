@@ -191,9 +191,16 @@ def _mix(h: Any) -> Any:
     return h ^ (h >> np.uint64(31))
 
 
-def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True, threads: int = 1) -> Plan:
+def plan_split(
+    batches: Iterable[Any], parts: int, *, one_pass: bool = True, threads: int = 1, by_producer: bool = False
+) -> Plan:
     """The plan of a trace given as record batches in trace order (:data:`PLAN_COLUMNS`; others ignored,
     missing ones null).  ``one_pass=False``: never :attr:`Plan.one_pass` (the tests check both ways).
+
+    ``by_producer``: the identity pass by producer, not by ``(producer, seq)`` (the bucketed layout's,
+    :mod:`conformance.trace.buckets`): each part then holds every id of its producers, so the rules that compare
+    a producer's ids (``lost_write``, ``stored_below_highest``) are decided within it, at the cost of parts as
+    large as a producer's publishes; a uid is then mixed (:attr:`Plan.mixed`) only under two producers.
 
     ``threads``: how many threads plan the batches (each batch's share is pyarrow and numpy kernels, which
     release the GIL: a driver with two cores plans in about half the time); the batches are read one at a time.
@@ -214,7 +221,7 @@ def plan_split(batches: Iterable[Any], parts: int, *, one_pass: bool = True, thr
                     return
                 number = position[0]
                 position[0] += 1
-            got = _plan_batch(batch, parts)
+            got = _plan_batch(batch, parts, by_producer)
             with lock:
                 done.append((number, got))
 
@@ -276,6 +283,8 @@ def _planned(shares: list[dict[str, Any]], parts: int, one_pass: bool) -> Plan:
         if "p_rows" in got:  # a publish without a uid: by its own
             own = ~got["p_uid"]
             here[got["p_rows"][own]] = (got["p_ps"][own] % u64(parts)).astype(small)
+        if "o_rows" in got:  # a producer's creation (by_producer): with its producer's ids
+            here[got["o_rows"]] = (got["o_ps"] % u64(parts)).astype(small)
     single = one_pass
     u_ids = joined("u_id")
     if len(u_ids):
@@ -393,7 +402,7 @@ def _one_part_per_group(parts: Any, group: Any, groups: int) -> bool:
     return bool(np.array_equal(one[group], parts))
 
 
-def _plan_batch(batch: Any, parts: int) -> dict[str, Any]:
+def _plan_batch(batch: Any, parts: int, by_producer: bool = False) -> dict[str, Any]:
     """One batch's share of the plan (numpy arrays): each event's scope part where the batch decides it; its
     messages and its uids grouped (each group's id, and what the group's events say), with each message event's
     group and each uid event's; its publishes' ``(producer, seq)``.  :func:`_planned` joins the shares.
@@ -461,8 +470,18 @@ def _plan_batch(batch: Any, parts: int) -> dict[str, Any]:
         else:
             seq_valid, seq = np.zeros(len(rows), bool), np.zeros(len(rows), u64)
         seq_null = (~seq_valid).astype(u64)
-        ps[rows] = _mix(producer_hash[producer_idx] ^ _mix(seq + u64(0x51ED27) + seq_null * u64(1 << 63)))
+        if by_producer:  # every id of a producer in one part (the seq still validated above)
+            ps[rows] = _mix(producer_hash[producer_idx] ^ u64(0x51ED27))
+        else:
+            ps[rows] = _mix(producer_hash[producer_idx] ^ _mix(seq + u64(0x51ED27) + seq_null * u64(1 << 63)))
         got["p_rows"], got["p_ps"], got["p_uid"] = rows, ps[rows], with_uid[rows]
+    if by_producer:  # a producer's creation (its answered last sequence id) goes with the producer's ids too
+        is_opened = _flags(pc.equal(ops, "producer_open"))[op_idx]
+        if is_opened.any():
+            rows = np.flatnonzero(is_opened)
+            producer_idx, producers = _coded(batch, names, "producer")
+            producer_hash, producer_idx = _entry_hashes(producer_idx[rows], producers, _no_producer_hash())
+            got["o_rows"], got["o_ps"] = rows, _mix(producer_hash[producer_idx] ^ u64(0x51ED27))
     take = identity & with_uid
     if take.any():
         rows = np.flatnonzero(take)

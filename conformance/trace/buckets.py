@@ -33,24 +33,41 @@ from conformance.trace.header import TraceHeader
 from conformance.trace.validation import TraceFormatError
 
 __all__ = [
+    "DEFAULT_BUCKETS",
     "LAYOUT",
     "MANIFEST",
     "TRACE_FORMAT",
+    "TRACE_LAYOUTS",
     "BucketLayout",
     "bucket_table",
+    "bucketed_name",
     "convert_to_buckets",
     "identity_table",
     "merged_batches",
+    "parse_layout",
     "read_manifest",
     "whole_batches",
+    "write_bucketed_copy",
 ]
 
 MANIFEST = "manifest.json"
 TRACE_FORMAT = 2
 LAYOUT = "bucketed"
 SHARED = "shared.parquet"
+#: The identity files split by producer (what :func:`convert_to_buckets` writes for a trace with deduplication
+#: on), or by ``(producer, seq)`` (deduplication off, and the first layouts, whose manifests name no
+#: ``identity_by``: with deduplication on their checks run whole).
+IDENTITY_BY_PRODUCER: Final = "producer"
+IDENTITY_BY_SEQ: Final = "producer_seq"
 _FLUSH_ROWS = 16384  # rows a bucket's writer buffers before writing a row group: a merge of every file (a trace
 # checked whole) holds one row group of each at a time
+
+
+#: The bucket count when none is given (``keyshared convert``, ``--trace-layout bucketed``, ``bucketed``).
+DEFAULT_BUCKETS: Final = 16
+#: The layouts the project's writers can leave a trace in: ``flat`` (the trace as recorded, alone) or ``bucketed``
+#: (beside it, this layout: :func:`write_bucketed_copy`).
+TRACE_LAYOUTS: Final = ("flat", "bucketed")
 
 
 def bucket_name(n: int) -> str:
@@ -73,6 +90,9 @@ class BucketLayout:
     shared: int  #: rows of shared.parquet
     bucket_events: tuple[int, ...]
     identity_events: tuple[int, ...]
+    #: what the identity files are split by: ``producer`` (every id of a producer in one file: the rules that
+    #: compare a producer's ids are decided per bucket) or ``producer_seq`` (a manifest without the field)
+    identity_by: str = "producer_seq"
 
     @property
     def shared_path(self) -> Path:
@@ -137,6 +157,11 @@ def read_manifest(directory: Path) -> BucketLayout:
         header = TraceHeader.from_dict(header_obj)
     except Exception as exc:  # the header's own error, worded
         raise TraceFormatError(where, None, f"header: {exc}") from None
+    identity_by = obj.get("identity_by", IDENTITY_BY_SEQ)
+    if identity_by not in (IDENTITY_BY_PRODUCER, IDENTITY_BY_SEQ):
+        raise TraceFormatError(
+            where, None, f"'identity_by' is {identity_by!r}, not {IDENTITY_BY_PRODUCER!r} or {IDENTITY_BY_SEQ!r}"
+        )
     layout = BucketLayout(
         directory,
         header,
@@ -146,6 +171,7 @@ def read_manifest(directory: Path) -> BucketLayout:
         count("shared"),
         counts("bucket_events", buckets),
         counts("identity_events", buckets),
+        identity_by,
     )
     if layout.shared + sum(layout.bucket_events) != layout.events:
         raise TraceFormatError(where, None, "'events' is not the shared events plus every bucket's")
@@ -170,16 +196,29 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
 
     if buckets < 1:
         raise ValueError(f"buckets must be at least 1, not {buckets}")
+    from conformance.checks.replication import is_replication_run
+
     source = open_trace(src)
     if source.format == LAYOUT:
         raise TraceFormatError(str(src), None, "is already in the bucketed layout")
+    if is_replication_run(source.header):  # its events, whole, are what the replication check reads
+        raise TraceFormatError(
+            str(src),
+            None,
+            "is a failover run's trace (its header names clusters): its replication check reads fields the bucketed"
+            " layout does not store; check it as it is",
+        )
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise TraceFormatError(str(target), None, "exists and is not an empty directory")
+    # deduplication on: the identity files by producer, so the rules comparing a producer's ids are decided per
+    # bucket (else the whole trace is checked again); off, by (producer, seq), spread evenly whatever the producers
+    by_producer = bool(source.header.deduplication)
     try:  # validated: a malformed trace fails here, in the reader's words
-        plan = plan_split(source.batches(), buckets, one_pass=False)
+        plan = plan_split(source.batches(), buckets, one_pass=False, by_producer=by_producer)
     except FastPathUnavailable as exc:  # valid, but beyond the columns the layout stores
         raise TraceFormatError(str(src), None, f"cannot be stored in the bucketed layout ({exc})") from None
+    created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
     schema = fast_schema().with_metadata({PARQUET_HEADER_KEY: source.header.to_json().encode("utf-8")})
     names = [SHARED, *(bucket_name(n) for n in range(buckets)), *(identity_name(n) for n in range(buckets))]
@@ -211,9 +250,13 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
             raise TraceFormatError(str(src), None, "changed while it was converted")
         for name in names:
             put(name, None, force=True)
-    finally:
+    except BaseException:  # a malformed row, a full disk, Ctrl-C: no half-written files left behind
         for writer in writers.values():
             writer.close()
+        _remove_partial(target, [f".{name}.tmp" for name in names], created)
+        raise
+    for writer in writers.values():
+        writer.close()
     for name in names:
         os.replace(target / f".{name}.tmp", target / name)
     manifest = {
@@ -225,12 +268,64 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
         "shared": rows[SHARED],
         "bucket_events": [rows[bucket_name(b)] for b in range(buckets)],
         "identity_events": [rows[identity_name(b)] for b in range(buckets)],
+        "identity_by": IDENTITY_BY_PRODUCER if by_producer else IDENTITY_BY_SEQ,
         "header": source.header.to_dict(),
     }
     tmp = target / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, target / MANIFEST)  # written last: a directory without it is no trace
     return read_manifest(target)
+
+
+def parse_layout(text: str) -> int | None:
+    """The bucket count a layout setting names: ``flat`` None (no bucketed copy), ``bucketed`` the default
+    (:data:`DEFAULT_BUCKETS`), ``bucketed:N`` N buckets.  Raises ``ValueError`` saying what would work."""
+    name, sep, count = text.strip().lower().partition(":")
+    if name == "flat" and not sep:
+        return None
+    if name == LAYOUT:
+        if not sep:
+            return DEFAULT_BUCKETS
+        if count.isdigit() and int(count) >= 1:
+            return int(count)
+        raise ValueError(f"expected a bucket count of at least 1 after 'bucketed:', not {count!r}")
+    raise ValueError(f"expected flat, bucketed or bucketed:N (N buckets), not {text!r}")
+
+
+def bucketed_name(trace: str | Path) -> Path:
+    """Where a writer's bucketed copy of ``trace`` goes: beside it, named by its stem and ``-buckets``
+    (``run/trace.jsonl`` -> ``run/trace-buckets``, a soak's ``trace/`` chunks -> ``trace-buckets``)."""
+    path = Path(trace)
+    stem = path.name
+    for suffix in (".jsonl.gz", ".jsonl", ".parquet"):
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return path.with_name(f"{stem}-buckets")
+
+
+def write_bucketed_copy(trace: str | Path, buckets: int) -> BucketLayout:
+    """The one place the project's writers (``keyshared run``, ``keyshared soak``, the plugin's recorder) store a
+    finished trace in the bucketed layout too: :func:`convert_to_buckets` into :func:`bucketed_name`.
+
+    Written once the trace has ended, not event by event: an event's bucket is its message's key, which an ack
+    carries but the split's plan decides over the whole trace (a message seen under two keys, a uid under two
+    ``(producer, seq)``: ``exact`` false), so the layout can only be final when the trace is.  The trace as
+    recorded stays (the live check, the report and ``keyshared replay`` read it).
+    """
+    return convert_to_buckets(trace, bucketed_name(trace), buckets)
+
+
+def _remove_partial(target: Path, files: list[str], created: bool) -> None:
+    """The temporary files of a conversion that failed, and its directory if the conversion made it."""
+    import contextlib
+
+    for name in files:
+        with contextlib.suppress(OSError):
+            (target / name).unlink()
+    if created:
+        with contextlib.suppress(OSError):
+            target.rmdir()  # (only if empty)
 
 
 #: numpy's stable sort (a named constant: ``kind=`` with a string literal is how violation kinds must not be spelt)

@@ -204,14 +204,22 @@ def _check_on_python(source: Any, profile: Any, keep: list[Any] | None) -> Any:
         verdict = check_source(source, profile, keep=held)
     except MemoryError as exc:  # pyarrow's ArrowMemoryError too
         what, done = f"{type(exc).__name__}: {exc}", oom.events_checked(held[-1]) if held else None
+        read = oom.events_read(held[-1]) if held else None
         held.clear()  # the checker's state: room for the message
-        raise oom.on_python(str(source.path), what, done, _events_in(source)) from None
+        raise oom.on_python(
+            str(source.path), what, done, _events_in(source), bucketed=_is_bucketed(source), read=read
+        ) from None
     crash = oom.crashed_for_memory(held[-1]) if held else None
     if crash is not None:
-        done = oom.events_checked(held[-1])
+        done, read = oom.events_checked(held[-1]), oom.events_read(held[-1])
         held.clear()
-        raise oom.on_python(str(source.path), crash, done, _events_in(source))
+        raise oom.on_python(str(source.path), crash, done, _events_in(source), bucketed=_is_bucketed(source), read=read)
     return verdict
+
+
+def _is_bucketed(source: Any) -> int | None:
+    """A bucketed trace's bucket count (None for another trace)."""
+    return int(source.layout.buckets) if getattr(source, "format", None) == "bucketed" else None
 
 
 def _holds_events(source: Any) -> bool:
@@ -382,6 +390,8 @@ def _check_on_spark(
             try:
                 wait_for_executors(spark, master, wait, log)
                 choice = _chosen_parts(spark, master, parts, events, small, user_conf)
+                if not isinstance(source, str) and source.format == "bucketed":  # its parts: its buckets
+                    choice = _bucket_parts(choice, source.layout)
                 parts = choice.parts
                 if columnar:
                     plan = planning(spark) if planning is not None else None
@@ -393,8 +403,10 @@ def _check_on_spark(
             except Exception as exc:  # a job that died for memory: one line saying so, with what to do
                 _raise_if_out_of_memory(exc, source, choice, master)
                 raise
-            if isinstance(source, str) or source.format != "bucketed":  # (a bucketed trace's parts: its buckets)
-                verdict = dataclasses.replace(verdict, extra={**verdict.extra, "part_choice": choice.as_extra()})
+            held = _settings_held(spark, user_conf)
+            verdict = dataclasses.replace(
+                verdict, extra={**verdict.extra, "part_choice": choice.as_extra(), "spark_conf": held}
+            )
         finished = True
         if isinstance(source, str):
             return verdict
@@ -521,6 +533,27 @@ def _chosen_parts(
     return PartChoice(
         given, "given", events, chosen.memory_bytes, chosen.memory_from, chosen.tasks_per_executor, chosen.cores
     )
+
+
+def _settings_held(spark: Any, user_conf: dict[str, str]) -> dict[str, str | None]:
+    """The user's Spark settings (``--spark-conf``, ``SPARK_CONF_DIR/spark-defaults.conf``) as the running
+    context holds them (``extra.spark_conf``: what reached Spark, not what was asked; None for one it lacks)."""
+    from conformance.spark.parts import defaults_file_settings
+
+    conf = getattr(spark, "sparkContext", spark).getConf()
+    keys = sorted({*defaults_file_settings(), *user_conf})
+    return {key: (None if (value := conf.get(key, None)) is None else str(value)) for key in keys}
+
+
+def _bucket_parts(memory: Any, layout: Any) -> Any:
+    """A bucketed trace's parts are its buckets: whether the largest pass a task runs (a bucket's scope pass, with
+    the shared events, or its identity pass: with deduplication on, every id of its producers), from the
+    manifest, fits a task's memory, and the bucket count that would if not
+    (:func:`conformance.spark.parts.bucket_choice`)."""
+    from conformance.spark.parts import bucket_choice
+
+    largest = max(layout.shared + max(layout.bucket_events, default=0), max(layout.identity_events, default=0))
+    return bucket_choice(memory, layout.buckets, largest)
 
 
 def _raise_if_out_of_memory(exc: BaseException, source: Any, choice: Any, master: str) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.commands._errors import look_at, verdict_exit
+from pytest_keyshared.commands._layout import add_layout_options, buckets_from_args
 from pytest_keyshared.commands._verdict_text import verdict_lines
 from pytest_keyshared.commands._workload import (
     add_workload_options,
@@ -40,6 +41,7 @@ examples:
   keyshared run --scenario join-while-pending
   keyshared run --target model --scenario join-while-pending --seed 7
   keyshared run join-while-pending --target model --out run1
+  keyshared run join-while-pending --target model --trace-layout bucketed --buckets 4
   keyshared run --target pulsar://127.0.0.1:6650 --scenario my-workload.toml --out runs/one
   keyshared run --target testcontainers:4.0.14 -o implementation=classic --scenario leave-while-pending
   keyshared run --list
@@ -64,6 +66,7 @@ def add_parser(subparsers: Any) -> None:
         parser, out_help="artifacts directory (default: a new keyshared-runs/<scenario>-seed<N>-<time>)"
     )
     parser.add_argument("--no-live-check", action="store_true", help="check the saved trace at the end only")
+    add_layout_options(parser, what="trace.jsonl")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     parser.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:22} {first}")
         return 0
     options = target_options(args)
+    buckets = buckets_from_args(args)
     scenario = load_scenario(scenario_name(args))
     if args.profile is not None:
         from conformance.profiles import get_profile
@@ -90,10 +94,10 @@ def run(args: argparse.Namespace) -> int:
     out_dir = claim_out_dir(args.out, f"{scenario.name}-seed{args.seed}")
     look_at(out_dir)
     with kept_if_written(out_dir):
-        return _run(args, scenario, options, out_dir)
+        return _run(args, scenario, options, out_dir, buckets)
 
 
-def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_dir: Path) -> int:
+def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_dir: Path, buckets: int | None) -> int:
     from pytest_keyshared.driver import run_scenario
     from pytest_keyshared.targets import open_target
 
@@ -109,6 +113,7 @@ def _run(args: argparse.Namespace, scenario: Any, options: dict[str, Any], out_d
             profile=args.profile,
             live_check=not args.no_live_check,
             progress=reporter,
+            buckets=buckets,
         )
     report = _write_report(result)
     if args.json:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_keyshared.commands._layout import add_layout_options, buckets_from_args
 from reference_model.errors import InvalidArgument
 
 __all__ = ["add_parser", "plan_from_args", "soak"]
@@ -87,6 +88,7 @@ def add_parser(subparsers: Any) -> None:
         "--option", "-o", action="append", default=[], metavar="KEY=VALUE", help="target option, repeatable"
     )
     parser.add_argument("--no-live-check", action="store_true", help="check the chunks at the end only")
+    add_layout_options(parser, what="the trace's chunks")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--quiet", "-q", action="store_true", help="no status line")
     parser.set_defaults(handler=soak)
@@ -139,6 +141,7 @@ def soak(args: argparse.Namespace) -> int:
     from pytest_keyshared.targets import make_target
 
     plan = plan_from_args(args)
+    buckets = buckets_from_args(args)
     options = dict(parse_option(o) for o in args.option)
     if args.profile is not None:
         from conformance.checks import get_profile
@@ -160,7 +163,7 @@ def soak(args: argparse.Namespace) -> int:
                 f" faults {','.join(plan.faults) or 'none'}, churn {plan.churn_per_min:g}/min",
                 flush=True,
             )
-        result = _run(target, plan, args, out_dir, printer)
+        result = _run(target, plan, args, out_dir, printer, buckets)
     finally:
         printer.end()
         target.stop()
@@ -173,11 +176,19 @@ def soak(args: argparse.Namespace) -> int:
     return int(result.exit_code)
 
 
-def _run(target: Any, plan: Any, args: argparse.Namespace, out_dir: Path, printer: _StatusPrinter) -> Any:
+def _run(
+    target: Any, plan: Any, args: argparse.Namespace, out_dir: Path, printer: _StatusPrinter, buckets: int | None
+) -> Any:
     from pytest_keyshared.soak import run_soak
 
     return run_soak(
-        target, plan, out_dir=out_dir, profile=args.profile, live_check=not args.no_live_check, status=printer
+        target,
+        plan,
+        out_dir=out_dir,
+        profile=args.profile,
+        live_check=not args.no_live_check,
+        status=printer,
+        buckets=buckets,
     )
 
 

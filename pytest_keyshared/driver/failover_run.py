@@ -131,8 +131,10 @@ def run_failover_scenario(
     out_dir: Path,
     profile: Any = None,
     progress: Callable[[Progress], None] | None = None,
+    buckets: int | None = None,
 ) -> RunResult:
-    """Run failover ``scenario`` on ``target``'s clusters; a :class:`~.run.RunResult` (see the module doc)."""
+    """Run failover ``scenario`` on ``target``'s clusters; a :class:`~.run.RunResult` (see the module doc).
+    ``buckets``: the trace in the bucketed layout too (as :func:`~.run.run_scenario`)."""
     settings = scenario.settings
     name = str(getattr(target, "name", target))
     if not isinstance(target, ReplicationTarget):
@@ -177,6 +179,7 @@ def run_failover_scenario(
             )
         sites.receiver_queue = settings.receiver_queue
     run = _FailoverRun(target, sites, scenario, seed=seed, out_dir=out_dir, profile=profile, progress=progress)
+    run.buckets = buckets
     return run.execute()
 
 

@@ -94,8 +94,12 @@ def run_scenario(
     profile: Any = None,
     live_check: bool = True,
     progress: Callable[[Progress], None] | None = None,
+    buckets: int | None = None,
 ) -> RunResult:
     """Run ``scenario`` on ``target`` (opened with :func:`~pytest_keyshared.targets.open_target`).
+
+    ``buckets``: also store the ended trace in the bucketed layout of that many buckets, beside it
+    (``trace-buckets/``, :func:`conformance.trace.buckets.write_bucketed_copy`).
 
     Raises :class:`~pytest_keyshared.targets.UnsupportedByTarget` before touching the broker when the target
     lacks a capability a step needs, and :class:`~pytest_keyshared.targets.TargetError` when the target fails
@@ -116,13 +120,14 @@ def run_scenario(
         from pytest_keyshared.driver.failover_run import run_failover_scenario
 
         return run_failover_scenario(
-            target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, progress=progress
+            target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, progress=progress, buckets=buckets
         )
     if scenario.settings.selector or scenario.settings.points:
         target = target.with_selector(scenario.settings.selector, scenario.settings.points)
     run = _Run(
         target, scenario, seed=seed, out_dir=Path(out_dir), profile=profile, live_check=live_check, progress=progress
     )
+    run.buckets = buckets
     return run.execute()
 
 

@@ -76,6 +76,8 @@ class RunResult:
     steps: tuple[StepOutcome, ...] = ()
     notes: tuple[str, ...] = ()
     interrupted: bool = False
+    #: the trace in the bucketed layout too (``buckets`` set: :meth:`RunLoop._write_layout`), if written
+    bucketed_path: Path | None = None
 
     @property
     def valid(self) -> bool | None:
@@ -91,6 +93,8 @@ class RunResult:
     @property
     def artifacts(self) -> dict[str, Path]:
         out = {"trace": self.trace_path, "scenario": self.scenario_path}
+        if self.bucketed_path is not None:
+            out["trace_buckets"] = self.bucketed_path
         if self.verdict_path is not None:
             out["verdict"] = self.verdict_path
         if self.broker_log is not None:
@@ -130,6 +134,8 @@ class RunLoop(abc.ABC):
     trace_name: str = "trace.jsonl"
     #: Ctrl-C ends the run with its result (``interrupted``) instead of raising ``KeyboardInterrupt`` again
     returns_on_interrupt: bool = False
+    #: buckets of the trace's bucketed copy (``--trace-layout bucketed``, ``keyshared_trace_layout``); None: none
+    buckets: int | None = None
 
     def __init__(
         self,
@@ -230,6 +236,7 @@ class RunLoop(abc.ABC):
             self._close(interrupted, failure)
         verdict = self._judge(trace_path)
         verdict_path = self._write_verdict(verdict)
+        bucketed_path = self._write_layout(trace_path)
         result = RunResult(
             scenario=self.scenario.name,
             target=self.target_name,
@@ -248,6 +255,7 @@ class RunLoop(abc.ABC):
             steps=tuple(self.outcomes),
             notes=tuple(self.notes),
             interrupted=interrupted,
+            bucketed_path=bucketed_path,
         )
         self._finish(result)
         self._report(final=True)
@@ -264,6 +272,21 @@ class RunLoop(abc.ABC):
 
     def _write_verdict(self, verdict: Any) -> Path | None:
         return write_verdict(verdict, self.out_dir)
+
+    def _write_layout(self, trace_path: Path) -> Path | None:
+        """The ended trace stored in the bucketed layout too, beside it (``buckets`` set), by the converter's
+        writer (:func:`conformance.trace.buckets.write_bucketed_copy`); its directory.  A trace the layout
+        cannot hold, or a failure to write it, is a note of the run, never its failure: the trace as recorded
+        and its verdict stand."""
+        if self.buckets is None:
+            return None
+        from conformance.trace.buckets import write_bucketed_copy
+
+        try:
+            return write_bucketed_copy(trace_path, self.buckets).directory
+        except (ValueError, OSError) as exc:  # (TraceFormatError is a ValueError)
+            self.notes.append(f"no bucketed copy of the trace: {type(exc).__name__}: {exc}")
+            return None
 
     def _report(self, final: bool = False) -> None:
         """Tell the progress callback where the run is (a callback that fails is ignored)."""

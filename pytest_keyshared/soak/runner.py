@@ -286,12 +286,15 @@ def run_soak(
     status: Callable[[SoakStatus], None] | None = None,
     status_every_s: float = 1.0,
     stop: threading.Event | None = None,
+    buckets: int | None = None,
 ) -> SoakResult:
     """Soak ``target`` (already started, see :func:`~pytest_keyshared.targets.open_target`) as ``plan`` says.
 
     ``status`` is called about every ``status_every_s`` seconds of wall time; setting ``stop`` ends the load
     early (then drain and verdict, as at the planned end).  ``KeyboardInterrupt`` ends it too: the trace is
-    completed, the chunks are checked, and the result says ``interrupted`` (exit code 130).
+    completed, the chunks are checked, and the result says ``interrupted`` (exit code 130).  ``buckets``: the
+    chunks are also stored in the bucketed layout of that many buckets once the trace has ended
+    (``trace-buckets/``, :func:`conformance.trace.buckets.write_bucketed_copy`).
     """
     if not isinstance(plan, SoakPlan):
         raise InvalidArgument(f"Expected a conformance.soak.SoakPlan but got {type(plan).__name__}.")
@@ -302,6 +305,7 @@ def run_soak(
     )
     run.notes.extend(notes)
     run.status_every_s = status_every_s
+    run.buckets = buckets
     return run.execute_soak()
 
 

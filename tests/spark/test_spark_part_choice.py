@@ -44,10 +44,13 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _benchmark_trace(tmp_path_factory.mktemp("parts") / "t.parquet", 100_000)
 
 
-def _keyshared(*args: str) -> subprocess.CompletedProcess[str]:
-    """``keyshared ARGS`` in a fresh process (no class archive: none matches an unusual driver memory)."""
+def _keyshared(*args: str, conf_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``keyshared ARGS`` in a fresh process (no class archive: none matches an unusual driver memory), with
+    ``SPARK_CONF_DIR`` set to ``conf_dir`` if given."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KEYSHARED_SPARK_CLASS_CACHE": "off"}
     env.pop("SPARK_CONF_DIR", None)
+    if conf_dir is not None:
+        env["SPARK_CONF_DIR"] = str(conf_dir)
     return subprocess.run(
         [sys.executable, "-m", "pytest_keyshared.cli", *args], capture_output=True, text=True, env=env, cwd=ROOT,
         timeout=300,
@@ -67,6 +70,39 @@ def test_the_part_count_follows_the_memory_given_by_spark_conf(trace: Path, caps
     on_python = json.loads(capsys.readouterr().out)
     assert _identities(on_spark) == _identities(on_python) and _identities(on_python)
     assert on_spark["counts"] == on_python["counts"]
+
+
+def test_a_bucketed_trace_runs_its_buckets_and_the_settings_reach_spark(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same trace in 2 buckets, on the same 512 MB: its parts are its buckets, and the verdict says the
+    largest (about 50k events, 37 MB at 740 bytes each) may not fit the 32 MB a task has for it, naming the
+    4 buckets that would.  The settings given by ``--spark-conf`` and by ``SPARK_CONF_DIR``'s
+    ``spark-defaults.conf`` are in the running context (``extra.spark_conf``, read back from it)."""
+    buckets = tmp_path / "buckets"
+    assert main(["convert", str(trace), str(buckets), "--buckets", "2"]) == 0
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text("spark.keyshared.probe  from-the-file\n")
+    (conf_dir / "log4j2.properties").write_text((ROOT / "conformance/spark/log4j2.properties").read_text())
+    command = ["check", str(buckets), "--engine", "spark", "--json", "--spark-master", "local[2]"]
+    done = _keyshared(*command, "--spark-conf", "spark.driver.memory=512m", "--spark-conf",
+                      "spark.keyshared.asked=on-the-command-line", conf_dir=conf_dir)  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    on_spark = json.loads(done.stdout)
+    assert on_spark["extra"]["spark_conf"] == {
+        "spark.driver.memory": "512m",
+        "spark.keyshared.asked": "on-the-command-line",
+        "spark.keyshared.probe": "from-the-file",
+    }
+    choice = on_spark["extra"]["part_choice"]
+    assert (choice["parts"], choice["by"], choice["fits"], choice["buckets_needed"]) == (2, "buckets", False, 4)
+    assert choice["largest_part_events"] > 50_000 and on_spark["extra"]["parts"] == 2
+    assert "keyshared convert TRACE OUT --buckets 4" in choice["reason"]
+    capsys.readouterr()
+    assert main(["check", str(trace), "--json"]) == 1
+    on_python = json.loads(capsys.readouterr().out)
+    assert _identities(on_spark) == _identities(on_python) and on_spark["counts"] == on_python["counts"]
 
 
 def test_a_spark_worker_out_of_memory_is_the_commands_one_line(trace: Path) -> None:

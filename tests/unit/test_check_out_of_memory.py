@@ -76,8 +76,11 @@ def test_a_python_check_out_of_memory_is_one_line_with_the_spark_command(trace: 
     line = lines[0]
     assert line.startswith(f"keyshared check: OutOfMemory: the Python engine ran out of memory checking {trace} ")
     assert "a bug in keyshared" not in line and "MemoryError" in line
-    assert re.search(rf"(before checking any event|after checking [\d,]+ of its {EVENTS:,} events)", line), line
+    assert re.search(rf"after (checking|reading) [\d,]+ of its {EVENTS:,} events", line), line  # how far it got
     assert f"keyshared check {trace} --engine spark" in line
+    out = trace.with_name("trace-buckets")
+    assert "; or convert it into the bucketed layout, which this engine checks bucket by bucket" in line
+    assert f" keyshared convert {trace} {out} --buckets 16 && keyshared check {out}" in line
 
 
 def test_a_check_crashed_for_memory_is_recognised_and_another_crash_is_not() -> None:
@@ -116,3 +119,32 @@ def test_the_spark_message_names_the_parts_and_the_settings() -> None:
     text = str(on_spark("/t.parquet", worker, given, "spark://h:7077"))
     assert "it ran 3 parts, as given (--spark-parts)" in text and "part count follows" not in text
     assert "--spark-conf spark.executor.memory=8g" in text and "--spark-parts 6" in text
+
+
+def test_the_spark_message_for_a_bucketed_trace_names_a_conversion() -> None:
+    """A bucketed trace's parts are its buckets: more of them is ``keyshared convert``, not ``--spark-parts``."""
+    from conformance.spark.parts import bucket_choice, choose_parts
+
+    memory = choose_parts(100_000_000, 4 * 2**30, 2, tasks_per_executor=1, memory_from="spark.executor.memory")
+    choice = bucket_choice(memory, 4, 25_000_000)
+    text = str(on_spark("/b", "an executor was lost", choice, "spark://h:7077"))
+    assert "it ran 4 parts, the trace's buckets" in text and "--spark-parts" not in text.split("it ran")[0]
+    assert text.endswith("or convert it into more buckets (keyshared convert /b OUT --buckets 20)")
+    assert "part count follows" not in text and "--spark-conf spark.executor.memory=8g" in text
+
+
+def test_the_python_message_names_the_buckets_that_fit() -> None:
+    """100M events at 300 bytes each over 1 GiB a bucket: 28 buckets; a small trace the converter's default; a
+    trace already bucketed: the original converted into more (at least twice its buckets)."""
+    from pytest_keyshared.commands._out_of_memory import buckets_for, on_python
+
+    assert (buckets_for(100_000_000), buckets_for(1000), buckets_for(None)) == (28, 16, 16)
+    text = str(on_python("/d/t.parquet", "MemoryError", 5, 100_000_000))
+    assert "after checking 5 of its 100,000,000 events" in text
+    assert text.endswith("keyshared convert /d/t.parquet /d/t-buckets --buckets 28 && keyshared check /d/t-buckets")
+    text = str(on_python("/d/b", "MemoryError", None, 100_000_000, bucketed=8))
+    assert "before checking any event" in text
+    assert text.endswith("or convert the original trace into more buckets (keyshared convert TRACE OUT --buckets 28)")
+    assert str(on_python("/d/b", "MemoryError", None, 1000, bucketed=16)).endswith("--buckets 32)")
+    text = str(on_python("/d/t", "MemoryError", 65_536, 200_000, read=131_072))
+    assert "after reading 131,072 of its 200,000 events (65,536 of them checked; the rest in the batch" in text

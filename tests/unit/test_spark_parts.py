@@ -12,6 +12,7 @@ from conformance.spark.parts import (
     MIN_SHARE_BYTES,
     SPARK_BYTES_PER_EVENT,
     TASK_OVERHEAD_BYTES,
+    bucket_choice,
     choose_parts,
     defaults_file_settings,
     parse_memory,
@@ -78,6 +79,28 @@ def test_unknown_size_or_memory_gives_the_cores() -> None:
 def test_memory_too_small_for_the_overhead_still_gives_a_finite_count() -> None:
     choice = choose_parts(1_000_000, 100 * 2**20, 2)
     assert choice.parts == math.ceil(1_000_000 * SPARK_BYTES_PER_EVENT / MIN_SHARE_BYTES / 2) * 2
+
+
+def test_a_bucketed_traces_parts_are_its_buckets_and_the_choice_says_whether_the_largest_fits() -> None:
+    """100M events in 64 buckets on two 4 GB executors of one core (3.8 GB for a part's state): a part of about
+    1.6M events needs 1.2 GB and fits; the same trace in 4 buckets (25M each, 18.5 GB) does not, and the choice
+    names the buckets that would (25M x 740 over 3.8 GB is 5 times the buckets: 20)."""
+    memory = choose_parts(100_000_000, 4 * GiB, 2, tasks_per_executor=1, memory_from="spark.executor.memory")
+    fits = bucket_choice(memory, 64, 1_600_000)
+    assert (fits.parts, fits.by, fits.buckets_needed) == (64, "buckets", None)
+    assert fits.as_extra()["fits"] and fits.as_extra()["largest_part_events"] == 1_600_000
+    assert fits.reason().startswith("64 parts, the trace's buckets (its layout's; --spark-parts does not apply):")
+    assert fits.reason().endswith(": it fits")
+    big = bucket_choice(memory, 4, 25_000_000)
+    share = 4 * GiB - TASK_OVERHEAD_BYTES
+    assert big.buckets_needed == 4 * math.ceil(25_000_000 * SPARK_BYTES_PER_EVENT / share) == 20
+    assert not big.as_extra()["fits"] and "keyshared convert TRACE OUT --buckets 20" in big.reason()
+    assert "the largest pass reads 25,000,000 events" in big.reason()
+    # a local master's tasks share its memory: 2 cores over 1 GB leave 288 MB each for a part
+    local = bucket_choice(choose_parts(1_000_000, GiB, 2, memory_from="spark.driver.memory"), 2, 500_000)
+    assert local.buckets_needed == 4 and local.buckets_needed % local.cores == 0
+    unknown = bucket_choice(choose_parts(None, None, 2), 8, 10)
+    assert unknown.buckets_needed is None and unknown.reason().endswith("the memory is not known")
 
 
 @pytest.mark.parametrize(

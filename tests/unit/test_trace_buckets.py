@@ -22,6 +22,7 @@ from conformance.trace.parquet import write_parquet
 from conformance.trace.reader import open_trace
 from conformance.trace.validation import TraceFormatError
 from conformance.verdict import Validity
+from conformance.violations import Kind
 from pytest_keyshared.cli import main
 
 DATA = Path(__file__).parent.parent / "quality" / "data"
@@ -137,6 +138,7 @@ def test_convert_and_check_on_the_command_line(tmp_path: Path, capsys: Any) -> N
         (lambda m: m.update(events=1), "not the shared events plus every bucket's"),
         (lambda m: m.pop("header"), "'header' is not a JSON object"),
         (lambda m: m.update(exact="yes"), "'exact' is 'yes'"),
+        (lambda m: m.update(identity_by="seq"), "'identity_by' is 'seq', not 'producer' or 'producer_seq'"),
     ],
 )
 def test_a_malformed_manifest_is_one_line(tmp_path: Path, capsys: Any, change: Any, words: str) -> None:
@@ -171,3 +173,66 @@ def test_a_producers_answered_sequence_id_is_judged_in_buckets(tmp_path: Path, a
         want = check_trace(b.events, header=b.header)
         for buckets in (2, 3):
             same_verdicts(check_trace(bucketed(tmp_path, b.header, b.events, buckets, f"p{k}-{buckets}")), want)
+
+
+def test_deduplication_traces_are_judged_bucket_by_bucket(tmp_path: Path) -> None:
+    """With deduplication on, the identity files split by producer (``identity_by: producer``) hold every id of
+    their producers: the
+    rules that compare a producer's ids (``lost_write``, ``stored_below_highest``, ``last_sequence_id_behind``,
+    whose ``producer_open`` goes with its producer's ids) are decided bucket by bucket, with the whole trace's
+    verdict, both ways; a manifest without the field (the first layouts, split by ``(producer, seq)``) is
+    checked whole, as before."""
+    from exemption_traces import gapped_id_stored, gapped_sequence, lost_write_above_the_highest, producer_answered
+
+    dedup = [Kind.LOST_WRITE, Kind.STORED_BELOW_HIGHEST, Kind.DUPLICATE_PUBLISH]
+    cases = [(b.header, b.events) for b in (gapped_sequence(), lost_write_above_the_highest(), gapped_id_stored())]
+    cases += [(b.header, b.events) for b in (producer_answered(5), producer_answered(2))]
+    for k in range(12):
+        run = synthesize(900 + k, SynthConfig(producers=1 + k % 3, messages=40, keys=6), plant={dedup[k % 3]})
+        cases.append((run.header, list(run.events)))
+    found: set[Kind] = set()
+    by_bucket = 0
+    for k, (header, events) in enumerate(cases):
+        assert header.deduplication
+        want = check_trace(events, header=header)
+        found |= {v.kind for v in want.violations}
+        for buckets in (2, 3):
+            out = bucketed(tmp_path, header, events, buckets, f"d{k}")
+            got = check_trace(out)
+            same_verdicts(got, want)
+            assert open_trace(out).layout.identity_by == "producer"
+            if open_trace(out).layout.exact:
+                assert got.extra["split"] == "bucket", (k, buckets)
+                by_bucket += 1
+    assert by_bucket >= len(cases)  # 26 of 34 (default batches of several keys make some splits inexact)
+    assert {Kind.LOST_WRITE, Kind.STORED_BELOW_HIGHEST, Kind.LAST_SEQUENCE_ID_BEHIND} <= found
+    off = synthesize(950, SynthConfig(messages=20, keys=4, deduplication=False))  # spread by (producer, seq)
+    assert open_trace(bucketed(tmp_path, off.header, list(off.events), 2, "off")).layout.identity_by == "producer_seq"
+    b = gapped_id_stored()
+    out = bucketed(tmp_path, b.header, b.events, 3, "old")
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["identity_by"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    got = check_trace(out)
+    assert got.extra["split"] == "whole"
+    same_verdicts(got, check_trace(b.events, header=b.header))
+
+
+def test_a_conversion_that_fails_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted while it writes (Ctrl-C in a writer's run, say): no temporary file, no directory it made."""
+    import conformance.trace.buckets as buckets
+
+    run = synthesize(5, SynthConfig(messages=20, keys=3))
+    flat = write_parquet(tmp_path / "t.parquet", run.header, list(run.events))
+
+    def interrupted(batch: Any, parts: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(buckets, "_grouped", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        convert_to_buckets(flat, tmp_path / "new", 3)
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "given").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        convert_to_buckets(flat, tmp_path / "given", 3)
+    assert (tmp_path / "given").is_dir() and not any((tmp_path / "given").iterdir())
