@@ -20,6 +20,7 @@ from reference_model.versions import (
     LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     NON_PERSISTENT_FLOW_CONTROL,
     OUT_OF_ORDER_REPLAY_FILTERED,
+    SLOW_SOCKET_DOES_NOT_STALL_OTHERS,
     Fix,
     PulsarVersion,
     parse_version,
@@ -102,6 +103,13 @@ GATED_CASES: tuple[GatedCase, ...] = (
         " read-and-discard of apache/pulsar#22245, fixed in 3.0.5 and 3.3.0, never in 2.x, 3.1 or 3.2; the PIP-379"
         " dispatcher never had it)",
         only_in=("classic",),
+    ),
+    GatedCase(
+        "catalogue/slow-socket-does-not-block-fast", SLOW_SOCKET_DOES_NOT_STALL_OTHERS, ("delivery",),
+        "the Key_Shared dispatchers keep writing to a consumer whose socket is not read while it has permits, and"
+        " read again only once every consumer's write of a round has completed: the stalled write holds back the"
+        " other consumer, which gets none of its messages until the stalled one reads again (stalled at its wait;"
+        " apache/pulsar#26635 with #26630, in 5.0.0 only: not in 4.0.14 or 4.2.5)",
     ),
     GatedCase(
         "catalogue/non-persistent-flow-control", NON_PERSISTENT_FLOW_CONTROL, ("delivery",),
