@@ -214,6 +214,26 @@ def _stuck_blocks_all() -> None:
 
 
 @mutant(
+    "stalled-socket-blocks-dispatch",
+    "pip379",
+    "a consumer whose socket is not read still gets writes, and the next read waits for every write of the round:"
+    " one stalled connection stops dispatch to every consumer (apache/pulsar#26635 reverted)",
+    target="model:5.0",
+)
+def _stalled_socket_blocks_dispatch() -> None:
+    from reference_model.keyshared.dispatcher import KeySharedDispatcher
+
+    def make(orig: Any) -> Any:
+        def init(self: Any, **kwargs: Any) -> None:
+            orig(self, **kwargs)
+            self.writability_checked = False
+
+        return init
+
+    _wrap(KeySharedDispatcher, "__init__", make)
+
+
+@mutant(
     "impacted-last-range-forgotten",
     "pip379",
     "the last of the hash ranges a membership change takes away is not drained",

@@ -38,6 +38,7 @@ FAST: tuple[tuple[str, str], ...] = (
     ("draining-released-at-first-ack", "draining-first-ack"),
     ("replay-forgets-hashes", "replay-before-new-messages"),
     ("stuck-consumer-blocks-all", "stuck-consumer-progress"),
+    ("stalled-socket-blocks-dispatch", "slow-socket-does-not-block-fast"),
     ("hash-off-by-one", "ring-three-points"),
     ("ring-ignores-name-index", "ring-same-names"),
     ("sticky-gaps-delivered", "sticky-gaps"),

@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference_model.versions import (
+    CLASSIC_REPLAY_FILTER,
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
     DEDUP_REPLICATED_BY_SOURCE_POSITION,
     DRAINING_REASSIGNMENT_FIX,
     LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     NON_PERSISTENT_FLOW_CONTROL,
     OUT_OF_ORDER_REPLAY_FILTERED,
+    SLOW_SOCKET_DOES_NOT_STALL_OTHERS,
     Fix,
     PulsarVersion,
     parse_version,
@@ -83,6 +85,31 @@ GATED_CASES: tuple[GatedCase, ...] = (
         " the topic, the other consumer's redelivered message starves (apache/pulsar#26268, fixed in 4.0.14,"
         " 4.2.5 and 5.0.0 for the PIP-379 dispatcher only; the classic dispatcher's out-of-order replay has no filter)",
         fixed_in=("pip379",),
+    ),
+    GatedCase(
+        "catalogue/recent-joined-out-of-order", OUT_OF_ORDER_REPLAY_FILTERED, ("delivery",),
+        "with allowOutOfOrderDelivery every replay position is read in order: the paused consumer's positions spend"
+        " each replay read and are pushed back, so the acknowledging consumer's last messages, queued for replay"
+        " behind them at the end of the topic, starve until the paused consumer resumes (stalled at the mid-run wait;"
+        " apache/pulsar#26268, fixed in 4.0.14, 4.2.5 and 5.0.0 for the PIP-379 dispatcher only; the classic"
+        " dispatcher's out-of-order replay has no filter)",
+        fixed_in=("pip379",),
+    ),
+    GatedCase(
+        "dispatch/ack-holes-close-and-join-in-order", CLASSIC_REPLAY_FILTER, ("delivery",),
+        "the classic dispatcher reads the replay positions of the stuck consumer and of the recently joined one,"
+        " discards them and reads them again instead of reading on, so the acknowledging consumer gets none of the"
+        " newer messages of its keys until the holes are acknowledged (stalled at the mid-run wait; the repeated"
+        " read-and-discard of apache/pulsar#22245, fixed in 3.0.5 and 3.3.0, never in 2.x, 3.1 or 3.2; the PIP-379"
+        " dispatcher never had it)",
+        only_in=("classic",),
+    ),
+    GatedCase(
+        "catalogue/slow-socket-does-not-block-fast", SLOW_SOCKET_DOES_NOT_STALL_OTHERS, ("delivery",),
+        "the Key_Shared dispatchers keep writing to a consumer whose socket is not read while it has permits, and"
+        " read again only once every consumer's write of a round has completed: the stalled write holds back the"
+        " other consumer, which gets none of its messages until the stalled one reads again (stalled at its wait;"
+        " apache/pulsar#26635 with #26630, in 5.0.0 only: not in 4.0.14 or 4.2.5)",
     ),
     GatedCase(
         "catalogue/non-persistent-flow-control", NON_PERSISTENT_FLOW_CONTROL, ("delivery",),

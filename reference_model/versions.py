@@ -53,6 +53,7 @@ __all__ = [
     "RELEASES",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
     "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
+    "SLOW_SOCKET_DOES_NOT_STALL_OTHERS",
     "STATS_RANGES_BY_CONSUMER",
     "STICKY_GAP_FIX",
     "Fix",
@@ -377,6 +378,19 @@ LOOKAHEAD_ONLY_WITH_MORE_ENTRIES = Fix(
 OUT_OF_ORDER_REPLAY_FILTERED = Fix(
     "out-of-order replay filtered by permits", "apache/pulsar#26268", ("4.0.14", "4.2.5", "5.0.0")
 )
+#: A consumer whose connection is not writable (its client stopped reading its socket, so the broker's writes back
+#: up) gets nothing more until it is writable again, and the dispatcher reads on as soon as any consumer's write of a
+#: round completes. Before, the Key_Shared dispatchers (both; since apache/pulsar#4442, 2.4) kept writing to such a
+#: consumer while it had permits and asked for the next read only once every consumer's write of the round had
+#: completed (``remainingConsumersToFinishSending`` / ``keyNumbers``), so one stalled socket stopped dispatch to every
+#: consumer until an unrelated event (a ``Flow``, the mark-delete position moving, a membership change) read again
+#: (``KeySharedSlowConsumerTest.testSlowKeySharedSocketDoesNotBlockFastConsumer``). apache/pulsar#26630 (writability:
+#: no dispatch to an unwritable channel, a wake-up when it becomes writable) and #26635 (no all-consumer completion
+#: barrier), both merged 2026-09-17: the 5.0.0 notes (``pulsar-5.0.0.md``, 2026-10-05) list both; the 4.0.14 and 4.2.5
+#: notes list neither, and no later 4.x release exists.
+SLOW_SOCKET_DOES_NOT_STALL_OTHERS = Fix(
+    "a stalled consumer socket stalls no other consumer", "apache/pulsar#26635", ("5.0.0",)
+)
 #: PIP-379's last step: the classic Shared and Key_Shared dispatchers are removed
 #: (``subscriptionKeySharedUseClassicPersistentImplementation`` selects nothing any more), so a 5.0 broker runs
 #: the PIP-379 dispatcher only. apache/pulsar#26687; the 5.0.0 notes (``pulsar-5.0.0.md``, 2026-10-05) list it.
@@ -413,6 +427,7 @@ GATES: tuple[Fix, ...] = (
     LOOKAHEAD_ONLY_WITH_MORE_ENTRIES,
     OUT_OF_ORDER_REPLAY_FILTERED,
     CLASSIC_REMOVED,
+    SLOW_SOCKET_DOES_NOT_STALL_OTHERS,
 )
 
 

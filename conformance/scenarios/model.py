@@ -57,11 +57,13 @@ __all__ = [
     "Resend",
     "RestartBroker",
     "Resume",
+    "ResumeConnection",
     "Scenario",
     "SetBehaviour",
     "Settings",
     "Sleep",
     "Snapshot",
+    "StallConnection",
     "Step",
     "StorageDown",
     "StorageUp",
@@ -353,6 +355,25 @@ class Resume:
 
 
 @dataclass(frozen=True, slots=True)
+class StallConnection:
+    """``consumer``'s client stops reading its socket (``KeySharedSlowConsumerTest``'s auto-read off): what the
+    broker sends backs up (TCP back-pressure) while the consumer keeps its permits; nothing reaches it until
+    ``resume_connection``. On a real broker the consumer's client runs behind a proxy that stops forwarding the
+    broker's bytes (``docs/targets.md``)."""
+
+    do: ClassVar[str] = "stall_connection"
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeConnection:
+    """``consumer``'s client reads its socket again: what backed up arrives, in order."""
+
+    do: ClassVar[str] = "resume_connection"
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
 class WaitQuiet:
     """Wait until no consumer received anything for ``quiet_ms``, at most ``timeout_ms``."""
 
@@ -586,6 +607,8 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     Crash,
     Pause,
     Resume,
+    StallConnection,
+    ResumeConnection,
     WaitQuiet,
     WaitReceived,
     WaitDelivered,
@@ -702,6 +725,11 @@ class Scenario:
     def crashed_consumers(self) -> frozenset[str]:
         """Handles that some step crashes (the driver runs them where a crash can be injected)."""
         return frozenset(step.consumer for step in self.steps if isinstance(step, Crash))
+
+    def stalled_consumers(self) -> frozenset[str]:
+        """Handles whose connection some step stalls (on a real broker the driver routes their client through a
+        proxy of its own)."""
+        return frozenset(step.consumer for step in self.steps if isinstance(step, StallConnection))
 
     def uses_batching(self) -> bool:
         return any(isinstance(s, Publish) and s.batching != "none" for s in self.steps)

@@ -58,6 +58,12 @@ class ModelConsumerHandle:
     def is_connected(self) -> bool:
         return True  # the model has no connections to lose
 
+    def stall_connection(self) -> None:
+        self._consumer.stall_connection()
+
+    def resume_connection(self) -> None:
+        self._consumer.resume_connection()
+
 
 class ModelProducerHandle:
     def __init__(self, producer: Any, clock: Any, created_t0: int) -> None:
@@ -224,6 +230,17 @@ class ModelSession(Session):
                 self.topic, producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs
             )
         return ModelProducerHandle(producer, self.clock, created_t0)
+
+    def stall_connection(self, handle_name: str, handle: ConsumerHandle) -> None:
+        """The model's consumer stops taking what the broker writes (its dispatcher learns it per release)."""
+        if not isinstance(handle, ModelConsumerHandle):
+            raise TypeError(f"consumer {handle_name!r} is not a model consumer: {handle!r}")
+        handle.stall_connection()
+
+    def resume_connection(self, handle_name: str, handle: ConsumerHandle) -> None:
+        if not isinstance(handle, ModelConsumerHandle):
+            raise TypeError(f"consumer {handle_name!r} is not a model consumer: {handle!r}")
+        handle.resume_connection()
 
     def restart_broker(self, *, kill: bool) -> None:
         self.broker.restart()

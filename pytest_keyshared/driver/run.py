@@ -39,9 +39,11 @@ from conformance.scenarios import (
     Resend,
     RestartBroker,
     Resume,
+    ResumeConnection,
     Scenario,
     SetBehaviour,
     Sleep,
+    StallConnection,
     Step,
     StorageDown,
     StorageUp,
@@ -202,6 +204,8 @@ class _Run(RunLoop):
         self.nonce = "0" if target.deterministic else secrets.token_hex(4)
         self.topic = topic_for(scenario, seed, self.nonce)
         self.workers: dict[str, ConsumerWorker] = {}
+        #: consumers whose connection a step stalled and no step resumed yet (resumed before the drain)
+        self._stalled: set[str] = set()
         self.next_seq: dict[str, int] = {}
         self._announced: dict[str, ProducerHandle] = {}  # producer name -> the handle recorded as open
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
@@ -216,7 +220,9 @@ class _Run(RunLoop):
 
     def _open_session(self) -> Session:
         """The run's session on the target (the soak's puts a fault-injecting proxy before each client)."""
-        return open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
+        session = open_session(self.target, self.topic, self.out_dir, self.nonce, seed=self.seed)
+        session.stallable = self.scenario.stalled_consumers()  # on a real broker each goes through a proxy
+        return session
 
     def _open(self, trace_path: Path) -> None:
         self.log_since = self.target.log_position()
@@ -569,6 +575,37 @@ class _Run(RunLoop):
     def _do_resume(self, step: Resume) -> tuple[bool, str]:
         return self._command(step.consumer, lambda agent: _set_paused(agent, False))
 
+    def _do_stall_connection(self, step: StallConnection) -> tuple[bool, str]:
+        worker = self.workers.get(step.consumer)
+        if worker is None:
+            return self._missing(step.consumer)
+        try:
+            self.session.stall_connection(step.consumer, worker.handle)
+        except Exception as exc:
+            return False, f"stall_connection {step.consumer!r}: {type(exc).__name__}: {exc}"
+        self._stalled.add(step.consumer)
+        return True, ""
+
+    def _do_resume_connection(self, step: ResumeConnection) -> tuple[bool, str]:
+        worker = self.workers.get(step.consumer)
+        if worker is None:
+            return self._missing(step.consumer)
+        self._stalled.discard(step.consumer)
+        try:
+            self.session.resume_connection(step.consumer, worker.handle)
+        except Exception as exc:
+            return False, f"resume_connection {step.consumer!r}: {type(exc).__name__}: {exc}"
+        return True, ""
+
+    def _resume_stalled(self) -> None:
+        """Before the drain (and a close): every connection a step left stalled reads again."""
+        for name in sorted(self._stalled):
+            worker = self.workers.get(name)
+            if worker is not None:
+                with contextlib.suppress(Exception):
+                    self.session.resume_connection(name, worker.handle)
+        self._stalled.clear()
+
     def _do_redeliver(self, step: Redeliver) -> tuple[bool, str]:
         worker = self._worker(step.consumer)
         if worker is None:
@@ -591,6 +628,10 @@ class _Run(RunLoop):
         worker = self.workers.pop(name, None)
         if worker is None:
             return self._missing(name)
+        if name in self._stalled:  # a close waits for the broker's answer: let it through first
+            self._stalled.discard(name)
+            with contextlib.suppress(Exception):
+                self.session.resume_connection(name, worker.handle)
         self.scheduler.stop(worker)
         self.recorder.membership(op, name)
         try:
@@ -705,6 +746,7 @@ class _Run(RunLoop):
         whether the broker still owed the missing messages to a consumer nobody could reach cannot be told, so
         ``undelivered`` is not judged.  Returns whether the drain ended quiet (not by its bound).
         """
+        self._resume_stalled()
         for worker in list(self.workers.values()):
             self.scheduler.call(worker, lambda agent: agent.start_drain())
         settle_ns = self.settings.quiet_ms * 1_000_000

@@ -25,6 +25,9 @@ __all__ = ["PulsarSession", "Session", "open_session", "stats_key_hash_ranges"]
 
 #: How long a restart step lets the client log catch up with clients that say they are back.
 _LOG_CATCH_UP_MS = 250
+#: the receive buffer of a stall proxy's socket to the broker (bytes): small, so that a stalled consumer's
+#: connection backs up after little data (the broker's own send buffer still takes up to its kernel maximum)
+_STALL_RCVBUF = 64 * 1024
 
 
 class Session(ABC):
@@ -40,6 +43,8 @@ class Session(ABC):
         self._producers: dict[str, tuple[ProducerHandle, str]] = {}
         #: the run's topic is a partitioned topic of this many partitions (:meth:`create_partitioned_topic`)
         self.partitions = 0
+        #: consumer handles some step stalls (``stall_connection``), set before the first step
+        self.stallable: frozenset[str] = frozenset()
 
     def clock(self) -> int:
         return self.scheduler.now_ns()
@@ -126,6 +131,19 @@ class Session(ABC):
         from pytest_keyshared.targets.base import UnsupportedByTarget
 
         raise UnsupportedByTarget(f"Target {self.target.name!r} cannot fail its storage (storage_failure).")
+
+    def stall_connection(self, handle_name: str, handle: ConsumerHandle) -> None:
+        """Consumer ``handle_name``'s client stops reading its socket: the broker's writes back up (TCP
+        back-pressure) while the consumer keeps its permits (``stall_connection``)."""
+        from pytest_keyshared.targets.base import UnsupportedByTarget
+
+        raise UnsupportedByTarget(f"Target {self.target.name!r} cannot stall one consumer's connection.")
+
+    def resume_connection(self, handle_name: str, handle: ConsumerHandle) -> None:
+        """The client reads its socket again (see :meth:`stall_connection`)."""
+        from pytest_keyshared.targets.base import UnsupportedByTarget
+
+        raise UnsupportedByTarget(f"Target {self.target.name!r} cannot stall one consumer's connection.")
 
     def expire_messages(self, subscription: str, expire_time_s: int) -> None:
         """Expire the subscription's messages older than ``expire_time_s`` (``message_expiry``, checked before
@@ -230,6 +248,7 @@ class PulsarSession(Session):
         self._watch: ClientLogWatch | None = None
         self._watching = False
         self._consumers: dict[str, ConsumerHandle] = {}  #: open consumers by handle (for ``is_connected``)
+        self._stall_links: dict[str, Any] = {}  #: handle -> its ``ProxyLink`` (closed with the session)
 
     def watch_faults(self, recorder: Any) -> None:
         self._watch = ClientLogWatch(self._log_sources, recorder, self.topic, probe=self._is_connected)
@@ -356,8 +375,36 @@ class PulsarSession(Session):
 
     def _settings_for(self, handle_name: str | None) -> Any:
         """The client settings of consumer ``handle_name`` (None: the producers' client); a subclass may point a
-        client elsewhere (the soak's fault-injecting proxy)."""
-        return self.settings
+        client elsewhere (the soak's fault-injecting proxy). A consumer some step stalls connects through a
+        loopback proxy of its own (``stall_connection``)."""
+        if handle_name is None or handle_name not in self.stallable:
+            return self.settings
+        from pytest_keyshared.soak.nemesis import _ViaLink, upstream_of
+        from pytest_keyshared.soak.proxy import ProxyLink
+
+        link = self._stall_links.get(handle_name)
+        if link is None:
+            link = self._stall_links[handle_name] = ProxyLink(
+                upstream_of(self.pulsar_target.service_url), f"stall-{handle_name}", upstream_rcvbuf=_STALL_RCVBUF
+            )
+        return _ViaLink(self.settings, link.url)
+
+    def _stall_link(self, handle_name: str) -> Any:
+        link = self._stall_links.get(handle_name)
+        if link is None:
+            raise TargetError(
+                f"consumer {handle_name!r} was not opened behind a proxy (the scenario's stalled consumers are"
+                " known before the run)"
+            )
+        return link
+
+    def stall_connection(self, handle_name: str, handle: ConsumerHandle) -> None:
+        """Stop forwarding the broker's bytes to the consumer's client (the client's bytes still go through): the
+        proxy stops reading, the socket buffers fill and the broker's writes back up."""
+        self._stall_link(handle_name).stall_to_client(True)
+
+    def resume_connection(self, handle_name: str, handle: ConsumerHandle) -> None:
+        self._stall_link(handle_name).stall_to_client(False)
 
     def create_partitioned_topic(self, partitions: int) -> None:
         admin_url = self.pulsar_target.admin_url
@@ -410,6 +457,9 @@ class PulsarSession(Session):
 
     def close(self) -> None:
         super().close()
+        links, self._stall_links = self._stall_links, {}
+        for link in links.values():
+            link.close()  # bounded: joins its threads
         if self._producer_client is not None:
             with contextlib.suppress(Exception):
                 self._producer_client.close()

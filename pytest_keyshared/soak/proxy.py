@@ -10,6 +10,9 @@ Faults (each on every connection of this proxy; see :mod:`.nemesis`):
 
 * ``cut()``: close every open connection (the client reconnects, through the proxy);
 * ``stall(on)``: forward nothing in either direction while on (data waits, connections stay open);
+* ``stall_to_client(on)``: forward nothing from the broker to the client while on (the client's bytes still go
+  through): the proxy stops reading the broker's socket, so the broker's writes back up as if the client had
+  stopped reading (``stall_connection`` in a scenario);
 * ``delay(ms)``: hold each chunk ``ms`` before forwarding it (0 ends it);
 * ``partition(on)``: cut, and close every new connection at once while on.
 
@@ -121,9 +124,12 @@ def rewrite_lookup_response(command: bytes, url: str) -> bytes | None:
 class ProxyLink:
     """Listens on ``127.0.0.1:<port>`` and forwards every connection to ``upstream`` (host, port)."""
 
-    def __init__(self, upstream: tuple[str, int], name: str) -> None:
+    def __init__(self, upstream: tuple[str, int], name: str, *, upstream_rcvbuf: int = 0) -> None:
+        """``upstream_rcvbuf``: the receive buffer (bytes) of each socket to the broker, set before it connects (0:
+        the system's, which grows to megabytes): a small one lets a stall back the broker's writes up sooner."""
         self.upstream = upstream
         self.name = name
+        self.upstream_rcvbuf = upstream_rcvbuf
         self._server = socket.create_server(("127.0.0.1", 0))
         self._server.settimeout(0.2)
         self.port: int = self._server.getsockname()[1]
@@ -131,6 +137,7 @@ class ProxyLink:
         self._lock = threading.Lock()
         self._conns: list[tuple[socket.socket, socket.socket]] = []
         self._stalled = threading.Event()
+        self._stalled_to_client = threading.Event()
         self._delay_s = 0.0
         self._partitioned = False
         self._closing = threading.Event()
@@ -160,6 +167,12 @@ class ProxyLink:
         else:
             self._stalled.clear()
 
+    def stall_to_client(self, on: bool) -> None:
+        if on:
+            self._stalled_to_client.set()
+        else:
+            self._stalled_to_client.clear()
+
     def delay(self, ms: int) -> None:
         self._delay_s = max(0, ms) / 1000
 
@@ -187,7 +200,7 @@ class ProxyLink:
                     client.close()
                 continue
             try:
-                broker = socket.create_connection(self.upstream, timeout=5)
+                broker = self._connect_upstream()
             except OSError:
                 with contextlib.suppress(OSError):
                     client.close()
@@ -198,30 +211,57 @@ class ProxyLink:
             with self._lock:
                 self._conns.append((client, broker))
                 self.connections += 1
-            for args in ((client, broker, _unchanged), (broker, client, self._lookups_rewritten())):
+            pumps = ((client, broker, _unchanged, False), (broker, client, self._lookups_rewritten(), True))
+            for args in pumps:
                 thread = threading.Thread(target=self._pump, args=args, daemon=True, name=f"ks-proxy-{self.name}")
                 thread.start()
                 self._threads.append(thread)
             self._threads = [t for t in self._threads if t.is_alive()]
 
-    def _hold(self) -> None:
+    def _connect_upstream(self) -> socket.socket:
+        if not self.upstream_rcvbuf:
+            return socket.create_connection(self.upstream, timeout=5)
+        host, port = self.upstream
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.upstream_rcvbuf)  # before connect: the window
+            sock.settimeout(5)
+            sock.connect(address)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def _hold(self, to_client: bool = False) -> None:
         """Wait while stalled (bounded by close), then add the delay."""
-        while self._stalled.is_set() and not self._closing.is_set():
+        while (self._stalled.is_set() or (to_client and self._stalled_to_client.is_set())) and (
+            not self._closing.is_set()
+        ):
             time.sleep(0.01)
         if self._delay_s:
             time.sleep(self._delay_s)
 
-    def _pump(self, src: socket.socket, dst: socket.socket, forward: Callable[[bytes], bytes | bytearray]) -> None:
+    def _pump(
+        self,
+        src: socket.socket,
+        dst: socket.socket,
+        forward: Callable[[bytes], bytes | bytearray],
+        to_client: bool = False,
+    ) -> None:
         """Send on to ``dst`` what ``forward`` makes of each read from ``src`` (held while stalled or delayed),
-        until either side closes or ``forward`` raises ``OSError``."""
+        until either side closes or ``forward`` raises ``OSError``.  ``to_client``: the broker's direction (held
+        by ``stall_to_client`` too; while held nothing more is read from the broker)."""
         try:
             while True:
+                if to_client:
+                    self._hold(to_client)  # stalled: stop reading, so the broker's writes back up
                 data = src.recv(65536)
                 if not data:
                     break
                 out = forward(data)
                 if out:
-                    self._hold()
+                    self._hold(to_client)
                     dst.sendall(out)
         except OSError:
             pass
@@ -272,6 +312,7 @@ class ProxyLink:
     def close(self, timeout_s: float = 5.0) -> None:
         self._closing.set()
         self._stalled.clear()
+        self._stalled_to_client.clear()
         with contextlib.suppress(OSError):
             self._server.close()
         self.cut()

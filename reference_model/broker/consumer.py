@@ -115,6 +115,9 @@ class ModelConsumer:
         self._unacked_partitions: deque[set[tuple[Position, int]]] = deque()
         self._unacked_where: dict[tuple[Position, int], set[tuple[Position, int]]] = {}
         self._unacked_ticking = False
+        #: the client stopped reading its socket (``stall_connection``): what the broker writes waits here, unread
+        self._stalled = False
+        self._socket: deque[tuple[Entry, int]] = deque()
         if unacked_messages_timeout_ms:
             blank = math.ceil(unacked_messages_timeout_ms / UNACKED_TICK_MS)
             self._unacked_partitions.extend(set() for _ in range(blank + 1))
@@ -285,6 +288,7 @@ class ModelConsumer:
         writes to; writes meant for an older connection are dropped."""
         self._connection += 1
         self._queue.clear()
+        self._socket.clear()
         self._batch_unacked.clear()
         self._clear_unacked()
         self._permits_to_flow = 0
@@ -294,6 +298,9 @@ class ModelConsumer:
 
         def sink(entry: Entry, redelivery_count: int) -> None:
             if self.state != "open" or self._connection != connection:
+                return
+            if self._stalled:
+                self._socket.append((entry, redelivery_count))  # written, backed up in the socket, unread
                 return
             if entry.batch_size == 1 and entry.metadata.num_messages_in_batch is None and self.receiver_queue_size:
                 queue.append(_new_received(ModelMessage, entry, 0, topic, redelivery_count))  # the common case
@@ -307,8 +314,38 @@ class ModelConsumer:
         self.server = server
         self.server_subscription = subscription
         self.state = "open"
+        if self._stalled and subscription.dispatcher is not None:
+            subscription.dispatcher.stall_connection(server)
         if self.receiver_queue_size > 0:
             self._send_flow(self.receiver_queue_size)
+
+    # -- a socket the client stops reading (TCP back-pressure) ---------------------------------------------
+    def stall_connection(self) -> None:
+        """The client stops reading its connection: the broker's writes back up unread; permits stay as they are.
+
+        ``KeySharedSlowConsumerTest`` turns the client channel's auto-read off; the driver does it for a real
+        broker with a proxy that stops forwarding the broker's bytes (``docs/targets.md``).
+        """
+        self._check_open("stall_connection")
+        self._stalled = True
+        subscription = self.server_subscription
+        if self.server is not None and subscription is not None and subscription.dispatcher is not None:
+            subscription.dispatcher.stall_connection(self.server)
+
+    def resume_connection(self) -> None:
+        """The client reads again: what backed up arrives in order, then the broker learns the socket drained."""
+        self._check_open("resume_connection")
+        self._stalled = False
+        backed_up, self._socket = self._socket, deque()
+        for entry, redelivery_count in backed_up:
+            self._entry_received(entry, redelivery_count)
+        subscription = self.server_subscription
+        if self.server is not None and subscription is not None and subscription.dispatcher is not None:
+            subscription.dispatcher.connection_writable(self.server)
+
+    @property
+    def connection_stalled(self) -> bool:
+        return self._stalled
 
     def _entry_received(self, entry: Entry, redelivery_count: int) -> None:
         if entry.is_batch:

@@ -112,7 +112,7 @@ class ServerSubscription:
     def dispatch(self) -> None:
         """New entries arrived: let the dispatcher read (a pending read at the end of the topic completes)."""
         if self.dispatcher is not None and self.dispatcher.consumers:
-            self.dispatcher.read_more_entries()
+            self.dispatcher.entries_added()
 
     # -- acknowledgements ----------------------------------------------------------------------------------
     def acknowledge(self, consumer: DispatchConsumer, position: Position) -> None:

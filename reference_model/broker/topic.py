@@ -299,7 +299,7 @@ class ServerTopic:
             for sub in tuple(subscriptions.values()):
                 dispatcher = sub.dispatcher  # ``sub.dispatch()``, inlined: this runs for every entry published
                 if dispatcher is not None and dispatcher.consumers:
-                    dispatcher.read_more_entries()
+                    dispatcher.entries_added()
 
     # -- trimming ------------------------------------------------------------------------------------------
     def trim_floor(self) -> Position | None:

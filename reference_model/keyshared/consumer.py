@@ -9,6 +9,9 @@ Follows ``org.apache.pulsar.broker.service.Consumer``:
   down to half the limit (``Consumer.flowPermits`` / ``removePendingAcks``).
 * ``active`` is ``cnx().isActive()``: ``False`` once the consumer is being removed. A consumer whose client
   crashed stays active until the broker notices, and keeps receiving up to its permits meanwhile.
+* ``stalled``: the client stopped reading its socket, so what the broker writes backs up unread (TCP
+  back-pressure) while the consumer keeps its permits; ``writable`` is ``False`` while stalled on a broker that
+  checks writability before dispatching (apache/pulsar#26630, 5.0.0), which then sends it nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class DispatchConsumer:
     permits: int = 0
     pending: PendingAcks = field(default_factory=PendingAcks)
     active: bool = True
+    stalled: bool = False
+    writable: bool = True
     blocked_on_unacked: bool = False
     permits_while_blocked: int = 0
     read_position_when_joining: Position | None = None

@@ -43,6 +43,7 @@ from reference_model.storage.position import Position
 from reference_model.versions import (
     CLASSIC_REPLAY_PRECEDENCE_AFTER_READ,
     REDELIVERY_COUNT_ON_REQUEST_ONLY,
+    SLOW_SOCKET_DOES_NOT_STALL_OTHERS,
     PulsarVersion,
 )
 
@@ -126,6 +127,13 @@ class KeySharedDispatcher(ABC):
         self.delayed: dict[Position, int] = {}
         #: cutoff instants (ns) a re-read is scheduled for
         self._delayed_timers: set[int] = set()
+        #: apache/pulsar#26630 / #26635 (5.0.0): an unwritable consumer gets nothing, and a stalled write holds back
+        #: no other consumer; before, the next read waited for every write of the round (see :meth:`_send`)
+        self.writability_checked = version.has(SLOW_SOCKET_DOES_NOT_STALL_OTHERS)
+        #: a round wrote to a stalled connection and (before 5.0.0) its completion is what would read again: no read
+        #: is armed, so new entries wait for an explicit trigger (``Flow``, acknowledgements that move the mark-delete
+        #: position, a membership change, the connection becoming writable)
+        self._awaiting_writes = False
 
     # -- membership ----------------------------------------------------------------------------------------
     def add_consumer(self, consumer: DispatchConsumer) -> None:
@@ -281,6 +289,8 @@ class KeySharedDispatcher(ABC):
         """
         if self._read_scheduled:
             return  # coalesced with the re-read already scheduled (``schedule_read`` would do nothing)
+        if self._awaiting_writes and not mark_delete_moved:
+            return  # no round retries (the last one sent), no hash unblocked: only a moving mark-delete reads
         self.schedule_read(self.settings.unblocking_interval_ms)
 
     def redeliver(self, consumer: DispatchConsumer, positions: Iterable[Position] | None) -> int:
@@ -354,6 +364,7 @@ class KeySharedDispatcher(ABC):
             self._read_again = True
             return
         self._in_read = True
+        self._awaiting_writes = False
         replay = self.replay
         cursor = self.cursor
         log = self.log
@@ -363,6 +374,8 @@ class KeySharedDispatcher(ABC):
                 budget -= 1
                 self.rounds += 1
                 if self._read_round():
+                    if self._awaiting_writes:
+                        return  # the round's completion waits for a stalled write: nothing reads again
                     last = log._last
                     if (
                         not replay.positions
@@ -381,6 +394,32 @@ class KeySharedDispatcher(ABC):
             raise ModelStateError(f"The dispatcher did not settle after {_MAX_ROUNDS} read rounds: a model bug.")
         finally:
             self._in_read = False
+
+    def entries_added(self) -> None:
+        """New entries were written: a read waiting at the end of the topic completes (``readMoreEntries``).
+
+        While a round's completion waits for a write to a stalled connection (before 5.0.0), no read is waiting:
+        the new entries stay unread until an explicit trigger reads again.
+        """
+        if not self._awaiting_writes:
+            self.read_more_entries()
+
+    def stall_connection(self, consumer: DispatchConsumer) -> None:
+        """``consumer``'s client stopped reading its socket: its writes back up; it keeps its permits.
+
+        From 5.0.0 (apache/pulsar#26630) its channel turns unwritable and it gets nothing more; before, it is
+        written to as long as it has permits and each such write never completes (:meth:`_send`).
+        """
+        consumer.stalled = True
+        if self.writability_checked:
+            consumer.writable = False
+
+    def connection_writable(self, consumer: DispatchConsumer) -> None:
+        """``consumer``'s client reads again: the writes that waited complete, the channel is writable, read."""
+        consumer.stalled = False
+        consumer.writable = True
+        if self.consumers.get(consumer.consumer_id) is consumer:
+            self.read_more_entries()
 
     def available_permits_total(self) -> int:
         total = 0
@@ -570,6 +609,9 @@ class KeySharedDispatcher(ABC):
         if counts and not self.counts_on_request and entry.position in counts:
             count = counts[entry.position] = count + 1  # before 2.11 every send of a tracked position counts
         consumer.sink(entry, count)
+        if consumer.stalled and not self.writability_checked:
+            # the write backs up; the round's ``keyNumbers`` / ``remainingConsumersToFinishSending`` barrier waits
+            self._awaiting_writes = True
         return True
 
     def _add_pending_if_allowed(self, consumer: DispatchConsumer, entry: Entry, slot: int) -> bool:

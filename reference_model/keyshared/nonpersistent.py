@@ -121,9 +121,16 @@ class NonPersistentDispatcher(KeySharedDispatcher):
         return sent
 
     def _may_send(self, consumer: DispatchConsumer) -> bool:
-        """``consumer.getAvailablePermits() > 0 && consumer.isWritable()`` (the model's connections are); before
-        apache/pulsar#11692 (2.8.1) no check: everything was sent."""
-        return consumer.permits > 0 or not self.flow_control
+        """``consumer.getAvailablePermits() > 0 && consumer.isWritable()`` (a stalled connection is not writable:
+        its messages are dropped); before apache/pulsar#11692 (2.8.1) no check: everything was sent."""
+        if not self.flow_control:
+            return True
+        return consumer.permits > 0 and consumer.writable
+
+    def stall_connection(self, consumer: DispatchConsumer) -> None:
+        """The non-persistent dispatcher has always checked ``isWritable`` (with the permits, #11692)."""
+        consumer.stalled = True
+        consumer.writable = not self.flow_control
 
     # -- what the persistent read loop needs, never used here ----------------------------------------------
     def _replay_candidates(self, max_positions: int) -> list[Position]:

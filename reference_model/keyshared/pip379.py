@@ -171,11 +171,12 @@ class Pip379Dispatcher(KeySharedDispatcher):
         """``getAvailablePermits``: 0 while closing; else permits, capped by the room left under max-unacked
         (estimated in entries with the consumer's average messages per entry).
 
-        It is positive exactly when the consumer is active, has permits, and is under its max-unacked limit (if
-        any): the hot paths (:meth:`_send_one`, :meth:`_normal_read_allowed`) test that directly.
+        It is positive exactly when the consumer is active and writable (apache/pulsar#26630), has permits, and is
+        under its max-unacked limit (if any): the hot paths (:meth:`_send_one`, :meth:`_normal_read_allowed`) test
+        that directly.
         """
         permits = consumer.permits
-        if permits <= 0 or not consumer.active:
+        if permits <= 0 or not consumer.active or not consumer.writable:
             return 0
         max_unacked = consumer.max_unacked_messages
         if max_unacked > 0:
@@ -211,6 +212,7 @@ class Pip379Dispatcher(KeySharedDispatcher):
                 not c.blocked_on_unacked
                 and c.permits > 0
                 and c.active
+                and c.writable
                 and (c.max_unacked_messages <= 0 or c.pending.unacked_messages < c.max_unacked_messages)
             ):
                 return True
@@ -297,6 +299,7 @@ class Pip379Dispatcher(KeySharedDispatcher):
             consumer is not None  # and ``available_permits(consumer) > 0``, without computing how many:
             and consumer.permits > 0
             and consumer.active
+            and consumer.writable
             and (
                 consumer.max_unacked_messages <= 0 or consumer.pending.unacked_messages < consumer.max_unacked_messages
             )

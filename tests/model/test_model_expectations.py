@@ -31,7 +31,7 @@ TARGETS = [
     ("model:2.10", "model-2.10.toml"),
     ("model:3.0", "model-3.0.toml"),
     ("model:3.3", "model-3.3.toml"),
-    ("model:4.0", None),
+    ("model:4.0", "model-4.0.toml"),
     ("model:4.1", "model-4.1.toml"),
     ("model:4.0:classic", "model-4.0-classic.toml"),
     ("model:5.0", None),

@@ -168,8 +168,9 @@ def test_hypothesis_shrinks_a_violation_to_a_scenario_file(pytester: pytest.Pyte
 
 
 def test_the_suite_passes_on_the_model_with_nothing_expected(pytester: pytest.Pytester) -> None:
+    """At 5.0.0, which carries every gate (4.0.14 and 4.2.5 lack #26635: ``model-4.0.toml``, ``model-4.2.toml``)."""
     result = pytester.runpytest_subprocess(
-        "-p", "pytest_keyshared", "--pyargs", "conformance", "--keyshared-target=model", "--keyshared-seed=1",
+        "-p", "pytest_keyshared", "--pyargs", "conformance", "--keyshared-target=model:5.0", "--keyshared-seed=1",
         "--keyshared-results=model.json", "-q",
     )  # fmt: skip
     outcomes = result.parseoutcomes()

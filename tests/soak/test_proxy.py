@@ -87,3 +87,64 @@ def test_frames_split_across_reads_come_out_whole_and_rewritten() -> None:
         assert bytes(whole(stream[-1:])) == _frame(_lookup_response(link.url))
     finally:
         link.close()
+
+
+def test_a_stall_to_the_client_backs_the_broker_up_while_the_client_still_talks() -> None:
+    """``stall_to_client``: nothing of the broker's reaches the client and the broker's sends stop completing (its
+    socket fills: the proxy reads no more), the client's bytes still arrive; after the stall everything arrives in
+    order, and ``close`` ends the proxy's threads."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    from_client: list[bytes] = []
+    sent = [0]
+    done = threading.Event()
+    chunk = _frame(b"\x08\x12" + b"x" * 16000)
+
+    def broker() -> None:
+        conn, _ = server.accept()
+        conn.settimeout(5)
+        from_client.append(conn.recv(100))
+        conn.setblocking(False)
+        try:
+            while not done.is_set():  # write until the socket takes no more (or the test ends)
+                try:
+                    sent[0] += conn.send(chunk)
+                except BlockingIOError:
+                    break
+        finally:
+            done.set()
+        conn.setblocking(True)
+        from_client.append(conn.recv(100))
+        conn.close()
+
+    thread = threading.Thread(target=broker, daemon=True)
+    link = ProxyLink(("127.0.0.1", port), "slow", upstream_rcvbuf=64 * 1024)
+    try:
+        client = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+        thread.start()
+        link.stall_to_client(True)
+        client.sendall(b"hello")
+        assert done.wait(10), "the broker's writes never backed up"
+        client.sendall(b"still")
+        thread.join(5)
+        assert from_client == [b"hello", b"still"]  # the client's direction goes on
+        client.settimeout(0.2)
+        try:
+            early = client.recv(1 << 20)
+        except TimeoutError:
+            early = b""
+        assert early == b""  # nothing of the broker's while stalled
+        link.stall_to_client(False)
+        client.settimeout(5)
+        whole = sent[0] // len(chunk)  # the proxy forwards whole frames only: a cut-off last one waits
+        got = b""
+        while len(got) < whole * len(chunk):
+            data = client.recv(1 << 20)
+            if not data:
+                break
+            got += data
+        assert whole > 4 and got == chunk * whole
+    finally:
+        link.close()
+        server.close()
+    assert not any(t.is_alive() for t in link._threads)
