@@ -77,6 +77,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "received_after_dead_letter": "redelivery",
     "dead_lettered_early": "redelivery",
     "not_dead_lettered": "redelivery",
+    "stats_mismatch": "key-exclusivity",
 }
 
 

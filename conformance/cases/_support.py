@@ -10,6 +10,7 @@ even on a classic broker).  Each becomes a ``pytest.param`` with the matching
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -281,6 +282,75 @@ def deliveries_in_shared_published_ranges(trace_path: str | Path) -> list[str]:
     return problems
 
 
+#: ``PositionImpl.toString()``: how Pulsar's stats print a position (``ledgerId:entryId``).
+_POSITION_TEXT = re.compile(r"-?[0-9]+:-?[0-9]+")
+#: The draining figures Pulsar's ``PersistentSubscription.getStats`` adds up over the subscription's consumers.
+_DRAINING_SUMS = ("drainingHashesCount", "drainingHashesClearedTotal", "drainingHashesUnackedMessages")
+
+
+def stats_figure_problems(figures: Mapping[str, Any]) -> list[str]:
+    """Explanations of every way one subscription's stats (as :func:`~pytest_keyshared.driver.session.
+    stats_subscription_figures` keeps them) contradict themselves.
+
+    Sound on any one stats document, whenever it was read: Apache Pulsar computes each subscription figure from
+    the consumers' in the same call (``PersistentSubscription.getStats`` adds every consumer's
+    ``drainingHashesCount``, ``drainingHashesClearedTotal`` and ``drainingHashesUnackedMessages`` into the
+    subscription's, 4.0 on), prints positions as ``ledgerId:entryId`` (``readPositionWhenJoining``, the values
+    of the classic ``consumersAfterMarkDeletePosition``), and removes a consumer from the recently-joined map
+    when it leaves (so that map names only connected consumers).  No timing enters: the acks in flight, equal
+    timestamps and late acks change the figures, never their agreement.
+    """
+    problems: list[str] = []
+    consumers = [c for c in figures.get("consumers") or () if isinstance(c, Mapping)]
+    for name in _DRAINING_SUMS:
+        total = figures.get(name)
+        if not isinstance(total, int):
+            continue
+        parts = [c.get(name) for c in consumers]
+        summed = sum(v for v in parts if isinstance(v, int))
+        if total != summed:
+            shown = ", ".join(f"{c.get('consumerName')}: {c.get(name, 0)}" for c in consumers) or "no consumers"
+            problems.append(
+                f"stats_mismatch: the subscription's {name} is {total}, but its consumers' add up to {summed}"
+                f" ({shown}); Pulsar's subscription stats are the sum of its consumers'"
+            )
+    for consumer in consumers:
+        position = consumer.get("readPositionWhenJoining")
+        if isinstance(position, str) and not _POSITION_TEXT.fullmatch(position):
+            problems.append(
+                f"stats_mismatch: consumer {consumer.get('consumerName')!r} has readPositionWhenJoining"
+                f" {position!r}, not a position (ledgerId:entryId)"
+            )
+    joined = figures.get("consumersAfterMarkDeletePosition")
+    if isinstance(joined, Mapping):
+        names = {str(c.get("consumerName")) for c in consumers}
+        for name, position in sorted(joined.items()):
+            if not isinstance(position, str) or not _POSITION_TEXT.fullmatch(position):
+                problems.append(
+                    f"stats_mismatch: consumersAfterMarkDeletePosition gives {name!r} the position {position!r},"
+                    " not a position (ledgerId:entryId)"
+                )
+            if consumers and str(name) not in names:
+                problems.append(
+                    f"stats_mismatch: consumersAfterMarkDeletePosition names {name!r}, which is not among the"
+                    f" subscription's consumers ({', '.join(sorted(names))}): a consumer leaves that map when it leaves"
+                )
+    return problems
+
+
+def subscription_stats_problems(trace_path: str | Path) -> list[str]:
+    """:func:`stats_figure_problems` of the subscription stats the run recorded at its end (the ``end`` event's
+    ``subscription_stats``, which a scenario asks for with the ``record:subscription-stats`` tag; targets
+    without an admin API record nothing, and nothing is judged)."""
+    from conformance.trace.reader import open_trace
+
+    figures: Any = None
+    for event in open_trace(trace_path).events():
+        if event.op == "end":
+            figures = event.extra.get("subscription_stats")
+    return stats_figure_problems(figures) if isinstance(figures, Mapping) else []
+
+
 def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
     """Explanations of every message a STICKY consumer received outside the hash ranges it declared.
 
@@ -391,6 +461,10 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if shared:
         more = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""
         problems.append(("assignment", Kind.MISASSIGNED, shared[0] + more))
+    inconsistent = subscription_stats_problems(result.trace_path)
+    if inconsistent:
+        more = f" (and {len(inconsistent) - 1} more)" if len(inconsistent) > 1 else ""
+        problems.append(("key-exclusivity", Kind.STATS_MISMATCH, inconsistent[0] + more))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:

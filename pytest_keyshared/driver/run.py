@@ -128,6 +128,9 @@ def run_scenario(
 
 #: A scenario tag: record the broker's published hash ranges per consumer (topic stats) in the ``end`` event.
 RECORD_RANGES_TAG = "record:key-hash-ranges"
+#: A scenario tag: record the subscription's draining and recently-joined figures (topic stats) in the ``end``
+#: event, which the case judges against each other (``conformance.cases._support.subscription_stats_problems``).
+RECORD_STATS_TAG = "record:subscription-stats"
 
 
 #: How often (on the run's clock) a drain asks the clients whether a consumer is away: a consumer in a process
@@ -202,6 +205,8 @@ class _Run(RunLoop):
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
         #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
         self.ranges: dict[str, list[list[int]]] | None = None
+        #: the subscription's figures from the broker's topic stats, for the ``end`` event (``RECORD_STATS_TAG``)
+        self.stats: dict[str, Any] | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
         self.dead_letters: DeadLetterWatch | None = None
 
@@ -245,6 +250,8 @@ class _Run(RunLoop):
         if RECORD_RANGES_TAG in self.scenario.tags:
             # while the consumers are still connected: what the broker's stats say each one owns
             self.ranges = self.session.key_hash_ranges(self.scenario.subscription.name)
+        if RECORD_STATS_TAG in self.scenario.tags:
+            self.stats = self.session.subscription_stats(self.scenario.subscription.name)
 
     def _close(self, interrupted: bool, failure: BaseException | None) -> None:
         self._stop_workers()
@@ -257,7 +264,12 @@ class _Run(RunLoop):
                 )
             self.dead_letters.close()
         self.notes.extend(self.session.stop_watching())
-        self._end(interrupted, failure, **({"key_hash_ranges": self.ranges} if self.ranges is not None else {}))
+        more: dict[str, Any] = {}
+        if self.ranges is not None:
+            more["key_hash_ranges"] = self.ranges
+        if self.stats is not None:
+            more["subscription_stats"] = self.stats
+        self._end(interrupted, failure, **more)
         self._close_handles()
         self.writer.close()
         if self.pipeline is not None and not self.pipeline.close():

@@ -1,0 +1,117 @@
+"""The subscription stats a ``record:subscription-stats`` scenario records at its end, judged against themselves
+(``stats_mismatch``): the subscription's draining figures are the sum of its consumers' (Pulsar's
+``PersistentSubscription.getStats``), positions print as ``ledgerId:entryId``, and the classic recently-joined map
+names only connected consumers.  Proven both ways: each planted fault is flagged, the correct document is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cases._support import stats_figure_problems, subscription_stats_problems
+from conformance.trace.builder import TraceBuilder
+from conformance.trace.header import SubscriptionSpec, TraceHeader
+from pytest_keyshared.driver.session import stats_subscription_figures
+
+
+def _figures(**changes: Any) -> dict[str, Any]:
+    """What a correct PIP-379 broker printed after a join: c1 drained 4 hashes, one hash still draining at c2."""
+    figures: dict[str, Any] = {
+        "drainingHashesCount": 1,
+        "drainingHashesClearedTotal": 4,
+        "drainingHashesUnackedMessages": 2,
+        "consumersAfterMarkDeletePosition": {},
+        "consumers": [
+            {"consumerName": "c1", "drainingHashesCount": 0, "drainingHashesClearedTotal": 4},
+            {
+                "consumerName": "c2",
+                "drainingHashesCount": 1,
+                "drainingHashesClearedTotal": 0,
+                "drainingHashesUnackedMessages": 2,
+            },
+        ],
+    }
+    figures.update(changes)
+    return figures
+
+
+def _classic(**changes: Any) -> dict[str, Any]:
+    figures: dict[str, Any] = {
+        "consumersAfterMarkDeletePosition": {"c2": "3:50"},
+        "consumers": [
+            {"consumerName": "c1", "readPositionWhenJoining": "3:0"},
+            {"consumerName": "c2", "readPositionWhenJoining": "3:50"},
+        ],
+    }
+    figures.update(changes)
+    return figures
+
+
+def test_a_correct_document_passes() -> None:
+    assert stats_figure_problems(_figures()) == []
+    assert stats_figure_problems(_classic()) == []
+    # a classic broker prints no draining figures, an older one no recently-joined map: nothing to judge
+    assert stats_figure_problems({"consumers": [{"consumerName": "c1"}]}) == []
+    assert stats_figure_problems({"drainingHashesClearedTotal": 0, "consumers": []}) == []
+
+
+@pytest.mark.parametrize(
+    ("figures", "says"),
+    [
+        (_figures(drainingHashesClearedTotal=0), "drainingHashesClearedTotal is 0, but its consumers' add up to 4"),
+        (_figures(drainingHashesCount=2), "drainingHashesCount is 2, but its consumers' add up to 1"),
+        (_figures(drainingHashesUnackedMessages=0), "drainingHashesUnackedMessages is 0"),
+        (_classic(consumers=[{"consumerName": "c1", "readPositionWhenJoining": ""}]), "not a position"),
+        (_classic(consumersAfterMarkDeletePosition={"c2": ""}), "gives 'c2' the position ''"),
+        (
+            _classic(consumersAfterMarkDeletePosition={"c9": "3:50"}),
+            "names 'c9', which is not among the subscription's consumers",
+        ),
+    ],
+)
+def test_each_planted_fault_is_flagged(figures: dict[str, Any], says: str) -> None:
+    problems = stats_figure_problems(figures)
+    assert problems and all(p.startswith("stats_mismatch: ") for p in problems)
+    assert any(says in p for p in problems), problems
+
+
+def test_the_figures_are_read_from_a_topic_stats_document() -> None:
+    stats = {
+        "subscriptions": {
+            "s": {
+                "msgBacklog": 3,
+                "drainingHashesCount": 0,
+                "consumersAfterMarkDeletePosition": {"c1": "1:2"},
+                "consumers": [{"consumerName": "c1", "readPositionWhenJoining": "1:2", "unackedMessages": 5}],
+            }
+        }
+    }
+    assert stats_subscription_figures(stats, "s") == {
+        "drainingHashesCount": 0,
+        "consumersAfterMarkDeletePosition": {"c1": "1:2"},
+        "consumers": [{"consumerName": "c1", "readPositionWhenJoining": "1:2"}],
+    }
+    assert stats_subscription_figures(stats, "other") is None
+    assert stats_subscription_figures(None, "s") is None
+
+
+def _trace(tmp_path: Path, figures: dict[str, Any] | None) -> Path:
+    b = TraceBuilder(TraceHeader(target="hand-written", subscription=SubscriptionSpec("s")))
+    b.open("c1")
+    b.publish("k", "1:0")
+    b.receive("c1", "k", "1:0")
+    b.ack("c1", "1:0")
+    if figures is None:
+        b.add("end", drained=True)
+    else:
+        b.add("end", drained=True, subscription_stats=figures)
+    return b.write(tmp_path / "trace.jsonl")
+
+
+def test_judged_from_the_end_event_only_when_recorded(tmp_path: Path) -> None:
+    assert subscription_stats_problems(_trace(tmp_path, _figures())) == []
+    assert subscription_stats_problems(_trace(tmp_path, None)) == []  # no admin API: nothing recorded, nothing judged
+    flagged = subscription_stats_problems(_trace(tmp_path, _figures(drainingHashesClearedTotal=0)))
+    assert len(flagged) == 1 and "drainingHashesClearedTotal" in flagged[0]
