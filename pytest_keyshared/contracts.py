@@ -78,6 +78,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "dead_lettered_early": "redelivery",
     "not_dead_lettered": "redelivery",
     "stats_mismatch": "key-exclusivity",
+    "dedup_snapshot_behind": "deduplication",
 }
 
 

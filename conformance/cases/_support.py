@@ -351,6 +351,69 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
     return stats_figure_problems(figures) if isinstance(figures, Mapping) else []
 
 
+def _position_of(text: object) -> tuple[int, int] | None:
+    """``(ledger, entry)`` of a stored message id or a stats position (``"l:e"`` or ``"l:e:p:b"``), else ``None``."""
+    parts = str(text).split(":") if text is not None else []
+    try:
+        ledger, entry = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+    return (ledger, entry) if ledger >= 0 and entry >= 0 else None
+
+
+def dedup_snapshot_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of a ``pulsar.dedup`` cursor (the deduplication snapshot, internal stats) recorded at the end
+    of the run (the ``end`` event's ``dedup_cursor``, which a scenario asks for with the ``record:dedup-cursor``
+    tag) that lags the entries the trace shows stored.
+
+    Judged when the header says deduplication is on and its ``broker_conf`` sets
+    ``brokerDeduplicationEntriesInterval`` N (a real broker's interval is not known to the trace).  Pulsar's
+    ``MessageDeduplication`` takes a snapshot (marks the cursor deleted at the entry) at every N-th entry persisted
+    since the topic was loaded; a recovery may count replayed entries first (apache/pulsar#22479), which moves the
+    snapshots earlier but keeps them N apart, and time-based snapshots only move the cursor further.  So with K
+    >= N entries stored since the last broker restart (the distinct positions of ``ok`` receipts in ledgers newer
+    than every one receipted before it: a reload writes to a new ledger, so a late receipt of the old broker is
+    not counted), the cursor is at or past the (K - N + 1)-th of them.  Entries whose receipt the trace lacks
+    (``info`` sends) only add entries after it, so the floor holds.  Read after the drain, when the snapshots'
+    cursor updates have completed.
+    """
+    from conformance.trace.reader import open_trace
+
+    trace = open_trace(trace_path)
+    header = trace.header
+    conf = header.extra.get("broker_conf") if isinstance(header.extra, Mapping) else None
+    interval = conf.get("brokerDeduplicationEntriesInterval") if isinstance(conf, Mapping) else None
+    if not header.deduplication or not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+        return []
+    stored: set[tuple[int, int]] = set()
+    old_ledger = -1  # the newest ledger receipted before the last restart: a reload writes to a newer one
+    recorded: Any = None
+    for event in trace.events():
+        if event.op == "fault" and str(event.extra.get("fault", "")).startswith("broker_restart"):
+            old_ledger = max([old_ledger, *(ledger for ledger, _ in stored)])
+            stored.clear()
+        elif event.op == "publish" and event.result == "ok":
+            position = _position_of(event.msg_id)
+            if position is not None and position[0] > old_ledger:
+                stored.add(position)
+        elif event.op == "end":
+            recorded = event.extra.get("dedup_cursor")
+    if not isinstance(recorded, str) or len(stored) < interval:
+        return []
+    entries = sorted(stored)
+    floor = entries[len(entries) - interval]
+    cursor = _position_of(recorded)
+    if cursor is not None and cursor >= floor:
+        return []
+    shown = f"at {recorded}" if recorded else "missing"
+    return [
+        f"dedup_snapshot_behind: {len(entries)} entries were stored since the topic was last loaded"
+        f" ({entries[0][0]}:{entries[0][1]} .. {entries[-1][0]}:{entries[-1][1]}) with a deduplication snapshot"
+        f" every {interval} entries, so the pulsar.dedup cursor must be at or past {floor[0]}:{floor[1]}, but the"
+        f" internal stats show it {shown}"
+    ]
+
+
 def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
     """Explanations of every message a STICKY consumer received outside the hash ranges it declared.
 
@@ -465,6 +528,9 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if inconsistent:
         more = f" (and {len(inconsistent) - 1} more)" if len(inconsistent) > 1 else ""
         problems.append(("key-exclusivity", Kind.STATS_MISMATCH, inconsistent[0] + more))
+    behind = dedup_snapshot_problems(result.trace_path)
+    if behind:
+        problems.append(("deduplication", Kind.DEDUP_SNAPSHOT_BEHIND, behind[0]))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:

@@ -19,7 +19,12 @@ from pytest_keyshared.driver.handles import (
     format_msg_id,
 )
 from pytest_keyshared.driver.removals import stats_consumer_names
-from pytest_keyshared.driver.session import Session, stats_key_hash_ranges, stats_subscription_figures
+from pytest_keyshared.driver.session import (
+    Session,
+    internal_stats_dedup_cursor,
+    stats_key_hash_ranges,
+    stats_subscription_figures,
+)
 from pytest_keyshared.driver.workers import SteppedScheduler
 from pytest_keyshared.targets.base import Target
 
@@ -200,3 +205,6 @@ class ModelSession(Session):
 
     def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
         return stats_subscription_figures(self.broker.topic_stats(self.topic), subscription)
+
+    def dedup_cursor(self) -> str | None:
+        return internal_stats_dedup_cursor(self.broker.topic_internal_stats(self.topic))

@@ -131,6 +131,9 @@ RECORD_RANGES_TAG = "record:key-hash-ranges"
 #: A scenario tag: record the subscription's draining and recently-joined figures (topic stats) in the ``end``
 #: event, which the case judges against each other (``conformance.cases._support.subscription_stats_problems``).
 RECORD_STATS_TAG = "record:subscription-stats"
+#: A scenario tag: record the ``pulsar.dedup`` cursor's position (internal stats) in the ``end`` event, which the
+#: case judges against the entries the trace shows stored (``conformance.cases._support.dedup_snapshot_problems``).
+RECORD_DEDUP_CURSOR_TAG = "record:dedup-cursor"
 
 
 #: How often (on the run's clock) a drain asks the clients whether a consumer is away: a consumer in a process
@@ -207,6 +210,8 @@ class _Run(RunLoop):
         self.ranges: dict[str, list[list[int]]] | None = None
         #: the subscription's figures from the broker's topic stats, for the ``end`` event (``RECORD_STATS_TAG``)
         self.stats: dict[str, Any] | None = None
+        #: the ``pulsar.dedup`` cursor's position from the internal stats, for the ``end`` event
+        self.dedup_cursor: str | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
         self.dead_letters: DeadLetterWatch | None = None
 
@@ -252,6 +257,8 @@ class _Run(RunLoop):
             self.ranges = self.session.key_hash_ranges(self.scenario.subscription.name)
         if RECORD_STATS_TAG in self.scenario.tags:
             self.stats = self.session.subscription_stats(self.scenario.subscription.name)
+        if RECORD_DEDUP_CURSOR_TAG in self.scenario.tags:
+            self.dedup_cursor = self.session.dedup_cursor()
 
     def _close(self, interrupted: bool, failure: BaseException | None) -> None:
         self._stop_workers()
@@ -269,6 +276,8 @@ class _Run(RunLoop):
             more["key_hash_ranges"] = self.ranges
         if self.stats is not None:
             more["subscription_stats"] = self.stats
+        if self.dedup_cursor is not None:
+            more["dedup_cursor"] = self.dedup_cursor
         self._end(interrupted, failure, **more)
         self._close_handles()
         self.writer.close()

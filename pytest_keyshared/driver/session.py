@@ -21,7 +21,14 @@ from pytest_keyshared.driver.removals import stats_consumer_names
 from pytest_keyshared.driver.workers import Scheduler, ThreadedScheduler
 from pytest_keyshared.targets.base import PulsarTarget, Target, TargetError
 
-__all__ = ["PulsarSession", "Session", "open_session", "stats_key_hash_ranges", "stats_subscription_figures"]
+__all__ = [
+    "PulsarSession",
+    "Session",
+    "internal_stats_dedup_cursor",
+    "open_session",
+    "stats_key_hash_ranges",
+    "stats_subscription_figures",
+]
 
 #: How long a restart step lets the client log catch up with clients that say they are back.
 _LOG_CATCH_UP_MS = 250
@@ -158,6 +165,12 @@ class Session(ABC):
         when the target shows no stats (``driver/removals.py`` reads it after a crash)."""
         return None
 
+    def dedup_cursor(self) -> str | None:
+        """The ``pulsar.dedup`` cursor's ``markDeletePosition`` in the topic's internal stats now (``""`` when the
+        topic has no such cursor), or ``None`` when the target shows no internal stats (a scenario asks for it with
+        the ``record:dedup-cursor`` tag)."""
+        return None
+
     def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
         """The figures of ``subscription`` a case judges against each other (:func:`stats_subscription_figures`)
         from the broker's topic stats now, or ``None`` when the target shows no stats (a scenario asks for them
@@ -229,6 +242,16 @@ def stats_subscription_figures(stats: Any, subscription: str) -> dict[str, Any] 
     consumers = [c for c in sub.get("consumers") or () if isinstance(c, dict)]
     out["consumers"] = [{name: c[name] for name in CONSUMER_FIGURES if c.get(name) is not None} for c in consumers]
     return out
+
+
+def internal_stats_dedup_cursor(stats: Any) -> str | None:
+    """The ``pulsar.dedup`` cursor's ``markDeletePosition`` in an internal stats document, ``""`` when it has no
+    such cursor, ``None`` when it is no internal stats document."""
+    cursors = stats.get("cursors") if isinstance(stats, dict) else None
+    if not isinstance(cursors, dict):
+        return None
+    dedup = cursors.get("pulsar.dedup")
+    return str(dedup.get("markDeletePosition") or "") if isinstance(dedup, dict) else ""
 
 
 class PulsarSession(Session):
@@ -364,6 +387,17 @@ class PulsarSession(Session):
     def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
         stats = self._topic_stats()
         return None if stats is None else stats_subscription_figures(stats, subscription)
+
+    def dedup_cursor(self) -> str | None:
+        admin_url = self.pulsar_target.admin_url
+        if admin_url is None:
+            return None
+        from pytest_keyshared.targets.admin import AdminClient
+
+        try:
+            return internal_stats_dedup_cursor(AdminClient(admin_url).internal_stats(self.topic))
+        except Exception:  # an admin API that cannot answer: nothing to tell
+            return None
 
     def _topic_stats(self) -> Any:
         """The topic's stats from the admin API, or ``None`` (no admin API, or one that cannot answer)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conformance.cases._support import stats_figure_problems, subscription_stats_problems
+from conformance.cases._support import dedup_snapshot_problems, stats_figure_problems, subscription_stats_problems
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 from pytest_keyshared.driver.session import stats_subscription_figures
@@ -115,3 +115,67 @@ def test_judged_from_the_end_event_only_when_recorded(tmp_path: Path) -> None:
     assert subscription_stats_problems(_trace(tmp_path, None)) == []  # no admin API: nothing recorded, nothing judged
     flagged = subscription_stats_problems(_trace(tmp_path, _figures(drainingHashesClearedTotal=0)))
     assert len(flagged) == 1 and "drainingHashesClearedTotal" in flagged[0]
+
+
+# -- the deduplication snapshot (``record:dedup-cursor``): the pulsar.dedup cursor against the entries stored -----
+
+
+def _dedup_trace(
+    tmp_path: Path,
+    cursor: str | None,
+    *,
+    interval: int | None = 4,
+    after_restart: int = 4,
+    dedup: bool = True,
+    late_old_receipt: bool = False,
+    equal_times: bool = False,
+) -> Path:
+    """p stores 1:0..1:5, the broker restarts, then ``after_restart`` entries in ledger 2 (2:0, 2:1, ...)."""
+    extra = {"broker_conf": {"brokerDeduplicationEntriesInterval": interval}} if interval is not None else {}
+    b = TraceBuilder(
+        TraceHeader(target="hand-written", subscription=SubscriptionSpec("s"), deduplication=dedup, extra=extra),
+        step=0 if equal_times else 10,
+    )
+    for entry in range(6):
+        b.publish("k", f"1:{entry}:-1:-1")
+    b.fault("broker_restart")
+    b.fault("broker_restarted")
+    if late_old_receipt:  # a send the old broker stored, receipted only after the restart: not the new ledger's
+        b.publish("k", "1:6:-1:-1")
+    b.publish("k", "-1:-1:-1:-1", seq=0)  # a resend answered as a duplicate: not an entry
+    for entry in range(after_restart):
+        b.publish("k", f"2:{entry}:-1:-1")
+    if cursor is None:
+        b.add("end", drained=True)
+    else:
+        b.add("end", drained=True, dedup_cursor=cursor)
+    return b.write(tmp_path / "trace.jsonl")
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+@pytest.mark.parametrize("cursor", ["2:0", "2:1", "2:3"])
+def test_a_snapshot_at_or_past_the_floor_passes(tmp_path: Path, cursor: str, equal_times: bool) -> None:
+    # four entries since the restart, a snapshot every four: the cursor is at 2:3, or earlier (2:0 at the earliest)
+    # when the recovery counted replayed entries first (apache/pulsar#22479)
+    assert dedup_snapshot_problems(_dedup_trace(tmp_path, cursor, equal_times=equal_times)) == []
+
+
+@pytest.mark.parametrize("cursor", ["1:5", "-1:-1", ""])
+def test_a_snapshot_behind_the_floor_is_flagged(tmp_path: Path, cursor: str) -> None:
+    problems = dedup_snapshot_problems(_dedup_trace(tmp_path, cursor))
+    assert len(problems) == 1 and problems[0].startswith("dedup_snapshot_behind: 4 entries were stored")
+    assert "must be at or past 2:0" in problems[0]
+
+
+def test_not_judged_without_what_the_floor_needs(tmp_path: Path) -> None:
+    assert dedup_snapshot_problems(_dedup_trace(tmp_path, "")) != []
+    assert dedup_snapshot_problems(_dedup_trace(tmp_path, None)) == []  # not recorded (no admin API)
+    assert dedup_snapshot_problems(_dedup_trace(tmp_path, "", interval=None)) == []  # the broker's interval unknown
+    assert dedup_snapshot_problems(_dedup_trace(tmp_path, "", dedup=False)) == []
+    assert dedup_snapshot_problems(_dedup_trace(tmp_path, "", after_restart=3)) == []  # fewer than one interval
+
+
+def test_a_receipt_of_the_old_ledger_after_the_restart_is_not_counted(tmp_path: Path) -> None:
+    # 1:6 was stored before the restart (its receipt came late): counting it would put the floor at 2:0 with only
+    # three new entries, where no snapshot is owed yet
+    assert dedup_snapshot_problems(_dedup_trace(tmp_path, "", after_restart=3, late_old_receipt=True)) == []
