@@ -361,33 +361,52 @@ def _position_of(text: object) -> tuple[int, int] | None:
     return (ledger, entry) if ledger >= 0 and entry >= 0 else None
 
 
+def _conf_int(conf: object, name: str) -> int | None:
+    value = conf.get(name) if isinstance(conf, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def dedup_snapshot_problems(trace_path: str | Path) -> list[str]:
     """Explanations of a ``pulsar.dedup`` cursor (the deduplication snapshot, internal stats) recorded at the end
     of the run (the ``end`` event's ``dedup_cursor``, which a scenario asks for with the ``record:dedup-cursor``
     tag) that lags the entries the trace shows stored.
 
-    Judged when the header says deduplication is on and its ``broker_conf`` sets
-    ``brokerDeduplicationEntriesInterval`` N (a real broker's interval is not known to the trace).  Pulsar's
-    ``MessageDeduplication`` takes a snapshot (marks the cursor deleted at the entry) at every N-th entry persisted
-    since the topic was loaded; a recovery may count replayed entries first (apache/pulsar#22479), which moves the
-    snapshots earlier but keeps them N apart, and time-based snapshots only move the cursor further.  So with K
-    >= N entries stored since the last broker restart (the distinct positions of ``ok`` receipts in ledgers newer
-    than every one receipted before it: a reload writes to a new ledger, so a late receipt of the old broker is
-    not counted), the cursor is at or past the (K - N + 1)-th of them.  Entries whose receipt the trace lacks
-    (``info`` sends) only add entries after it, so the floor holds.  Read after the drain, when the snapshots'
-    cursor updates have completed.
+    Judged when the header says deduplication is on and its ``broker_conf`` gives the snapshot settings (a real
+    broker's are not known to the trace), against the higher of two floors:
+
+    * ``brokerDeduplicationEntriesInterval`` N: Pulsar's ``MessageDeduplication`` takes a snapshot (marks the
+      cursor deleted at the entry) at every N-th entry persisted since the topic was loaded; a recovery may count
+      replayed entries first (apache/pulsar#22479), which moves the snapshots earlier but keeps them N apart, and
+      time-based snapshots only move the cursor further.  So with K >= N entries stored since the last broker
+      restart (the distinct positions of ``ok`` receipts in ledgers newer than every one receipted before it: a
+      reload writes to a new ledger, so a late receipt of the old broker is not counted), the cursor is at or past
+      the (K - N + 1)-th of them.  Entries whose receipt the trace lacks (``info`` sends) only add entries after
+      it, so the floor holds.
+    * ``brokerDeduplicationSnapshotIntervalSeconds`` I and ``...FrequencyInSeconds`` F, both above 0, with
+      ``brokerDeduplicationEnabled = true`` (before apache/pulsar#22479 the broker started the check only then): the
+      check runs every F seconds and snapshots the last entry once I seconds passed since the last snapshot
+      (``checkDeduplicationSnapshot``), so when the run ends I + F seconds or more after the receipt of the last
+      entry stored since the restart, the cursor is at or past that entry.
+
+    Read after the drain, when the snapshots' cursor updates have completed; equal timestamps only shorten the
+    quiet time measured, so they can only leave the second floor unjudged.
     """
     from conformance.trace.reader import open_trace
 
     trace = open_trace(trace_path)
     header = trace.header
     conf = header.extra.get("broker_conf") if isinstance(header.extra, Mapping) else None
-    interval = conf.get("brokerDeduplicationEntriesInterval") if isinstance(conf, Mapping) else None
-    if not header.deduplication or not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+    interval = _conf_int(conf, "brokerDeduplicationEntriesInterval")
+    seconds = _conf_int(conf, "brokerDeduplicationSnapshotIntervalSeconds")
+    every = _conf_int(conf, "brokerDeduplicationSnapshotFrequencyInSeconds")
+    broker_wide = isinstance(conf, Mapping) and conf.get("brokerDeduplicationEnabled") is True
+    timed = broker_wide and seconds is not None and every is not None and seconds > 0 and every > 0
+    if not header.deduplication or not ((interval is not None and interval >= 1) or timed):
         return []
-    stored: set[tuple[int, int]] = set()
+    stored: dict[tuple[int, int], int] = {}  # position -> the time of its receipt
     old_ledger = -1  # the newest ledger receipted before the last restart: a reload writes to a newer one
     recorded: Any = None
+    end_t = 0
     for event in trace.events():
         if event.op == "fault" and str(event.extra.get("fault", "")).startswith("broker_restart"):
             old_ledger = max([old_ledger, *(ledger for ledger, _ in stored)])
@@ -395,21 +414,40 @@ def dedup_snapshot_problems(trace_path: str | Path) -> list[str]:
         elif event.op == "publish" and event.result == "ok":
             position = _position_of(event.msg_id)
             if position is not None and position[0] > old_ledger:
-                stored.add(position)
+                stored.setdefault(position, event.t)
         elif event.op == "end":
-            recorded = event.extra.get("dedup_cursor")
-    if not isinstance(recorded, str) or len(stored) < interval:
+            recorded, end_t = event.extra.get("dedup_cursor"), event.t
+    if not isinstance(recorded, str) or not stored:
         return []
     entries = sorted(stored)
-    floor = entries[len(entries) - interval]
+    floors: list[tuple[tuple[int, int], str]] = []
+    if interval is not None and interval >= 1 and len(entries) >= interval:
+        floors.append(
+            (
+                entries[len(entries) - interval],
+                f"{len(entries)} entries were stored since the topic was last loaded ({entries[0][0]}:{entries[0][1]}"
+                f" .. {entries[-1][0]}:{entries[-1][1]}) with a deduplication snapshot every {interval} entries",
+            )
+        )
+    if timed and seconds is not None and every is not None:
+        quiet_s = (end_t - stored[entries[-1]]) / 1e9
+        if quiet_s >= seconds + every:
+            floors.append(
+                (
+                    entries[-1],
+                    f"the run ended {quiet_s:g} s after the last entry was stored ({entries[-1][0]}:{entries[-1][1]}),"
+                    f" a time-based snapshot due every {seconds} s and checked every {every} s",
+                )
+            )
+    if not floors:
+        return []
+    floor, why = max(floors)
     cursor = _position_of(recorded)
     if cursor is not None and cursor >= floor:
         return []
     shown = f"at {recorded}" if recorded else "missing"
     return [
-        f"dedup_snapshot_behind: {len(entries)} entries were stored since the topic was last loaded"
-        f" ({entries[0][0]}:{entries[0][1]} .. {entries[-1][0]}:{entries[-1][1]}) with a deduplication snapshot"
-        f" every {interval} entries, so the pulsar.dedup cursor must be at or past {floor[0]}:{floor[1]}, but the"
+        f"dedup_snapshot_behind: {why}, so the pulsar.dedup cursor must be at or past {floor[0]}:{floor[1]}, but the"
         f" internal stats show it {shown}"
     ]
 

@@ -179,3 +179,35 @@ def test_a_receipt_of_the_old_ledger_after_the_restart_is_not_counted(tmp_path: 
     # 1:6 was stored before the restart (its receipt came late): counting it would put the floor at 2:0 with only
     # three new entries, where no snapshot is owed yet
     assert dedup_snapshot_problems(_dedup_trace(tmp_path, "", after_restart=3, late_old_receipt=True)) == []
+
+
+def _timed_trace(tmp_path: Path, cursor: str, quiet_s: float, *, every: int = 1, broker_wide: bool = True) -> Path:
+    """Time-based snapshots (interval 1 s, checked every ``every`` s), three entries, the end ``quiet_s`` later."""
+    conf: dict[str, Any] = {
+        "brokerDeduplicationSnapshotIntervalSeconds": 1,
+        "brokerDeduplicationSnapshotFrequencyInSeconds": every,
+    }
+    if broker_wide:
+        conf["brokerDeduplicationEnabled"] = True
+    b = TraceBuilder(
+        TraceHeader(
+            target="hand-written", subscription=SubscriptionSpec("s"), deduplication=True, extra={"broker_conf": conf}
+        ),
+        step=0,
+    )
+    for entry in range(3):
+        b.publish("k", f"0:{entry}:-1:-1")
+    b.t += int(quiet_s * 1e9)
+    b.add("end", drained=True, dedup_cursor=cursor)
+    return b.write(tmp_path / "trace.jsonl")
+
+
+def test_a_time_based_snapshot_is_owed_after_a_quiet_interval_and_check(tmp_path: Path) -> None:
+    assert dedup_snapshot_problems(_timed_trace(tmp_path, "0:2", 3.0)) == []
+    problems = dedup_snapshot_problems(_timed_trace(tmp_path, "0:1", 3.0))
+    assert len(problems) == 1 and "must be at or past 0:2" in problems[0] and "time-based" in problems[0]
+    assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 2.0)) != []  # I + F = 2 s: owed
+    assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 1.5)) == []  # the check may not have run yet
+    assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 30.0, every=0)) == []  # the check is off
+    # deduplication on for the topic only: before apache/pulsar#22479 the broker never started the check
+    assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 30.0, broker_wide=False)) == []
