@@ -13,8 +13,9 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
 ``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``,
 ``received_beyond_unacked_limit``; and
-six that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
-``not_quiet``, ``pinned_owner``, ``received_beyond_permits`` and ``not_dead_lettered``.
+eight that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
+``not_quiet``, ``pinned_owner``, ``received_beyond_permits``, ``not_dead_lettered``, ``stats_mismatch`` and
+``dedup_snapshot_behind``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
@@ -100,6 +101,12 @@ class Kind(str, Enum):
     #: a consumer received a message while it held as many unacknowledged messages (of other entries) as the
     #: broker's maxUnackedMessagesPerConsumer / PerSubscription allows
     RECEIVED_BEYOND_UNACKED_LIMIT = "received_beyond_unacked_limit"
+    #: the subscription stats the broker printed contradict themselves: a subscription's draining figures that are
+    #: not the sum of its consumers', a position that is not ``ledgerId:entryId`` (a case-level judgement)
+    STATS_MISMATCH = "stats_mismatch"
+    #: the deduplication snapshot (the ``pulsar.dedup`` cursor in the internal stats) lags the entries stored since
+    #: the topic was loaded by a whole snapshot interval or more (a case-level judgement)
+    DEDUP_SNAPSHOT_BEHIND = "dedup_snapshot_behind"
 
     def __str__(self) -> str:
         return self.value

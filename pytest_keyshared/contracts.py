@@ -77,6 +77,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "received_after_dead_letter": "redelivery",
     "dead_lettered_early": "redelivery",
     "not_dead_lettered": "redelivery",
+    "stats_mismatch": "key-exclusivity",
+    "dedup_snapshot_behind": "deduplication",
 }
 
 

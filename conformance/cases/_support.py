@@ -10,6 +10,7 @@ even on a classic broker).  Each becomes a ``pytest.param`` with the matching
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -281,6 +282,176 @@ def deliveries_in_shared_published_ranges(trace_path: str | Path) -> list[str]:
     return problems
 
 
+#: ``PositionImpl.toString()``: how Pulsar's stats print a position (``ledgerId:entryId``).
+_POSITION_TEXT = re.compile(r"-?[0-9]+:-?[0-9]+")
+#: The draining figures Pulsar's ``PersistentSubscription.getStats`` adds up over the subscription's consumers.
+_DRAINING_SUMS = ("drainingHashesCount", "drainingHashesClearedTotal", "drainingHashesUnackedMessages")
+
+
+def stats_figure_problems(figures: Mapping[str, Any]) -> list[str]:
+    """Explanations of every way one subscription's stats (as :func:`~pytest_keyshared.driver.session.
+    stats_subscription_figures` keeps them) contradict themselves.
+
+    Sound on any one stats document, whenever it was read: Apache Pulsar computes each subscription figure from
+    the consumers' in the same call (``PersistentSubscription.getStats`` adds every consumer's
+    ``drainingHashesCount``, ``drainingHashesClearedTotal`` and ``drainingHashesUnackedMessages`` into the
+    subscription's, 4.0 on), prints positions as ``ledgerId:entryId`` (``readPositionWhenJoining``, the values
+    of the classic ``consumersAfterMarkDeletePosition``), and removes a consumer from the recently-joined map
+    when it leaves (so that map names only connected consumers).  No timing enters: the acks in flight, equal
+    timestamps and late acks change the figures, never their agreement.
+    """
+    problems: list[str] = []
+    consumers = [c for c in figures.get("consumers") or () if isinstance(c, Mapping)]
+    for name in _DRAINING_SUMS:
+        total = figures.get(name)
+        if not isinstance(total, int):
+            continue
+        parts = [c.get(name) for c in consumers]
+        summed = sum(v for v in parts if isinstance(v, int))
+        if total != summed:
+            shown = ", ".join(f"{c.get('consumerName')}: {c.get(name, 0)}" for c in consumers) or "no consumers"
+            problems.append(
+                f"stats_mismatch: the subscription's {name} is {total}, but its consumers' add up to {summed}"
+                f" ({shown}); Pulsar's subscription stats are the sum of its consumers'"
+            )
+    for consumer in consumers:
+        position = consumer.get("readPositionWhenJoining")
+        if isinstance(position, str) and not _POSITION_TEXT.fullmatch(position):
+            problems.append(
+                f"stats_mismatch: consumer {consumer.get('consumerName')!r} has readPositionWhenJoining"
+                f" {position!r}, not a position (ledgerId:entryId)"
+            )
+    joined = figures.get("consumersAfterMarkDeletePosition")
+    if isinstance(joined, Mapping):
+        names = {str(c.get("consumerName")) for c in consumers}
+        for name, position in sorted(joined.items()):
+            if not isinstance(position, str) or not _POSITION_TEXT.fullmatch(position):
+                problems.append(
+                    f"stats_mismatch: consumersAfterMarkDeletePosition gives {name!r} the position {position!r},"
+                    " not a position (ledgerId:entryId)"
+                )
+            if consumers and str(name) not in names:
+                problems.append(
+                    f"stats_mismatch: consumersAfterMarkDeletePosition names {name!r}, which is not among the"
+                    f" subscription's consumers ({', '.join(sorted(names))}): a consumer leaves that map when it leaves"
+                )
+    return problems
+
+
+def subscription_stats_problems(trace_path: str | Path) -> list[str]:
+    """:func:`stats_figure_problems` of the subscription stats the run recorded at its end (the ``end`` event's
+    ``subscription_stats``, which a scenario asks for with the ``record:subscription-stats`` tag; targets
+    without an admin API record nothing, and nothing is judged)."""
+    from conformance.trace.reader import open_trace
+
+    figures: Any = None
+    for event in open_trace(trace_path).events():
+        if event.op == "end":
+            figures = event.extra.get("subscription_stats")
+    return stats_figure_problems(figures) if isinstance(figures, Mapping) else []
+
+
+def _position_of(text: object) -> tuple[int, int] | None:
+    """``(ledger, entry)`` of a stored message id or a stats position (``"l:e"`` or ``"l:e:p:b"``), else ``None``."""
+    parts = str(text).split(":") if text is not None else []
+    try:
+        ledger, entry = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+    return (ledger, entry) if ledger >= 0 and entry >= 0 else None
+
+
+def _conf_int(conf: object, name: str) -> int | None:
+    value = conf.get(name) if isinstance(conf, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def dedup_snapshot_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of a ``pulsar.dedup`` cursor (the deduplication snapshot, internal stats) recorded at the end
+    of the run (the ``end`` event's ``dedup_cursor``, which a scenario asks for with the ``record:dedup-cursor``
+    tag) that lags the entries the trace shows stored.
+
+    Judged when the header says deduplication is on and its ``broker_conf`` gives the snapshot settings (a real
+    broker's are not known to the trace), against the higher of two floors:
+
+    * ``brokerDeduplicationEntriesInterval`` N: Pulsar's ``MessageDeduplication`` takes a snapshot (marks the
+      cursor deleted at the entry) at every N-th entry persisted since the topic was loaded; a recovery may count
+      replayed entries first (apache/pulsar#22479), which moves the snapshots earlier but keeps them N apart, and
+      time-based snapshots only move the cursor further.  So with K >= N entries stored since the last broker
+      restart (the distinct positions of ``ok`` receipts in ledgers newer than every one receipted before it: a
+      reload writes to a new ledger, so a late receipt of the old broker is not counted), the cursor is at or past
+      the (K - N + 1)-th of them.  Entries whose receipt the trace lacks (``info`` sends) only add entries after
+      it, so the floor holds.
+    * ``brokerDeduplicationSnapshotIntervalSeconds`` I and ``...FrequencyInSeconds`` F, both above 0, with
+      ``brokerDeduplicationEnabled = true`` (before apache/pulsar#22479 the broker started the check only then): the
+      check runs every F seconds and snapshots the last entry once I seconds passed since the last snapshot
+      (``checkDeduplicationSnapshot``), so when the run ends I + F seconds or more after the receipt of the last
+      entry stored since the restart, the cursor is at or past that entry.
+
+    Read after the drain, when the snapshots' cursor updates have completed; equal timestamps only shorten the
+    quiet time measured, so they can only leave the second floor unjudged.
+    """
+    from conformance.trace.reader import open_trace
+
+    trace = open_trace(trace_path)
+    header = trace.header
+    conf = header.extra.get("broker_conf") if isinstance(header.extra, Mapping) else None
+    interval = _conf_int(conf, "brokerDeduplicationEntriesInterval")
+    seconds = _conf_int(conf, "brokerDeduplicationSnapshotIntervalSeconds")
+    every = _conf_int(conf, "brokerDeduplicationSnapshotFrequencyInSeconds")
+    broker_wide = isinstance(conf, Mapping) and conf.get("brokerDeduplicationEnabled") is True
+    timed = broker_wide and seconds is not None and every is not None and seconds > 0 and every > 0
+    if not header.deduplication or not ((interval is not None and interval >= 1) or timed):
+        return []
+    stored: dict[tuple[int, int], int] = {}  # position -> the time of its receipt
+    old_ledger = -1  # the newest ledger receipted before the last restart: a reload writes to a newer one
+    recorded: Any = None
+    end_t = 0
+    for event in trace.events():
+        if event.op == "fault" and str(event.extra.get("fault", "")).startswith("broker_restart"):
+            old_ledger = max([old_ledger, *(ledger for ledger, _ in stored)])
+            stored.clear()
+        elif event.op == "publish" and event.result == "ok":
+            position = _position_of(event.msg_id)
+            if position is not None and position[0] > old_ledger:
+                stored.setdefault(position, event.t)
+        elif event.op == "end":
+            recorded, end_t = event.extra.get("dedup_cursor"), event.t
+    if not isinstance(recorded, str) or not stored:
+        return []
+    entries = sorted(stored)
+    floors: list[tuple[tuple[int, int], str]] = []
+    if interval is not None and interval >= 1 and len(entries) >= interval:
+        floors.append(
+            (
+                entries[len(entries) - interval],
+                f"{len(entries)} entries were stored since the topic was last loaded ({entries[0][0]}:{entries[0][1]}"
+                f" .. {entries[-1][0]}:{entries[-1][1]}) with a deduplication snapshot every {interval} entries",
+            )
+        )
+    if timed and seconds is not None and every is not None:
+        quiet_s = (end_t - stored[entries[-1]]) / 1e9
+        if quiet_s >= seconds + every:
+            floors.append(
+                (
+                    entries[-1],
+                    f"the run ended {quiet_s:g} s after the last entry was stored ({entries[-1][0]}:{entries[-1][1]}),"
+                    f" a time-based snapshot due every {seconds} s and checked every {every} s",
+                )
+            )
+    if not floors:
+        return []
+    floor, why = max(floors)
+    cursor = _position_of(recorded)
+    if cursor is not None and cursor >= floor:
+        return []
+    shown = f"at {recorded}" if recorded else "missing"
+    return [
+        f"dedup_snapshot_behind: {why}, so the pulsar.dedup cursor must be at or past {floor[0]}:{floor[1]}, but the"
+        f" internal stats show it {shown}"
+    ]
+
+
 def deliveries_outside_sticky_ranges(trace_path: str | Path) -> list[str]:
     """Explanations of every message a STICKY consumer received outside the hash ranges it declared.
 
@@ -391,6 +562,13 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if shared:
         more = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""
         problems.append(("assignment", Kind.MISASSIGNED, shared[0] + more))
+    inconsistent = subscription_stats_problems(result.trace_path)
+    if inconsistent:
+        more = f" (and {len(inconsistent) - 1} more)" if len(inconsistent) > 1 else ""
+        problems.append(("key-exclusivity", Kind.STATS_MISMATCH, inconsistent[0] + more))
+    behind = dedup_snapshot_problems(result.trace_path)
+    if behind:
+        problems.append(("deduplication", Kind.DEDUP_SNAPSHOT_BEHIND, behind[0]))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:

@@ -107,6 +107,7 @@ BROKER_SETTINGS: dict[str, str] = {
     "brokerDeduplicationEnabled": "deduplication for every topic",
     "brokerDeduplicationEntriesInterval": "a deduplication snapshot every this many entries",
     "brokerDeduplicationSnapshotIntervalSeconds": "time-based deduplication snapshots (0 disables)",
+    "brokerDeduplicationSnapshotFrequencyInSeconds": "how often the time-based snapshot check runs (0: never)",
     "managedLedgerMaxEntriesPerLedger": "entries per ledger: a ledger every cursor has consumed is deleted whole",
 }
 BrokerValue = Union[int, bool]  # noqa: UP007 - a runtime alias

@@ -19,7 +19,12 @@ from pytest_keyshared.driver.handles import (
     format_msg_id,
 )
 from pytest_keyshared.driver.removals import stats_consumer_names
-from pytest_keyshared.driver.session import Session, stats_key_hash_ranges
+from pytest_keyshared.driver.session import (
+    Session,
+    internal_stats_dedup_cursor,
+    stats_key_hash_ranges,
+    stats_subscription_figures,
+)
 from pytest_keyshared.driver.workers import SteppedScheduler
 from pytest_keyshared.targets.base import Target
 
@@ -262,3 +267,9 @@ class ModelSession(Session):
 
     def consumer_names(self, subscription: str) -> Counter[str] | None:
         return stats_consumer_names(self.broker.topic_stats(self.topic), subscription)
+
+    def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
+        return stats_subscription_figures(self.broker.topic_stats(self.topic), subscription)
+
+    def dedup_cursor(self) -> str | None:
+        return internal_stats_dedup_cursor(self.broker.topic_internal_stats(self.topic))

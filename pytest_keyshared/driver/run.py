@@ -135,6 +135,12 @@ def run_scenario(
 
 #: A scenario tag: record the broker's published hash ranges per consumer (topic stats) in the ``end`` event.
 RECORD_RANGES_TAG = "record:key-hash-ranges"
+#: A scenario tag: record the subscription's draining and recently-joined figures (topic stats) in the ``end``
+#: event, which the case judges against each other (``conformance.cases._support.subscription_stats_problems``).
+RECORD_STATS_TAG = "record:subscription-stats"
+#: A scenario tag: record the ``pulsar.dedup`` cursor's position (internal stats) in the ``end`` event, which the
+#: case judges against the entries the trace shows stored (``conformance.cases._support.dedup_snapshot_problems``).
+RECORD_DEDUP_CURSOR_TAG = "record:dedup-cursor"
 
 
 #: How often (on the run's clock) a drain asks the clients whether a consumer is away: a consumer in a process
@@ -213,6 +219,10 @@ class _Run(RunLoop):
         self._raw_names: frozenset[str] | None = None
         #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
         self.ranges: dict[str, list[list[int]]] | None = None
+        #: the subscription's figures from the broker's topic stats, for the ``end`` event (``RECORD_STATS_TAG``)
+        self.stats: dict[str, Any] | None = None
+        #: the ``pulsar.dedup`` cursor's position from the internal stats, for the ``end`` event
+        self.dedup_cursor: str | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
         self.dead_letters: DeadLetterWatch | None = None
 
@@ -258,6 +268,10 @@ class _Run(RunLoop):
         if RECORD_RANGES_TAG in self.scenario.tags:
             # while the consumers are still connected: what the broker's stats say each one owns
             self.ranges = self.session.key_hash_ranges(self.scenario.subscription.name)
+        if RECORD_STATS_TAG in self.scenario.tags:
+            self.stats = self.session.subscription_stats(self.scenario.subscription.name)
+        if RECORD_DEDUP_CURSOR_TAG in self.scenario.tags:
+            self.dedup_cursor = self.session.dedup_cursor()
 
     def _close(self, interrupted: bool, failure: BaseException | None) -> None:
         self._stop_workers()
@@ -270,7 +284,14 @@ class _Run(RunLoop):
                 )
             self.dead_letters.close()
         self.notes.extend(self.session.stop_watching())
-        self._end(interrupted, failure, **({"key_hash_ranges": self.ranges} if self.ranges is not None else {}))
+        more: dict[str, Any] = {}
+        if self.ranges is not None:
+            more["key_hash_ranges"] = self.ranges
+        if self.stats is not None:
+            more["subscription_stats"] = self.stats
+        if self.dedup_cursor is not None:
+            more["dedup_cursor"] = self.dedup_cursor
+        self._end(interrupted, failure, **more)
         self._close_handles()
         self.writer.close()
         if self.pipeline is not None and not self.pipeline.close():

@@ -21,7 +21,14 @@ from pytest_keyshared.driver.removals import stats_consumer_names
 from pytest_keyshared.driver.workers import Scheduler, ThreadedScheduler
 from pytest_keyshared.targets.base import PulsarTarget, Target, TargetError
 
-__all__ = ["PulsarSession", "Session", "open_session", "stats_key_hash_ranges"]
+__all__ = [
+    "PulsarSession",
+    "Session",
+    "internal_stats_dedup_cursor",
+    "open_session",
+    "stats_key_hash_ranges",
+    "stats_subscription_figures",
+]
 
 #: How long a restart step lets the client log catch up with clients that say they are back.
 _LOG_CATCH_UP_MS = 250
@@ -185,6 +192,18 @@ class Session(ABC):
         when the target shows no stats (``driver/removals.py`` reads it after a crash)."""
         return None
 
+    def dedup_cursor(self) -> str | None:
+        """The ``pulsar.dedup`` cursor's ``markDeletePosition`` in the topic's internal stats now (``""`` when the
+        topic has no such cursor), or ``None`` when the target shows no internal stats (a scenario asks for it with
+        the ``record:dedup-cursor`` tag)."""
+        return None
+
+    def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
+        """The figures of ``subscription`` a case judges against each other (:func:`stats_subscription_figures`)
+        from the broker's topic stats now, or ``None`` when the target shows no stats (a scenario asks for them
+        with the ``record:subscription-stats`` tag)."""
+        return None
+
     def stop_watching(self) -> list[str]:
         """Record what is left and stop (before ``end``); returns notes for the run."""
         return []
@@ -218,6 +237,48 @@ def stats_key_hash_ranges(stats: Any, subscription: str) -> dict[str, list[list[
             ranges.append([int(low), int(high)])
         out.setdefault(str(consumer.get("consumerName")), []).extend(ranges)
     return out or None
+
+
+#: The subscription's figures :func:`stats_subscription_figures` keeps (``SubscriptionStatsImpl``; the draining
+#: figures are PIP-379's, 4.0 on; ``consumersAfterMarkDeletePosition`` is the classic dispatcher's).
+SUBSCRIPTION_FIGURES = (
+    "drainingHashesCount",
+    "drainingHashesClearedTotal",
+    "drainingHashesUnackedMessages",
+    "consumersAfterMarkDeletePosition",
+)
+#: Each consumer's figures it keeps (``ConsumerStatsImpl``; ``readPositionWhenJoining``: classic).
+CONSUMER_FIGURES = (
+    "consumerName",
+    "drainingHashesCount",
+    "drainingHashesClearedTotal",
+    "drainingHashesUnackedMessages",
+    "readPositionWhenJoining",
+)
+
+
+def stats_subscription_figures(stats: Any, subscription: str) -> dict[str, Any] | None:
+    """The figures of ``subscription`` in a topic stats document that a case judges against each other
+    (``conformance.cases._support.subscription_stats_problems``): :data:`SUBSCRIPTION_FIGURES` and, under
+    ``consumers``, :data:`CONSUMER_FIGURES` of each consumer, each only where the broker printed it; ``None``
+    when the document has no such subscription."""
+    sub = (stats.get("subscriptions") or {}).get(subscription) if isinstance(stats, dict) else None
+    if not isinstance(sub, dict):
+        return None
+    out: dict[str, Any] = {name: sub[name] for name in SUBSCRIPTION_FIGURES if sub.get(name) is not None}
+    consumers = [c for c in sub.get("consumers") or () if isinstance(c, dict)]
+    out["consumers"] = [{name: c[name] for name in CONSUMER_FIGURES if c.get(name) is not None} for c in consumers]
+    return out
+
+
+def internal_stats_dedup_cursor(stats: Any) -> str | None:
+    """The ``pulsar.dedup`` cursor's ``markDeletePosition`` in an internal stats document, ``""`` when it has no
+    such cursor, ``None`` when it is no internal stats document."""
+    cursors = stats.get("cursors") if isinstance(stats, dict) else None
+    if not isinstance(cursors, dict):
+        return None
+    dedup = cursors.get("pulsar.dedup")
+    return str(dedup.get("markDeletePosition") or "") if isinstance(dedup, dict) else ""
 
 
 class PulsarSession(Session):
@@ -350,6 +411,21 @@ class PulsarSession(Session):
     def consumer_names(self, subscription: str) -> Counter[str] | None:
         stats = self._topic_stats()
         return None if stats is None else stats_consumer_names(stats, subscription)
+
+    def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
+        stats = self._topic_stats()
+        return None if stats is None else stats_subscription_figures(stats, subscription)
+
+    def dedup_cursor(self) -> str | None:
+        admin_url = self.pulsar_target.admin_url
+        if admin_url is None:
+            return None
+        from pytest_keyshared.targets.admin import AdminClient
+
+        try:
+            return internal_stats_dedup_cursor(AdminClient(admin_url).internal_stats(self.topic))
+        except Exception:  # an admin API that cannot answer: nothing to tell
+            return None
 
     def _topic_stats(self) -> Any:
         """The topic's stats from the admin API, or ``None`` (no admin API, or one that cannot answer)."""

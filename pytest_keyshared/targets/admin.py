@@ -75,6 +75,11 @@ class AdminClient:
         result = self.request("GET", f"/admin/v2/{topic_path(topic)}/stats")
         return result if isinstance(result, dict) else {}
 
+    def internal_stats(self, topic: str) -> dict[str, Any]:
+        """``GET .../internalStats``: ledgers, and every cursor's positions (``pulsar.dedup`` among them)."""
+        result = self.request("GET", f"/admin/v2/{topic_path(topic)}/internalStats")
+        return result if isinstance(result, dict) else {}
+
     def partitioned_stats(self, topic: str) -> dict[str, Any]:
         """``GET .../partitioned-stats``: a partitioned topic's stats summed over its partitions (subscriptions'
         backlogs added, a replicator connected only if it is on every partition)."""
