@@ -49,14 +49,17 @@ __all__ = [
     "PIP_379",
     "PIP_379_REPLAY_FILTER_FIX",
     "PLACED_FIXES",
+    "PROPOSED_FIXES",
     "REDELIVERY_COUNT_ON_REQUEST_ONLY",
     "RELEASES",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
     "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
+    "REWIND_BEFORE_REPLAY_READ",
     "STATS_RANGES_BY_CONSUMER",
     "STICKY_GAP_FIX",
     "Fix",
     "Placement",
+    "ProposedFix",
     "PulsarVersion",
     "check_released",
     "has_classic_dispatcher",
@@ -185,6 +188,28 @@ def check_released(version: str | PulsarVersion) -> PulsarVersion:
 
 
 DEFAULT_VERSION = PulsarVersion(4, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedFix:
+    """A fix proposed for a bug that is open in Apache Pulsar: no release carries it, so no version gates it.
+
+    A model broker applies one only when asked (``BrokerConfig.proposed_fixes``): a generated program that fails
+    through an open bug is explained by the same program passing with that bug's proposed fix applied
+    (:mod:`conformance.generated.attribution`), as a fixed bug is explained by the release that fixed it.
+    """
+
+    name: str
+    reference: str
+
+
+#: apache/pulsar#10662 (closed unmerged; the bug is open as #23803): ``readEntriesComplete`` drops the entries of a
+#: *replay* read too, not only of a normal read, when every consumer left while it was in flight
+#: (``shouldRewindBeforeReadingOrReplaying``), then rewinds; without it the replay read is dispatched and the
+#: rewind reads the same entries again.
+REWIND_BEFORE_REPLAY_READ = ProposedFix("rewind before dispatching a replay read", "apache/pulsar#10662")
+#: every proposed fix the model can apply, by reference
+PROPOSED_FIXES: dict[str, ProposedFix] = {f.reference: f for f in (REWIND_BEFORE_REPLAY_READ,)}
 
 #: Consistent-hashing ring keys get a NUL separator: ``name + "\0" + i`` (was ``name + i``).
 CONSISTENT_HASHING_NUL_SEPARATOR = Fix("ring key NUL separator", "apache/pulsar#22053", ("3.0.3", "3.1.3", "3.2.1"))

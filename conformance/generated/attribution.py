@@ -5,6 +5,10 @@ The model reproduces every release line, known bugs included: a generated progra
 a program that fails for any other reason is a finding (a model bug, a checker false positive, or a Pulsar bug
 nobody listed).  The rule, applied by :func:`attribute`:
 
+0. a known bug that is open in Pulsar (no release fixed it) and affects the failing release explains the failure
+   when the program passes on the failing release with that bug's proposed fix applied
+   (:attr:`conformance.known_bugs.KnownBug.proposed`, ``passes_with(spec, reference)``): apache/pulsar#23803's
+   replay read dispatched during a pending rewind, which #10662 proposed to drop;
 1. run the program at the newest patch of each later release line, with the same implementation (the classic
    dispatcher runs on 4.x too), oldest first, until it passes there: the fixes that release has and neither the
    failing one nor the newest release that still failed has (:data:`FIXES`, the model's gates) are what made
@@ -20,8 +24,8 @@ nobody listed).  The rule, applied by :func:`attribute`:
    ``conformance/cases/scenarios/known_bugs/``): a classic program that delivers an acknowledged message again
    (``redelivery``) is not explained by bugs that stall or reorder.
 
-Pure: the runs are a callable the caller gives (``passes(spec) -> bool``, a target spec such as
-``model:3.0:classic``), so this module imports no target.
+Pure: the runs are callables the caller gives (``passes(spec) -> bool``, a target spec such as
+``model:3.0:classic``; ``passes_with(spec, proposed_fix_reference) -> bool``), so this module imports no target.
 """
 
 from __future__ import annotations
@@ -135,11 +139,19 @@ def attribute(
     implementation: str,
     passes: Callable[[str], bool],
     broken: Iterable[str] | None = None,
+    passes_with: Callable[[str, str], bool] | None = None,
 ) -> Attribution:
     """Explain a program failing on ``spec`` (release ``version``, ``implementation``); ``passes`` reruns it.
-    ``broken``: the contracts the failure broke (None: not compared)."""
+    ``broken``: the contracts the failure broke (None: not compared); ``passes_with(spec, reference)`` reruns it
+    on ``spec`` with a proposed fix of an open bug applied (None: open bugs explain nothing)."""
     broken_set = None if broken is None else frozenset(broken)
     failing = newest_patch(version)
+    if passes_with is not None:
+        for bug in KNOWN_BUGS:
+            proposed = bug.proposed if bug.unfixed and bug.affects(failing, implementation) else None
+            if proposed is not None and passes_with(spec, proposed.reference):
+                with_fix = f"{spec} with {proposed.reference}"
+                return Attribution(spec, True, (bug.case,), with_fix, (proposed.name,), "")
     last_failing = failing  # the newest release known to fail: the fix lies between it and the first that passes
 
     def gained_between(before: PulsarVersion, after: PulsarVersion) -> set[Fix]:

@@ -29,6 +29,8 @@ _OPTIONS: dict[str, type | tuple[type, ...]] = {
     "crash_detection_delay_ms": int,
     "pulsar_version": str,
     "implementation": str,
+    #: fixes proposed for open Pulsar bugs to apply (reference_model.versions.PROPOSED_FIXES), for attribution
+    "proposed_fixes": (list, tuple),
 }
 
 
@@ -77,7 +79,10 @@ class ModelTarget(Target):
         delay = opts.get("crash_detection_delay_ms", 0)
         if delay < 0:
             raise InvalidArgument(f"Option crash_detection_delay_ms={delay}: expected an int >= 0.")
-        self.config = replace(config, crash_detection_delay_ms=delay)
+        proposed = opts.get("proposed_fixes", ())
+        self.config = replace(
+            config, crash_detection_delay_ms=delay, proposed_fixes=frozenset(str(p) for p in proposed)
+        )
         uses_ring = self.config.key_shared.use_consistent_hashing
         self.claims = Claims(
             pulsar_version=str(self.version),

@@ -81,8 +81,11 @@ class KeySharedDispatcher(ABC):
         schedule: Scheduler | None = None,
         on_marker: Callable[[Entry], None] | None = None,
         clock: Callable[[], int] | None = None,
+        proposed_fixes: frozenset[str] = frozenset(),
     ) -> None:
         self.cursor = cursor
+        #: references of proposed fixes of open Pulsar bugs this dispatcher applies (none in any release)
+        self.proposed_fixes = proposed_fixes
         self.log = cursor.log
         self.selector = selector
         self.policy = policy

@@ -110,3 +110,25 @@ def test_a_gated_fix_explains_a_failure_as_a_known_bug_does() -> None:
 
     never = attribute("model:2.8", "2.8", "classic", lambda spec: False)
     assert not never.expected
+
+
+def test_an_open_bug_is_explained_by_its_proposed_fix() -> None:
+    """#23803 is open in every release, so no later release passes; the program passing on the failing release
+    with #10662 (its proposed fix) applied names it, before any later release is asked."""
+    asked: list[tuple[str, str]] = []
+
+    def passes_with(spec: str, proposed: str) -> bool:
+        asked.append((spec, proposed))
+        return proposed == "apache/pulsar#10662"
+
+    found = attribute("model:classic", "4.0", "classic", lambda spec: False, {"redelivery"}, passes_with)
+    assert found.expected and found.bugs == ("23803-replay-read-during-rewind",), found.render()
+    assert found.passes_on == "model:classic with apache/pulsar#10662"
+    assert asked == [("model:classic", "apache/pulsar#10662")]
+
+    # still failing with the fix applied: not this bug (and the rest of the rule goes on as before)
+    not_it = attribute("model:classic", "4.0", "classic", lambda spec: False, {"redelivery"}, lambda s, p: False)
+    assert not not_it.expected
+    # the PIP-379 dispatcher is not asked: the model's reads synchronously after a removal (docs/model.md)
+    pip379 = attribute("model", "4.0", "pip379", lambda spec: False, None, lambda s, p: pytest.fail("asked"))
+    assert not pip379.expected

@@ -1,0 +1,73 @@
+"""Proposed fixes of open Pulsar bugs, applied by the model only when asked (``BrokerConfig.proposed_fixes``).
+
+apache/pulsar#23803 is open in every release: a replay read in flight when the last consumer leaves is dispatched
+to the next consumer although the cursor rewind it deferred is pending, and the rewind sends the same entries
+again. #10662 proposed to drop that read's entries as a normal read's are dropped (``readEntriesComplete``). With
+it applied the bug's own case and the generated programs it breaks pass; without it they fail as Pulsar does. The
+sweep's attribution relies on exactly this to name #23803 (``conformance.generated.attribution``, rule 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.generated.program import program_from_seed
+from conformance.scenarios import Scenario, load_scenario
+from pytest_keyshared.driver import run_scenario
+from pytest_keyshared.generated_sweep import sweep
+from pytest_keyshared.targets import open_target
+from reference_model.broker import BrokerConfig
+from reference_model.errors import InvalidArgument
+from reference_model.versions import REWIND_BEFORE_REPLAY_READ
+
+CASE = Path(__file__).parents[2] / "conformance/cases/scenarios/known_bugs/23803-replay-read-during-rewind.toml"
+#: a generated program (length 20, every dimension) that #23803 breaks on the classic dispatcher (2026-11-29)
+SEED_23803 = 9080
+
+
+def _kinds(target: str, scenario: Scenario, seed: int, tmp_path: Path, proposed: list[str]) -> set[str]:
+    options = {"proposed_fixes": proposed} if proposed else None
+    with open_target(target, artifacts_dir=tmp_path / "target", options=options) as opened:
+        result = run_scenario(opened, scenario, seed=seed, out_dir=tmp_path / "run", live_check=False)
+    return {str(getattr(v.kind, "value", v.kind)) for v in result.verdict.violations}
+
+
+@pytest.fixture
+def fix() -> Iterator[list[str]]:
+    yield [REWIND_BEFORE_REPLAY_READ.reference]
+
+
+@pytest.mark.parametrize("target", ["model:classic", "model:3.0", "model:2.10"])
+def test_the_23803_case_fails_as_pulsar_does_and_passes_with_10662(target: str, tmp_path: Path, fix: list[str]) -> None:
+    case = load_scenario(CASE)
+    assert "redelivered_after_ack" in _kinds(target, case, 1, tmp_path / "bug", [])
+    assert _kinds(target, case, 1, tmp_path / "fixed", fix) == set()
+
+
+def test_a_generated_program_23803_breaks_passes_with_10662(tmp_path: Path, fix: list[str]) -> None:
+    program = program_from_seed(SEED_23803, length=20)
+    assert _kinds("model:classic", program, SEED_23803, tmp_path / "bug", []) == {"redelivered_after_ack"}
+    assert _kinds("model:classic", program, SEED_23803, tmp_path / "fixed", fix) == set()
+
+
+def test_the_sweep_names_23803_for_it() -> None:
+    report = sweep("model:classic", 1, first_seed=SEED_23803, length=20)
+    (failure,) = report.failures
+    assert failure.attribution.expected, failure.attribution.render()
+    assert failure.attribution.bugs == ("23803-replay-read-during-rewind",)
+    assert failure.attribution.passes_on == f"model:classic with {REWIND_BEFORE_REPLAY_READ.reference}"
+
+
+def test_the_pip379_model_is_unchanged_by_the_proposal(tmp_path: Path, fix: list[str]) -> None:
+    """The model's PIP-379 dispatcher reads synchronously after a removal: the proposal has nothing to drop."""
+    case = load_scenario(CASE)
+    assert _kinds("model:4.0", case, 1, tmp_path / "a", []) == set()
+    assert _kinds("model:4.0", case, 1, tmp_path / "b", fix) == set()
+
+
+def test_an_unknown_proposed_fix_is_refused_in_one_line() -> None:
+    with pytest.raises(InvalidArgument, match=r"Unknown proposed fix 'apache/pulsar#1'.*Known: apache/pulsar#10662"):
+        BrokerConfig(proposed_fixes=frozenset({"apache/pulsar#1"}))
