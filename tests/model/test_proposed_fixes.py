@@ -71,3 +71,59 @@ def test_the_pip379_model_is_unchanged_by_the_proposal(tmp_path: Path, fix: list
 def test_an_unknown_proposed_fix_is_refused_in_one_line() -> None:
     with pytest.raises(InvalidArgument, match=r"Unknown proposed fix 'apache/pulsar#1'.*Known: apache/pulsar#10662"):
         BrokerConfig(proposed_fixes=frozenset({"apache/pulsar#1"}))
+
+
+#: seed 758's plain program shrunk (docs/model.md): c1 prefetches eight messages, c2 joins, c1 asks for everything
+#: again (key-01 and key-04 go to c2), c2 crashes, five more are published, c1 closes and reopens in one instant
+SHRUNK_758 = """
+name = "758-shrunk"
+[settings]
+receiver_queue = 20
+nack_delay_ms = 100
+drain_timeout_ms = 4000
+quiet_ms = 250
+drain_quiet_ms = 1500
+step_timeout_ms = 3000
+send_timeout_ms = 3000
+[[steps]]
+do = "open"
+consumer = "c1"
+behaviour = "hold"
+[[steps]]
+do = "publish"
+count = 8
+keys = 6
+[[steps]]
+do = "open"
+consumer = "c2"
+[[steps]]
+do = "redeliver"
+consumer = "c1"
+[[steps]]
+do = "crash"
+consumer = "c2"
+[[steps]]
+do = "publish"
+count = 5
+keys = 6
+[[steps]]
+do = "close"
+consumer = "c1"
+[[steps]]
+do = "open"
+consumer = "c1"
+"""
+
+
+def test_seed_758_is_23803_not_a_checker_false_positive(tmp_path: Path, fix: list[str]) -> None:
+    """Once read as a checker false positive (a redeliver request releasing messages c1 had only prefetched):
+    c1 receives 0:9 before 0:1 of key-01.  The removals of c1 and c2 left 0:1 (c2's) in the replay queue and a
+    replay read of c1's entries (0:9 among them) in flight; c1's reopening cleared the queue and deferred the
+    rewind, and the replay read was dispatched: 0:9 overtook 0:1, which waits for a rewind that only a later
+    publish would complete.  Pulsar does the same (#23803); with #10662 applied the trace is valid, so the checker
+    judged it right."""
+    from conformance.scenarios import loads_scenario
+
+    shrunk = loads_scenario(SHRUNK_758, "toml")
+    assert _kinds("model:classic", shrunk, 758, tmp_path / "bug", []) == {"out_of_order", "undelivered"}
+    assert _kinds("model:classic", shrunk, 758, tmp_path / "fixed", fix) == set()
