@@ -14,6 +14,7 @@ release of each line that shipped it).  ``docs/model.md`` lists the same gates; 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import total_ordering
 
@@ -65,6 +66,7 @@ __all__ = [
     "has_classic_dispatcher",
     "newest_patch",
     "parse_version",
+    "with_backports",
 ]
 
 #: Every release line the model knows, with its newest released patch.  Read from Apache Pulsar's release notes
@@ -96,6 +98,9 @@ class PulsarVersion:
     major: int
     minor: int
     patch: int | None = None
+    #: names of gates (:class:`Fix`) this release is run with although it does not carry them: a backport, what
+    #: the release would do with that one fix (``conformance.generated.attribution``); empty for every real release
+    backports: frozenset[str] = frozenset()
 
     @property
     def line(self) -> tuple[int, int]:
@@ -120,6 +125,8 @@ class PulsarVersion:
         return f"{self.major}.{self.minor}" + ("" if self.patch is None else f".{self.patch}")
 
     def __repr__(self) -> str:
+        if self.backports:
+            return f"with_backports(parse_version({str(self)!r}), {sorted(self.backports)!r})"
         return f"parse_version({str(self)!r})"
 
 
@@ -136,6 +143,8 @@ class Fix:
     first_releases: tuple[str, ...]
 
     def present_in(self, version: PulsarVersion) -> bool:
+        if self.name in version.backports:
+            return True
         firsts = [parse_version(v) for v in self.first_releases]
         for first in firsts:
             if first.line == version.line:
@@ -166,7 +175,7 @@ def parse_version(text: str | PulsarVersion) -> PulsarVersion:
 def newest_patch(version: str | PulsarVersion) -> PulsarVersion:
     """The release ``version`` stands for: ``"4.0"`` -> ``4.0.14``; a version with a patch is itself."""
     v = parse_version(version)
-    return v if v.patch is not None else PulsarVersion(v.major, v.minor, RELEASES[v.line])
+    return v if v.patch is not None else PulsarVersion(v.major, v.minor, RELEASES[v.line], v.backports)
 
 
 def check_released(version: str | PulsarVersion) -> PulsarVersion:
@@ -439,6 +448,17 @@ GATES: tuple[Fix, ...] = (
     OUT_OF_ORDER_REPLAY_FILTERED,
     CLASSIC_REMOVED,
 )
+
+
+def with_backports(version: str | PulsarVersion, names: Iterable[str]) -> PulsarVersion:
+    """``version`` run with the gates ``names`` (:data:`GATES`, by :attr:`Fix.name`) as if backported; one line for
+    an unknown name, and PIP-379 is refused (it is a dispatcher of its own, not a fix a release could take)."""
+    v = parse_version(version)
+    known = {g.name: g for g in GATES if g is not PIP_379}
+    for name in names:
+        if name not in known:
+            raise UnknownVersion(f"Unknown gate {name!r} to backport. Known: {', '.join(sorted(known))}.")
+    return PulsarVersion(v.major, v.minor, v.patch, v.backports | frozenset(names))
 
 
 def has_classic_dispatcher(version: str | PulsarVersion) -> bool:

@@ -31,6 +31,8 @@ _OPTIONS: dict[str, type | tuple[type, ...]] = {
     "implementation": str,
     #: fixes proposed for open Pulsar bugs to apply (reference_model.versions.PROPOSED_FIXES), for attribution
     "proposed_fixes": (list, tuple),
+    #: gates (reference_model.versions.GATES, by name) to run this release with as if backported, for attribution
+    "backports": (list, tuple),
 }
 
 
@@ -74,6 +76,10 @@ class ModelTarget(Target):
         from reference_model.keyshared.factory import check_implementation
 
         self.version = check_released(version)
+        if opts.get("backports"):
+            from reference_model.versions import with_backports
+
+            self.version = with_backports(self.version, [str(b) for b in opts["backports"]])
         self.implementation = check_implementation(implementation, self.version)
         config = BrokerConfig.from_broker_conf(opts.get("broker_conf", {}))
         delay = opts.get("crash_detection_delay_ms", 0)

@@ -5,6 +5,9 @@ to the next consumer although the cursor rewind it deferred is pending, and the 
 again. #10662 proposed to drop that read's entries as a normal read's are dropped (``readEntriesComplete``). With
 it applied the bug's own case and the generated programs it breaks pass; without it they fail as Pulsar does. The
 sweep's attribution relies on exactly this to name #23803 (``conformance.generated.attribution``, rule 0).
+
+The same for a fixed bug whose fix a later change hides: a release run with one gate backported
+(``reference_model.versions.with_backports``, the model target's ``backports`` option; rule 4).
 """
 
 from __future__ import annotations
@@ -20,8 +23,15 @@ from pytest_keyshared.driver import run_scenario
 from pytest_keyshared.generated_sweep import sweep
 from pytest_keyshared.targets import open_target
 from reference_model.broker import BrokerConfig
-from reference_model.errors import InvalidArgument
-from reference_model.versions import REWIND_BEFORE_REPLAY_READ
+from reference_model.errors import InvalidArgument, UnknownVersion
+from reference_model.versions import (
+    CLASSIC_REPLAY_FILTER,
+    PIP_379,
+    REWIND_BEFORE_REPLAY_READ,
+    STICKY_GAP_FIX,
+    parse_version,
+    with_backports,
+)
 
 CASE = Path(__file__).parents[2] / "conformance/cases/scenarios/known_bugs/23803-replay-read-during-rewind.toml"
 #: a generated program (length 20, every dimension) that #23803 breaks on the classic dispatcher (2026-11-29)
@@ -127,3 +137,25 @@ def test_seed_758_is_23803_not_a_checker_false_positive(tmp_path: Path, fix: lis
     shrunk = loads_scenario(SHRUNK_758, "toml")
     assert _kinds("model:classic", shrunk, 758, tmp_path / "bug", []) == {"out_of_order", "undelivered"}
     assert _kinds("model:classic", shrunk, 758, tmp_path / "fixed", fix) == set()
+
+
+STICKY_GAP_FINDING = Path(__file__).parents[2] / "docs/generated-findings/classic-sticky-gap-unacked-limit-overlap.toml"
+
+
+def test_a_backported_gate_runs_the_release_with_that_fix_only(tmp_path: Path) -> None:
+    """Seed 20 shrunk: a STICKY gap hash reaches c3 (#24730) and the key's owner c2 gets a later message while c3
+    holds it, on 3.0.4; 3.0.5 hides it (#22245), 3.0.14 fixes it.  3.0.4 with only the sticky-gap fix passes."""
+    finding = load_scenario(STICKY_GAP_FINDING)
+    assert _kinds("model:3.0.4", finding, 20, tmp_path / "bug", []) == {"key_overlap", "out_of_order"}
+    with open_target("model:3.0.4", artifacts_dir=tmp_path / "t", options={"backports": [STICKY_GAP_FIX.name]}) as t:
+        assert str(t.version) == "3.0.4" and t.version.has(STICKY_GAP_FIX) and not t.version.has(CLASSIC_REPLAY_FILTER)
+        result = run_scenario(t, finding, seed=20, out_dir=tmp_path / "fixed", live_check=False)
+    assert result.verdict.valid
+
+
+def test_backports_are_refused_for_pip379_and_unknown_gates() -> None:
+    with pytest.raises(UnknownVersion, match="Unknown gate 'PIP-379 draining hashes'"):
+        with_backports("3.0.4", [PIP_379.name])
+    with pytest.raises(UnknownVersion, match="Unknown gate 'no such gate'"):
+        with_backports("3.0.4", ["no such gate"])
+    assert with_backports("3.0.4", []) == parse_version("3.0.4")
