@@ -314,7 +314,9 @@ class KeySharedDispatcher(ABC):
                 if self._add_to_replay(position, None):
                     if self.counts_on_request:
                         self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
-                    elif positions is not None:  # before 2.11: ``addIfAbsent`` on the per-message form only
+                    else:  # before 2.11: ``addIfAbsent``, the next send raises the count (:meth:`_send`)
+                        # both forms: a Key_Shared consumer's redeliver-all request reaches the per-position form too
+                        # (``Consumer.redeliverUnacknowledgedMessages`` with pending acks, branch-2.8 to branch-2.10)
                         self.redelivery_counts.setdefault(position, 0)
                     queued += 1
         finally:
