@@ -33,7 +33,8 @@ nobody listed).  The rule, applied by :func:`attribute`:
    otherwise it is *unexplained*.
 
 Pure: the runs are callables the caller gives (``passes(spec) -> bool``, a target spec such as
-``model:3.0:classic``; ``passes_with(spec, proposed_fix_reference) -> bool``), so this module imports no target.
+``model:3.0:classic``; ``passes_with(spec, proposed_fix_reference) -> bool``; ``passes_backported(spec,
+gate_name) -> bool``), so this module imports no target.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ __all__ = ["FIXES", "MASKING", "Attribution", "attribute", "bug_contracts", "lat
 #: Gates that change what the classic dispatcher reads without fixing an ordering or delivery bug, and so can hide
 #: one: apache/pulsar#22245 ("Avoid repeated Read-and-discard", an improvement; 3.0.5, 3.3.0) issues no normal read
 #: for a recently joined consumer, so a program that #23307 reorders on 3.2 may pass on 3.3.0 although #23307
-#: stays in every classic release (fixed only by PIP-379). A failure whose first passing release gains only these
-#: is judged by rule 2, the PIP-379 dispatcher, as one that no classic release passes (when no gained gate names a
-#: known bug: the other gains of 3.0.5, deduplication gates, name none).
+#: stays in every classic release (fixed only by PIP-379). A failure whose first passing release gains one of these
+#: and no gate that names a known bug (3.0.5's other gains are deduplication gates) is judged by rule 2, the PIP-379
+#: dispatcher, as one that no classic release passes.
 MASKING: frozenset[Fix] = frozenset({versions.CLASSIC_REPLAY_FILTER})
 
 #: Every behaviour change the model gates on (``reference_model.versions``), by name.
