@@ -22,8 +22,10 @@ from reference_model.versions import (
     CONSISTENT_HASHING_NUL_SEPARATOR,
     NO_KEY_FALLBACK,
     PIP_379,
+    REWIND_BEFORE_REPLAY_READ,
     STICKY_GAP_FIX,
     Fix,
+    ProposedFix,
     PulsarVersion,
     parse_version,
 )
@@ -53,6 +55,9 @@ class KnownBug:
     gate: Fix | None = None  #: the model's gate for the fix (reference_model.versions), when the model has one
     #: open in Apache Pulsar: no release has a fix, so every release running ``implementation`` has the bug
     unfixed: bool = False
+    #: an open bug's proposed fix, which the model can apply (``BrokerConfig.proposed_fixes``): a program that
+    #: passes with it applied failed through this bug (:mod:`conformance.generated.attribution`)
+    proposed: ProposedFix | None = None
 
     def affects(self, version: str | PulsarVersion, implementation: str) -> bool:
         """Whether a broker of ``version`` running ``implementation`` (``pip379``/``classic``) has the bug.
@@ -126,7 +131,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("23795-recently-joined-order", "apache/pulsar#23795", "apache/pulsar#23795 and #23802",
              _history(CLASSIC_RECENTLY_JOINED_SORTED), implementation="classic", gate=CLASSIC_RECENTLY_JOINED_SORTED),
     KnownBug("23803-replay-read-during-rewind", "apache/pulsar#23803 (and #10662)",
-             "none (#10662 closed unmerged in 2021, #23803 open)", {}, implementation="classic", unfixed=True),
+             "none (#10662 closed unmerged in 2021, #23803 open)", {}, implementation="classic", unfixed=True,
+             proposed=REWIND_BEFORE_REPLAY_READ),
     KnownBug("24730-sticky-gaps", "apache/pulsar#24730", "apache/pulsar#24730", _history(STICKY_GAP_FIX),
              gate=STICKY_GAP_FIX),
 )  # fmt: skip

@@ -93,15 +93,20 @@ def _targets(work: Path) -> Iterator[Any]:
     """Model targets by spec, opened once each (a model target is a value: nothing runs between runs)."""
     from pytest_keyshared.targets import open_target
 
-    opened: dict[str, Any] = {}
+    opened: dict[tuple[str, str | None, str | None], Any] = {}
     managers: list[Any] = []
 
-    def get(spec: str) -> Any:
-        if spec not in opened:
-            manager = open_target(spec, artifacts_dir=work / "targets" / spec.replace(":", "_"))
-            opened[spec] = manager.__enter__()
+    def get(spec: str, option: str | None = None, value: str | None = None) -> Any:
+        """The target ``spec``; with ``option`` (``proposed_fixes`` or ``backports``), one that applies ``value``:
+        a proposed fix of an open Pulsar bug, or a gate as if backported."""
+        key = (spec, option, value)
+        if key not in opened:
+            options = {option: [value]} if option and value else None
+            folder = f"{spec}-{len(opened)}".replace(":", "_")
+            manager = open_target(spec, artifacts_dir=work / "targets" / folder, options=options)
+            opened[key] = manager.__enter__()
             managers.append(manager)
-        return opened[spec]
+        return opened[key]
 
     try:
         yield get
@@ -152,9 +157,21 @@ def sweep(
                 shutil.rmtree(rerun, ignore_errors=True)
                 return valid
 
+            def passes_with(spec: str, proposed: str, program: Scenario = program, seed: int = seed) -> bool:
+                rerun = work / "reruns" / f"{seed}-{spec.replace(':', '_')}-proposed"
+                valid = bool(_run(get(spec, "proposed_fixes", proposed), program, seed, rerun).valid)
+                shutil.rmtree(rerun, ignore_errors=True)
+                return valid
+
+            def passes_backported(spec: str, gate: str, program: Scenario = program, seed: int = seed) -> bool:
+                rerun = work / "reruns" / f"{seed}-{spec.replace(':', '_')}-backport"
+                valid = bool(_run(get(spec, "backports", gate), program, seed, rerun).valid)
+                shutil.rmtree(rerun, ignore_errors=True)
+                return valid
+
             kinds = tuple(sorted({str(getattr(v.kind, "value", v.kind)) for v in result.verdict.violations}))
             broken = {contract_of_kind(kind) for kind in kinds}
-            attribution = attribute(target, version, implementation, passes, broken)
+            attribution = attribute(target, version, implementation, passes, broken, passes_with, passes_backported)
             kept = None
             if out is not None:
                 keep = out / "failures" / f"{target.replace(':', '_')}-{seed}"

@@ -14,6 +14,7 @@ release of each line that shipped it).  ``docs/model.md`` lists the same gates; 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import total_ordering
 
@@ -49,20 +50,24 @@ __all__ = [
     "PIP_379",
     "PIP_379_REPLAY_FILTER_FIX",
     "PLACED_FIXES",
+    "PROPOSED_FIXES",
     "REDELIVERY_COUNT_ON_REQUEST_ONLY",
     "RELEASES",
     "REPLICATED_SNAPSHOT_CACHE_BY_DISTANCE",
     "REPLICATED_SNAPSHOT_RETRY_AFTER_TIMEOUT",
+    "REWIND_BEFORE_REPLAY_READ",
     "SLOW_SOCKET_DOES_NOT_STALL_OTHERS",
     "STATS_RANGES_BY_CONSUMER",
     "STICKY_GAP_FIX",
     "Fix",
     "Placement",
+    "ProposedFix",
     "PulsarVersion",
     "check_released",
     "has_classic_dispatcher",
     "newest_patch",
     "parse_version",
+    "with_backports",
 ]
 
 #: Every release line the model knows, with its newest released patch.  Read from Apache Pulsar's release notes
@@ -94,6 +99,9 @@ class PulsarVersion:
     major: int
     minor: int
     patch: int | None = None
+    #: names of gates (:class:`Fix`) this release is run with although it does not carry them: a backport, what
+    #: the release would do with that one fix (``conformance.generated.attribution``); empty for every real release
+    backports: frozenset[str] = frozenset()
 
     @property
     def line(self) -> tuple[int, int]:
@@ -118,6 +126,8 @@ class PulsarVersion:
         return f"{self.major}.{self.minor}" + ("" if self.patch is None else f".{self.patch}")
 
     def __repr__(self) -> str:
+        if self.backports:
+            return f"with_backports(parse_version({str(self)!r}), {sorted(self.backports)!r})"
         return f"parse_version({str(self)!r})"
 
 
@@ -134,6 +144,8 @@ class Fix:
     first_releases: tuple[str, ...]
 
     def present_in(self, version: PulsarVersion) -> bool:
+        if self.name in version.backports:
+            return True
         firsts = [parse_version(v) for v in self.first_releases]
         for first in firsts:
             if first.line == version.line:
@@ -164,7 +176,7 @@ def parse_version(text: str | PulsarVersion) -> PulsarVersion:
 def newest_patch(version: str | PulsarVersion) -> PulsarVersion:
     """The release ``version`` stands for: ``"4.0"`` -> ``4.0.14``; a version with a patch is itself."""
     v = parse_version(version)
-    return v if v.patch is not None else PulsarVersion(v.major, v.minor, RELEASES[v.line])
+    return v if v.patch is not None else PulsarVersion(v.major, v.minor, RELEASES[v.line], v.backports)
 
 
 def check_released(version: str | PulsarVersion) -> PulsarVersion:
@@ -186,6 +198,28 @@ def check_released(version: str | PulsarVersion) -> PulsarVersion:
 
 
 DEFAULT_VERSION = PulsarVersion(4, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedFix:
+    """A fix proposed for a bug that is open in Apache Pulsar: no release carries it, so no version gates it.
+
+    A model broker applies one only when asked (``BrokerConfig.proposed_fixes``): a generated program that fails
+    through an open bug is explained by the same program passing with that bug's proposed fix applied
+    (:mod:`conformance.generated.attribution`), as a fixed bug is explained by the release that fixed it.
+    """
+
+    name: str
+    reference: str
+
+
+#: apache/pulsar#10662 (closed unmerged; the bug is open as #23803): ``readEntriesComplete`` drops the entries of a
+#: *replay* read too, not only of a normal read, when every consumer left while it was in flight
+#: (``shouldRewindBeforeReadingOrReplaying``), then rewinds; without it the replay read is dispatched and the
+#: rewind reads the same entries again.
+REWIND_BEFORE_REPLAY_READ = ProposedFix("rewind before dispatching a replay read", "apache/pulsar#10662")
+#: every proposed fix the model can apply, by reference
+PROPOSED_FIXES: dict[str, ProposedFix] = {f.reference: f for f in (REWIND_BEFORE_REPLAY_READ,)}
 
 #: Consistent-hashing ring keys get a NUL separator: ``name + "\0" + i`` (was ``name + i``).
 CONSISTENT_HASHING_NUL_SEPARATOR = Fix("ring key NUL separator", "apache/pulsar#22053", ("3.0.3", "3.1.3", "3.2.1"))
@@ -429,6 +463,17 @@ GATES: tuple[Fix, ...] = (
     CLASSIC_REMOVED,
     SLOW_SOCKET_DOES_NOT_STALL_OTHERS,
 )
+
+
+def with_backports(version: str | PulsarVersion, names: Iterable[str]) -> PulsarVersion:
+    """``version`` run with the gates ``names`` (:data:`GATES`, by :attr:`Fix.name`) as if backported; one line for
+    an unknown name, and PIP-379 is refused (it is a dispatcher of its own, not a fix a release could take)."""
+    v = parse_version(version)
+    known = {g.name: g for g in GATES if g is not PIP_379}
+    for name in names:
+        if name not in known:
+            raise UnknownVersion(f"Unknown gate {name!r} to backport. Known: {', '.join(sorted(known))}.")
+    return PulsarVersion(v.major, v.minor, v.patch, v.backports | frozenset(names))
 
 
 def has_classic_dispatcher(version: str | PulsarVersion) -> bool:

@@ -17,9 +17,10 @@ by C with no receive of m by another consumer between them:
 * **fell**: r2 carries a lower count than r1;
 * **not raised**: C sent m back (a ``nack`` of m, or a ``redeliver``, while it held m) between r1 and r2, and r2
   carries no more than r1: the request put m in the replay queue with the count raised, and the broker can
-  only have sent C m again after it.  Before 2.11 a ``redeliver`` raises only a count above 0 (the tracker
-  held the message; apache/pulsar#17060), so with a release before 2.11, or none named in the header, a
-  ``redeliver`` after a receive with count 0 proves nothing;
+  only have sent C m again after it.  On every release: from 2.11 the request raises it
+  (apache/pulsar#17060), before it the request tracks m (``addIfAbsent``: a Key_Shared or Shared consumer has
+  pending acks, so ``Consumer.redeliverUnacknowledgedMessages`` sends the positions form even for "all") and
+  the next send raises it (``PulsarCommandSenderImpl``);
 
 unless something may have dropped the count: an ``ack`` of m logged anywhere before r2 (it may have reached
 the broker late, so any ack counts), or a ``fault`` anywhere in the trace (a restart loses the tracker; a
@@ -39,39 +40,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.violations import Kind, Violation, render_elle
-from reference_model.errors import KeySharedError
-from reference_model.versions import REDELIVERY_COUNT_ON_REQUEST_ONLY, parse_version
 
-__all__ = ["FELL", "NOT_RAISED", "explain", "judge", "make_wrong_count", "redeliver_always_counts"]
+__all__ = ["FELL", "NOT_RAISED", "explain", "judge", "make_wrong_count"]
 
 FELL = "fell"
 NOT_RAISED = "not_raised"
 
 
-def judge(before: int, request: str | None, now: int, redeliver_counts: bool) -> str | None:
+def judge(before: int, request: str | None, now: int) -> str | None:
     """The rule for two receives of one message by one incarnation with nothing between them that may have
     dropped the count: ``before`` and ``now`` are their counts, ``request`` the op by which the incarnation sent
-    the message back between them (``nack`` or ``redeliver``, while holding it), if it did.
-    ``redeliver_counts``: the release raises the count on "redeliver all" even for a message never counted
-    (2.11 and later, :func:`redeliver_always_counts`); before, only a message the tracker already held (count
-    above 0) is raised.  ``None`` when the counts are right."""
+    the message back between them (``nack`` or ``redeliver``, while holding it), if it did.  ``None`` when the
+    counts are right."""
     if now < before:
         return FELL
-    if request is not None and now <= before and (request == "nack" or before > 0 or redeliver_counts):
+    if request is not None and now <= before:
         return NOT_RAISED
     return None
-
-
-def redeliver_always_counts(pulsar_version: str | None) -> bool:
-    """Whether the trace's claimed release raises the count of every message a "redeliver all" sends back
-    (apache/pulsar#17060, 2.11.0): unknown or unparsable versions get the rule that holds for every release."""
-    if not pulsar_version:
-        return False
-    try:
-        version = parse_version(pulsar_version)
-    except KeySharedError:
-        return False
-    return version.has(REDELIVERY_COUNT_ON_REQUEST_ONLY)
 
 
 def make_wrong_count(

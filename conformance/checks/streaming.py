@@ -190,7 +190,6 @@ class StreamingChecker:
         self.failed_received: dict[str, tuple[tuple[Any, ...], str]] = {}
         #: wrong_redelivery_count found so far: reported at the end when the trace has no fault
         self._wrong_counts: list[Violation] = []
-        self._rc_redeliver = redelivery_count.redeliver_always_counts(self.header.pulsar_version)
         self.pending_evidence: dict[str, list[tuple[str, tuple[Any, ...], str]]] = {}
         #: (producer, seq) -> (message key, first evidence ref, key) or {message key: (ref, key)} once two
         self.ids: dict[tuple[str, int], Any] = {}
@@ -976,7 +975,7 @@ class StreamingChecker:
             return
         if prev is not None and prev[0] is inc:
             request = prev[3]
-            how = redelivery_count.judge(prev[1], None if request is None else request[1], count, self._rc_redeliver)
+            how = redelivery_count.judge(prev[1], None if request is None else request[1], count)
             if how is not None:
                 msg = _msg(mkey)
                 self._wrong_counts.append(

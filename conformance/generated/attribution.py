@@ -5,23 +5,36 @@ The model reproduces every release line, known bugs included: a generated progra
 a program that fails for any other reason is a finding (a model bug, a checker false positive, or a Pulsar bug
 nobody listed).  The rule, applied by :func:`attribute`:
 
+0. a known bug that is open in Pulsar (no release fixed it) and affects the failing release explains the failure
+   when the program passes on the failing release with that bug's proposed fix applied
+   (:attr:`conformance.known_bugs.KnownBug.proposed`, ``passes_with(spec, reference)``): apache/pulsar#23803's
+   replay read dispatched during a pending rewind, which #10662 proposed to drop;
 1. run the program at the newest patch of each later release line, with the same implementation (the classic
    dispatcher runs on 4.x too), oldest first, until it passes there: the fixes that release has and neither the
    failing one nor the newest release that still failed has (:data:`FIXES`, the model's gates) are what made
-   the difference (a program that passes on 3.1 but fails on 3.0, which has every fix 3.1 has, is unexplained);
+   the difference; a later line whose newest patch lacks a fix the failing release has is skipped (3.1 and 3.2
+   ended before 3.0.x took later fixes: a program passing on 3.1 but failing on 3.0.17 says nothing about a fix);
 2. a classic program that fails on every classic release and passes on the PIP-379 dispatcher of 4.0 is
    explained by the PIP-379 gate (the classic dispatcher's bugs fixed only by PIP-379);
 3. the failure is *expected* when known bugs of :data:`conformance.known_bugs.KNOWN_BUGS` (or gated cases of
    :data:`conformance.gated_cases.GATED_CASES`: behaviour changes with a case of their own, such as the ring's
    removal by identity) that affect the failing release have their gates among those fixes, and it names them;
-   otherwise it is *unexplained*.
+   when none does and they include a change that hides a classic bug without fixing it (:data:`MASKING`), rule 2
+   judges it as if no classic release passed; otherwise rule 4 is tried.
    The PIP-379 gate of rule 2 changes the whole dispatcher, so there the contracts the program broke must also
    be among those the classic bugs' cases break (``contract:`` tags of
    ``conformance/cases/scenarios/known_bugs/``): a classic program that delivers an acknowledged message again
    (``redelivery``) is not explained by bugs that stall or reorder.
+4. when none of that explains it, or only rule 2 does (the whole PIP-379 dispatcher), a known bug (or gated
+   case) of the failing release whose fix is a gate explains it if the program passes on the failing release
+   with only that gate backported (``passes_backported``): the first release that passes may bring another change
+   that hides the bug without fixing it (apache/pulsar#22245's read filtering, 3.0.5 and 3.3.0, hides a STICKY
+   gap hash delivered to a consumer, #24730, fixed in 3.0.14);
+   otherwise it is *unexplained*.
 
-Pure: the runs are a callable the caller gives (``passes(spec) -> bool``, a target spec such as
-``model:3.0:classic``), so this module imports no target.
+Pure: the runs are callables the caller gives (``passes(spec) -> bool``, a target spec such as
+``model:3.0:classic``; ``passes_with(spec, proposed_fix_reference) -> bool``; ``passes_backported(spec,
+gate_name) -> bool``), so this module imports no target.
 """
 
 from __future__ import annotations
@@ -37,7 +50,15 @@ from conformance.scenarios import loads_scenario
 from reference_model import versions
 from reference_model.versions import PIP_379, RELEASES, Fix, PulsarVersion, newest_patch, parse_version
 
-__all__ = ["FIXES", "Attribution", "attribute", "bug_contracts", "later_specs", "line_spec"]
+__all__ = ["FIXES", "MASKING", "Attribution", "attribute", "bug_contracts", "later_specs", "line_spec"]
+
+#: Gates that change what the classic dispatcher reads without fixing an ordering or delivery bug, and so can hide
+#: one: apache/pulsar#22245 ("Avoid repeated Read-and-discard", an improvement; 3.0.5, 3.3.0) issues no normal read
+#: for a recently joined consumer, so a program that #23307 reorders on 3.2 may pass on 3.3.0 although #23307
+#: stays in every classic release (fixed only by PIP-379). A failure whose first passing release gains one of these
+#: and no gate that names a known bug (3.0.5's other gains are deduplication gates) is judged by rule 2, the PIP-379
+#: dispatcher, as one that no classic release passes.
+MASKING: frozenset[Fix] = frozenset({versions.CLASSIC_REPLAY_FILTER})
 
 #: Every behaviour change the model gates on (``reference_model.versions``), by name.
 #: The gates a later release may bring that explain a program passing there (the classic dispatcher's removal in
@@ -135,9 +156,48 @@ def attribute(
     implementation: str,
     passes: Callable[[str], bool],
     broken: Iterable[str] | None = None,
+    passes_with: Callable[[str, str], bool] | None = None,
+    passes_backported: Callable[[str, str], bool] | None = None,
 ) -> Attribution:
     """Explain a program failing on ``spec`` (release ``version``, ``implementation``); ``passes`` reruns it.
-    ``broken``: the contracts the failure broke (None: not compared)."""
+    ``broken``: the contracts the failure broke (None: not compared); ``passes_with(spec, reference)`` reruns it
+    on ``spec`` with a proposed fix of an open bug applied (None: open bugs explain nothing);
+    ``passes_backported(spec, gate_name)`` reruns it on ``spec`` with one gate as if backported (rule 4; None: not
+    tried)."""
+    failing = newest_patch(version)
+    if passes_with is not None:
+        for bug in KNOWN_BUGS:
+            proposed = bug.proposed if bug.unfixed and bug.affects(failing, implementation) else None
+            if proposed is not None and passes_with(spec, proposed.reference):
+                with_fix = f"{spec} with {proposed.reference}"
+                return Attribution(spec, True, (bug.case,), with_fix, (proposed.name,), "")
+    found = _by_releases(spec, version, implementation, passes, broken)
+    if passes_backported is None or (found.expected and found.fixes != (PIP_379.name,)):
+        return found
+    # unexplained, or explained only by the whole PIP-379 dispatcher: one backported fix is the sharper reading
+    for explanation, gate in _backportable(failing, implementation):
+        if passes_backported(spec, gate.name):
+            return Attribution(spec, True, (explanation,), f"{spec} with {gate.name} backported", (gate.name,), "")
+    return found
+
+
+def _backportable(failing: PulsarVersion, implementation: str) -> list[tuple[str, Fix]]:
+    """Known bugs and gated cases of ``failing`` whose fix is a gate a release could take (not PIP-379)."""
+    out = [(b.case, b.gate) for b in KNOWN_BUGS if b.gate is not None and b.gate is not PIP_379]
+    out += [(g.case, g.gate) for g in GATED_CASES if g.gate is not PIP_379]
+    known = {b.case: b for b in KNOWN_BUGS}
+    gated = {g.case: g for g in GATED_CASES}
+    return [
+        (case, gate)
+        for case, gate in out
+        if (known[case] if case in known else gated[case]).affects(failing, implementation)
+    ]
+
+
+def _by_releases(
+    spec: str, version: str, implementation: str, passes: Callable[[str], bool], broken: Iterable[str] | None
+) -> Attribution:
+    """Rules 1 to 3: the later releases, then the PIP-379 dispatcher."""
     broken_set = None if broken is None else frozenset(broken)
     failing = newest_patch(version)
     last_failing = failing  # the newest release known to fail: the fix lies between it and the first that passes
@@ -150,6 +210,8 @@ def attribute(
         }
 
     for later_spec, later in later_specs(failing, implementation):
+        if any(f.present_in(failing) and not f.present_in(later) for f in FIXES):
+            continue  # a line that ended before the failing release took a fix (3.1 and 3.2 for 3.0.17) tells nothing
         if not passes(later_spec):
             last_failing = later
             continue
@@ -174,11 +236,34 @@ def attribute(
         names = tuple(sorted(f.name for f in gained))
         if bugs:  # the patch that fixed it is pinned down: its consequences may reach any contract
             return Attribution(spec, True, tuple(b.case for b in bugs), passed_spec, names, "")
+        if gained & MASKING and implementation == "classic":
+            hidden = _pip379_rule(spec, failing, implementation, passes, broken_set)
+            if hidden is not None and hidden.expected:
+                return hidden
         return Attribution(
             spec, False, (), passed_spec, names,
             f"fails up to {last_failing}, passes on {passed_spec}, which adds {', '.join(names) or 'no gated fix'}:"
             f" no known bug of {failing} ({implementation}) is among them",
         )  # fmt: skip
+    found = _pip379_rule(spec, failing, implementation, passes, broken_set)
+    if found is not None:
+        return found
+    return Attribution(
+        spec, False, (), None, (),
+        f"fails on every later {implementation} release"
+        + (" and on the PIP-379 dispatcher of 4.0" if implementation == "classic" else ""),
+    )  # fmt: skip
+
+
+def _pip379_rule(
+    spec: str,
+    failing: PulsarVersion,
+    implementation: str,
+    passes: Callable[[str], bool],
+    broken_set: frozenset[str] | None,
+) -> Attribution | None:
+    """Rule 2: a classic failure the PIP-379 dispatcher of 4.0 does not have, named by the classic dispatcher's bugs
+    that PIP-379 fixed when their cases break the contracts it broke; None when it does not apply."""
     if implementation == "classic" and passes("model:4.0"):
         bugs = _bugs_with({PIP_379}, failing, implementation)
         if bugs and _covers(bugs, broken_set):
@@ -189,8 +274,4 @@ def attribute(
                 f"passes only on the PIP-379 dispatcher, but breaks {', '.join(sorted(broken_set or ()))}, which"
                 f" none of the classic dispatcher's known bugs ({', '.join(b.case for b in bugs)}) breaks",
             )  # fmt: skip
-    return Attribution(
-        spec, False, (), None, (),
-        f"fails on every later {implementation} release"
-        + (" and on the PIP-379 dispatcher of 4.0" if implementation == "classic" else ""),
-    )  # fmt: skip
+    return None

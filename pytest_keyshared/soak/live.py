@@ -31,6 +31,8 @@ import heapq
 import itertools
 from typing import Any
 
+from conformance.checks.ordering import exempt_now
+
 __all__ = ["DEFAULT_KEEP", "PRUNE_EVERY", "LiveCount", "drop_per_key_leftovers", "prune"]
 
 #: Settled messages (and identity entries) remembered per map.
@@ -82,10 +84,13 @@ def drop_per_key_leftovers(checker: Any, cache_bound: int) -> int:
     once they hold more than ``cache_bound`` keys.  Changes no judgement (tests/soak/test_live.py feeds traces
     to a checker that does this after every event and to one that never does: they find the same)."""
     forgotten = 0
+    epoch: int = checker._epoch
     for sub in checker.subs.values():
         # a free mark may be the int 0 (made free by its publish, event 0)
         forgotten += _drop_stale(sub.free_heaps, sub.recs, still=lambda rec: rec.free is not None)
-        forgotten += _drop_stale(sub.exempt_heaps, sub.recs, still=lambda rec: bool(rec.exempt))
+        # an exemption an armed ack suspended is off the heap until that ack is disarmed: it waits in its acker's
+        # ``suspended`` list, and ``_revive_exemptions`` pushes it again (the lazy pop in ordering.overtaken reads so)
+        forgotten += _drop_stale(sub.exempt_heaps, sub.recs, still=lambda rec: exempt_now(rec, epoch))
         timeline = sub.timeline
         if timeline is not None and len(timeline._slots) > cache_bound:
             # both at once: a membership change reads every cached owner's slot from the slot cache

@@ -29,6 +29,10 @@ _OPTIONS: dict[str, type | tuple[type, ...]] = {
     "crash_detection_delay_ms": int,
     "pulsar_version": str,
     "implementation": str,
+    #: fixes proposed for open Pulsar bugs to apply (reference_model.versions.PROPOSED_FIXES), for attribution
+    "proposed_fixes": (list, tuple),
+    #: gates (reference_model.versions.GATES, by name) to run this release with as if backported, for attribution
+    "backports": (list, tuple),
 }
 
 
@@ -72,12 +76,19 @@ class ModelTarget(Target):
         from reference_model.keyshared.factory import check_implementation
 
         self.version = check_released(version)
+        if opts.get("backports"):
+            from reference_model.versions import with_backports
+
+            self.version = with_backports(self.version, [str(b) for b in opts["backports"]])
         self.implementation = check_implementation(implementation, self.version)
         config = BrokerConfig.from_broker_conf(opts.get("broker_conf", {}))
         delay = opts.get("crash_detection_delay_ms", 0)
         if delay < 0:
             raise InvalidArgument(f"Option crash_detection_delay_ms={delay}: expected an int >= 0.")
-        self.config = replace(config, crash_detection_delay_ms=delay)
+        proposed = opts.get("proposed_fixes", ())
+        self.config = replace(
+            config, crash_detection_delay_ms=delay, proposed_fixes=frozenset(str(p) for p in proposed)
+        )
         uses_ring = self.config.key_shared.use_consistent_hashing
         self.claims = Claims(
             pulsar_version=str(self.version),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from reference_model.dedup import DedupConfig
 from reference_model.errors import InvalidArgument, did_you_mean
 from reference_model.keyshared import BROKER_CONF_NAMES, DispatcherSettings
+from reference_model.versions import PROPOSED_FIXES
 
 __all__ = ["BrokerConfig"]
 
@@ -62,6 +63,11 @@ class BrokerConfig:
         of re-indexing in long soaks). ``managedLedgerMaxEntriesPerLedger`` = N turns trimming on with batches of
         N: Pulsar deletes a consumed ledger whole, and a ledger holds at most N entries (the model keeps its
         message ids in one ledger; only which entries it forgets, and when, follow the setting).
+    ``proposed_fixes``
+        References of fixes proposed for open Pulsar bugs (``reference_model.versions.PROPOSED_FIXES``, e.g.
+        ``"apache/pulsar#10662"``) this broker applies although no release has them: what a generated program
+        would do were the bug fixed (``conformance.generated.attribution``). Empty by default: every release
+        runs as Pulsar does.
     """
 
     key_shared: DispatcherSettings = field(default_factory=DispatcherSettings)
@@ -70,8 +76,15 @@ class BrokerConfig:
     subscription_types_enabled: tuple[str, ...] = _SUBSCRIPTION_TYPES
     trim_consumed_entries: bool = False
     trim_batch: int = 0
+    proposed_fixes: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        for reference in self.proposed_fixes:
+            if reference not in PROPOSED_FIXES:
+                raise InvalidArgument(
+                    f"Unknown proposed fix {reference!r}.{did_you_mean(str(reference), PROPOSED_FIXES)}"
+                    f" Known: {', '.join(sorted(PROPOSED_FIXES))}."
+                )
         if not isinstance(self.key_shared, DispatcherSettings):
             raise InvalidArgument(
                 f"Expected DispatcherSettings for key_shared but got {self.key_shared!r}"

@@ -98,6 +98,7 @@ class ServerSubscription:
             on_marker=self._marker_read,
             non_persistent=not self.topic.persistent,
             clock=broker.clock.now_ns,
+            proposed_fixes=broker.config.proposed_fixes,
         )
         return dispatcher
 

@@ -48,6 +48,7 @@ from reference_model.versions import (
     CLASSIC_SKIP_JOINERS_WHILE_REWIND_PENDING,
     CLASSIC_SORT_CHECKS_LAST_TWO,
     CLASSIC_UNSELECTED_TO_REPLAY,
+    REWIND_BEFORE_REPLAY_READ,
     PulsarVersion,
 )
 
@@ -110,6 +111,7 @@ class ClassicDispatcher(KeySharedDispatcher):
         #: positions of the replay read a removal issued, while it is in flight
         self._in_flight_replay: list[Position] = []
         self.unselected_to_replay = self.version.has(CLASSIC_UNSELECTED_TO_REPLAY)
+        self._rewind_before_replay = REWIND_BEFORE_REPLAY_READ.reference in self.proposed_fixes
 
     # -- membership ----------------------------------------------------------------------------------------
     def _after_add(self, consumer: DispatchConsumer, impacted: Any) -> None:
@@ -159,6 +161,13 @@ class ClassicDispatcher(KeySharedDispatcher):
         positions, self._in_flight_replay = self._in_flight_replay, []
         if not self.consumers:
             self.cursor.rewind()
+            return
+        if self.should_rewind and self._rewind_before_replay:
+            # apache/pulsar#10662's proposed fix (no release): the replay read's entries are dropped like a normal
+            # read's, and the deferred rewind happens now; Pulsar dispatches them (#23803)
+            self.cursor.rewind()
+            self.should_rewind = False
+            self.read_more_entries()
             return
         if self._replay_read_overtaken(positions):  # apache/pulsar#12890: older replay entries go first
             self.read_more_entries()

@@ -82,8 +82,11 @@ class KeySharedDispatcher(ABC):
         schedule: Scheduler | None = None,
         on_marker: Callable[[Entry], None] | None = None,
         clock: Callable[[], int] | None = None,
+        proposed_fixes: frozenset[str] = frozenset(),
     ) -> None:
         self.cursor = cursor
+        #: references of proposed fixes of open Pulsar bugs this dispatcher applies (none in any release)
+        self.proposed_fixes = proposed_fixes
         self.log = cursor.log
         self.selector = selector
         self.policy = policy
@@ -321,7 +324,9 @@ class KeySharedDispatcher(ABC):
                 if self._add_to_replay(position, None):
                     if self.counts_on_request:
                         self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
-                    elif positions is not None:  # before 2.11: ``addIfAbsent`` on the per-message form only
+                    else:  # before 2.11: ``addIfAbsent``, the next send raises the count (:meth:`_send`)
+                        # both forms: a Key_Shared consumer's redeliver-all request reaches the per-position form too
+                        # (``Consumer.redeliverUnacknowledgedMessages`` with pending acks, branch-2.8 to branch-2.10)
                         self.redelivery_counts.setdefault(position, 0)
                     queued += 1
         finally:

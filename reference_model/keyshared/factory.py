@@ -74,11 +74,13 @@ def make_dispatcher(
     on_marker: Callable[[Entry], None] | None = None,
     non_persistent: bool = False,
     clock: Callable[[], int] | None = None,
+    proposed_fixes: frozenset[str] = frozenset(),
 ) -> KeySharedDispatcher:
     """A dispatcher for ``cursor`` with a fresh selector for ``policy`` under ``version`` and ``settings``.
 
     ``non_persistent``: the dispatcher of a non-persistent topic (``NonPersistentStickyKeyDispatcherMultipleConsumers``,
-    whatever ``implementation`` says; its selector never tracks draining hashes)."""
+    whatever ``implementation`` says; its selector never tracks draining hashes). ``proposed_fixes``: fixes of open
+    Pulsar bugs to apply although no release has them (``reference_model.versions.PROPOSED_FIXES``)."""
     pulsar = parse_version(version)
     impl = check_implementation(implementation, pulsar)
     settings = settings or DispatcherSettings()
@@ -118,4 +120,5 @@ def make_dispatcher(
         schedule=schedule,
         on_marker=on_marker,
         clock=clock,
+        proposed_fixes=proposed_fixes,
     )

@@ -588,13 +588,7 @@ def _wrong_redelivery_counts(
     without a fault): for a live receive r2 of a message (no batch index) whose previous live receive r1 in the
     subscription was by the same incarnation, both with a count, and no ack of it in the subscription before r2:
     the count fell; or the incarnation sent it back between them (its first nack of it or redeliver) and r2 carries
-    no more, where a redeliver after a count of 0 counts only for a named release of 2.11 or later."""
-    version = header.pulsar_version
-    redeliver_counts = False
-    if version:
-        parts = version.removeprefix("pulsar-").removeprefix("v").split(".")
-        redeliver_counts = len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit()
-        redeliver_counts = redeliver_counts and (int(parts[0]), int(parts[1])) >= (2, 11)
+    no more (a nack or a redeliver raises it on every release: before 2.11 at the next send)."""
     live: dict[str, tuple[int, str]] = {}  # handle -> (open index, subscription)
     last: dict[str, tuple[int, str]] = {}
     previous: dict[tuple[str, str], tuple[int, int, int | None, str, str]] = {}  # (sub, msg) -> r1
@@ -627,7 +621,7 @@ def _wrong_redelivery_counts(
                     continue
                 sent = [r for r in requests if r1[0] < r[0] < e.i and r[1] == inc[0] and r[3] in (None, mkey)]
                 request = sent[0] if sent else None
-                raises = request is not None and (request[2] == "nack" or before > 0 or redeliver_counts)
+                raises = request is not None
                 if now < before or (raises and now <= before):
                     witness = (r1[0], e.i) if request is None else (r1[0], request[0], e.i)
                     found[("wrong_redelivery_count", sub, keys[(sub, mkey)], witness)] += 1

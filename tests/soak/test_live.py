@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from conformance.trace import SubscriptionSpec, TraceHeader, TraceWriter
 from pytest_keyshared.soak.live import LiveCount, drop_per_key_leftovers, prune
 
@@ -66,15 +64,10 @@ def test_prune_forgets_the_oldest_first() -> None:
     assert forgotten >= 90 and list(sub.settled) == before[-10:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="since an ack that may never have arrived no longer ends a nack's exemption (issue 24), the record of a"
-    " message ever nacked is kept (its exemption comes back if the ack is disarmed), and so is its exempt-heap"
-    " entry: per-key state grows with the nacked messages of a live soak"
-    " (docs/soak.md, 'The live check and the verdict')",
-)
 def test_keyless_messages_leave_no_per_key_state_behind() -> None:
-    """A soak's keyless messages each have a key of their own: the per-key heaps and caches stay bounded."""
+    """A soak's keyless messages each have a key of their own: the per-key heaps and caches stay bounded, also for
+    messages nacked and then acknowledged (their records stay, a later fault may disarm the ack, but an exemption
+    an armed ack suspended is off the heap until it comes back: docs/soak.md)."""
     w = _writer()
     live = LiveCount(w.header, None, keep=500, every=1000)
     w.add_listener(live.feed)

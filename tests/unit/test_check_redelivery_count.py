@@ -4,7 +4,8 @@ Each planted trace is a broker that sent one consumer a message again with a cou
 after the consumer sent it back; its clean twin is the same trace with the counts Pulsar gives.  Equal
 timestamps change nothing (the rule reads the event order), an ack that may never have arrived (any ack of the
 message, by anyone, live or late) and a fault anywhere excuse, a copy at another consumer is not judged, and a
-``redeliver`` after a count of 0 is judged only for a release that counts it (2.11+).
+``redeliver`` after a count of 0 is judged on every release (before 2.11 the request tracks the message and the
+next send raises it: ``Consumer.redeliverUnacknowledgedMessages`` with pending acks, branch-2.8 to branch-2.10).
 """
 
 from __future__ import annotations
@@ -64,8 +65,10 @@ CASES: dict[str, tuple[int, int, Callable[[TraceBuilder], None], str, str | None
     "nack lowers": (2, 1, _nack, "3.0", "fell"),
     "redeliver raises": (1, 2, _redeliver, "2.10", None),
     "redeliver of a counted message does not raise (2.10)": (1, 1, _redeliver, "2.10", "not_raised"),
-    "redeliver of an uncounted message before 2.11": (0, 0, _redeliver, "2.10", None),
+    "redeliver of an uncounted message before 2.11 does not raise": (0, 0, _redeliver, "2.10", "not_raised"),
+    "redeliver of an uncounted message before 2.11 raises": (0, 1, _redeliver, "2.8", None),
     "redeliver of an uncounted message from 2.11": (0, 0, _redeliver, "3.0", "not_raised"),
+    "redeliver of an uncounted message, no release named": (0, 0, _redeliver, "", "not_raised"),
     "a duplicate with the same count": (1, 1, _nothing, "4.0", None),
     "a duplicate with a lower count": (3, 0, _nothing, "4.0", "fell"),
 }
