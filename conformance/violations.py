@@ -12,7 +12,7 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
 ``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``,
-``received_beyond_unacked_limit``; and
+``received_beyond_unacked_limit``, ``received_beyond_lookahead``; and
 six that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner``, ``received_beyond_permits`` and ``not_dead_lettered``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
@@ -100,6 +100,9 @@ class Kind(str, Enum):
     #: a consumer received a message while it held as many unacknowledged messages (of other entries) as the
     #: broker's maxUnackedMessagesPerConsumer / PerSubscription allows
     RECEIVED_BEYOND_UNACKED_LIMIT = "received_beyond_unacked_limit"
+    #: a 4.x (PIP-379) dispatcher sent an entry while more entries below it than its look-ahead limit allows had
+    #: never been sent to anyone: it read past keySharedLookAheadMsgInReplayThreshold*
+    RECEIVED_BEYOND_LOOKAHEAD = "received_beyond_lookahead"
 
     def __str__(self) -> str:
         return self.value

@@ -1,0 +1,196 @@
+"""``received_beyond_lookahead`` on the checker, both ways (``conformance/checks/lookahead.py``).
+
+The trace of ``dispatch/lookahead-window``: c1 (receiver queue 1) holds k0 back, c2 acknowledges k11, Pulsar 4.0
+with ``keySharedLookAheadMsgInReplayThresholdPerConsumer`` = 1 (a limit of 2 entries for two consumers). A broker
+that reads past the limit hands c2 every k11 message while k0's wait below them (planted: INVALID); one that stops
+at the limit gives c2 the first k11 messages and the rest after c1 resumes (VALID). Both with equal timestamps,
+with late acks (after the acker's close), with the same trace's Parquet form, and on the eras the rule does not
+judge (3.x, the classic dispatcher) or without the setting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.checks import check_trace
+from conformance.checks.lookahead import effective_limit
+
+TOPIC = "persistent://public/default/ks-lookahead"
+PUBLISHED = 30  # 0:0 .. 0:29, k0 on even entries (c1's), k11 on odd ones (c2's)
+
+
+def _header(**over: Any) -> dict[str, Any]:
+    header: dict[str, Any] = {
+        "trace_format": 1,
+        "target": "model",
+        "pulsar_version": "4.0",
+        "subscription": {"name": "s", "type": "Key_Shared", "key_shared_mode": "STICKY"},
+        "deduplication": False,
+        "implementation": "pip379",
+        "broker_conf": {"keySharedLookAheadMsgInReplayThresholdPerConsumer": 1},
+    }
+    header.update(over)
+    return header
+
+
+def _trace(order: list[tuple[str, int]], *, equal_t: bool = False, late_acks: bool = False) -> list[dict[str, Any]]:
+    """Opens, the publishes, then ``order``'s receives (each acked by its receiver right after), and the end."""
+    events: list[dict[str, Any]] = []
+
+    def add(**e: Any) -> None:
+        e["i"] = len(events)
+        e["t"] = 0 if equal_t else len(events) * 1000
+        events.append(e)
+
+    for c in ("c1", "c2"):
+        add(op="open", consumer=c, topic=TOPIC, subscription="s", result="ok", receiver_queue=1)
+    for n in range(PUBLISHED):
+        key = "k0" if n % 2 == 0 else "k11"
+        add(op="publish", topic=TOPIC, producer="p1", seq=n, key=key, msg_id=f"0:{n}", result="ok", uid=f"u{n}")
+    for consumer, n in order:
+        key = "k0" if n % 2 == 0 else "k11"
+        add(op="receive", consumer=consumer, topic=TOPIC, key=key, msg_id=f"0:{n}", uid=f"u{n}", redelivery_count=0)
+        if not late_acks or consumer == "c2":
+            add(op="ack", consumer=consumer, topic=TOPIC, key=key, msg_id=f"0:{n}")
+    if late_acks:
+        add(op="close", consumer="c1")
+        for consumer, n in order:
+            if consumer == "c1":
+                add(op="ack", consumer="c1", topic=TOPIC, key="k0", msg_id=f"0:{n}")
+    add(op="end", drained=True)
+    return events
+
+
+#: a broker that reads past the limit: c2 gets all of k11 while k0's messages wait below them
+BEYOND = [("c2", n) for n in range(1, PUBLISHED, 2)] + [("c1", n) for n in range(0, PUBLISHED, 2)]
+#: the model (Pulsar's algorithm): c2 gets 0:1 and 0:3, then the two keys alternate as c1 catches up
+WITHIN = (
+    [("c2", 1), ("c2", 3)]
+    + [("c1", n) for n in (0, 2, 4, 6, 8)]
+    + [("c2", n) for n in (5, 7, 9, 11, 13)]
+    + [("c1", n) for n in (10, 12, 14, 16, 18)]
+    + [("c2", n) for n in (15, 17, 19, 21, 23)]
+    + [("c1", n) for n in (20, 22, 24, 26, 28)]
+    + [("c2", n) for n in (25, 27, 29)]
+)
+
+
+def _write(tmp_path: Path, header: dict[str, Any], events: list[dict[str, Any]], name: str = "t.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(x) for x in [header, *events]) + "\n")
+    return path
+
+
+def _kinds(path: Path) -> list[str]:
+    return [str(v.kind) for v in check_trace(path).violations]
+
+
+@pytest.mark.parametrize("equal_t", [False, True])
+@pytest.mark.parametrize("late_acks", [False, True])
+def test_reading_past_the_limit_is_reported_and_stopping_at_it_is_not(
+    tmp_path: Path, equal_t: bool, late_acks: bool
+) -> None:
+    beyond = _write(tmp_path, _header(), _trace(BEYOND, equal_t=equal_t, late_acks=late_acks), "beyond.jsonl")
+    within = _write(tmp_path, _header(), _trace(WITHIN, equal_t=equal_t, late_acks=late_acks), "within.jsonl")
+    assert _kinds(beyond) == ["received_beyond_lookahead"]
+    assert _kinds(within) == []
+    (violation,) = check_trace(beyond).violations
+    assert violation.events == (2 + PUBLISHED + 2 * 14,)  # c2's receive of 0:29, the 15th receive (each acked)
+    assert violation.facts["count"] == 15 and violation.facts["limit"] == 2 and violation.facts["allowance"] == 6
+    assert "0:0 to 0:28" in violation.explanation
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        _header(pulsar_version="3.3"),  # the classic dispatcher of 3.x: no look-ahead limit
+        _header(implementation="classic"),  # 4.x with the classic implementation
+        _header(broker_conf={"maxUnackedMessagesPerConsumer": 5}),  # no look-ahead threshold named: not judged
+        _header(delayed_delivery=True),  # a delayed entry waits in the tracker, not the replay queue
+    ],
+)
+def test_not_judged_without_a_pip379_look_ahead(tmp_path: Path, header: dict[str, Any]) -> None:
+    assert _kinds(_write(tmp_path, header, _trace(BEYOND))) == []
+
+
+def test_a_bigger_receiver_queue_or_a_fault_excuses(tmp_path: Path) -> None:
+    """What may sit sent and unread in a queue is not counted: queues of 10 cover what the tight ones could not;
+    a fault before the receives excuses every entry stored before it."""
+    events = _trace(BEYOND)
+    for e in events:
+        if e["op"] == "open":
+            e["receiver_queue"] = 10
+    assert _kinds(_write(tmp_path, _header(), events, "big.jsonl")) == []
+    events = _trace(BEYOND)
+    first_receive = next(n for n, e in enumerate(events) if e["op"] == "receive")
+    events.insert(first_receive, {"op": "fault", "fault": "broker_restart", "consumers": [], "t": 0})
+    for n, e in enumerate(events):
+        e["i"] = n
+        e["t"] = n * 1000
+    assert _kinds(_write(tmp_path, _header(), events, "fault.jsonl")) == []
+
+
+def test_the_parquet_form_is_judged_alike(tmp_path: Path) -> None:
+    from conformance.trace import convert_to_parquet
+
+    beyond = _write(tmp_path, _header(), _trace(BEYOND), "beyond.jsonl")
+    parquet = tmp_path / "beyond.parquet"
+    convert_to_parquet(beyond, parquet)
+    assert _kinds(parquet) == ["received_beyond_lookahead"]
+
+
+@pytest.mark.parametrize(
+    ("conf", "consumers", "limit"),
+    [
+        ({"keySharedLookAheadMsgInReplayThresholdPerConsumer": 1}, 2, 2),  # the per-subscription default is above
+        ({"keySharedLookAheadMsgInReplayThresholdPerConsumer": 10}, 3, 30),
+        (
+            {
+                "keySharedLookAheadMsgInReplayThresholdPerConsumer": 10,
+                "keySharedLookAheadMsgInReplayThresholdPerSubscription": 25,
+            },
+            3,
+            25,
+        ),
+        (
+            {
+                "keySharedLookAheadMsgInReplayThresholdPerConsumer": 0,
+                "keySharedLookAheadMsgInReplayThresholdPerSubscription": 5,
+            },
+            3,
+            5,
+        ),
+        (
+            {
+                "keySharedLookAheadMsgInReplayThresholdPerConsumer": 0,
+                "keySharedLookAheadMsgInReplayThresholdPerSubscription": 0,
+                "maxUnackedMessagesPerConsumer": 1,
+            },
+            2,
+            2,
+        ),
+        (
+            {
+                "keySharedLookAheadMsgInReplayThresholdPerConsumer": 0,
+                "keySharedLookAheadMsgInReplayThresholdPerSubscription": 0,
+                "maxUnackedMessagesPerConsumer": 0,
+                "maxUnackedMessagesPerSubscription": 0,
+            },
+            2,
+            2**31 - 1,
+        ),
+    ],
+)
+def test_the_effective_limit_is_pulsars(conf: dict[str, int], consumers: int, limit: int) -> None:
+    full = {
+        "keySharedLookAheadMsgInReplayThresholdPerConsumer": 2000,
+        "keySharedLookAheadMsgInReplayThresholdPerSubscription": 20000,
+        "maxUnackedMessagesPerConsumer": 50000,
+        "maxUnackedMessagesPerSubscription": 200000,
+        **conf,
+    }
+    assert effective_limit(full, consumers) == limit
