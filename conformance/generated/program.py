@@ -154,6 +154,11 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     #: consumed entries trimmed (ledgers of 2 or 5 entries deleted once every cursor passed them): a persistent
     #: topic only; last, so the programs drawn before it keep every other draw
     "trim": ((), (("managedLedgerMaxEntriesPerLedger", 2),), (("managedLedgerMaxEntriesPerLedger", 5),)),
+    #: the consumers' receiver queue (the client's permits): 20, or 2, so that a paused or holding consumer soon
+    #: has no permits and its keys wait in the replay queue; with the ``lookahead`` dimension the look-ahead limit
+    #: is then reached and judged (``received_beyond_lookahead``: what sits unread in the queues is what a trace
+    #: cannot see, so small ones make the rule bite). Last, so the programs drawn before it keep every other draw
+    "queue": (20, 2),
 }
 SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
@@ -259,6 +264,7 @@ class _Shape:
             topic=str(self.values["topic"]),
             selector="consistent-hashing" if selector.startswith("consistent-hashing") else selector,
             points=1 if selector == "consistent-hashing-1-point" else 0,
+            receiver_queue=int(self.values["queue"]),  # type: ignore[call-overload]
         )
 
     def key_set(self, default_count: int) -> KeySet:
