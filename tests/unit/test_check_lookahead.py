@@ -194,3 +194,15 @@ def test_the_effective_limit_is_pulsars(conf: dict[str, int], consumers: int, li
         **conf,
     }
     assert effective_limit(full, consumers) == limit
+
+
+def test_the_bucketed_engine_checks_such_a_trace_whole(tmp_path: Path) -> None:
+    """The count spans keys: split by key into buckets (the Spark engine's layout), a part that judged a receive
+    under a look-ahead threshold makes the trace be checked again whole, with the same verdict."""
+    from conformance.checks.buckets import check_bucketed
+    from conformance.trace.buckets import convert_to_buckets
+
+    for name, order, kinds in (("beyond", BEYOND, ["received_beyond_lookahead"]), ("within", WITHIN, [])):
+        path = _write(tmp_path, _header(), _trace(order), f"{name}.jsonl")
+        layout = convert_to_buckets(path, tmp_path / f"{name}-buckets", 4)
+        assert [str(v.kind) for v in check_bucketed(layout).violations] == kinds
