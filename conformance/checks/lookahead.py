@@ -27,6 +27,7 @@ reconnect empties the client's queue, which fills again). Every incarnation of t
 for as many consumers as the trace ever opened (the broker may count a subscribe not logged yet), so the rule is
 decided at the end of the trace, once: the largest count seen at a receive, against L plus that allowance. A fault
 excuses every entry stored before it (an expiry acknowledges entries nobody was sent; a reconnect empties queues).
+Entries whose receipt is logged before the first ``open`` are not counted (the subscription may not have existed).
 Judged only when the header's ``broker_conf`` names a look-ahead threshold (a model run of a scenario or program with
 ``[broker]``), on a persistent Key_Shared topic of the PIP-379 dispatcher, with one subscription, no delayed delivery
 (a delayed entry waits in the delivery tracker, not the replay queue) and no failover.
@@ -135,7 +136,10 @@ class LookAhead:
         return None if conf is None else cls(conf)
 
     def published(self, stream: str, ledger: int, entry: int) -> None:
-        """A stored message's receipt (a batch's messages name one entry)."""
+        """A stored message's receipt (a batch's messages name one entry).  Before the first open the subscription
+        may not exist yet (a new subscription starts at the end of the topic): such an entry is not counted."""
+        if not self.consumers:
+            return
         pos = (ledger, entry)
         sent = self.sent.get(stream)
         if sent is not None and pos in sent:
@@ -151,7 +155,10 @@ class LookAhead:
                 insort(unsent, pos)
 
     def received(self, i: int, consumer: str, msg: str, key: str, stream: str, ledger: int, entry: int) -> None:
-        """A receive (live or late): its entry was sent; count the entries below it never sent to anyone."""
+        """A receive (live or late): its entry was sent; count the entries below it never sent to anyone.  Any
+        receive makes the trace one a partitioned engine checks again whole (the count spans keys: a part holding
+        some keys' entries sees none of the others')."""
+        self.judging = True
         pos = (ledger, entry)
         sent = self.sent.get(stream)
         if sent is None:
@@ -165,7 +172,6 @@ class LookAhead:
             del unsent[at]
         if at == 0:
             return
-        self.judging = True
         worst = self.worst
         if worst is None or at > worst[0]:
             self.worst = (at, i, consumer, msg, key, unsent[0], unsent[at - 1])

@@ -712,8 +712,9 @@ def lookahead_excess(header: TraceHeader, events: Sequence[Event], default_sub: 
     50000, 200000) for as many consumers as the trace opened (ok or unknown outcome). A: for every such open its
     ``receiver_queue`` (1000 when absent) + 2, again for every redeliver of a handle (its latest open's queue), and
     for every fault the queues of the handles open then. At each receive r of entry p (any handle): the ok receipts
-    with a real id in p's stream, logged before r and after the latest fault before r, below p, whose entry no
-    receive before r named. The largest such count (the first receive with it) over L + A: one violation."""
+    with a real id in p's stream, logged before r, after the latest fault before r and after the first open, below
+    p, whose entry no receive before r named. The largest such count (the first receive with it) over L + A: one
+    violation."""
     conf = header.extra.get("broker_conf")
     names = (
         "keySharedLookAheadMsgInReplayThresholdPerConsumer",
@@ -743,6 +744,10 @@ def lookahead_excess(header: TraceHeader, events: Sequence[Event], default_sub: 
     opened = 0
     allowance = 0
     best: tuple[int, int, str] | None = None  # (count, i, key)
+    first_open = next(
+        (j for j, e in enumerate(events) if e.op.value == "open" and (e.result is None or e.result.value != "fail")),
+        len(events),
+    )
     for r_at, e in enumerate(events):
         op = e.op.value
         if op == "open" and (e.result is None or e.result.value != "fail"):
@@ -772,7 +777,7 @@ def lookahead_excess(header: TraceHeader, events: Sequence[Event], default_sub: 
                 if s == stream:
                     shown.add(parse_position(m)[:2])
         unsent = set()
-        for j in range(last_fault + 1, r_at):
+        for j in range(max(last_fault + 1, first_open + 1), r_at):
             f = events[j]
             if f.op.value != "publish" or f.result is None or f.result.value != "ok" or f.msg_id is None:
                 continue
