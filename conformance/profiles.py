@@ -25,7 +25,8 @@ profile            contract                                                     
                                                                                       accepted_conflicting_open,
                                                                                       refused_open,
                                                                                       wrong_redelivery_count,
-                                                                                      received_beyond_unacked_limit
+                                                                                      received_beyond_unacked_limit,
+                                                                                      received_beyond_lookahead
 =================  =================================================================  ============================
 
 Deduplication off in the header adds ``duplicate_publish`` to the permitted kinds of a derived profile, and a
@@ -118,6 +119,7 @@ PROFILES: dict[str, Profile] = {
                     _K.REFUSED_OPEN,
                     _K.WRONG_REDELIVERY_COUNT,
                     _K.RECEIVED_BEYOND_UNACKED_LIMIT,
+                    _K.RECEIVED_BEYOND_LOOKAHEAD,
                 }
             ),
         ),

@@ -12,7 +12,7 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``redelivered_after_failover``, ``delivered_twice``, ``delivered_early``, ``stored_below_highest``,
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
 ``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``,
-``received_beyond_unacked_limit``; and
+``received_beyond_unacked_limit``, ``received_beyond_lookahead``; and
 eight that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner``, ``received_beyond_permits``, ``not_dead_lettered``, ``stats_mismatch`` and
 ``dedup_snapshot_behind``.
@@ -107,6 +107,9 @@ class Kind(str, Enum):
     #: the deduplication snapshot (the ``pulsar.dedup`` cursor in the internal stats) lags the entries stored since
     #: the topic was loaded by a whole snapshot interval or more (a case-level judgement)
     DEDUP_SNAPSHOT_BEHIND = "dedup_snapshot_behind"
+    #: a 4.x (PIP-379) dispatcher sent an entry while more entries below it than its look-ahead limit allows had
+    #: never been sent to anyone: it read past keySharedLookAheadMsgInReplayThreshold*
+    RECEIVED_BEYOND_LOOKAHEAD = "received_beyond_lookahead"
 
     def __str__(self) -> str:
         return self.value

@@ -57,6 +57,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "delivered_twice": "redelivery",
     "received_beyond_permits": "delivery",
     "received_beyond_unacked_limit": "delivery",
+    "received_beyond_lookahead": "delivery",
     "wrong_redelivery_count": "redelivery",
     "duplicate_publish": "deduplication",
     "lost_write": "deduplication",

@@ -41,6 +41,7 @@ from conformance.checks import (
     duplicates,
     exclusivity,
     expiry,
+    lookahead,
     loss,
     nonpersistent,
     ordering,
@@ -165,6 +166,8 @@ class StreamingChecker:
         #: the header's broker settings bound each consumer's unacknowledged messages: received_beyond_unacked_limit
         limit = unacked_limit.limit_of(self.header.extra)
         self._unacked = unacked_limit.UnackedLimit(limit) if limit > 0 else None
+        #: the header's broker settings name a look-ahead limit (PIP-379): received_beyond_lookahead
+        self._lookahead = lookahead.LookAhead.of_header(self.header)
         self._attached: dict[str, str] = {}
         # dead letters (conformance.checks.dead_letter): the policy's maximum (None: not judged); subscription ->
         # message key -> (its dead_letter event, its last release before it, its key, whether a close came
@@ -333,6 +336,8 @@ class StreamingChecker:
         redelivered_after_ack, misassigned and wrong_redelivery_count."""
         if self._unacked is not None:
             self._unacked_receive(self._unacked, inc, i, key, mkey, stream, ledger, entry, batch)
+        if self._lookahead is not None:
+            self._lookahead.received(i, inc.consumer, _msg(mkey), key, stream, ledger, entry)
         sub = inc.sub
         if self._dead and mkey in self._dead.get(sub.name, ()):
             self._after_dead_letter(sub.name, mkey, i, inc.consumer)
@@ -493,6 +498,8 @@ class StreamingChecker:
             if producer is not None and seq is not None:
                 self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key, n)
             return  # not stored
+        if self._lookahead is not None:
+            self._lookahead.published(stream, ledger, entry)
         if ps is not None and producer is not None and seq is not None:
             self._may_store(producer, seq, t0)
             cur = self.ids.get(ps)
@@ -581,6 +588,8 @@ class StreamingChecker:
         fault, end, failover."""
         if self._unacked is not None:
             self._unacked_rare(self._unacked, op, row)
+        if self._lookahead is not None:
+            self._lookahead_rare(self._lookahead, op, row)
         if op == "nack":
             self._nack(row)
         elif op == "redeliver":
@@ -661,6 +670,21 @@ class StreamingChecker:
             limit.restart(row.consumer)
         elif op == "fault":
             limit.fault()
+
+    def _lookahead_rare(self, rule: lookahead.LookAhead, op: str, row: EventRow) -> None:
+        """Opens, leaves, redeliver requests and faults for received_beyond_lookahead
+        (:mod:`conformance.checks.lookahead`)."""
+        if op == "open":
+            if row.result == "fail":
+                return  # refused: never registered
+            extra = self._extras(row.n)
+            rule.opened(str(row.consumer), extra.get("subscription"), self.default_sub, extra.get("receiver_queue"))
+        elif op == "close" or op == "crash":
+            rule.left(str(row.consumer))
+        elif op == "redeliver":
+            rule.redeliver(str(row.consumer))
+        elif op == "fault":
+            rule.fault()
 
     def _producer_open(self, row: EventRow) -> None:
         """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
@@ -913,6 +937,8 @@ class StreamingChecker:
 
     def _late_receive(self, row: EventRow) -> None:
         i, consumer, key, mkey, stream, uid = row.i, row.consumer, row.key, row.mkey, row.stream, row.uid
+        if self._lookahead is not None and stream is not None and mkey is not None:
+            self._lookahead.received(i, str(consumer), _msg(mkey), str(key or ""), stream, row.ledger, row.entry)
         if uid is not None:
             self._identity(uid, mkey, (i, "receive", consumer, _msg(mkey)), key)
         last = self.last_inc.get(consumer)
@@ -1102,7 +1128,11 @@ class StreamingChecker:
         """Whether this checker judged ``stored_below_highest`` over some stored receipt, or a receive under a
         broker's unacked-message limit (a partitioned engine then checks the trace again whole: the first rule
         compares ids its identity pass splits apart, the second counts a consumer's messages of every key)."""
-        return bool(self.stored_top) or (self._unacked is not None and self._unacked.judging)
+        return (
+            bool(self.stored_top)
+            or (self._unacked is not None and self._unacked.judging)
+            or (self._lookahead is not None and self._lookahead.judging)
+        )
 
     def _below_highest(
         self,
@@ -1309,6 +1339,10 @@ class StreamingChecker:
                 " redelivery counts"
             )
         self._wrong_counts = []
+        if self._lookahead is not None:
+            beyond = self._lookahead.verdict()
+            if beyond is not None:
+                found.append(lookahead.make_beyond_lookahead(self.default_sub, beyond))
         found.extend(duplicates.duplicates(self.ids))
         found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:
@@ -1355,6 +1389,7 @@ def _extra_of(event: Event) -> dict[str, Any]:
         "fault": extra.get("fault"),
         "expire_seconds": extra.get("expire_seconds"),
         "error": extra.get("error"),
+        "receiver_queue": extra.get("receiver_queue"),
     }
 
 

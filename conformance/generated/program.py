@@ -167,6 +167,11 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     #: no crash, restart, resend or expiry (what the driver does on one non-partitioned topic only); last, so the
     #: programs drawn before it keep every other draw
     "partitions": (0, 2),
+    #: the consumers' receiver queue (the client's permits): 20, or 2, so that a paused or holding consumer soon
+    #: has no permits and its keys wait in the replay queue; with the ``lookahead`` dimension the look-ahead limit
+    #: is then reached and judged (``received_beyond_lookahead``: what sits unread in the queues is what a trace
+    #: cannot see, so small ones make the rule bite). Last, so the programs drawn before it keep every other draw
+    "queue": (20, 2),
 }
 SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
@@ -284,6 +289,7 @@ class _Shape:
             selector="consistent-hashing" if selector.startswith("consistent-hashing") else selector,
             points=1 if selector == "consistent-hashing-1-point" else 0,
             partitions=self.partitions,
+            receiver_queue=int(self.values["queue"]),  # type: ignore[call-overload]
         )
 
     def key_set(self, default_count: int) -> KeySet:

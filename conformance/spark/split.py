@@ -58,7 +58,7 @@ _EMPTY = 0  # hash_strings of the empty string (the key of a message no event gi
 #: without them its receives (no consumer is open there) skip fetching them one row at a time.
 _RARE_FIELDS = (
     "topic", "subscription", "name", "policy", "drained", "consumers", "unattributed", "deliver_after_ms", "fault",
-    "expire_seconds", "error", "send_seq", "highest_seq",
+    "expire_seconds", "error", "send_seq", "highest_seq", "receiver_queue",
 )  # fmt: skip
 
 

@@ -37,7 +37,7 @@ ROW_FIELDS: tuple[str, ...] = (
 #: Fields only rare ops read (open, end, fault, failover): kept as Arrow columns, read one event at a time.
 RARE_FIELDS: tuple[str, ...] = (
     "topic", "subscription", "name", "policy", "drained", "consumers", "unattributed", "deliver_after_ms", "fault",
-    "expire_seconds", "error", "send_seq", "highest_seq",
+    "expire_seconds", "error", "send_seq", "highest_seq", "receiver_queue",
 )  # fmt: skip
 #: Labels with few distinct values: one object per value for the whole trace.
 _LABELS = frozenset({"op", "consumer", "key", "stream", "producer", "result"})

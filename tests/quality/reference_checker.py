@@ -465,6 +465,7 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
     found.update(compacted_reads(events))
     _refused_opens(header, events, default_sub, found)
     found.update(unacked_limit_excess(header, events, default_sub))
+    found.update(lookahead_excess(header, events, default_sub))
     return found
 
 
@@ -709,6 +710,107 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
             found[
                 ("received_beyond_unacked_limit", live[handle], e.key or "", tuple(sorted({min(held), max(held), i})))
             ] += 1
+    return found
+
+
+def lookahead_excess(header: TraceHeader, events: Sequence[Event], default_sub: str) -> Counter[Identity]:
+    """``received_beyond_lookahead`` as ``docs/checker.md`` states it ("The look-ahead limit"), by scanning.
+
+    Judged when the header's ``broker_conf`` names a look-ahead threshold, the subscription is Key_Shared on a
+    persistent topic of a 4.x (or later) broker not running the classic dispatcher, no delayed delivery, no
+    clusters, and no open names another subscription. L: Pulsar's getEffectiveLookAheadLimit (defaults 2000, 20000,
+    50000, 200000) for as many consumers as the trace opened (ok or unknown outcome). A: for every such open its
+    ``receiver_queue`` (1000 when absent) + 2, again for every redeliver of a handle (its latest open's queue), and
+    for every fault the queues of the handles open then. At each receive r of entry p (any handle): the ok receipts
+    with a real id in p's stream, logged before r, after the latest fault before r and after the first open, below
+    p, whose entry no receive before r named. The largest such count (the first receive with it) over L + A: one
+    violation."""
+    conf = header.extra.get("broker_conf")
+    names = (
+        "keySharedLookAheadMsgInReplayThresholdPerConsumer",
+        "keySharedLookAheadMsgInReplayThresholdPerSubscription",
+    )
+    found: Counter[Identity] = Counter()
+    if not isinstance(conf, dict) or not any(n in conf for n in names):
+        return found
+    version = header.pulsar_version or ""
+    major = version.split(".")[0]
+    if (
+        header.extra.get("topic_kind") == "non-persistent"
+        or header.extra.get("delayed_delivery")
+        or header.extra.get("clusters")
+        or header.subscription.type.lower() != "key_shared"
+        or header.implementation == "classic"
+        or (major.isdigit() and int(major) < 4)
+    ):
+        return found
+    defaults = {names[0]: 2000, names[1]: 20000, "maxUnackedMessagesPerConsumer": 50000,
+                "maxUnackedMessagesPerSubscription": 200000}  # fmt: skip
+    values = {n: conf.get(n, d) for n, d in defaults.items()}
+    if any(type(v) is not int or v < 0 for v in values.values()):
+        return found
+    queues: dict[str, int] = {}  # handle -> its latest open's receiver queue
+    live: set[str] = set()
+    opened = 0
+    allowance = 0
+    best: tuple[int, int, str] | None = None  # (count, i, key)
+    first_open = next(
+        (j for j, e in enumerate(events) if e.op.value == "open" and (e.result is None or e.result.value != "fail")),
+        len(events),
+    )
+    for r_at, e in enumerate(events):
+        op = e.op.value
+        if op == "open" and (e.result is None or e.result.value != "fail"):
+            if e.subscription not in (None, default_sub):
+                return found
+            q = e.extra.get("receiver_queue")
+            q = q if type(q) is int and q >= 0 else 1000
+            queues[e.consumer or ""] = q
+            live.add(e.consumer or "")
+            opened += 1
+            allowance += q + 2
+        elif op in ("close", "crash"):
+            live.discard(e.consumer or "")
+        elif op == "redeliver":
+            allowance += queues.get(e.consumer or "", 1000) + 2
+        elif op == "fault":
+            allowance += sum(queues[h] + 2 for h in live)
+        if op != "receive" or e.topic is None or e.msg_id is None:
+            continue
+        _mkey, stream, msg = canonical_message(e.topic, e.msg_id)
+        p = parse_position(msg)[:2]
+        last_fault = max((j for j in range(r_at) if events[j].op.value == "fault"), default=-1)
+        shown = set()
+        for f in events[:r_at]:
+            if f.op.value == "receive" and f.topic is not None and f.msg_id is not None:
+                _k, s, m = canonical_message(f.topic, f.msg_id)
+                if s == stream:
+                    shown.add(parse_position(m)[:2])
+        unsent = set()
+        for j in range(max(last_fault + 1, first_open + 1), r_at):
+            f = events[j]
+            if f.op.value != "publish" or f.result is None or f.result.value != "ok" or f.msg_id is None:
+                continue
+            if f.topic is None:
+                continue
+            _k, s, m = canonical_message(f.topic, f.msg_id)
+            q2 = parse_position(m)[:2]
+            if s == stream and q2[0] >= 0 and q2[1] >= 0 and q2 < p and q2 not in shown:
+                unsent.add(q2)
+        if unsent and (best is None or len(unsent) > best[0]):
+            best = (len(unsent), e.i, e.key or "")
+    if best is None:
+        return found
+    n = max(opened, 1)
+    pc, ps = values[names[0]], values[names[1]]
+    limit = pc * n if pc > 0 else ps
+    if pc > 0 and 0 < ps < limit:
+        limit = ps
+    if limit <= 0:
+        ms, mc = values["maxUnackedMessagesPerSubscription"], values["maxUnackedMessagesPerConsumer"] * n
+        limit = min(ms if ms > 0 else 2**31 - 1, mc if mc > 0 else 2**31 - 1)
+    if best[0] > limit + allowance:
+        found[("received_beyond_lookahead", default_sub, best[2], (best[1],))] += 1
     return found
 
 

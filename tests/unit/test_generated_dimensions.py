@@ -170,6 +170,15 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         [_m("publish", amount=6), _m("open", "c2", 1), _m("publish", amount=8), _m("ack_held", amount=2)],
         _shape(lookahead=1),
     ),
+    "look-ahead limit reached: receiver queues of two, a consumer paused while the others receive": (
+        lambda s: (
+            s.settings.receiver_queue == 2
+            and ("keySharedLookAheadMsgInReplayThresholdPerConsumer", 2) in s.broker
+            and any(isinstance(x, Pause) for x in s.steps)
+        ),
+        [_m("open", "c2", 1), _m("pause"), *[_m("publish", amount=8)] * 4, _m("ack_held", "c2", 4)],
+        _shape(lookahead=1, queue=1),
+    ),
     "redelivery (unblocking) delay": (
         lambda s: ("keySharedUnblockingIntervalMs", 150) in s.broker,
         [_m("publish", amount=4), _m("open", "c2", 1), _m("publish", amount=4), _m("ack_held", amount=2)],
