@@ -35,7 +35,6 @@ __all__ = [
     "make_duplicate",
     "make_lost_write",
     "make_stored_below",
-    "raise_highest",
 ]
 
 
@@ -139,14 +138,10 @@ def explain_lost_write(facts: Mapping[str, Any]) -> str:
     )
 
 
-#: A producer's highest id stored as an entry's first message so far: (seq, its first receipt, its position).
+#: A producer's highest id stored as an entry's first message so far: (seq, its first receipt, its position).  A
+#: receipt of a higher id as an entry's first message replaces it; one of the same id leaves the first receipt
+#: (the engine keeps it in its hot path, ``StreamingChecker._below_highest``, without a call per receipt).
 Top = tuple[int, Sequence[Any], tuple[int, int]]
-
-
-def raise_highest(top: Top | None, seq: int, ref: Sequence[Any], position: tuple[int, int]) -> Top:
-    """``top`` after a receipt (witness ``ref``) showing ``seq`` stored at ``position`` as its entry's first
-    message: the first receipt of the highest id."""
-    return top if top is not None and seq <= top[0] else (seq, ref, position)
 
 
 def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = None) -> Top | None:

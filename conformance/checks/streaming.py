@@ -162,6 +162,8 @@ class StreamingChecker:
         #: the header says publishes may carry ``deliver_after_ms`` (delayed delivery): read it on each publish
         self._delayed = bool(self.header.extra.get("delayed_delivery"))
         self._early_allowance = delayed.allowance_of(self.header.extra)
+        #: some published messages do not wait on their key's free heap (non-persistent, delayed: :meth:`_not_waiting`)
+        self._held_back = self._non_persistent or self._delayed
         #: the header's broker settings bound each consumer's unacknowledged messages: received_beyond_unacked_limit
         limit = unacked_limit.limit_of(self.header.extra)
         self._unacked = unacked_limit.UnackedLimit(limit) if limit > 0 else None
@@ -173,6 +175,11 @@ class StreamingChecker:
         self._dl_max = dead_letter.max_redeliver_count(self.header.extra)
         self._dead: dict[str, dict[str, tuple[int, int, str, bool]]] = {}
         self._receipts: dict[tuple[str, str], int] = {}
+        #: whether an optional rule watches every live receive and ack: the header's unacknowledged-message
+        #: limit or dead-letter maximum, or (set by :meth:`_dead_letter`) a message seen on the dead-letter
+        #: topic.  Fixed per trace but for that last: :meth:`_run` reads it once per batch and after each rare
+        #: op, so a trace that enables none of them runs a receive and an ack without a test of theirs
+        self._watched = self._unacked is not None or self._dl_max is not None
         self._loss_i = -1
         self._close_i = -1
         self._redelivered_subs: set[str] = set()
@@ -291,11 +298,14 @@ class StreamingChecker:
         The three ops that make nearly every event (receive, ack, publish) hand their handler its fields straight
         from the columns; an event of a consumer with no open handle goes to the late handler, every other op to
         :meth:`_rare` as an :class:`EventRow`.  The columns and ``live`` are read once per
-        batch, not once per event: the loop is the engine's hot path."""
+        batch, not once per event: the loop is the engine's hot path.  So is what the trace enables: the optional
+        rules that watch every receive and ack (:meth:`_watch_receive`, :meth:`_watch_ack`) run only when the
+        header (or a dead letter) turned them on (``_watched``), a non-persistent topic's only on such a topic."""
         c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
         c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch, c_count = columns[8:]
         live = self.live
         non_persistent = self._non_persistent
+        watched = self._watched
         for n in range(start, stop):
             op = c_op[n]
             if op == "receive":
@@ -304,17 +314,23 @@ class StreamingChecker:
                     self._np_receive(columns, n, inc)
                 if inc is None:
                     self._late_receive(_row(columns, n))
-                else:
-                    self._receive(
-                        inc, c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_ledger[n], c_entry[n],
-                        c_batch[n], c_count[n],
-                    )  # fmt: skip
+                    continue
+                if watched:
+                    self._watch_receive(
+                        inc, c_i[n], c_key[n], c_mkey[n], c_stream[n], c_ledger[n], c_entry[n], c_batch[n]
+                    )
+                self._receive(
+                    inc, c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_ledger[n], c_entry[n],
+                    c_batch[n], c_count[n],
+                )  # fmt: skip
             elif op == "ack":
                 inc = live.get(c_consumer[n])
                 if inc is None:
                     self._late_ack(_row(columns, n))
-                else:
-                    self._ack(inc, c_i[n], c_mkey[n])
+                    continue
+                if watched:
+                    self._watch_ack(c_mkey[n])
+                self._ack(inc, c_i[n], c_mkey[n])
             elif op == "publish":
                 self._publish(
                     c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_producer[n], c_seq[n], c_result[n],
@@ -322,7 +338,30 @@ class StreamingChecker:
                 )  # fmt: skip
             else:
                 self._rare(op, _row(columns, n))
+                watched = self._watched  # a dead letter turns the dead-letter watch on
         self.events += stop - start
+
+    def _watch_receive(
+        self, inc: Incarnation, i: int, key: str, mkey: str, stream: str, ledger: int, entry: int, batch: int
+    ) -> None:
+        """The optional rules at a live receive, before :meth:`_receive` (only when ``_watched``):
+        received_beyond_unacked_limit, received_after_dead_letter, and the receipts ``dead_lettered_early``
+        counts."""
+        if self._unacked is not None:
+            self._unacked_receive(self._unacked, inc, i, key, mkey, stream, ledger, entry, batch)
+        name = inc.sub.name
+        if self._dead and mkey in self._dead.get(name, ()):
+            self._after_dead_letter(name, mkey, i, inc.consumer)
+        if self._dl_max is not None:
+            counted = (name, mkey)
+            self._receipts[counted] = self._receipts.get(counted, 0) + 1
+
+    def _watch_ack(self, mkey: str) -> None:
+        """The optional rules at a live ack, before :meth:`_ack` (only when ``_watched``): the acknowledged
+        message no longer counts toward its consumer's unacknowledged limit (live or late, :meth:`_late_ack`: it
+        may have reached the broker)."""
+        if self._unacked is not None:
+            self._unacked.acked(mkey)
 
     def _receive(
         self, inc: Incarnation, i: int, t: int, key: str, mkey: str, stream: str, uid: str | None, ledger: int,
@@ -330,15 +369,9 @@ class StreamingChecker:
     ) -> None:  # fmt: skip
         """A live receive by ``inc`` (a late one: :meth:`_late_receive`) carrying redelivery count ``count``: the
         message becomes known and held, and the receive is judged for key_overlap, out_of_order,
-        redelivered_after_ack, misassigned and wrong_redelivery_count."""
-        if self._unacked is not None:
-            self._unacked_receive(self._unacked, inc, i, key, mkey, stream, ledger, entry, batch)
+        redelivered_after_ack, misassigned and wrong_redelivery_count.  The optional rules that watch every
+        receive ran before it when the trace enables them (:meth:`_watch_receive`)."""
         sub = inc.sub
-        if self._dead and mkey in self._dead.get(sub.name, ()):
-            self._after_dead_letter(sub.name, mkey, i, inc.consumer)
-        if self._dl_max is not None:
-            counted = (sub.name, mkey)
-            self._receipts[counted] = self._receipts.get(counted, 0) + 1
         rec = sub.recs.get(mkey)
         if rec is None and sub.settled and mkey in sub.settled:
             rec = self._revive(sub, mkey, (ledger, entry, batch))
@@ -356,7 +389,10 @@ class StreamingChecker:
                 rec.rc = False if (acked or batch >= 0) else [inc, count, i, None]
             was_free = None
         else:
-            if rec.rc is not False:
+            rc = rec.rc
+            # judged unless nothing can be (False), and a receive without a count changes nothing of an unjudged
+            # message (None) but for one that can never be judged (acknowledged, a batch message)
+            if rc is not False and (rc is not None or count is not None or rec.acked or rec.pos[2] >= 0):
                 self._judge_count(sub, rec, inc, i, mkey, count)
             if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
                 self._identity(uid, mkey, (i, "receive", inc.consumer, _msg(mkey)), key)
@@ -417,9 +453,8 @@ class StreamingChecker:
     def _ack(self, inc: Incarnation, i: int, mkey: str) -> None:
         """A live ack by ``inc`` (a late one: :meth:`_late_ack`): every hold of the message ends, it is
         acknowledged (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if ``inc``
-        held it."""
-        if self._unacked is not None:
-            self._unacked.acked(mkey)  # live or late (:meth:`_late_ack`): it may have reached the broker
+        held it.  The optional rules that watch every ack ran before it when the trace enables them
+        (:meth:`_watch_ack`)."""
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None:
@@ -474,7 +509,9 @@ class StreamingChecker:
     ) -> None:  # fmt: skip
         """A publish receipt (event ``n`` of its batch: its rare fields, ``deliver_after_ms``, are fetched by it):
         identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
-        message becomes known (and free) in every subscription it reaches."""
+        message becomes known (and free) in every subscription it reaches.  The bookkeeping every stored receipt
+        does (the producer's highest ids, the scope string) is inline; a rule's own decision is called only when
+        the receipt can break it."""
         ps = (producer, seq) if producer is not None and seq is not None else None
         first_of_uid = False
         if uid is not None and uid not in self.uid_pub:
@@ -494,10 +531,18 @@ class StreamingChecker:
                 self._unstored_receipt(i, t, t0, result, mkey, producer, seq, key)
             return  # not stored
         if ps is not None and producer is not None and seq is not None:
-            self._may_store(producer, seq, t0)
+            if seq > self.top_seq.get(producer, -1):  # it may be stored (as _may_store)
+                self.top_seq[producer] = seq
+            if self.unexcused:
+                self._excuse(producer, seq, t0)
             cur = self.ids.get(ps)
             if self._judge_below:
-                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur)
+                top = self.stored_top.get((stream, producer))
+                if top is None or seq > top[0]:  # the producer's next id: the highest now (duplicates.Top)
+                    if batch <= 0:
+                        self.stored_top[(stream, producer)] = (seq, (i, "publish", None, _msg(mkey)), (ledger, entry))
+                elif seq < top[0]:  # below the highest so far: stored_below_highest may judge it
+                    self._below_highest(i, key, mkey, producer, seq, (ledger, entry), batch, cur, top)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -510,6 +555,10 @@ class StreamingChecker:
         send_t = t if t0 is None else t0
         if batch >= 0:  # a batch entry is dispatched whole by its first message's key
             key = self._entry_key(stream, ledger, entry, batch, key, mkey)
+        scopes = self._scopes.get(stream)
+        scope = None if scopes is None else scopes.get(key)
+        if scope is None:
+            scope = self._scope(stream, key)
         for sub in self._sub_list:
             recs = sub.recs
             if not sub.created:
@@ -527,23 +576,30 @@ class StreamingChecker:
                 continue  # sent strictly before the subscription existed (at an equal t: after)
             if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
                 sub.acked_early.discard(mkey)
-                sub.settled[mkey] = Settled(self._scope(stream, key), key, -1, None, 0, -1)
+                sub.settled[mkey] = Settled(scope, key, -1, None, 0, -1)
             else:
-                scope = self._scope(stream, key)
                 pos = (ledger, entry, batch)
                 rec = recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
-                if self._non_persistent:
-                    continue  # delivered at once or dropped: never waiting (conformance.checks.nonpersistent)
-                if self._delayed:
-                    due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"), self._early_allowance)
-                    if due is not None:
-                        rec.due = due  # not waiting in the key's order until received: not on the free heap
-                        continue
+                if self._held_back and self._not_waiting(rec, send_t, i, n):
+                    continue
                 heap = sub.free_heaps.get(scope)
                 if heap is None:
                     sub.free_heaps[scope] = [(pos, mkey)]
                 else:
                     _push(heap, (pos, mkey))
+
+    def _not_waiting(self, rec: Record, send_t: int, i: int, n: int) -> bool:
+        """Whether a message just published (event ``n``) does not wait on its key's free heap (only asked when
+        the header makes some message not wait, ``_held_back``): on a non-persistent topic it is delivered at
+        once or dropped (:mod:`conformance.checks.nonpersistent`); a delayed one is due at its own time
+        (:mod:`conformance.checks.delayed`), not in its key's order until received."""
+        if self._non_persistent:
+            return True
+        due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"), self._early_allowance)
+        if due is None:
+            return False
+        rec.due = due
+        return True
 
     def _entry_key(self, stream: str, ledger: int, entry: int, batch: int, key: str, mkey: str) -> str:
         """The sticky key of batch message ``mkey`` (own key ``key``): its entry's, the key on the first event of
@@ -611,6 +667,7 @@ class StreamingChecker:
         i, key, mkey = row.i, row.key, row.mkey
         sub = self._sub(self._extras(row.n).get("subscription"))
         dead = self._dead.setdefault(sub.name, {})
+        self._watched = True  # from now on every live receive is looked up among the dead letters
         if mkey in dead:  # a second copy: the broker delivered the message again, and a client routed it again
             self._after_dead_letter(sub.name, mkey, i, None)
         rec = sub.recs.get(mkey)
@@ -1094,36 +1151,35 @@ class StreamingChecker:
         return bool(self.stored_top) or (self._unacked is not None and self._unacked.judging)
 
     def _below_highest(
-        self,
-        i: int,
-        key: str,
-        mkey: str,
-        stream: str,
-        producer: str,
-        seq: int,
-        position: tuple[int, int],
-        batch: int,
-        cur: Any,
-    ) -> None:
-        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, ``stored_below_highest`` when
-        a higher id of the producer was stored earlier in the stream (a receipt logged before) and nothing stored
-        (producer, seq) under another id; as an entry's first message, it may raise the producer's highest id."""
-        ref = (i, "publish", None, _msg(mkey))
-        top = self.stored_top.get((stream, producer))
-        if batch < 0 and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
-            higher = duplicates.below_highest(top, seq, position)
-            if higher is not None:
-                self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
-        if batch <= 0:
-            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, seq, ref, position)
+        self, i: int, key: str, mkey: str, producer: str, seq: int, position: tuple[int, int], batch: int, cur: Any,
+        top: duplicates.Top,
+    ) -> None:  # fmt: skip
+        """A receipt storing (producer, seq) as ``mkey`` at ``position``, below the producer's highest id stored so
+        far as an entry's first message (``top``, from the receipts logged before): if unbatched and nothing stored
+        (producer, seq) under another id, ``stored_below_highest`` when that highest id was stored earlier in the
+        stream (:func:`duplicates.below_highest` decides).  :meth:`_publish` keeps ``top`` (an entry's first
+        message above it raises it) and calls this only for a receipt below it."""
+        if batch >= 0 or not (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+            return
+        higher = duplicates.below_highest(top, seq, position)
+        if higher is not None:
+            ref = (i, "publish", None, _msg(mkey))
+            self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
 
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each
         earlier first duplicate receipt of a lower id unless it was sent strictly after that receipt was logged
-        (``t0`` later than the receipt's ``t``; without ``t0`` the send may have come first)."""
+        (``t0`` later than the receipt's ``t``; without ``t0`` the send may have come first).  A stored receipt
+        does the same inline (:meth:`_publish`)."""
         if seq > self.top_seq.get(producer, -1):
             self.top_seq[producer] = seq
-        waiting = self.unexcused.get(producer) if self.unexcused else None
+        if self.unexcused:
+            self._excuse(producer, seq, t0)
+
+    def _excuse(self, producer: str, seq: int, t0: int | None) -> None:
+        """The first duplicate receipts of ``producer`` a send of ``seq`` that may be stored excuses (see
+        :meth:`_may_store`)."""
+        waiting = self.unexcused.get(producer)
         if waiting:
             kept: list[tuple[int, int]] = []
             for d_seq, d_t in waiting:
