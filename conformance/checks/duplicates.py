@@ -35,6 +35,7 @@ __all__ = [
     "make_duplicate",
     "make_lost_write",
     "make_stored_below",
+    "top_receipt",
 ]
 
 
@@ -138,10 +139,16 @@ def explain_lost_write(facts: Mapping[str, Any]) -> str:
     )
 
 
-#: A producer's highest id stored as an entry's first message so far: (seq, its first receipt, its position).  A
-#: receipt of a higher id as an entry's first message replaces it; one of the same id leaves the first receipt
-#: (the engine keeps it in its hot path, ``StreamingChecker._below_highest``, without a call per receipt).
-Top = tuple[int, Sequence[Any], tuple[int, int]]
+#: A producer's highest id stored as an entry's first message so far: (seq, the index of its first receipt, that
+#: receipt's message key, its position); :func:`top_receipt` is that receipt as a witness.  A receipt of a higher
+#: id as an entry's first message replaces it; one of the same id leaves the first receipt (the engine keeps it in
+#: its hot path, ``StreamingChecker._publish``, without a call or a witness built per receipt).
+Top = tuple[int, int, str, tuple[int, int]]
+
+
+def top_receipt(top: Top) -> tuple[int, str, None, str]:
+    """The receipt that stored the highest id ``top``, as a violation's reference."""
+    return (top[1], "publish", None, top[2].rpartition("|")[2])
 
 
 def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = None) -> Top | None:
@@ -158,7 +165,7 @@ def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = 
     Evidence of the pushed id is only an entry's first message (a batch is judged by the ids of its send, at least
     its first message's: ``highest_sequence_id`` is optional), and only an unbatched send is judged by its own id
     (the C++ client sends a batch under its first id, Java's key-based batches under their highest)."""
-    if top is None or top[0] <= seq or (position is not None and top[2] >= position):
+    if top is None or top[0] <= seq or (position is not None and top[3] >= position):
         return None
     return top
 

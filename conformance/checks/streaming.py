@@ -537,10 +537,11 @@ class StreamingChecker:
                 self._excuse(producer, seq, t0)
             cur = self.ids.get(ps)
             if self._judge_below:
-                top = self.stored_top.get((stream, producer))
+                sp = (stream, producer)
+                top = self.stored_top.get(sp)
                 if top is None or seq > top[0]:  # the producer's next id: the highest now (duplicates.Top)
                     if batch <= 0:
-                        self.stored_top[(stream, producer)] = (seq, (i, "publish", None, _msg(mkey)), (ledger, entry))
+                        self.stored_top[sp] = (seq, i, mkey, (ledger, entry))
                 elif seq < top[0]:  # below the highest so far: stored_below_highest may judge it
                     self._below_highest(i, key, mkey, producer, seq, (ledger, entry), batch, cur, top)
             if cur is None:
@@ -732,7 +733,7 @@ class StreamingChecker:
         higher = duplicates.below_highest(self.stored_top.get((f"{base}|{named}", producer)), answer)
         if higher is not None:
             ref = (i, "producer_open", None, None)
-            self._emit(duplicates.make_behind(producer, answer, higher[0], higher[1], ref))
+            self._emit(duplicates.make_behind(producer, answer, higher[0], duplicates.top_receipt(higher), ref))
 
     def _end(self, row: EventRow) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
@@ -1164,7 +1165,8 @@ class StreamingChecker:
         higher = duplicates.below_highest(top, seq, position)
         if higher is not None:
             ref = (i, "publish", None, _msg(mkey))
-            self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref))
+            witness = duplicates.top_receipt(higher)
+            self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], witness, ref))
 
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each
