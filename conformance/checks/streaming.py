@@ -49,7 +49,9 @@ from conformance.checks import (
     unacked_limit,
 )
 from conformance.checks._state import (
+    EventInt,
     Incarnation,
+    Position,
     Record,
     Settled,
     SubState,
@@ -364,8 +366,8 @@ class StreamingChecker:
             self._unacked.acked(mkey)
 
     def _receive(
-        self, inc: Incarnation, i: int, t: int, key: str, mkey: str, stream: str, uid: str | None, ledger: int,
-        entry: int, batch: int, count: Any,
+        self, inc: Incarnation, i: EventInt, t: EventInt, key: str, mkey: str, stream: str, uid: str | None,
+        ledger: EventInt, entry: EventInt, batch: EventInt, count: Any,
     ) -> None:  # fmt: skip
         """A live receive by ``inc`` (a late one: :meth:`_late_receive`) carrying redelivery count ``count``: the
         message becomes known and held, and the receive is judged for key_overlap, out_of_order,
@@ -450,7 +452,7 @@ class StreamingChecker:
             hold[inc] = hold.get(inc, 0) + 1
         inc.held[mkey] = rec
 
-    def _ack(self, inc: Incarnation, i: int, mkey: str) -> None:
+    def _ack(self, inc: Incarnation, i: EventInt, mkey: str) -> None:
         """A live ack by ``inc`` (a late one: :meth:`_late_ack`): every hold of the message ends, it is
         acknowledged (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if ``inc``
         held it.  The optional rules that watch every ack ran before it when the trace enables them
@@ -504,8 +506,9 @@ class StreamingChecker:
                 inc.suspended.append(mkey)
 
     def _publish(
-        self, i: int, t: int, key: str, mkey: str | None, stream: str | None, uid: str | None, producer: str | None,
-        seq: int | None, result: str | None, t0: int | None, ledger: int, entry: int, batch: int, n: int,
+        self, i: EventInt, t: EventInt, key: str, mkey: str | None, stream: str | None, uid: str | None,
+        producer: str | None, seq: int | None, result: str | None, t0: int | None, ledger: EventInt, entry: EventInt,
+        batch: EventInt, n: int,
     ) -> None:  # fmt: skip
         """A publish receipt (event ``n`` of its batch: its rare fields, ``deliver_after_ms``, are fetched by it):
         identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
@@ -579,7 +582,7 @@ class StreamingChecker:
                 sub.acked_early.discard(mkey)
                 sub.settled[mkey] = Settled(scope, key, -1, None, 0, -1)
             else:
-                pos = (ledger, entry, batch)
+                pos: Position = (ledger, entry, batch)
                 rec = recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
                 if self._held_back and self._not_waiting(rec, send_t, i, n):
                     continue
@@ -1045,7 +1048,7 @@ class StreamingChecker:
                 )  # fmt: skip
         rec.rc = [inc, count, i, None]
 
-    def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> Record:
+    def _revive(self, sub: SubState, mkey: str, pos: Position) -> Record:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
         left = sub.settled.pop(mkey)
         rec = Record(True, None, left.key, left.scope, pos, None, None)
