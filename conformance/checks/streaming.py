@@ -20,6 +20,9 @@ validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource
 arguments straight from the columns; the others get an :class:`EventRow` (the fields by name) through
 :meth:`~StreamingChecker._rare` (nack, redeliver, open, close, crash, gone, fault, end, failover), and events of a
 consumer with no open handle go to :meth:`~StreamingChecker._late_receive` / :meth:`~StreamingChecker._late_ack`.
+The optional rules that look at every live receive and ack (the unacked-message limit, dead letters) run in
+:meth:`~StreamingChecker._watch_receive` / :meth:`~StreamingChecker._watch_ack`, only in a trace whose header
+enables them, so the common trace runs a hot path without their tests.
 This module and :mod:`~conformance.checks._state` may run compiled by mypyc (``KEYSHARED_COMPILE=1``;
 :mod:`conformance.checks._build` picks the build), so they stay strictly typed and their classes are not patched
 at run time.
