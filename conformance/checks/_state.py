@@ -19,7 +19,9 @@ from typing import Any
 
 __all__ = [
     "MSG_OPS",
+    "EventInt",
     "Incarnation",
+    "Position",
     "Record",
     "Settled",
     "SubState",
@@ -36,6 +38,17 @@ MSG_OPS = frozenset({"publish", "receive", "ack", "nack", "dead_letter"})
 #: A witness event as the engine remembers it: (i, op, consumer or None).
 Mark = tuple[int, str, "str | None"]
 
+#: An integer field of an event as the batch's columns hold it (``i``, ``t``, a message's ledger, entry and batch
+#: index), which the hot handlers pass along and store (in records, heaps, witnesses) as the Python int it is.
+#: ``Any`` on purpose: compiled with mypyc, an ``int`` parameter is a machine integer, and each time it is stored
+#: again a new Python int is allocated for it.
+EventInt = Any
+
+#: A message's place in the topic log, (ledger, entry, batch index; -1 when sent alone).  A Python tuple under
+#: mypyc too: a fixed-length tuple type would be a C struct there, boxed into a new tuple at each heap push and
+#: each comparison.
+Position = tuple[int, ...]
+
 
 class Record:
     """What the engine knows of one message in one subscription, from the moment it is known there until it is
@@ -47,9 +60,7 @@ class Record:
         "scope", "t0", "uid",
     )  # fmt: skip
 
-    def __init__(
-        self, acked: bool, free: Any, key: str, scope: str, pos: tuple[int, int, int], t0: Any, uid: str | None
-    ) -> None:
+    def __init__(self, acked: bool, free: Any, key: str, scope: str, pos: Position, t0: Any, uid: str | None) -> None:
         #: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a
         #: redelivered_after_ack
         self.acked = acked
@@ -192,9 +203,9 @@ class SubState:
         #: scope -> incarnation -> how many messages of the scope it holds
         self.holding: dict[str, dict[Incarnation, int]] = {}
         #: scope -> heap of (position, message key) of free messages (lazy: entries may be stale)
-        self.free_heaps: dict[str, list[tuple[tuple[int, int, int], str]]] = {}
+        self.free_heaps: dict[str, list[tuple[Position, str]]] = {}
         #: scope -> heap of (position, message key) of exempt messages (lazy)
-        self.exempt_heaps: dict[str, list[tuple[tuple[int, int, int], str]]] = {}
+        self.exempt_heaps: dict[str, list[tuple[Position, str]]] = {}
         #: the membership timeline for misassigned (None when not judged)
         self.timeline: Any = None
         #: canonical topic (or None for opens without a topic) -> t of the first ok open on it

@@ -36,8 +36,8 @@ __all__ = [
     "make_duplicate",
     "make_lost_write",
     "make_stored_below",
-    "raise_highest",
     "send_ids",
+    "top_receipt",
 ]
 
 
@@ -166,14 +166,16 @@ def explain_lost_write(facts: Mapping[str, Any]) -> str:
     )
 
 
-#: A producer's highest id stored as an entry's first message so far: (seq, its first receipt, its position).
-Top = tuple[int, Sequence[Any], tuple[int, int]]
+#: A producer's highest id stored as an entry's first message so far: (seq, the index of its first receipt, that
+#: receipt's message key, its position); :func:`top_receipt` is that receipt as a witness.  A receipt of a higher
+#: id as an entry's first message replaces it; one of the same id leaves the first receipt (the engine keeps it in
+#: its hot path, ``StreamingChecker._publish``, without a call or a witness built per receipt).
+Top = tuple[int, int, str, tuple[int, int]]
 
 
-def raise_highest(top: Top | None, seq: int, ref: Sequence[Any], position: tuple[int, int]) -> Top:
-    """``top`` after a receipt (witness ``ref``) showing ``seq`` stored at ``position`` as its entry's first
-    message: the first receipt of the highest id."""
-    return top if top is not None and seq <= top[0] else (seq, ref, position)
+def top_receipt(top: Top) -> tuple[int, str, None, str]:
+    """The receipt that stored the highest id ``top``, as a violation's reference."""
+    return (top[1], "publish", None, top[2].rpartition("|")[2])
 
 
 def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = None) -> Top | None:
@@ -192,7 +194,7 @@ def below_highest(top: Top | None, seq: int, position: tuple[int, int] | None = 
     (the C++ client sends a batch under its first id, Java's key-based batches under their highest), except a batch
     whose publishes carry its send's ids (``send_seq``, ``highest_seq``: the raw protocol producer's), judged by
     ``send_seq`` and evidence of ``max(send_seq, highest_seq)`` pushed (:func:`send_ids`)."""
-    if top is None or top[0] <= seq or (position is not None and top[2] >= position):
+    if top is None or top[0] <= seq or (position is not None and top[3] >= position):
         return None
     return top
 

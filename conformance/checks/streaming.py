@@ -20,6 +20,9 @@ validated pyarrow record batch from :meth:`~conformance.trace.reader.TraceSource
 arguments straight from the columns; the others get an :class:`EventRow` (the fields by name) through
 :meth:`~StreamingChecker._rare` (nack, redeliver, open, close, crash, gone, fault, end, failover), and events of a
 consumer with no open handle go to :meth:`~StreamingChecker._late_receive` / :meth:`~StreamingChecker._late_ack`.
+The optional rules that look at every live receive and ack (the unacked-message limit, dead letters) run in
+:meth:`~StreamingChecker._watch_receive` / :meth:`~StreamingChecker._watch_ack`, only in a trace whose header
+enables them, so the common trace runs a hot path without their tests.
 This module and :mod:`~conformance.checks._state` may run compiled by mypyc (``KEYSHARED_COMPILE=1``;
 :mod:`conformance.checks._build` picks the build), so they stay strictly typed and their classes are not patched
 at run time.
@@ -50,7 +53,9 @@ from conformance.checks import (
     unacked_limit,
 )
 from conformance.checks._state import (
+    EventInt,
     Incarnation,
+    Position,
     Record,
     Settled,
     SubState,
@@ -163,6 +168,8 @@ class StreamingChecker:
         #: the header says publishes may carry ``deliver_after_ms`` (delayed delivery): read it on each publish
         self._delayed = bool(self.header.extra.get("delayed_delivery"))
         self._early_allowance = delayed.allowance_of(self.header.extra)
+        #: some published messages do not wait on their key's free heap (non-persistent, delayed: :meth:`_not_waiting`)
+        self._held_back = self._non_persistent or self._delayed
         #: the header's broker settings bound each consumer's unacknowledged messages: received_beyond_unacked_limit
         limit = unacked_limit.limit_of(self.header.extra)
         self._unacked = unacked_limit.UnackedLimit(limit) if limit > 0 else None
@@ -176,6 +183,11 @@ class StreamingChecker:
         self._dl_max = dead_letter.max_redeliver_count(self.header.extra)
         self._dead: dict[str, dict[str, tuple[int, int, str, bool]]] = {}
         self._receipts: dict[tuple[str, str], int] = {}
+        #: whether an optional rule watches every live receive and ack: the header's unacknowledged-message
+        #: limit, look-ahead limit or dead-letter maximum, or (set by :meth:`_dead_letter`) a message seen on the
+        #: dead-letter topic.  Fixed per trace but for that last: :meth:`_run` reads it once per batch and after
+        #: each rare op, so a trace that enables none of them runs a receive and an ack without a test of theirs
+        self._watched = self._unacked is not None or self._dl_max is not None or self._lookahead is not None
         self._loss_i = -1
         self._close_i = -1
         self._redelivered_subs: set[str] = set()
@@ -294,11 +306,14 @@ class StreamingChecker:
         The three ops that make nearly every event (receive, ack, publish) hand their handler its fields straight
         from the columns; an event of a consumer with no open handle goes to the late handler, every other op to
         :meth:`_rare` as an :class:`EventRow`.  The columns and ``live`` are read once per
-        batch, not once per event: the loop is the engine's hot path."""
+        batch, not once per event: the loop is the engine's hot path.  So is what the trace enables: the optional
+        rules that watch every receive and ack (:meth:`_watch_receive`, :meth:`_watch_ack`) run only when the
+        header (or a dead letter) turned them on (``_watched``), a non-persistent topic's only on such a topic."""
         c_i, c_t, c_op, c_consumer, c_key, c_mkey, c_stream, c_uid = columns[:8]
         c_producer, c_seq, c_result, c_t0, c_ledger, c_entry, c_batch, c_count = columns[8:]
         live = self.live
         non_persistent = self._non_persistent
+        watched = self._watched
         for n in range(start, stop):
             op = c_op[n]
             if op == "receive":
@@ -307,17 +322,23 @@ class StreamingChecker:
                     self._np_receive(columns, n, inc)
                 if inc is None:
                     self._late_receive(_row(columns, n))
-                else:
-                    self._receive(
-                        inc, c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_ledger[n], c_entry[n],
-                        c_batch[n], c_count[n],
-                    )  # fmt: skip
+                    continue
+                if watched:
+                    self._watch_receive(
+                        inc, c_i[n], c_key[n], c_mkey[n], c_stream[n], c_ledger[n], c_entry[n], c_batch[n]
+                    )
+                self._receive(
+                    inc, c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_ledger[n], c_entry[n],
+                    c_batch[n], c_count[n],
+                )  # fmt: skip
             elif op == "ack":
                 inc = live.get(c_consumer[n])
                 if inc is None:
                     self._late_ack(_row(columns, n))
-                else:
-                    self._ack(inc, c_i[n], c_mkey[n])
+                    continue
+                if watched:
+                    self._watch_ack(c_mkey[n])
+                self._ack(inc, c_i[n], c_mkey[n])
             elif op == "publish":
                 self._publish(
                     c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_producer[n], c_seq[n], c_result[n],
@@ -325,25 +346,42 @@ class StreamingChecker:
                 )  # fmt: skip
             else:
                 self._rare(op, _row(columns, n))
+                watched = self._watched  # a dead letter turns the dead-letter watch on
         self.events += stop - start
 
-    def _receive(
-        self, inc: Incarnation, i: int, t: int, key: str, mkey: str, stream: str, uid: str | None, ledger: int,
-        entry: int, batch: int, count: Any,
-    ) -> None:  # fmt: skip
-        """A live receive by ``inc`` (a late one: :meth:`_late_receive`) carrying redelivery count ``count``: the
-        message becomes known and held, and the receive is judged for key_overlap, out_of_order,
-        redelivered_after_ack, misassigned and wrong_redelivery_count."""
+    def _watch_receive(
+        self, inc: Incarnation, i: int, key: str, mkey: str, stream: str, ledger: int, entry: int, batch: int
+    ) -> None:
+        """The optional rules at a live receive, before :meth:`_receive` (only when ``_watched``):
+        received_beyond_unacked_limit, received_beyond_lookahead's receipts, received_after_dead_letter, and the
+        receipts ``dead_lettered_early`` counts."""
         if self._unacked is not None:
             self._unacked_receive(self._unacked, inc, i, key, mkey, stream, ledger, entry, batch)
         if self._lookahead is not None:
             self._lookahead.received(i, inc.consumer, _msg(mkey), key, stream, ledger, entry)
-        sub = inc.sub
-        if self._dead and mkey in self._dead.get(sub.name, ()):
-            self._after_dead_letter(sub.name, mkey, i, inc.consumer)
+        name = inc.sub.name
+        if self._dead and mkey in self._dead.get(name, ()):
+            self._after_dead_letter(name, mkey, i, inc.consumer)
         if self._dl_max is not None:
-            counted = (sub.name, mkey)
+            counted = (name, mkey)
             self._receipts[counted] = self._receipts.get(counted, 0) + 1
+
+    def _watch_ack(self, mkey: str) -> None:
+        """The optional rules at a live ack, before :meth:`_ack` (only when ``_watched``): the acknowledged
+        message no longer counts toward its consumer's unacknowledged limit (live or late, :meth:`_late_ack`: it
+        may have reached the broker)."""
+        if self._unacked is not None:
+            self._unacked.acked(mkey)
+
+    def _receive(
+        self, inc: Incarnation, i: EventInt, t: EventInt, key: str, mkey: str, stream: str, uid: str | None,
+        ledger: EventInt, entry: EventInt, batch: EventInt, count: Any,
+    ) -> None:  # fmt: skip
+        """A live receive by ``inc`` (a late one: :meth:`_late_receive`) carrying redelivery count ``count``: the
+        message becomes known and held, and the receive is judged for key_overlap, out_of_order,
+        redelivered_after_ack, misassigned and wrong_redelivery_count.  The optional rules that watch every
+        receive ran before it when the trace enables them (:meth:`_watch_receive`)."""
+        sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None and sub.settled and mkey in sub.settled:
             rec = self._revive(sub, mkey, (ledger, entry, batch))
@@ -361,7 +399,10 @@ class StreamingChecker:
                 rec.rc = False if (acked or batch >= 0) else [inc, count, i, None]
             was_free = None
         else:
-            if rec.rc is not False:
+            rc = rec.rc
+            # judged unless nothing can be (False), and a receive without a count changes nothing of an unjudged
+            # message (None) but for one that can never be judged (acknowledged, a batch message)
+            if rc is not False and (rc is not None or count is not None or rec.acked or rec.pos[2] >= 0):
                 self._judge_count(sub, rec, inc, i, mkey, count)
             if uid is not None and rec.uid != uid:  # not the uid its publish receipt already evidenced
                 self._identity(uid, mkey, (i, "receive", inc.consumer, _msg(mkey)), key)
@@ -419,12 +460,11 @@ class StreamingChecker:
             hold[inc] = hold.get(inc, 0) + 1
         inc.held[mkey] = rec
 
-    def _ack(self, inc: Incarnation, i: int, mkey: str) -> None:
+    def _ack(self, inc: Incarnation, i: EventInt, mkey: str) -> None:
         """A live ack by ``inc`` (a late one: :meth:`_late_ack`): every hold of the message ends, it is
         acknowledged (settled once its publish receipt is seen), and the ack arms redelivered_after_ack if ``inc``
-        held it."""
-        if self._unacked is not None:
-            self._unacked.acked(mkey)  # live or late (:meth:`_late_ack`): it may have reached the broker
+        held it.  The optional rules that watch every ack ran before it when the trace enables them
+        (:meth:`_watch_ack`)."""
         sub = inc.sub
         rec = sub.recs.get(mkey)
         if rec is None:
@@ -474,12 +514,15 @@ class StreamingChecker:
                 inc.suspended.append(mkey)
 
     def _publish(
-        self, i: int, t: int, key: str, mkey: str | None, stream: str | None, uid: str | None, producer: str | None,
-        seq: int | None, result: str | None, t0: int | None, ledger: int, entry: int, batch: int, n: int,
+        self, i: EventInt, t: EventInt, key: str, mkey: str | None, stream: str | None, uid: str | None,
+        producer: str | None, seq: int | None, result: str | None, t0: int | None, ledger: EventInt, entry: EventInt,
+        batch: EventInt, n: int,
     ) -> None:  # fmt: skip
         """A publish receipt (event ``n`` of its batch: its rare fields, ``deliver_after_ms``, are fetched by it):
         identity evidence (duplicate_publish, lost_write, unexpected_message), and a stored
-        message becomes known (and free) in every subscription it reaches."""
+        message becomes known (and free) in every subscription it reaches.  The bookkeeping every stored receipt
+        does (the producer's highest ids, the scope string) is inline; a rule's own decision is called only when
+        the receipt can break it."""
         ps = (producer, seq) if producer is not None and seq is not None else None
         first_of_uid = False
         if uid is not None and uid not in self.uid_pub:
@@ -501,10 +544,22 @@ class StreamingChecker:
         if self._lookahead is not None:
             self._lookahead.published(stream, ledger, entry)
         if ps is not None and producer is not None and seq is not None:
-            self._may_store(producer, seq, t0)
+            if seq > self.top_seq.get(producer, -1):  # it may be stored (as _may_store)
+                self.top_seq[producer] = seq
+            if self.unexcused:
+                self._excuse(producer, seq, t0)
             cur = self.ids.get(ps)
             if self._judge_below:
-                self._below_highest(i, key, mkey, stream, producer, seq, (ledger, entry), batch, cur, n)
+                sp = (stream, producer)
+                top = self.stored_top.get(sp)
+                sent = duplicates.send_ids(self._extras(n)) if batch == 0 else None
+                if sent is not None:  # a batch sent with its ids (the raw protocol producer): judged by them
+                    self._stored_with_ids(i, key, mkey, sp, producer, seq, (ledger, entry), cur, top, sent)
+                elif top is None or seq > top[0]:  # the producer's next id: the highest now (duplicates.Top)
+                    if batch <= 0:
+                        self.stored_top[sp] = (seq, i, mkey, (ledger, entry))
+                elif seq < top[0]:  # below the highest so far: stored_below_highest may judge it
+                    self._below_highest(i, key, mkey, producer, seq, (ledger, entry), batch, cur, top)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -517,6 +572,10 @@ class StreamingChecker:
         send_t = t if t0 is None else t0
         if batch >= 0:  # a batch entry is dispatched whole by its first message's key
             key = self._entry_key(stream, ledger, entry, batch, key, mkey)
+        scopes = self._scopes.get(stream)
+        scope = None if scopes is None else scopes.get(key)
+        if scope is None:
+            scope = self._scope(stream, key)
         for sub in self._sub_list:
             recs = sub.recs
             if not sub.created:
@@ -534,23 +593,30 @@ class StreamingChecker:
                 continue  # sent strictly before the subscription existed (at an equal t: after)
             if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
                 sub.acked_early.discard(mkey)
-                sub.settled[mkey] = Settled(self._scope(stream, key), key, -1, None, 0, -1)
+                sub.settled[mkey] = Settled(scope, key, -1, None, 0, -1)
             else:
-                scope = self._scope(stream, key)
-                pos = (ledger, entry, batch)
+                pos: Position = (ledger, entry, batch)
                 rec = recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
-                if self._non_persistent:
-                    continue  # delivered at once or dropped: never waiting (conformance.checks.nonpersistent)
-                if self._delayed:
-                    due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"), self._early_allowance)
-                    if due is not None:
-                        rec.due = due  # not waiting in the key's order until received: not on the free heap
-                        continue
+                if self._held_back and self._not_waiting(rec, send_t, i, n):
+                    continue
                 heap = sub.free_heaps.get(scope)
                 if heap is None:
                     sub.free_heaps[scope] = [(pos, mkey)]
                 else:
                     _push(heap, (pos, mkey))
+
+    def _not_waiting(self, rec: Record, send_t: int, i: int, n: int) -> bool:
+        """Whether a message just published (event ``n``) does not wait on its key's free heap (only asked when
+        the header makes some message not wait, ``_held_back``): on a non-persistent topic it is delivered at
+        once or dropped (:mod:`conformance.checks.nonpersistent`); a delayed one is due at its own time
+        (:mod:`conformance.checks.delayed`), not in its key's order until received."""
+        if self._non_persistent:
+            return True
+        due = delayed.due_of(send_t, i, self._extras(n).get("deliver_after_ms"), self._early_allowance)
+        if due is None:
+            return False
+        rec.due = due
+        return True
 
     def _entry_key(self, stream: str, ledger: int, entry: int, batch: int, key: str, mkey: str) -> str:
         """The sticky key of batch message ``mkey`` (own key ``key``): its entry's, the key on the first event of
@@ -620,6 +686,7 @@ class StreamingChecker:
         i, key, mkey = row.i, row.key, row.mkey
         sub = self._sub(self._extras(row.n).get("subscription"))
         dead = self._dead.setdefault(sub.name, {})
+        self._watched = True  # from now on every live receive is looked up among the dead letters
         if mkey in dead:  # a second copy: the broker delivered the message again, and a client routed it again
             self._after_dead_letter(sub.name, mkey, i, None)
         rec = sub.recs.get(mkey)
@@ -699,7 +766,7 @@ class StreamingChecker:
         higher = duplicates.below_highest(self.stored_top.get((f"{base}|{named}", producer)), answer)
         if higher is not None:
             ref = (i, "producer_open", None, None)
-            self._emit(duplicates.make_behind(producer, answer, higher[0], higher[1], ref))
+            self._emit(duplicates.make_behind(producer, answer, higher[0], duplicates.top_receipt(higher), ref))
 
     def _end(self, row: EventRow) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
@@ -1013,7 +1080,7 @@ class StreamingChecker:
                 )  # fmt: skip
         rec.rc = [inc, count, i, None]
 
-    def _revive(self, sub: SubState, mkey: str, pos: tuple[int, int, int]) -> Record:
+    def _revive(self, sub: SubState, mkey: str, pos: Position) -> Record:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
         left = sub.settled.pop(mkey)
         rec = Record(True, None, left.key, left.scope, pos, None, None)
@@ -1135,43 +1202,56 @@ class StreamingChecker:
         )
 
     def _below_highest(
-        self,
-        i: int,
-        key: str,
-        mkey: str,
-        stream: str,
-        producer: str,
-        seq: int,
-        position: tuple[int, int],
-        batch: int,
-        cur: Any,
-        n: int,
-    ) -> None:
-        """A receipt storing (producer, seq) as ``mkey`` at ``position``: if unbatched, or the first message of a
-        batch sent with its ids (judged by its ``send_seq``), ``stored_below_highest`` when a higher id of the
-        producer was stored earlier in the stream (a receipt logged before) and nothing stored (producer, seq) under
-        another id; as an entry's first message, it may raise the producer's highest id (a batch sent with its ids:
-        to ``max(send_seq, highest_seq)``, what the broker pushed)."""
-        ref = (i, "publish", None, _msg(mkey))
-        top = self.stored_top.get((stream, producer))
-        sent = duplicates.send_ids(self._extras(n)) if batch == 0 else None
-        judged = seq if batch < 0 else None if sent is None else sent[0]
-        if judged is not None and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+        self, i: int, key: str, mkey: str, producer: str, seq: int, position: tuple[int, int], batch: int, cur: Any,
+        top: duplicates.Top,
+    ) -> None:  # fmt: skip
+        """A receipt storing (producer, seq) as ``mkey`` at ``position``, below the producer's highest id stored so
+        far as an entry's first message (``top``, from the receipts logged before): if unbatched and nothing stored
+        (producer, seq) under another id, ``stored_below_highest`` when that highest id was stored earlier in the
+        stream (:func:`duplicates.below_highest` decides).  :meth:`_publish` keeps ``top`` (an entry's first
+        message above it raises it) and calls this only for a receipt below it."""
+        if batch >= 0 or not (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+            return
+        higher = duplicates.below_highest(top, seq, position)
+        if higher is not None:
+            ref = (i, "publish", None, _msg(mkey))
+            witness = duplicates.top_receipt(higher)
+            self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], witness, ref))
+
+    def _stored_with_ids(
+        self, i: int, key: str, mkey: str, sp: tuple[str, str], producer: str, seq: int, position: tuple[int, int],
+        cur: Any, top: duplicates.Top | None, sent: tuple[int, int],
+    ) -> None:  # fmt: skip
+        """The receipt storing the first message of a batch whose publishes carry its send's ids (``send_seq``,
+        ``highest_seq``: the raw protocol producer's): ``stored_below_highest`` judges the batch by ``send_seq``
+        (the id the broker judged the send by), and the producer's highest id becomes ``max(send_seq,
+        highest_seq)``, what the broker pushed (:func:`duplicates.send_ids`)."""
+        judged = sent[0]
+        if top is not None and judged < top[0] and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
             higher = duplicates.below_highest(top, judged, position)
             if higher is not None:
-                made = duplicates.make_stored_below(producer, seq, key, higher[0], higher[1], ref, send_seq=judged)
+                ref = (i, "publish", None, _msg(mkey))
+                witness = duplicates.top_receipt(higher)
+                made = duplicates.make_stored_below(producer, seq, key, higher[0], witness, ref, send_seq=judged)
                 self._emit(made)
-        if batch <= 0:
-            value = seq if sent is None else max(sent)
-            self.stored_top[(stream, producer)] = duplicates.raise_highest(top, value, ref, position)
+        value = max(sent)
+        if top is None or value > top[0]:
+            self.stored_top[sp] = (value, i, mkey, position)
 
     def _may_store(self, producer: str, seq: int, t0: int | None) -> None:
         """A send of (producer, seq) that may be stored.  It raises the producer's highest such id, and excuses each
         earlier first duplicate receipt of a lower id unless it was sent strictly after that receipt was logged
-        (``t0`` later than the receipt's ``t``; without ``t0`` the send may have come first)."""
+        (``t0`` later than the receipt's ``t``; without ``t0`` the send may have come first).  A stored receipt
+        does the same inline (:meth:`_publish`)."""
         if seq > self.top_seq.get(producer, -1):
             self.top_seq[producer] = seq
-        waiting = self.unexcused.get(producer) if self.unexcused else None
+        if self.unexcused:
+            self._excuse(producer, seq, t0)
+
+    def _excuse(self, producer: str, seq: int, t0: int | None) -> None:
+        """The first duplicate receipts of ``producer`` a send of ``seq`` that may be stored excuses (see
+        :meth:`_may_store`)."""
+        waiting = self.unexcused.get(producer)
         if waiting:
             kept: list[tuple[int, int, int]] = []
             for need, d_t, d_seq in waiting:
