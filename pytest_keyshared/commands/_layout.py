@@ -30,14 +30,15 @@ def add_layout_options(parser: Any, *, what: str) -> None:
     )
     parser.add_argument(
         "--buckets",
-        type=_positive,
+        type=positive_int,
         default=None,
         metavar="N",
         help=f"buckets of --trace-layout bucketed (default: {LAYOUT_DEFAULT_BUCKETS})",
     )
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse's type for a whole number of at least 1 (``--buckets``)."""
     try:
         value = int(text)
     except ValueError:

@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from pytest_keyshared.commands._errors import look_at
+from pytest_keyshared.commands._layout import positive_int
 from reference_model.errors import InvalidArgument
 
 __all__ = ["add_parser", "run"]
@@ -33,18 +34,8 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("trace", metavar="TRACE", help="the trace to convert")
     parser.add_argument("out", metavar="OUT", help="the directory to write (new or empty)")
-    parser.add_argument("--buckets", type=_positive, default=16, metavar="N", help="how many buckets (default: 16)")
+    parser.add_argument("--buckets", type=positive_int, default=16, metavar="N", help="how many buckets (default: 16)")
     parser.set_defaults(handler=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not at least 1")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

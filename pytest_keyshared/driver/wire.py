@@ -84,7 +84,7 @@ class BaseCommandType:
 # --- encoding ----------------------------------------------------------------------------------------------
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     """A varint; a negative int is its 64-bit two's complement (ten bytes), as protobuf writes int64 -1."""
     if value < 0:
         value += 1 << 64
@@ -100,15 +100,15 @@ def _varint(value: int) -> bytes:
 
 
 def _key(number: int, wire_type: int) -> bytes:
-    return _varint(number << 3 | wire_type)
+    return encode_varint(number << 3 | wire_type)
 
 
 def _int_field(number: int, value: int) -> bytes:
-    return _key(number, 0) + _varint(value)
+    return _key(number, 0) + encode_varint(value)
 
 
 def _bytes_field(number: int, value: bytes) -> bytes:
-    return _key(number, 2) + _varint(len(value)) + value
+    return _key(number, 2) + encode_varint(len(value)) + value
 
 
 def _str_field(number: int, value: str) -> bytes:
@@ -233,7 +233,8 @@ def send(
 Fields = dict[int, list[int | bytes]]
 
 
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+def read_varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at ``at`` in ``data`` and the offset after it (:class:`DecodeError` if truncated or too long)."""
     value = shift = 0
     while True:
         if at >= len(data):
@@ -253,13 +254,13 @@ def decode_fields(data: bytes) -> Fields:
     out: Fields = {}
     at = 0
     while at < len(data):
-        key, at = _read_varint(data, at)
+        key, at = read_varint(data, at)
         number, wire_type = key >> 3, key & 7
         value: int | bytes
         if wire_type == 0:
-            value, at = _read_varint(data, at)
+            value, at = read_varint(data, at)
         elif wire_type == 2:
-            size, at = _read_varint(data, at)
+            size, at = read_varint(data, at)
             if at + size > len(data):
                 raise DecodeError(f"field {number}: {size} bytes announced, {len(data) - at} left")
             value, at = data[at : at + size], at + size

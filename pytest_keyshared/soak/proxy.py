@@ -28,6 +28,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from pytest_keyshared.driver.wire import encode_varint, read_varint
+
 __all__ = ["ProxyLink", "rewrite_lookup_response"]
 
 _LOOKUP_RESPONSE = 24
@@ -35,44 +37,19 @@ _U32 = struct.Struct(">I")
 _MAX_FRAME = 64 << 20
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _fields(buf: bytes) -> list[tuple[int, int, bytes]]:
     """Top-level protobuf fields of ``buf`` as ``(number, wire type, raw bytes of the whole field)``."""
     out, pos = [], 0
     while pos < len(buf):
         start = pos
-        tag, pos = _varint(buf, pos)
+        tag, pos = read_varint(buf, pos)
         number, wire = tag >> 3, tag & 7
         if wire == 0:
-            _, pos = _varint(buf, pos)
+            _, pos = read_varint(buf, pos)
         elif wire == 1:
             pos += 8
         elif wire == 2:
-            length, pos = _varint(buf, pos)
+            length, pos = read_varint(buf, pos)
             pos += length
         elif wire == 5:
             pos += 4
@@ -86,13 +63,13 @@ def _fields(buf: bytes) -> list[tuple[int, int, bytes]]:
 
 def _payload(raw: bytes) -> bytes:
     """The bytes of a length-delimited field (without tag and length)."""
-    _, pos = _varint(raw, 0)
-    length, pos = _varint(raw, pos)
+    _, pos = read_varint(raw, 0)
+    length, pos = read_varint(raw, pos)
     return raw[pos : pos + length]
 
 
 def _delimited(number: int, data: bytes) -> bytes:
-    return _encode_varint(number << 3 | 2) + _encode_varint(len(data)) + data
+    return encode_varint(number << 3 | 2) + encode_varint(len(data)) + data
 
 
 def rewrite_lookup_response(command: bytes, url: str) -> bytes | None:
@@ -100,7 +77,7 @@ def rewrite_lookup_response(command: bytes, url: str) -> bytes | None:
     response carrying one; else None (forward the frame unchanged)."""
     try:
         fields = _fields(command)
-        if not fields or fields[0][0] != 1 or _varint(fields[0][2], 1)[0] != _LOOKUP_RESPONSE:
+        if not fields or fields[0][0] != 1 or read_varint(fields[0][2], 1)[0] != _LOOKUP_RESPONSE:
             return None
         out = bytearray()
         changed = False

@@ -6,7 +6,8 @@ import socket
 import struct
 import threading
 
-from pytest_keyshared.soak.proxy import ProxyLink, _delimited, _encode_varint, rewrite_lookup_response
+from pytest_keyshared.driver.wire import encode_varint as _encode_varint
+from pytest_keyshared.soak.proxy import ProxyLink, _delimited, rewrite_lookup_response
 
 
 def _varint_field(number: int, value: int) -> bytes:

@@ -31,7 +31,7 @@ def test_varint_round_trip(value: int) -> None:
 
 
 def test_negative_int64_is_ten_bytes() -> None:
-    assert wire._varint(-1) == b"\xff" * 9 + b"\x01"
+    assert wire.encode_varint(-1) == b"\xff" * 9 + b"\x01"
 
 
 def test_captured_connected() -> None:
