@@ -18,7 +18,8 @@ nobody listed).  The rule, applied by :func:`attribute`:
    explained by the PIP-379 gate (the classic dispatcher's bugs fixed only by PIP-379);
 3. the failure is *expected* when known bugs of :data:`conformance.known_bugs.KNOWN_BUGS` (or gated cases of
    :data:`conformance.gated_cases.GATED_CASES`: behaviour changes with a case of their own, such as the ring's
-   removal by identity) that affect the failing release have their gates among those fixes, and it names them;
+   removal by identity) that affect the failing release have their gates among those fixes, and it names them
+   (a case whose gate is a :data:`MASKING` change only when its contracts cover the ones the program broke);
    when none does and they include a change that hides a classic bug without fixing it (:data:`MASKING`), rule 2
    judges it as if no classic release passed; otherwise rule 4 is tried.
    The PIP-379 gate of rule 2 changes the whole dispatcher, so there the contracts the program broke must also
@@ -233,6 +234,13 @@ def _by_releases(
             last_failing = patch
         gained = gained_between(last_failing, passed)
         bugs = _bugs_with(gained, failing, implementation)
+        if gained & MASKING and implementation == "classic":
+            # a change that hides bugs explains only what its own case breaks (#22245's gated case: a stall, not
+            # the reordering or redelivery it may hide)
+            masked = _bugs_with(gained & MASKING, failing, implementation)
+            if masked and not _covers(masked, broken_set):
+                hiding = {b.case for b in masked}
+                bugs = [b for b in bugs if b.case not in hiding]
         names = tuple(sorted(f.name for f in gained))
         if bugs:  # the patch that fixed it is pinned down: its consequences may reach any contract
             return Attribution(spec, True, tuple(b.case for b in bugs), passed_spec, names, "")
