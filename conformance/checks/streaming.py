@@ -337,7 +337,7 @@ class StreamingChecker:
                     self._late_ack(_row(columns, n))
                     continue
                 if watched:
-                    self._watch_ack(c_mkey[n])
+                    self._watch_ack(c_i[n], c_mkey[n])
                 self._ack(inc, c_i[n], c_mkey[n])
             elif op == "publish":
                 self._publish(
@@ -366,12 +366,12 @@ class StreamingChecker:
             counted = (name, mkey)
             self._receipts[counted] = self._receipts.get(counted, 0) + 1
 
-    def _watch_ack(self, mkey: str) -> None:
+    def _watch_ack(self, i: int, mkey: str) -> None:
         """The optional rules at a live ack, before :meth:`_ack` (only when ``_watched``): the acknowledged
         message no longer counts toward its consumer's unacknowledged limit (live or late, :meth:`_late_ack`: it
         may have reached the broker)."""
         if self._unacked is not None:
-            self._unacked.acked(mkey)
+            self._unacked.acked(i, mkey)
 
     def _receive(
         self, inc: Incarnation, i: EventInt, t: EventInt, key: str, mkey: str, stream: str, uid: str | None,
@@ -734,7 +734,7 @@ class StreamingChecker:
         elif op == "redeliver":
             limit.sent_back(row.consumer, None)
         elif op in ("open", "close", "crash"):
-            limit.restart(row.consumer)
+            limit.restart(row.i, row.consumer)
         elif op == "fault":
             limit.fault()
 
@@ -1028,7 +1028,7 @@ class StreamingChecker:
         the message is acknowledged (and held by nobody) like after any other ack."""
         consumer, mkey = row.consumer, row.mkey
         if self._unacked is not None:
-            self._unacked.acked(mkey)  # it may have reached the broker
+            self._unacked.acked(row.i, mkey)  # it may have reached the broker
         last = self.last_inc.get(consumer)
         sub = last.sub if last is not None else self._sub(self._extras(row.n).get("subscription"))
         rec = sub.recs.get(mkey)

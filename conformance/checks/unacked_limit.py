@@ -24,6 +24,11 @@ taken off, generously (an ack may *excuse*, it may not *condemn*): an ``ack`` of
 late, armed or not (it may have reached the broker before m's entry was sent; a later-logged ack cannot have,
 the client sent it after receiving m), C's ``nack`` of it, C's ``redeliver`` (everything C holds), any ``fault``
 (a reconnect or restart drops consumers; an expiry acknowledges for the broker), and C's ``close`` or ``crash``.
+A receive of a message that an ack (by anyone, since C's latest open, close or crash and the latest fault, and since
+C's previous receive of it) preceded starts no hold: the broker may have sent it to C again before that ack
+arrived (a redelivery after a reconnect or a redeliver request), and then took it off C's count at the ack; the
+receive only shows when the application took it from the receiver queue (generated program 685: an ack after a
+restart, then the reconnected consumer's queued copy read).
 Messages still sitting in C's receiver queue, and other consumers' messages (their receives are on other
 connections, unordered against C's), are not counted: the count is a lower bound of the broker's, so the rule
 never condemns a correct broker.  Not judged: the release at half the limit (a consumer that acked back to just
@@ -66,7 +71,7 @@ class UnackedLimit:
     """The rule's state over one trace: per consumer handle (its live incarnation), the messages it holds
     unacknowledged as the trace shows them (message key -> :data:`Held`, in receive order)."""
 
-    __slots__ = ("held", "judging", "limit", "over")
+    __slots__ = ("acks", "held", "judging", "limit", "over", "since", "used")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -75,6 +80,12 @@ class UnackedLimit:
         self.over: set[str] = set()
         #: a receive was judged (a partitioned engine then checks the trace whole: the count spans keys)
         self.judging = False
+        #: message key -> the index of its latest ack by anyone since the latest fault (it excuses the next hold)
+        self.acks: dict[str, int] = {}
+        #: handle -> the index of its latest open, close or crash
+        self.since: dict[str, int] = {}
+        #: (handle, message key) -> the ack whose excuse that handle's receive of the message used up
+        self.used: dict[tuple[str, str], int] = {}
 
     def receive(
         self, i: int, handle: str, mkey: str, entry: tuple[str, int, int] | None
@@ -94,7 +105,11 @@ class UnackedLimit:
                     first = at
                 last = at
         count = len(entries)
-        held[mkey] = (i, entry)
+        acked = self.acks.get(mkey)
+        if acked is None or acked < self.since.get(handle, -1) or self.used.get((handle, mkey)) == acked:
+            held[mkey] = (i, entry)
+        else:
+            self.used[(handle, mkey)] = acked  # an ack before it may have taken it off the broker's count
         if count < self.limit:
             self.over.discard(handle)
             return None
@@ -103,10 +118,12 @@ class UnackedLimit:
         self.over.add(handle)
         return count, first, last
 
-    def acked(self, mkey: str) -> None:
-        """An ack of ``mkey`` by anyone (it may have reached the broker): no consumer holds it any more."""
+    def acked(self, i: int, mkey: str) -> None:
+        """An ack of ``mkey`` by anyone at ``i`` (it may have reached the broker): no consumer holds it any more,
+        and a later receive of it (sent before the ack arrived) starts no hold."""
         for held in self.held.values():
             held.pop(mkey, None)
+        self.acks[mkey] = i
 
     def sent_back(self, handle: str, mkey: str | None) -> None:
         """``handle``'s nack of ``mkey`` or, with None, its redeliver request (everything it holds)."""
@@ -117,15 +134,18 @@ class UnackedLimit:
             else:
                 held.pop(mkey, None)
 
-    def restart(self, handle: str) -> None:
-        """``handle`` opened, closed or crashed: a new incarnation starts from nothing."""
+    def restart(self, i: int, handle: str) -> None:
+        """``handle`` opened, closed or crashed at ``i``: a new incarnation starts from nothing."""
         self.held.pop(handle, None)
         self.over.discard(handle)
+        self.since[handle] = i
 
     def fault(self) -> None:
         """Any fault: consumers may have been dropped, an expiry acknowledges; nothing held is counted."""
         self.held.clear()
         self.over.clear()
+        self.acks.clear()
+        self.used.clear()
 
 
 def make_beyond_limit(

@@ -633,7 +633,8 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
     ``maxUnackedMessagesPerConsumer`` of the header's ``broker_conf`` (none on a non-persistent topic). At a live
     receive r of message m by handle h, m counts as held by h when h received it after h's latest open, close or
     crash, and after the latest release of it before r: an ack of it by anyone, h's nack of it, h's redeliver, any
-    fault. If m is not held, the entries of the held messages, but m's, are counted (a message without a batch index
+    fault; a receive that an ack of it (in that window, since h's previous receive of it) preceded is no hold.
+    If m is not held, the entries of the held messages, but m's, are counted (a message without a batch index
     is an entry of its own); at or over the limit, one violation witnessed by the first and the last of their
     receives (where their hold began) and r, unless h's previous such receive (since its latest open, close, crash
     or a fault) was over too."""
@@ -669,8 +670,11 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
         start = max([start, *faults])
 
         def hold_began(key: str, before: int, handle: str = handle, start: int = start) -> int | None:
-            """Where h's hold of ``key`` that is still on at ``before`` began (None: h does not hold it)."""
+            """Where h's hold of ``key`` that is still on at ``before`` began (None: h does not hold it).  A
+            receive that an ack of the message (by anyone, in the window, since h's previous receive of it)
+            preceded starts no hold: the broker may have sent it before that ack arrived."""
             began = None
+            acked = False
             for j, o, h, f in ops:
                 if j <= start or j >= before:
                     continue
@@ -680,10 +684,16 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
                     continue
                 if canonical_message(f.topic, f.msg_id)[0] != key:
                     continue
-                if o == "ack" or (o == "nack" and h == handle):
+                if o == "ack":
+                    began = None
+                    acked = True
+                elif o == "nack" and h == handle:
                     began = None
                 elif o == "receive" and h == handle and began is None:
-                    began = j
+                    if acked:
+                        acked = False
+                    else:
+                        began = j
             return began
 
         if hold_began(mkey, i) is not None:

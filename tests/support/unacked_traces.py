@@ -136,6 +136,20 @@ def _fault_between() -> TraceBuilder:
     return _rest(b)
 
 
+def _ack_before_its_queued_copy(acked: bool = True) -> TraceBuilder:
+    """Generated program 685's shape: after a restart the broker sends c1 again the 1:0 and 1:1 it held, then takes
+    c1's acks of them (sent for the copies received before the restart): off c1's count although the queued copies
+    are read after the acks.  Without those acks (``acked=False``) the copies are held and 1:2 is over the limit."""
+    b = _start()
+    b.fault()
+    if acked:
+        b.ack("c1", "1:0")
+        b.ack("c1", "1:1")
+    b.receive("c1", "k", "1:0")
+    b.receive("c1", "k", "1:1")
+    return _rest(b)
+
+
 def _over_across_keys() -> TraceBuilder:
     """Under a limit of 7, c1 receives one message of each of 8 keys before an ack: INVALID at the eighth (the count
     spans keys, so an engine that splits by key must judge this trace whole: without that, each part of two sees
@@ -213,4 +227,6 @@ UNACKED_CASES = {
     "batch-overshoot": (_batch_overshoot, []),
     "batch-after-limit": (_batch_after_limit, ["received_beyond_unacked_limit"]),
     "over-across-keys": (_over_across_keys, ["received_beyond_unacked_limit"]),
+    "ack-before-its-queued-copy": (_ack_before_its_queued_copy, []),
+    "queued-copy-without-ack": (lambda: _ack_before_its_queued_copy(acked=False), ["received_beyond_unacked_limit"]),
 }
