@@ -558,8 +558,8 @@ class StreamingChecker:
                 elif top is None or seq > top[0]:  # the producer's next id: the highest now (duplicates.Top)
                     if batch <= 0:
                         self.stored_top[sp] = (seq, i, mkey, (ledger, entry))
-                elif seq < top[0]:  # below the highest so far: stored_below_highest may judge it
-                    self._below_highest(i, key, mkey, producer, seq, (ledger, entry), batch, cur, top)
+                elif seq < top[0] and batch < 0:  # an unbatched send below the highest so far
+                    self._below_highest(i, key, mkey, producer, seq, (ledger, entry), cur, top, seq)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -1202,21 +1202,22 @@ class StreamingChecker:
         )
 
     def _below_highest(
-        self, i: int, key: str, mkey: str, producer: str, seq: int, position: tuple[int, int], batch: int, cur: Any,
-        top: duplicates.Top,
+        self, i: int, key: str, mkey: str, producer: str, seq: int, position: tuple[int, int], cur: Any,
+        top: duplicates.Top, judged: int,
     ) -> None:  # fmt: skip
-        """A receipt storing (producer, seq) as ``mkey`` at ``position``, below the producer's highest id stored so
-        far as an entry's first message (``top``, from the receipts logged before): if unbatched and nothing stored
-        (producer, seq) under another id, ``stored_below_highest`` when that highest id was stored earlier in the
-        stream (:func:`duplicates.below_highest` decides).  :meth:`_publish` keeps ``top`` (an entry's first
-        message above it raises it) and calls this only for a receipt below it."""
-        if batch >= 0 or not (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
+        """A receipt storing (producer, seq) as ``mkey`` at ``position``, judged by id ``judged`` (its own for an
+        unbatched send, the send's ``send_seq`` for a batch sent with its ids), against the producer's highest id
+        stored so far as an entry's first message (``top``, from the receipts logged before): if nothing stored
+        (producer, seq) under another id, ``stored_below_highest`` when that highest id is above ``judged`` and was
+        stored earlier in the stream (:func:`duplicates.below_highest` decides).  :meth:`_publish` keeps ``top``
+        (an entry's first message above it raises it)."""
+        if not (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
             return
-        higher = duplicates.below_highest(top, seq, position)
+        higher = duplicates.below_highest(top, judged, position)
         if higher is not None:
             ref = (i, "publish", None, _msg(mkey))
             witness = duplicates.top_receipt(higher)
-            self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], witness, ref))
+            self._emit(duplicates.make_stored_below(producer, seq, key, higher[0], witness, ref, send_seq=judged))
 
     def _stored_with_ids(
         self, i: int, key: str, mkey: str, sp: tuple[str, str], producer: str, seq: int, position: tuple[int, int],
@@ -1226,14 +1227,8 @@ class StreamingChecker:
         ``highest_seq``: the raw protocol producer's): ``stored_below_highest`` judges the batch by ``send_seq``
         (the id the broker judged the send by), and the producer's highest id becomes ``max(send_seq,
         highest_seq)``, what the broker pushed (:func:`duplicates.send_ids`)."""
-        judged = sent[0]
-        if top is not None and judged < top[0] and (cur is None or (cur.__class__ is tuple and cur[0] == mkey)):
-            higher = duplicates.below_highest(top, judged, position)
-            if higher is not None:
-                ref = (i, "publish", None, _msg(mkey))
-                witness = duplicates.top_receipt(higher)
-                made = duplicates.make_stored_below(producer, seq, key, higher[0], witness, ref, send_seq=judged)
-                self._emit(made)
+        if top is not None:
+            self._below_highest(i, key, mkey, producer, seq, position, cur, top, sent[0])
         value = max(sent)
         if top is None or value > top[0]:
             self.stored_top[sp] = (value, i, mkey, position)
