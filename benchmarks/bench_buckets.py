@@ -7,8 +7,9 @@ Generates a trace (``benchmarks/gen_trace.py --seed 7``: a clean run with violat
 deduplication on) as one Parquet file, converts it (``keyshared convert --buckets N``, timed), and runs
 ``keyshared check --json`` on each form in a fresh process, printing its wall time, its peak RSS (``wait4``'s
 ``ru_maxrss`` of that process alone) in MB and in bytes per event, the verdict's violation counts (which must
-be the same in every form) and how the bucketed trace was split (``bucket``; ``bucket, identity whole``: a
-part judged what the identity buckets split apart, the identity pass was run again over all of them).
+be the same in every form) and how the bucketed trace was split (the verdict's ``split``: ``bucket``, each
+bucket checked on its own; ``whole``, a bucket's verdict could depend on another bucket's events, so the trace
+was checked again in one part, as the Spark engine does).
 """
 
 from __future__ import annotations

@@ -455,7 +455,7 @@ class PulsarSession(Session):
         loopback proxy of its own (``stall_connection``)."""
         if handle_name is None or handle_name not in self.stallable:
             return self.settings
-        from pytest_keyshared.soak.nemesis import _ViaLink, upstream_of
+        from pytest_keyshared.soak.nemesis import ViaLink, upstream_of
         from pytest_keyshared.soak.proxy import ProxyLink
 
         link = self._stall_links.get(handle_name)
@@ -463,7 +463,7 @@ class PulsarSession(Session):
             link = self._stall_links[handle_name] = ProxyLink(
                 upstream_of(self.pulsar_target.service_url), f"stall-{handle_name}", upstream_rcvbuf=_STALL_RCVBUF
             )
-        return _ViaLink(self.settings, link.url)
+        return ViaLink(self.settings, link.url)
 
     def _stall_link(self, handle_name: str) -> Any:
         link = self._stall_links.get(handle_name)

@@ -28,7 +28,7 @@ from pytest_keyshared.driver.session import PulsarSession
 from pytest_keyshared.soak.proxy import ProxyLink
 from pytest_keyshared.targets.base import PulsarTarget, TargetError
 
-__all__ = ["Nemesis", "ProxiedSession", "upstream_of"]
+__all__ = ["Nemesis", "ProxiedSession", "ViaLink", "upstream_of"]
 
 
 def upstream_of(service_url: str) -> tuple[str, int]:
@@ -39,7 +39,7 @@ def upstream_of(service_url: str) -> tuple[str, int]:
     return parts.hostname, parts.port or 6650
 
 
-class _ViaLink(ClientSettings):
+class ViaLink(ClientSettings):
     """The run's client settings with another service URL; consumer ids still come from the run's counter."""
 
     def __init__(self, base: ClientSettings, url: str) -> None:
@@ -71,7 +71,7 @@ class ProxiedSession(PulsarSession):
         return link
 
     def _settings_for(self, handle_name: str | None) -> Any:
-        return _ViaLink(self.settings, self._link(handle_name or PRODUCERS_CLIENT).url)
+        return ViaLink(self.settings, self._link(handle_name or PRODUCERS_CLIENT).url)
 
     def restart_broker(self, *, kill: bool) -> None:
         super().restart_broker(kill=kill)
