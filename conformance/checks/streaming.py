@@ -730,7 +730,7 @@ class StreamingChecker:
     def _unacked_rare(limit: unacked_limit.UnackedLimit, op: str, row: EventRow) -> None:
         """What else may have lowered a consumer's unacknowledged count (:mod:`conformance.checks.unacked_limit`)."""
         if op == "nack":
-            limit.sent_back(row.consumer, row.mkey)
+            limit.sent_back(row.consumer, row.mkey, (row.stream, row.ledger, row.entry) if row.batch >= 0 else None)
         elif op == "redeliver":
             limit.sent_back(row.consumer, None)
         elif op in ("open", "close", "crash"):
@@ -916,13 +916,26 @@ class StreamingChecker:
                 return
             rec = self._revive(sub, mkey, parse_position(_msg(mkey)))  # acknowledged, but perhaps not effectively
         ledger, entry, batch = rec.pos
+        mark: Mark = (i, "nack", consumer)
         if batch >= 0:
             inc.batch_nacks.setdefault((rec.scope, ledger, entry), []).append(i)
+            self._release_entry(sub, rec, inc, mark)
         holder = rec.holder
         if holder is inc or (holder.__class__ is dict and inc in holder):
-            self._release(sub, rec, mkey, inc, (i, "nack", consumer), True)
+            self._release(sub, rec, mkey, inc, mark, True)
         elif not rec.exempt:  # an ack that arms nothing may never have taken effect: the nack still exempts
             self._exempt(sub, rec, mkey)
+
+    def _release_entry(self, sub: SubState, rec: Record, inc: Incarnation, mark: Mark) -> None:
+        """A nack of batch message ``rec`` sends its whole entry back: the clients' negative-ack trackers drop the
+        batch index (C++ and Java ``NegativeAcksTracker``) and the broker removes the entry from the consumer's
+        pending acks, so every other message of the entry that ``inc`` holds is released as if nacked too
+        (``docs/checker.md``, "Batches"): the broker may give the entry to another consumer while the
+        application still holds the rest of it."""
+        scope, (ledger, entry, _batch) = rec.scope, rec.pos
+        for other_key, other in list(inc.held.items()):
+            if other is not rec and other.scope == scope and other.pos[0] == ledger and other.pos[1] == entry:
+                self._release(sub, other, other_key, inc, mark, True)
 
     def _redeliver(self, row: EventRow) -> None:
         i, consumer = row.i, row.consumer

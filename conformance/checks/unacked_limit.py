@@ -125,14 +125,20 @@ class UnackedLimit:
             held.pop(mkey, None)
         self.acks[mkey] = i
 
-    def sent_back(self, handle: str, mkey: str | None) -> None:
-        """``handle``'s nack of ``mkey`` or, with None, its redeliver request (everything it holds)."""
+    def sent_back(self, handle: str, mkey: str | None, entry: tuple[str, int, int] | None = None) -> None:
+        """``handle``'s nack of ``mkey`` or, with None, its redeliver request (everything it holds).  A nack of a
+        batch message (``entry``: its stream, ledger and entry) sends the whole entry back: the clients'
+        negative-ack trackers drop the batch index, and the broker takes the entry off the consumer's pending acks."""
         held = self.held.get(handle)
-        if held is not None:
-            if mkey is None:
-                held.clear()
-            else:
-                held.pop(mkey, None)
+        if held is None:
+            return
+        if mkey is None:
+            held.clear()
+            return
+        held.pop(mkey, None)
+        if entry is not None:
+            for other in [m for m, (_i, e) in held.items() if e == entry]:
+                del held[other]
 
     def restart(self, i: int, handle: str) -> None:
         """``handle`` opened, closed or crashed at ``i``: a new incarnation starts from nothing."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.trace import Event, Op, Result, TraceWriter
+from conformance.trace.identity import MSG_ID_RE, canonical_message
 from conformance.trace.rows import Row
 from pytest_keyshared.driver.handles import ConsumerSpec, Delivery, OutgoingMessage, SendOutcome
 
@@ -46,6 +47,9 @@ class Counters:
     acked_expected: int  #: of those, how many were acknowledged at least once
     last_receive_ns: int
     events: int
+    #: second copies of a uid stored under another message id (a resend with deduplication off) not yet
+    #: acknowledged: the broker owes each copy to the subscription, so the drain waits for them too
+    unacked_copies: int = 0
 
 
 def non_persistent_id(msg_id: str | None, seq: int | None) -> str | None:
@@ -61,6 +65,13 @@ def non_persistent_id(msg_id: str | None, seq: int | None) -> str | None:
     parts = msg_id.split(":")
     partition = parts[2] if len(parts) > 2 else "-1"
     return f"0:{seq}:{partition}:-1"
+
+
+def _message(topic: str | None, msg_id: str | None) -> str | None:
+    """The message key (topic partition and canonical id) of a recorded id, None when the row has none."""
+    if topic is None or msg_id is None or not MSG_ID_RE.match(msg_id):
+        return None
+    return canonical_message(topic, msg_id)[0]
 
 
 class Recorder:
@@ -79,6 +90,10 @@ class Recorder:
         self._acked = 0
         self._acked_expected = 0  # |ok_uids & acked_uids|, kept up to date event by event
         self._last_receive_ns = 0
+        #: uid -> the message id of its first copy stored, and the ids of later copies not yet acknowledged
+        self._first_id: dict[str, str] = {}
+        self._copies: set[str] = set()
+        self._acked_ids: set[str] = set()  #: message ids acknowledged (a copy's ack may precede its receipt)
         #: uid -> the consumer holding it (received, not acknowledged or released since), and its reverse
         self._holder: dict[str, str] = {}
         self._holds: dict[str, set[str]] = {}
@@ -103,6 +118,10 @@ class Recorder:
                 self._acked += op == "ack"
                 uid = row[10]
                 self._release(uid)
+                mid = _message(row[3], row[8])
+                if mid is not None:
+                    self._acked_ids.add(mid)
+                    self._copies.discard(mid)
                 if uid is not None and uid not in self._acked_uids:
                     self._acked_uids.add(uid)
                     self._acked_expected += uid in self._ok_uids
@@ -113,11 +132,23 @@ class Recorder:
                 if result == "ok" and uid is not None and uid not in self._ok_uids:
                     self._ok_uids.add(uid)  # a batch receipt may come after the message was acked
                     self._acked_expected += uid in self._acked_uids
+                if result == "ok" and uid is not None and not self.non_persistent:
+                    self._stored_copy(uid, row[3], row[8])
             elif op == _NACK:
                 self._release(row[10])
             elif op in _RELEASES_ALL:
                 for uid in self._holds.pop(row[5] or "", set()):
                     del self._holder[uid]
+
+    def _stored_copy(self, uid: str, topic: str | None, msg_id: str | None) -> None:
+        """A receipt of ``uid`` stored at ``msg_id``: a copy under another id than its first is another message
+        the subscription is owed (``undelivered`` judges message ids), so the drain waits for its ack too."""
+        mid = _message(topic, msg_id)
+        if mid is None or msg_id is None or msg_id.startswith("-1:"):
+            return  # no receipt id, or a duplicate's (-1:-1): nothing stored
+        first = self._first_id.setdefault(uid, mid)
+        if first != mid and mid not in self._acked_ids:
+            self._copies.add(mid)
 
     def _hold(self, uid: str | None, consumer: str) -> None:
         if uid is None:
@@ -143,6 +174,7 @@ class Recorder:
                 acked_expected=self._acked_expected,
                 last_receive_ns=self._last_receive_ns,
                 events=self.writer.count,
+                unacked_copies=len(self._copies),
             )
 
     def _expected_uids(self) -> int:

@@ -761,7 +761,9 @@ class _Run(RunLoop):
         arrive.  So while messages are missing the drain gives up on silence only once every open consumer is
         connected, and counts the silence from the last moment one was seen away (what a returning consumer is
         owed has ``drain_quiet_ms`` to arrive), within the same bound.  A consumer whose client cannot say is
-        counted away (:meth:`Session.unreachable_consumers`).  Once everything published is acknowledged, who is
+        counted away (:meth:`Session.unreachable_consumers`).  Everything published means every message stored:
+        each uid, and each second copy a resend stored under another id (deduplication off), which the broker owes
+        as a message of its own (``Counters.unacked_copies``).  Once everything published is acknowledged, who is
         away does not matter: nothing is owed.  Else the consumers still away when the drain ends are named in
         :attr:`unreachable`, and the run is not drained (``end`` says ``drained: false`` and ``unreachable``):
         whether the broker still owed the missing messages to a consumer nobody could reach cannot be told, so
@@ -783,7 +785,7 @@ class _Run(RunLoop):
             counters = self.recorder.counters()
             now = clock()
             silent_ns = now - max(since, counters.last_receive_ns)
-            if counters.acked_expected >= counters.expected_uids:
+            if counters.acked_expected >= counters.expected_uids and not counters.unacked_copies:
                 return silent_ns >= settle_ns
             if silent_ns < give_up_ns:
                 return False
@@ -796,10 +798,12 @@ class _Run(RunLoop):
         bound_ms = self.settings.drain_timeout_ms
         quiet = self.scheduler.wait_until(drained, bound_ms)
         counters = self.recorder.counters()
-        complete = counters.acked_expected >= counters.expected_uids
+        complete = counters.acked_expected >= counters.expected_uids and not counters.unacked_copies
         # the answer the wait went by (asked again only if it is older than _AWAY_EVERY_NS)
         self.unreachable = () if complete else tuple(away())
         note = f"{counters.acked_expected} of {counters.expected_uids} published messages acknowledged"
+        if counters.unacked_copies:
+            note += f", {counters.unacked_copies} second copies stored by resends not acknowledged"
         if self.unreachable:
             names = ", ".join(repr(h) for h in self.unreachable)
             when = f"the {bound_ms} ms drain bound expired" if not quiet else "the drain ended"

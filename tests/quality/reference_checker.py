@@ -372,6 +372,9 @@ def reference_check(header: TraceHeader, events: Sequence[Event]) -> Counter[Ide
                     continue
                 if m.pos[2] >= 0:
                     inc.batch_nacks.setdefault((m.scope, m.pos[:2]), []).append(i)
+                    for x in msgs.get(sub, {}).values():  # the client sends the whole entry back
+                        if x is not m and x.scope == m.scope and x.pos[:2] == m.pos[:2] and inc in x.holders:
+                            release(inc, x, i, op, True)
                 if inc in m.holders:
                     release(inc, m, i, op, True)
                 else:  # acknowledged or not: an ack that is not armed may never have taken effect
@@ -675,6 +678,7 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
             preceded starts no hold: the broker may have sent it before that ack arrived."""
             began = None
             acked = False
+            entry = key.rsplit(":", 1)[0] if not key.endswith(":-1") else None  # a batch message's entry
             for j, o, h, f in ops:
                 if j <= start or j >= before:
                     continue
@@ -682,7 +686,10 @@ def unacked_limit_excess(header: TraceHeader, events: Sequence[Event], default_s
                     if o == "redeliver" and h == handle:
                         began = None
                     continue
-                if canonical_message(f.topic, f.msg_id)[0] != key:
+                other = canonical_message(f.topic, f.msg_id)[0]
+                if other != key:
+                    if o == "nack" and h == handle and entry is not None and other.rsplit(":", 1)[0] == entry:
+                        began = None  # a nack of another message of its batch sends the whole entry back
                     continue
                 if o == "ack":
                     began = None

@@ -58,6 +58,23 @@ def _mixed(step: int) -> list[tuple[str, TraceBuilder, Counter[str]]]:
         b.end()
         want = Counter() if acked == 1 else Counter({"redelivered_after_ack": 1})
         cases.append((f"a mixed batch redelivered with {acked} of 2 acknowledged", b, want))
+
+    for nacked in (True, False):  # generated program 114: a nack of one message sends the whole entry back
+        b = TraceBuilder(step=step)
+        batch = [("A", "1:0:-1:0"), ("B", "1:0:-1:1"), ("C", "1:0:-1:2")]
+        b.open("c1"), b.open("c2")
+        for key, msg in batch:
+            b.publish(key, msg, t0=b.t)
+        for key, msg in batch:
+            b.receive("c1", key, msg)
+        if nacked:
+            b.nack("c1", "1:0:-1:0")  # c1's application still holds B and C: the broker does not
+        for key, msg in batch:
+            b.receive("c2", key, msg), b.ack("c2", msg)
+        b.ack("c1", "1:0:-1:1"), b.ack("c1", "1:0:-1:2")  # late: c2 already acknowledged them
+        b.end()
+        name = "one message of a batch nacked, the entry goes to c2 whole" if nacked else "... its mirror: no nack"
+        cases.append((name, b, Counter() if nacked else Counter({"key_overlap": 3})))  # one per receive by c2
     return cases
 
 

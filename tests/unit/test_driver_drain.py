@@ -199,3 +199,27 @@ def test_once_everything_is_acknowledged_a_consumer_away_does_not_matter(drain: 
     assert end["drained"] is True and "unreachable" not in end
     assert run.away.asked == []  # nothing was owed: nobody asked who is away
     assert result.verdict.valid
+
+
+def test_the_drain_waits_for_a_second_copy_a_resend_stored(tmp_path: Path) -> None:
+    """Generated program 127 (``docs/generated-findings/drain-duplicate-copy-undelivered.toml``): deduplication
+    off, a producer's resend stores a second copy of p1:14..p1:18 under new ids, and c1 nacks four of them after
+    the first copies were acknowledged.  The drain once counted uids: every uid was acknowledged, so it ended
+    before the nack delay brought the copies back, and the checker (which counts message ids) found them
+    undelivered.  It waits for each stored copy now."""
+    from conformance.scenarios import load_scenario
+    from pytest_keyshared.driver.run import run_scenario
+
+    path = Path(__file__).parents[2] / "docs" / "generated-findings" / "drain-duplicate-copy-undelivered.toml"
+    with open_target("model", artifacts_dir=tmp_path / "target") as target:
+        result = run_scenario(target, load_scenario(path), seed=127, out_dir=tmp_path / "run")
+    events = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()[1:]]
+    ids: dict[str, set[str]] = {}
+    for e in events:
+        if e["op"] == "publish" and e.get("result") == "ok":
+            ids.setdefault(e["uid"], set()).add(e["msg_id"])
+    copies = {m for found in ids.values() if len(found) > 1 for m in found}
+    assert len(copies) >= 2, "the resend stored no second copy: the program no longer takes the shape"
+    acked = {e["msg_id"] for e in events if e["op"] == "ack"}
+    assert copies <= acked, f"copies never acknowledged: {sorted(copies - acked)}"
+    assert result.verdict.valid, result.verdict.summary()
