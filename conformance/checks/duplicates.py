@@ -24,7 +24,6 @@ from typing import Any
 from conformance.violations import Kind, Violation, render_elle
 
 __all__ = [
-    "DEDUP_SWITCH_FAULTS",
     "below_highest",
     "dup_threshold",
     "duplicates",
@@ -40,11 +39,6 @@ __all__ = [
     "send_ids",
     "top_receipt",
 ]
-
-
-#: ``fault`` names of a deduplication switch at run time (the ``deduplication`` scenario step): a topic policy
-#: change that touches no consumer and drops no connection.
-DEDUP_SWITCH_FAULTS = frozenset({"deduplication_off", "deduplication_on"})
 
 
 def duplicates(ids: Mapping[tuple[str, int], Any]) -> list[Violation]:

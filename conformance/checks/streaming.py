@@ -945,8 +945,6 @@ class StreamingChecker:
         if extra.get("fault") == expiry.EXPIRE_FAULT:
             self._expire(self._sub(extra.get("subscription")), row.t, extra.get("expire_seconds"))
             return  # the broker acknowledged; no consumer was touched, nothing about membership changed
-        if extra.get("fault") in duplicates.DEDUP_SWITCH_FAULTS:
-            return  # a topic policy changed: no connection dropped, no consumer was touched
         self._loss_i = i  # an acknowledgement sent before it may be lost (conformance.checks.dead_letter)
         if self.first_fault is None:
             self.first_fault = i
