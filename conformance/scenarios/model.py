@@ -34,11 +34,13 @@ __all__ = [
     "AckPlan",
     "Behaviour",
     "Close",
+    "CloseProducer",
     "ClusterDown",
     "ClusterUp",
     "Compact",
     "Consume",
     "Crash",
+    "Deduplication",
     "DeleteSubscription",
     "ExpireMessages",
     "FailOver",
@@ -48,6 +50,7 @@ __all__ = [
     "LinkUp",
     "NackHeld",
     "Open",
+    "OpenProducer",
     "Pause",
     "Publish",
     "Read",
@@ -108,6 +111,7 @@ BROKER_SETTINGS: dict[str, str] = {
     "brokerDeduplicationEntriesInterval": "a deduplication snapshot every this many entries",
     "brokerDeduplicationSnapshotIntervalSeconds": "time-based deduplication snapshots (0 disables)",
     "brokerDeduplicationSnapshotFrequencyInSeconds": "how often the time-based snapshot check runs (0: never)",
+    "brokerDeduplicationProducerInactivityTimeoutMinutes": "a producer gone this long is forgotten by deduplication",
     "managedLedgerMaxEntriesPerLedger": "entries per ledger: a ledger every cursor has consumed is deleted whole",
 }
 BrokerValue = Union[int, bool]  # noqa: UP007 - a runtime alias
@@ -425,6 +429,33 @@ class ExpireMessages:
 
 
 @dataclass(frozen=True, slots=True)
+class Deduplication:
+    """Switch producer deduplication off or on for the run's topic while it runs (the topic policy: the model's,
+    or a broker's admin API).  Off, the broker forgets every producer's sequence ids; on again, it starts afresh
+    at the end of the topic (``docs/scenarios.md``, "Deduplication switched at run time")."""
+
+    do: ClassVar[str] = "deduplication"
+    enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OpenProducer:
+    """Create producer ``producer`` now, without sending (recorded as its ``producer_open``); a later ``publish``
+    from it uses this one."""
+
+    do: ClassVar[str] = "open_producer"
+    producer: str
+
+
+@dataclass(frozen=True, slots=True)
+class CloseProducer:
+    """Close producer ``producer``; a later ``publish`` or ``open_producer`` creates it again under the same name."""
+
+    do: ClassVar[str] = "close_producer"
+    producer: str
+
+
+@dataclass(frozen=True, slots=True)
 class RestartBroker:
     """Stop the broker and start it again on the same storage; clients reconnect by themselves."""
 
@@ -615,6 +646,9 @@ Step = Union[  # noqa: UP007 - a runtime alias, also used with isinstance()
     WaitDelivered,
     Sleep,
     ExpireMessages,
+    Deduplication,
+    OpenProducer,
+    CloseProducer,
     RestartBroker,
     StorageDown,
     StorageUp,
@@ -657,6 +691,7 @@ _STEP_CAPABILITY: dict[type, str] = {
     StorageDown: "storage_failure",
     StorageUp: "storage_failure",
     ExpireMessages: "message_expiry",
+    Deduplication: "dedup_switch",
 }
 
 

@@ -96,6 +96,12 @@ class Session(ABC):
             existing[0].close()
         return self.producer(name, batching, send_timeout_ms)
 
+    def close_producer(self, name: str) -> None:
+        """Close producer ``name`` (if open); the next :meth:`producer` call creates it again."""
+        existing = self._producers.pop(name, None)
+        if existing is not None:
+            existing[0].close()
+
     def create_partitioned_topic(self, partitions: int) -> None:
         """Create the run's topic as a partitioned topic of ``partitions`` (admin ``createPartitionedTopic``; only
         with ``capabilities.partitioned_topics``, checked before the run starts)."""

@@ -199,3 +199,32 @@ def test_non_batch_async(broker: ModelBroker) -> None:
     producer.close()
     broker.restart()
     assert broker.create_producer(TOPIC, producer_name="p").last_sequence_id() == 5
+
+
+def test_reenable_forgets_marks_of_producers_that_reconnected_while_off() -> None:
+    """Deduplication off and on at run time: a producer that closed while it was on and reconnected while it was
+    off keeps its inactivity mark (Pulsar's ``producerAdded`` returns while disabled), and the re-enable drops
+    it (``replayCursor``: ``inactiveProducers.clear()``). So the purge never forgets the producer while it is
+    connected: its resend of an id stored after the re-enable is still a duplicate past the inactivity timeout.
+    A broker that kept the mark would store it a second time (the automatic mutant deduplication.py:151)."""
+    from reference_model.broker import BrokerConfig
+    from reference_model.dedup import DedupConfig
+
+    broker = ModelBroker(config=BrokerConfig(dedup=DedupConfig(producer_inactivity_timeout_ms=60_000)))
+    broker.set_namespace_deduplication(True)
+    producer = broker.create_producer(TOPIC, producer_name="p1")
+    for seq in range(3):
+        producer.send(f"m{seq}".encode(), sequence_id=seq)
+    producer.close()  # on: marked inactive
+    broker.set_topic_deduplication(TOPIC, False)
+    producer = broker.create_producer(TOPIC, producer_name="p1")  # off: the mark stays
+    assert producer.last_sequence_id() == -1  # the maps were cleared with the disable
+    assert "p1" in broker.dedup_stats(TOPIC)["inactiveProducers"]
+    producer.send(b"m3", sequence_id=3)
+    broker.set_topic_deduplication(TOPIC, True)
+    assert broker.dedup_stats(TOPIC)["inactiveProducers"] == {}
+    for seq in (4, 5):
+        assert producer.send(f"m{seq}".encode(), sequence_id=seq) != DUPLICATE_MESSAGE_ID
+    broker.advance(2 * 60_000)  # past the timeout, several purges later; the producer stays connected
+    assert producer.send(b"m4", sequence_id=4) == DUPLICATE_MESSAGE_ID
+    assert stored_sequence_ids(broker) == [0, 1, 2, 3, 4, 5]
