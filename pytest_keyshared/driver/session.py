@@ -254,6 +254,9 @@ CONSUMER_FIGURES = (
     "drainingHashesClearedTotal",
     "drainingHashesUnackedMessages",
     "readPositionWhenJoining",
+    "msgOutCounter",
+    "unackedMessages",
+    "blockedConsumerOnUnackedMsgs",
 )
 
 

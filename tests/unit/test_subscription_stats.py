@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from conformance.cases._support import dedup_snapshot_problems, stats_figure_problems, subscription_stats_problems
+from conformance.cases._support import (
+    consumer_counter_problems,
+    dedup_snapshot_problems,
+    stats_figure_problems,
+    subscription_stats_problems,
+)
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 from pytest_keyshared.driver.session import stats_subscription_figures
@@ -91,7 +96,7 @@ def test_the_figures_are_read_from_a_topic_stats_document() -> None:
     assert stats_subscription_figures(stats, "s") == {
         "drainingHashesCount": 0,
         "consumersAfterMarkDeletePosition": {"c1": "1:2"},
-        "consumers": [{"consumerName": "c1", "readPositionWhenJoining": "1:2"}],
+        "consumers": [{"consumerName": "c1", "readPositionWhenJoining": "1:2", "unackedMessages": 5}],
     }
     assert stats_subscription_figures(stats, "other") is None
     assert stats_subscription_figures(None, "s") is None
@@ -115,6 +120,101 @@ def test_judged_from_the_end_event_only_when_recorded(tmp_path: Path) -> None:
     assert subscription_stats_problems(_trace(tmp_path, None)) == []  # no admin API: nothing recorded, nothing judged
     flagged = subscription_stats_problems(_trace(tmp_path, _figures(drainingHashesClearedTotal=0)))
     assert len(flagged) == 1 and "drainingHashesClearedTotal" in flagged[0]
+
+
+# -- each consumer's unacked figures and msgOutCounter against the limit and the trace (``consumer_counter_problems``)
+
+TOPIC = "persistent://public/default/t"
+
+
+def _held(unacked: int, blocked: bool, out: int) -> dict[str, Any]:
+    return {
+        "consumers": [
+            {
+                "consumerName": "c1",
+                "unackedMessages": unacked,
+                "blockedConsumerOnUnackedMsgs": blocked,
+                "msgOutCounter": out,
+            }
+        ]
+    }
+
+
+def _limit_trace(
+    tmp_path: Path,
+    limit: int,
+    held: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    equal_times: bool = False,
+    late_ack: bool = False,
+    nack: bool = False,
+) -> Path:
+    """c1 receives 10 messages and holds them; stats read before the drain (``held``) and after it (``after``)."""
+    header = TraceHeader(
+        target="hand-written",
+        subscription=SubscriptionSpec("s"),
+        extra={"topic": TOPIC, "broker_conf": {"maxUnackedMessagesPerConsumer": limit}},
+    )
+    b = TraceBuilder(header, topic=TOPIC, step=0 if equal_times else 10)
+    b.open("c1", name="c1")
+    for n in range(10):
+        b.publish("k", f"1:{n}")
+        b.receive("c1", "k", f"1:{n}")
+    if late_ack:  # an ack the client sent that may not have reached the broker when the stats were read
+        b.ack("c1", "1:0")
+    if nack:
+        b.nack("c1", "1:9")
+    for n in range(1 if late_ack else 0, 10):
+        b.ack("c1", f"1:{n}")
+    b.add("end", drained=True, subscription_stats=after, subscription_stats_held=held)
+    return b.write(tmp_path / "trace.jsonl")
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+@pytest.mark.parametrize("late_ack", [False, True])
+def test_a_consumer_at_its_limit_is_blocked(tmp_path: Path, equal_times: bool, late_ack: bool) -> None:
+    after = _held(0, False, 10)
+    right = _limit_trace(tmp_path, 10, _held(10, True, 10), after, equal_times=equal_times, late_ack=late_ack)
+    assert subscription_stats_problems(right) == []
+    # the ack may have arrived: one fewer unacknowledged, still blocked above half the limit
+    arrived = _limit_trace(tmp_path, 10, _held(9, True, 10), after, equal_times=equal_times, late_ack=late_ack)
+    assert subscription_stats_problems(arrived) == []
+    wrong = _limit_trace(tmp_path, 10, _held(10, False, 10), after, equal_times=equal_times, late_ack=late_ack)
+    flagged = subscription_stats_problems(wrong)
+    assert len(flagged) == 1 and "not blockedConsumerOnUnackedMsgs" in flagged[0]
+
+
+def test_after_a_redelivery_the_flag_is_not_judged(tmp_path: Path) -> None:
+    # a nack clears the flag whatever the count (a batch may have taken the count past the limit)
+    assert (
+        subscription_stats_problems(_limit_trace(tmp_path, 10, _held(10, False, 10), _held(0, False, 11), nack=True))
+        == []
+    )
+
+
+def test_no_limit_never_blocks(tmp_path: Path) -> None:
+    assert subscription_stats_problems(_limit_trace(tmp_path, 0, _held(10, False, 10), _held(0, False, 10))) == []
+    flagged = subscription_stats_problems(_limit_trace(tmp_path, 0, _held(10, True, 10), _held(0, False, 10)))
+    assert len(flagged) == 1 and "no limit" in flagged[0]
+    flagged = consumer_counter_problems(_held(1, True, 1), 0, None)  # whatever the run did
+    assert len(flagged) == 1
+    assert consumer_counter_problems(_held(1, True, 1), None, None) == []  # the setting unknown: the default limit
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+def test_msg_out_counter_is_the_receives_when_nothing_was_sent_twice(tmp_path: Path, equal_times: bool) -> None:
+    held = _held(10, True, 10)
+    assert (
+        subscription_stats_problems(_limit_trace(tmp_path, 10, held, _held(0, False, 10), equal_times=equal_times))
+        == []
+    )
+    flagged = subscription_stats_problems(
+        _limit_trace(tmp_path, 10, held, _held(0, False, 11), equal_times=equal_times)
+    )
+    assert len(flagged) == 1 and "msgOutCounter 11" in flagged[0]
+    # before the drain the counter is not compared (messages may still be on their way)
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, _held(10, True, 12), _held(0, False, 10))) == []
 
 
 # -- the deduplication snapshot (``record:dedup-cursor``): the pulsar.dedup cursor against the entries stored -----
