@@ -339,7 +339,10 @@ def stats_figure_problems(figures: Mapping[str, Any]) -> list[str]:
 
 
 def consumer_counter_problems(
-    figures: Mapping[str, Any], limit: int | None, received: Mapping[str, int] | None
+    figures: Mapping[str, Any],
+    limit: int | None,
+    received: Mapping[str, int] | None,
+    one_per_entry: Iterable[str] = (),
 ) -> list[str]:
     """Explanations of every way a consumer's unacked-message figures (``unackedMessages``,
     ``blockedConsumerOnUnackedMsgs``) or its ``msgOutCounter`` contradict the per-consumer limit or the trace.
@@ -360,7 +363,11 @@ def consumer_counter_problems(
       every message was then sent once, to one consumer, and taken by the application, so each consumer's
       ``msgOutCounter`` read after the drain is exactly its receives.  For the document read before the drain
       (``subscription_stats_held``: messages may still be on their way) ``received`` is empty: the run had no
-      redelivery, but the counter is not compared.
+      redelivery, but the counter is not compared;
+    * ``one_per_entry`` names the consumers that received a message in a run whose every entry holds one message
+      (no published or received message id carries a batch index): each send then adds 1 message per entry to the
+      consumer's moving ``avgMessagesPerEntry`` (``Consumer.sendMessages``), so the stats print 1 for them, with or
+      without redeliveries.
 
     One stats document, read while the consumers are connected: acks still in flight change ``unackedMessages``
     and the flag together (an ack clears the flag only when the count is down to half the limit), never the
@@ -389,6 +396,12 @@ def consumer_counter_problems(
                 f" maxUnackedMessagesPerConsumer = {limit}, but is not blockedConsumerOnUnackedMsgs; the send that"
                 " reached the limit blocks it, and nothing in this run (no ack to half the limit, no redelivery)"
                 " unblocked it"
+            )
+        average = consumer.get("avgMessagesPerEntry")
+        if str(name) in one_per_entry and isinstance(average, (int, float)) and average != 1:
+            problems.append(
+                f"stats_mismatch: consumer {name!r} has avgMessagesPerEntry {average}, but every entry of this run"
+                " holds one message, so every send it had averaged 1"
             )
         out = consumer.get("msgOutCounter")
         if received and isinstance(out, int) and str(name) in received and out != received[str(name)]:
@@ -422,7 +435,11 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
     names: dict[str, str] = {}
     opened: dict[str, int] = {}
     received: dict[str, int] = {}
+    batched = False  # a message id with a batch index: an entry of several messages may have been sent
+    latest: set[str] = set()  # names that received something
     for event in trace.events():
+        if event.msg_id is not None and _batch_index(event.msg_id) >= 0:
+            batched = True
         if event.topic is not None and event.topic != topic:
             exact = False  # a partition's events: stats of the partitioned topic are not judged per consumer
         if event.op == "end":
@@ -439,14 +456,27 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
                 exact = False
             name = names.get(str(event.consumer), str(event.consumer))
             received[name] = received.get(name, 0) + 1
+            latest.add(name)
     exact = exact and all(n == 1 for n in opened.values())
     problems: list[str] = []
+    # names of one incarnation only: a stats entry of a same-named consumer that was sent nothing prints its start value
+    singles = () if batched else tuple(n for n in latest if opened.get(n) == 1)
     if isinstance(held, Mapping):  # read after the last step, before the drain acknowledged what was held
-        problems += stats_figure_problems(held) + consumer_counter_problems(held, limit, {} if exact else None)
+        problems += stats_figure_problems(held)
+        problems += consumer_counter_problems(held, limit, {} if exact else None, singles)
     if isinstance(figures, Mapping):
         problems += stats_figure_problems(figures)
-        problems += consumer_counter_problems(figures, limit, received if exact else None)
+        problems += consumer_counter_problems(figures, limit, received if exact else None, singles)
     return problems
+
+
+def _batch_index(msg_id: str) -> int:
+    """The batch index of a stored message id (``ledger:entry:partition:batch``; -1 when not batched or absent)."""
+    parts = msg_id.split(":")
+    try:
+        return int(parts[3]) if len(parts) > 3 else -1
+    except ValueError:
+        return -1
 
 
 def _position_of(text: object) -> tuple[int, int] | None:

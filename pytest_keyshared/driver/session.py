@@ -257,6 +257,7 @@ CONSUMER_FIGURES = (
     "msgOutCounter",
     "unackedMessages",
     "blockedConsumerOnUnackedMsgs",
+    "avgMessagesPerEntry",
 )
 
 

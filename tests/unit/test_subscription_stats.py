@@ -127,7 +127,7 @@ def test_judged_from_the_end_event_only_when_recorded(tmp_path: Path) -> None:
 TOPIC = "persistent://public/default/t"
 
 
-def _held(unacked: int, blocked: bool, out: int) -> dict[str, Any]:
+def _held(unacked: int, blocked: bool, out: int, average: int = 1) -> dict[str, Any]:
     return {
         "consumers": [
             {
@@ -135,6 +135,7 @@ def _held(unacked: int, blocked: bool, out: int) -> dict[str, Any]:
                 "unackedMessages": unacked,
                 "blockedConsumerOnUnackedMsgs": blocked,
                 "msgOutCounter": out,
+                "avgMessagesPerEntry": average,
             }
         ]
     }
@@ -149,6 +150,7 @@ def _limit_trace(
     equal_times: bool = False,
     late_ack: bool = False,
     nack: bool = False,
+    batch: bool = False,
 ) -> Path:
     """c1 receives 10 messages and holds them; stats read before the drain (``held``) and after it (``after``)."""
     header = TraceHeader(
@@ -159,8 +161,9 @@ def _limit_trace(
     b = TraceBuilder(header, topic=TOPIC, step=0 if equal_times else 10)
     b.open("c1", name="c1")
     for n in range(10):
-        b.publish("k", f"1:{n}")
-        b.receive("c1", "k", f"1:{n}")
+        msg_id = f"1:{n // 2}:-1:{n % 2}" if batch else f"1:{n}"  # batch: five entries of two messages
+        b.publish("k", msg_id)
+        b.receive("c1", "k", msg_id)
     if late_ack:  # an ack the client sent that may not have reached the broker when the stats were read
         b.ack("c1", "1:0")
     if nack:
@@ -311,3 +314,15 @@ def test_a_time_based_snapshot_is_owed_after_a_quiet_interval_and_check(tmp_path
     assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 30.0, every=0)) == []  # the check is off
     # deduplication on for the topic only: before apache/pulsar#22479 the broker never started the check
     assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 30.0, broker_wide=False)) == []
+
+
+@pytest.mark.parametrize("nack", [False, True])
+def test_one_message_per_entry_averages_one(tmp_path: Path, nack: bool) -> None:
+    right = _limit_trace(tmp_path, 10, _held(10, True, 10), _held(0, False, 10), nack=nack)
+    assert subscription_stats_problems(right) == []
+    for wrong in (_held(10, True, 10, average=0), _held(10, True, 10, average=2)):
+        flagged = subscription_stats_problems(_limit_trace(tmp_path, 10, wrong, _held(0, False, 10), nack=nack))
+        assert len(flagged) == 1 and "avgMessagesPerEntry" in flagged[0]
+    # entries of two messages: the average is not judged
+    batched = _limit_trace(tmp_path, 10, _held(10, True, 10, average=2), _held(0, False, 10, average=2), batch=True)
+    assert subscription_stats_problems(batched) == []
