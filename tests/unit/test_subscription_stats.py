@@ -320,9 +320,13 @@ def test_a_time_based_snapshot_is_owed_after_a_quiet_interval_and_check(tmp_path
 def test_one_message_per_entry_averages_one(tmp_path: Path, nack: bool) -> None:
     right = _limit_trace(tmp_path, 10, _held(10, True, 10), _held(0, False, 10), nack=nack)
     assert subscription_stats_problems(right) == []
-    for wrong in (_held(10, True, 10, average=0), _held(10, True, 10, average=2)):
-        flagged = subscription_stats_problems(_limit_trace(tmp_path, 10, wrong, _held(0, False, 10), nack=nack))
+    out = 11 if nack else 10  # the nacked message went out again
+    for wrong in (_held(0, False, out, average=0), _held(0, False, out, average=2)):
+        flagged = subscription_stats_problems(_limit_trace(tmp_path, 10, _held(10, True, 10), wrong, nack=nack))
         assert len(flagged) == 1 and "avgMessagesPerEntry" in flagged[0]
+    # before the drain it is not judged: the trace does not show which receives came before that read
+    early = _limit_trace(tmp_path, 10, _held(10, True, 10, average=0), _held(0, False, out), nack=nack)
+    assert subscription_stats_problems(early) == []
     # entries of two messages: the average is not judged
     batched = _limit_trace(tmp_path, 10, _held(10, True, 10, average=2), _held(0, False, 10, average=2), batch=True)
     assert subscription_stats_problems(batched) == []
