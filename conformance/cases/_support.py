@@ -343,6 +343,7 @@ def consumer_counter_problems(
     limit: int | None,
     received: Mapping[str, int] | None,
     one_per_entry: Iterable[str] = (),
+    queues: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Explanations of every way a consumer's unacked-message figures (``unackedMessages``,
     ``blockedConsumerOnUnackedMsgs``) or its ``msgOutCounter`` contradict the per-consumer limit or the trace.
@@ -361,7 +362,11 @@ def consumer_counter_problems(
     * ``received`` (per consumer name: the messages the trace shows it received) is given only for a drained run on
       a persistent, unpartitioned topic with no nack, redeliver request, redelivered receive, fault, close or crash:
       every message was then sent once, to one consumer, and taken by the application, so each consumer's
-      ``msgOutCounter`` read after the drain is exactly its receives.  For the document read before the drain
+      ``msgOutCounter`` read after the drain is exactly its receives; and, with its receiver queue q > 0 (``queues``)
+      and nothing left unacknowledged or blocked, its ``availablePermits`` is what the client's flow control left
+      the broker: q granted at subscribe, one permit per message sent, and a ``Flow`` of the permits back each time
+      the application has taken max(q / 2, 1) messages (the Java and C++ clients' refill threshold), so
+      q - R mod max(q / 2, 1) after R receives.  For the document read before the drain
       (``subscription_stats_held``: messages may still be on their way) ``received`` is empty: the run had no
       redelivery, but the counter is not compared;
     * ``one_per_entry`` names the consumers that received a message since the latest fault (a reconnect makes a new
@@ -399,6 +404,16 @@ def consumer_counter_problems(
                 " reached the limit blocks it, and nothing in this run (no ack to half the limit, no redelivery)"
                 " unblocked it"
             )
+        permits = consumer.get("availablePermits")
+        queue = (queues or {}).get(str(name), 0)
+        if received and str(name) in received and queue > 0 and unacked == 0 and blocked is not True:
+            want = queue - received[str(name)] % max(queue // 2, 1)
+            if isinstance(permits, int) and permits != want:
+                problems.append(
+                    f"stats_mismatch: consumer {name!r} has availablePermits {permits}, but with a receiver queue of"
+                    f" {queue} and {received[str(name)]} messages taken (a Flow back every {max(queue // 2, 1)})"
+                    f" the client left it {want}"
+                )
         average = consumer.get("avgMessagesPerEntry")
         if str(name) in one_per_entry and isinstance(average, (int, float)) and average != 1:
             problems.append(
@@ -437,6 +452,7 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
     names: dict[str, str] = {}
     opened: dict[str, int] = {}
     received: dict[str, int] = {}
+    queues: dict[str, int] = {}
     batched = False  # a message id with a batch index: an entry of several messages may have been sent
     latest: set[str] = set()  # names that received something since the latest fault
     for event in trace.events():
@@ -455,6 +471,8 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
         elif event.op == "open" and event.result in (None, "ok"):
             name = names[str(event.consumer)] = str(event.extra.get("name") or event.consumer)
             opened[name] = opened.get(name, 0) + 1
+            queue = event.extra.get("receiver_queue")
+            queues[name] = queue if isinstance(queue, int) and not isinstance(queue, bool) else 0
         elif event.op == "receive":
             if (event.redelivery_count or 0) > 0:
                 exact = False
@@ -470,7 +488,7 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
         problems += consumer_counter_problems(held, limit, {} if exact else None)  # receives may follow the read
     if isinstance(figures, Mapping):
         problems += stats_figure_problems(figures)
-        problems += consumer_counter_problems(figures, limit, received if exact else None, singles)
+        problems += consumer_counter_problems(figures, limit, received if exact else None, singles, queues)
     return problems
 
 

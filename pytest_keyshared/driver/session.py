@@ -258,6 +258,7 @@ CONSUMER_FIGURES = (
     "unackedMessages",
     "blockedConsumerOnUnackedMsgs",
     "avgMessagesPerEntry",
+    "availablePermits",
 )
 
 

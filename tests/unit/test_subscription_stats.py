@@ -151,6 +151,7 @@ def _limit_trace(
     late_ack: bool = False,
     nack: bool = False,
     batch: bool = False,
+    queue: int = 0,
 ) -> Path:
     """c1 receives 10 messages and holds them; stats read before the drain (``held``) and after it (``after``)."""
     header = TraceHeader(
@@ -159,7 +160,7 @@ def _limit_trace(
         extra={"topic": TOPIC, "broker_conf": {"maxUnackedMessagesPerConsumer": limit}},
     )
     b = TraceBuilder(header, topic=TOPIC, step=0 if equal_times else 10)
-    b.open("c1", name="c1")
+    b.add("open", consumer="c1", subscription="s", topic=TOPIC, result="ok", name="c1", receiver_queue=queue)
     for n in range(10):
         msg_id = f"1:{n // 2}:-1:{n % 2}" if batch else f"1:{n}"  # batch: five entries of two messages
         b.publish("k", msg_id)
@@ -330,3 +331,24 @@ def test_one_message_per_entry_averages_one(tmp_path: Path, nack: bool) -> None:
     # entries of two messages: the average is not judged
     batched = _limit_trace(tmp_path, 10, _held(10, True, 10, average=2), _held(0, False, 10, average=2), batch=True)
     assert subscription_stats_problems(batched) == []
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+def test_available_permits_are_what_the_client_flow_control_left(tmp_path: Path, equal_times: bool) -> None:
+    def after(permits: int) -> dict[str, Any]:
+        figures = _held(0, False, 10)
+        figures["consumers"][0]["availablePermits"] = permits
+        return figures
+
+    held = _held(10, True, 10)
+    for queue, left in ((1000, 990), (8, 6), (4, 4), (1, 1)):  # 10 taken: a Flow back every max(q / 2, 1)
+        trace = _limit_trace(tmp_path, 10, held, after(left), queue=queue, equal_times=equal_times)
+        assert subscription_stats_problems(trace) == [], queue
+        flagged = subscription_stats_problems(_limit_trace(tmp_path, 10, held, after(left + 1), queue=queue))
+        assert len(flagged) == 1 and "availablePermits" in flagged[0]
+    # not judged: a zero queue (permits asked one receive at a time), a redelivery, the document before the drain
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, held, after(5), queue=0)) == []
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, held, after(5), queue=1000, nack=True)) == []
+    early = _held(10, True, 10)
+    early["consumers"][0]["availablePermits"] = 7
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, early, after(990), queue=1000)) == []
