@@ -21,6 +21,17 @@ How one mutant is judged:
    even collect: the mutant breaks the model at import; counted killed, shown apart), ``survived`` (every case
    that reaches the line passed), ``unreached`` (no case on any target executes the line: a workload
    dimension the suite never takes, or code only other tools use).
+   A selector or hashing point (``ORACLE_PATHS``) the targets did not kill is then given to the independent
+   selector oracle (``tests/oracles``, importing nothing from ``reference_model``): it drives the model's selectors
+   and a second implementation through random memberships at a release on each side of every selector change, from
+   2.8.0 on (``ERA_RELEASES``: the 2.x-3.3.1 collision-list ring, the pre-apache/pulsar#24730 sticky selector of
+   3.0.13 / 4.0.6, ...), so the older selector code the three targets (each line's newest patch) never run is
+   judged there; a failing oracle test kills the mutant (judge ``oracle``).  Older release lines are not added as
+   targets: each would add a whole traced suite to the baseline (about 4-5 minutes per line on the shared 2-core
+   machine), and the code where the eras differ most, the selectors, is judged by the oracle at every era.  What
+   stays outside this run's reach is the version-gated *dispatch* code of older lines only (e.g. redelivery counts
+   before 2.11): such a point is ``unreached`` here, not killed.  ``--oracle-only`` re-runs just the oracle judge
+   for ``--only`` ids.
 4. Survivors and unreached points can be classified by hand in ``auto_mutation_classified.toml`` (equivalent:
    no input distinguishes it; unobservable: no client can see it; dimension: a workload the suite must grow
    to take), with the reason.  A classification holds only while its file's source is unchanged (digest).

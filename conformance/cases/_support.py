@@ -338,17 +338,167 @@ def stats_figure_problems(figures: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def consumer_counter_problems(
+    figures: Mapping[str, Any],
+    limit: int | None,
+    received: Mapping[str, int] | None,
+    one_per_entry: Iterable[str] = (),
+    queues: Mapping[str, int] | None = None,
+) -> list[str]:
+    """Explanations of every way a consumer's unacked-message figures (``unackedMessages``,
+    ``blockedConsumerOnUnackedMsgs``) or its ``msgOutCounter`` contradict the per-consumer limit or the trace.
+
+    What Apache Pulsar's ``Consumer`` does (every release line, persistent topics): ``sendMessages`` adds each
+    entry's messages to ``unackedMessages`` and to ``msgOutCounter``, and sets ``blockedConsumerOnUnackedMsgs``
+    when ``maxUnackedMessages > 0`` and the count has reached it (``>=``); ``flowPermits`` sets it on the same
+    condition; only an ack that brings the count down to half the limit, or a redeliver (a nack, a redeliver
+    request, the ack timeout), clears it.  So:
+
+    * with ``limit`` (the ``broker_conf`` setting) 0 or below, no consumer is ever blocked (the flag needs a
+      positive limit), whatever happened in the run;
+    * with a positive ``limit`` and a trace without redelivery of any kind (``received`` given: see below), a
+      consumer holding ``limit`` or more unacknowledged messages is blocked (nothing cleared the flag the send that
+      reached the limit set);
+    * ``received`` (per consumer name: the messages the trace shows it received) is given only for a drained run on
+      a persistent, unpartitioned topic with no nack, redeliver request, redelivered receive, fault, close or crash:
+      every message was then sent once, to one consumer, and taken by the application, so each consumer's
+      ``msgOutCounter`` read after the drain is exactly its receives; and, with its receiver queue q > 0 (``queues``)
+      and nothing left unacknowledged or blocked, its ``availablePermits`` is what the client's flow control left
+      the broker: q granted at subscribe, one permit per message sent, and a ``Flow`` of the permits back each time
+      the application has taken max(q / 2, 1) messages (the Java and C++ clients' refill threshold), so
+      q - R mod max(q / 2, 1) after R receives.  For the document read before the drain
+      (``subscription_stats_held``: messages may still be on their way) ``received`` is empty: the run had no
+      redelivery, but the counter is not compared;
+    * ``one_per_entry`` names the consumers that received a message since the latest fault (a reconnect makes a new
+      broker-side consumer, whose counters start again) in a run whose every entry holds one message
+      (no published or received message id carries a batch index): each send then adds 1 message per entry to the
+      consumer's moving ``avgMessagesPerEntry`` (``Consumer.sendMessages``), so the stats print 1 for them, with or
+      without redeliveries (judged after the drain only: the trace does not show which receives preceded the
+      read before it).
+
+    One stats document, read while the consumers are connected: acks still in flight change ``unackedMessages``
+    and the flag together (an ack clears the flag only when the count is down to half the limit), never the
+    counter; equal timestamps do not enter.
+    """
+    problems: list[str] = []
+    for consumer in (c for c in figures.get("consumers") or () if isinstance(c, Mapping)):
+        name = consumer.get("consumerName")
+        blocked = consumer.get("blockedConsumerOnUnackedMsgs")
+        unacked = consumer.get("unackedMessages")
+        if limit is not None and limit <= 0 and blocked is True:
+            problems.append(
+                f"stats_mismatch: consumer {name!r} is blockedConsumerOnUnackedMsgs, but maxUnackedMessagesPerConsumer"
+                f" is {limit} (no limit): Pulsar blocks a consumer only under a positive limit"
+            )
+        if (
+            received is not None
+            and limit is not None
+            and limit > 0
+            and isinstance(unacked, int)
+            and unacked >= limit
+            and blocked is False
+        ):
+            problems.append(
+                f"stats_mismatch: consumer {name!r} holds {unacked} unacknowledged messages, at or over"
+                f" maxUnackedMessagesPerConsumer = {limit}, but is not blockedConsumerOnUnackedMsgs; the send that"
+                " reached the limit blocks it, and nothing in this run (no ack to half the limit, no redelivery)"
+                " unblocked it"
+            )
+        permits = consumer.get("availablePermits")
+        queue = (queues or {}).get(str(name), 0)
+        if received and str(name) in received and queue > 0 and unacked == 0 and blocked is not True:
+            want = queue - received[str(name)] % max(queue // 2, 1)
+            if isinstance(permits, int) and permits != want:
+                problems.append(
+                    f"stats_mismatch: consumer {name!r} has availablePermits {permits}, but with a receiver queue of"
+                    f" {queue} and {received[str(name)]} messages taken (a Flow back every {max(queue // 2, 1)})"
+                    f" the client left it {want}"
+                )
+        average = consumer.get("avgMessagesPerEntry")
+        if str(name) in one_per_entry and isinstance(average, (int, float)) and average != 1:
+            problems.append(
+                f"stats_mismatch: consumer {name!r} has avgMessagesPerEntry {average}, but every entry of this run"
+                " holds one message, so every send it had averaged 1"
+            )
+        out = consumer.get("msgOutCounter")
+        if received and isinstance(out, int) and str(name) in received and out != received[str(name)]:
+            problems.append(
+                f"stats_mismatch: consumer {name!r} has msgOutCounter {out}, but received {received[str(name)]}"
+                " messages; in this run every message was sent once and taken, so the two are equal"
+            )
+    return problems
+
+
+#: Events after which a message may have been sent more than once, or a consumer's unacked count lowered other
+#: than by an ack (:func:`consumer_counter_problems` then judges neither the counter nor the blocked flag).
+_RESENDING_OPS = frozenset({"nack", "redeliver", "fault", "close", "crash"})
+
+
 def subscription_stats_problems(trace_path: str | Path) -> list[str]:
-    """:func:`stats_figure_problems` of the subscription stats the run recorded at its end (the ``end`` event's
-    ``subscription_stats``, which a scenario asks for with the ``record:subscription-stats`` tag; targets
-    without an admin API record nothing, and nothing is judged)."""
+    """:func:`stats_figure_problems` and :func:`consumer_counter_problems` of the subscription stats the run recorded
+    at its end (the ``end`` event's ``subscription_stats``, and ``subscription_stats_held``, read after the last step
+    before the drain acknowledged what the consumers held; a scenario asks for both with the
+    ``record:subscription-stats`` tag; targets without an admin API record nothing, and nothing is judged)."""
     from conformance.trace.reader import open_trace
 
+    trace = open_trace(trace_path)
+    conf = trace.header.extra.get("broker_conf")
+    raw_limit = conf.get("maxUnackedMessagesPerConsumer") if isinstance(conf, Mapping) else None
+    limit = int(raw_limit) if isinstance(raw_limit, int) and not isinstance(raw_limit, bool) else None
+    topic = str(trace.header.extra.get("topic") or "")
+    exact = topic.startswith("persistent://")
     figures: Any = None
-    for event in open_trace(trace_path).events():
+    held: Any = None
+    names: dict[str, str] = {}
+    opened: dict[str, int] = {}
+    received: dict[str, int] = {}
+    queues: dict[str, int] = {}
+    batched = False  # a message id with a batch index: an entry of several messages may have been sent
+    latest: set[str] = set()  # names that received something since the latest fault
+    for event in trace.events():
+        if event.msg_id is not None and _batch_index(event.msg_id) >= 0:
+            batched = True
+        if event.topic is not None and event.topic != topic:
+            exact = False  # a partition's events: stats of the partitioned topic are not judged per consumer
         if event.op == "end":
             figures = event.extra.get("subscription_stats")
-    return stats_figure_problems(figures) if isinstance(figures, Mapping) else []
+            held = event.extra.get("subscription_stats_held")
+            exact = exact and event.drained is True
+        elif event.op in _RESENDING_OPS:
+            exact = False
+            if event.op == "fault":  # reconnected consumers are new broker-side consumers: their counters restart
+                latest.clear()
+        elif event.op == "open" and event.result in (None, "ok"):
+            name = names[str(event.consumer)] = str(event.extra.get("name") or event.consumer)
+            opened[name] = opened.get(name, 0) + 1
+            queue = event.extra.get("receiver_queue")
+            queues[name] = queue if isinstance(queue, int) and not isinstance(queue, bool) else 0
+        elif event.op == "receive":
+            if (event.redelivery_count or 0) > 0:
+                exact = False
+            name = names.get(str(event.consumer), str(event.consumer))
+            received[name] = received.get(name, 0) + 1
+            latest.add(name)
+    exact = exact and all(n == 1 for n in opened.values())
+    problems: list[str] = []
+    # names of one incarnation only: a stats entry of a same-named consumer that was sent nothing prints its start value
+    singles = () if batched else tuple(n for n in latest if opened.get(n) == 1)
+    if isinstance(held, Mapping):  # read after the last step, before the drain acknowledged what was held
+        problems += stats_figure_problems(held)
+        problems += consumer_counter_problems(held, limit, {} if exact else None)  # receives may follow the read
+    if isinstance(figures, Mapping):
+        problems += stats_figure_problems(figures)
+        problems += consumer_counter_problems(figures, limit, received if exact else None, singles, queues)
+    return problems
+
+
+def _batch_index(msg_id: str) -> int:
+    """The batch index of a stored message id (``ledger:entry:partition:batch``; -1 when not batched or absent)."""
+    parts = msg_id.split(":")
+    try:
+        return int(parts[3]) if len(parts) > 3 else -1
+    except ValueError:
+        return -1
 
 
 def _position_of(text: object) -> tuple[int, int] | None:

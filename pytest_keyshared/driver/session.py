@@ -260,6 +260,11 @@ CONSUMER_FIGURES = (
     "drainingHashesClearedTotal",
     "drainingHashesUnackedMessages",
     "readPositionWhenJoining",
+    "msgOutCounter",
+    "unackedMessages",
+    "blockedConsumerOnUnackedMsgs",
+    "avgMessagesPerEntry",
+    "availablePermits",
 )
 
 

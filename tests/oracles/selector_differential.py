@@ -2,21 +2,29 @@
 
 A program is plain data (:class:`Program`): a selector, a release, its settings, and steps (a consumer joins under
 a name, with sticky ranges for STICKY; the k-th member leaves; the k-th member leaves and rejoins under its name
-as a new connection).  After every step both sides are asked the same questions: was the consumer refused (and
-for which reason), what did each member lose (4.x impacted ranges), what do the topic stats print, which
-consumer owns each probed slot (every ring point or range bound and its neighbours, the ends of the hash range,
-the slots given), and which slot each given key hashes to.  :func:`disagreements` returns the differences as
-lines; the differential test demands none, ``benchmarks/oracle_mutation.py`` counts the mutants that cause some.
+as a new connection; ``fork``: the program goes on with a copy of the model's selector and of the oracle, while the
+originals are kept and asked again after every later step, so a copy that shares state with its original shows).
+After every step both sides are asked the same questions: was the consumer refused (and for which reason, and
+which connected consumer a range conflict names, as the broker's error text does), what did each member lose (4.x
+impacted ranges), what do the topic stats print, which consumer owns each probed slot (every ring point or range
+bound and its neighbours, the ends of the hash range, the slots given; 4.x also through the assignment snapshot's
+own lookup), and which slot each given key hashes to (through the selector and through the model's hashing
+helpers ``sticky_key_hash`` / ``key_hash_range``, which the documentation offers for the same question).
+:func:`disagreements` returns the differences as lines; the differential test demands none,
+``benchmarks/oracle_mutation.py`` counts the mutants that cause some.
 """
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from selector_oracle import Member, OracleSelector, Refused, oracle_selector
 
 from reference_model.errors import ConsumerAssignError
+from reference_model.hashing import key_hash_range, sticky_key_hash
 from reference_model.selectors import ConsumerRef, Selector, make_selector
 
 Ranges = tuple[tuple[int, int], ...] | None
@@ -24,7 +32,7 @@ Ranges = tuple[tuple[int, int], ...] | None
 
 @dataclass(frozen=True)
 class Step:
-    op: str  #: ``join``, ``leave``, ``rejoin``
+    op: str  #: ``join``, ``leave``, ``rejoin``, ``fork``
     name: str = ""
     ranges: Ranges = None  #: sticky joins: the consumer's hash ranges (``None``: no key-shared meta)
     index: int = 0  #: ``leave`` / ``rejoin``: which member (modulo the number of members)
@@ -61,6 +69,15 @@ def _member(ref: ConsumerRef) -> Member:
     return Member(ref.name, ref.consumer_id)
 
 
+_NAMED = re.compile(r"Range conflict with consumer .*\(consumer_id (\d+)\)")
+
+
+def model_culprit(error: Exception) -> int | None:
+    """The consumer id a model's range-conflict refusal names (``None``: it names none)."""
+    found = _NAMED.search(str(error))
+    return None if found is None else int(found.group(1))
+
+
 def _probes(program: Program, oracle: OracleSelector) -> list[int]:
     if oracle.key_range is not None:
         low, high = oracle.key_range
@@ -92,9 +109,26 @@ def _ask(program: Program, model: Selector, oracle: OracleSelector, where: str) 
         if mine != oracle.select(slot):
             out.append(f"{where}: select({slot}) model {mine}, oracle {oracle.select(slot)}")
             break
+    if oracle.era.pip379:
+        snapshot, theirs = model.snapshot(), oracle.snapshot()
+        for slot in _probes(program, oracle):
+            found = snapshot.consumer_of(slot)
+            listed = None if found is None else _member(found)
+            owner = next((m for s, e, m in theirs if s <= slot <= e), None)
+            if listed != owner:
+                out.append(f"{where}: snapshot consumer_of({slot}) model {listed}, oracle {owner}")
+                break
+    helper = program.kind != "auto-split" or program.range_size == 65536  # the helpers know the broker's size only
+    if helper:
+        reduced = key_hash_range(program.kind, program.version, classic=program.classic)
+        if reduced != oracle.key_range:
+            out.append(f"{where}: key_hash_range model {reduced}, oracle {oracle.key_range}")
     for key in program.keys:
         if model.slot_of(key) != oracle.slot_of(key):
             out.append(f"{where}: slot_of({key!r}) model {model.slot_of(key)}, oracle {oracle.slot_of(key)}")
+        hashed = sticky_key_hash(key, program.kind, program.version, classic=program.classic) if helper else None
+        if helper and hashed != oracle.slot_of(key):
+            out.append(f"{where}: sticky_key_hash({key!r}) model {hashed}, oracle {oracle.slot_of(key)}")
     return out
 
 
@@ -114,10 +148,14 @@ def disagreements(program: Program, *, first_only: bool = True) -> list[str]:
     given: dict[int, Ranges] = {}  # consumer_id -> the sticky ranges it joined with
     next_id = 1
     out: list[str] = []
+    originals: list[tuple[str, Selector, OracleSelector]] = []  # forked from: each must stay as it was
     for n, step in enumerate(program.steps):
         where = f"step {n} {step}"
         joins: list[tuple[str, Ranges]] = []
-        if step.op in ("leave", "rejoin"):
+        if step.op == "fork":
+            originals.append((where, model, oracle))
+            model, oracle = model.copy(), copy.deepcopy(oracle)
+        elif step.op in ("leave", "rejoin"):
             if not members:
                 continue
             ref = members.pop(step.index % len(members))
@@ -134,6 +172,8 @@ def disagreements(program: Program, *, first_only: bool = True) -> list[str]:
             given[ref.consumer_id] = ranges
             out += _join(model, oracle, ref, ranges, members, program.kind, where)
         out += _ask(program, model, oracle, where)
+        for forked_at, kept_model, kept_oracle in originals:
+            out += _ask(program, kept_model, kept_oracle, f"{where}: the original copied at {forked_at}")
         if out and first_only:
             return out
     return out
@@ -169,6 +209,8 @@ def _join(
     if model_reason(model_error) != oracle_error.kind:
         reason = model_reason(model_error)
         return [f"{where}: model refuses for {reason!r}, oracle for {oracle_error.kind!r} ({model_error})"]
+    if oracle_error.culprit is not None and model_culprit(model_error) != oracle_error.culprit.consumer_id:
+        return [f"{where}: the conflict names consumer_id {model_culprit(model_error)}, oracle {oracle_error.culprit}"]
     return []
 
 

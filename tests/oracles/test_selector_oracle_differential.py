@@ -2,11 +2,13 @@
 
 Hypothesis draws programs of joins (names from a small pool, so names repeat; pairs of names whose ring points
 collide in each ring-key era; ``c`` and ``c1``, whose ``name + i`` keys meet at ``c10``), leaves, rejoins under the
-same name, and sticky range requests (adjacent, interleaved, overlapping, starting before or inside an existing
-range, inverted, empty, missing), at one release on each side of every selector change (``ERA_RELEASES``).  After
-every step the two must agree on refusals, impacted ranges, stats ranges, the owner of every probed slot and the
-slot of every key (``selector_differential``).  A disagreement is a bug in one of them: Pulsar's own test values
-(``tests/unit/pulsar_vectors.py``, run on both) decide which.
+same name, forks (the program goes on with copies; the originals must not move), and sticky range requests
+(adjacent, interleaved, overlapping, starting before or inside an existing range, inverted, empty, missing, bounds
+below 0 as a client without the Java/C++ check may send), at one release on each side of every selector change
+(``ERA_RELEASES``).  After every step the two must agree on refusals (and the consumer a conflict names), impacted
+ranges, stats ranges, the owner of every probed slot and the slot of every key (``selector_differential``).
+A disagreement is a bug in one of them: Pulsar's own test values (``tests/unit/pulsar_vectors.py``, run on both)
+decide which.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ def names_for(version: str) -> tuple[str, ...]:
     return ("c", "c1", "a", *COLLIDING[key])
 
 
-bound = st.one_of(st.sampled_from(BOUNDS), st.integers(0, 65535))
+#: Bounds below 0: the broker validates none (only the Java and C++ clients refuse them), so a client speaking the
+#: protocol itself may send them; the gap-bug selector then selects slot 0 between a negative point and a positive.
+NEGATIVE = (-1, -2, -300)
+bound = st.one_of(st.sampled_from(BOUNDS), st.integers(0, 65535), st.sampled_from(NEGATIVE))
 hash_range = st.tuples(bound, bound).map(lambda r: (min(r), max(r)))
 
 
@@ -86,7 +91,7 @@ def programs(draw: st.DrawFn, version: str, kind: str) -> Program:
     steps = []
     for n in range(draw(st.integers(1, 14))):
         if n > 0 and draw(st.integers(0, 2)) == 0:
-            steps.append(Step(draw(st.sampled_from(["leave", "rejoin"])), index=draw(st.integers(0, 9))))
+            steps.append(Step(draw(st.sampled_from(["leave", "rejoin", "fork"])), index=draw(st.integers(0, 9))))
         else:
             ranges = draw(sticky_request(taken)) if kind == "sticky" else None
             steps.append(Step("join", draw(names), ranges))
@@ -206,6 +211,39 @@ CURATED: tuple[tuple[str, str, tuple[Step, ...], int, int], ...] = (
             ("c3", ((15000, 19999),)),
             ("c4", ((5000, 5000), (6000, 6000))),
         ),
+        1,
+        65536,
+    ),
+    # A range covering two consumers' ranges: the gap-bug selector names the owner of the floor point of its end,
+    # the fixed one the owner of the floor or ceiling entry of its start (the broker's error text names it).
+    (
+        "sticky-conflict-named",
+        "sticky",
+        _sticky(("c1", ((100, 200),)), ("c2", ((300, 400),)), ("c3", ((0, 1000),)), ("c4", ((150, 350),))),
+        1,
+        65536,
+    ),
+    # Bounds below 0 (no broker check; a client writing the protocol itself): slot 0 lies between c1's points.
+    (
+        "sticky-negative-bounds",
+        "sticky",
+        (*_sticky(("c1", ((-5, 10),)), ("c2", ((-300, -200), (20, 30)))), Step("leave", index=1)),
+        1,
+        65536,
+    ),
+    # A copy taken mid-way goes on changing; the original must answer as before (every ring era and selector).
+    (
+        "fork-ring",
+        "consistent-hashing",
+        (*_join("c", "k55269"), Step("fork"), *_join("a", "k67149"), Step("leave", index=0), *_join("c1")),
+        3,
+        65536,
+    ),
+    ("fork-split", "auto-split", (*_join("a", "b"), Step("fork"), *_join("c"), Step("leave", index=0)), 1, 65536),
+    (
+        "fork-sticky",
+        "sticky",
+        (*_sticky(("c1", ((0, 99),))), Step("fork"), *_sticky(("c2", ((100, 199),))), Step("leave", index=0)),
         1,
         65536,
     ),

@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from conformance.cases._support import dedup_snapshot_problems, stats_figure_problems, subscription_stats_problems
+from conformance.cases._support import (
+    consumer_counter_problems,
+    dedup_snapshot_problems,
+    stats_figure_problems,
+    subscription_stats_problems,
+)
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 from pytest_keyshared.driver.session import stats_subscription_figures
@@ -91,7 +96,7 @@ def test_the_figures_are_read_from_a_topic_stats_document() -> None:
     assert stats_subscription_figures(stats, "s") == {
         "drainingHashesCount": 0,
         "consumersAfterMarkDeletePosition": {"c1": "1:2"},
-        "consumers": [{"consumerName": "c1", "readPositionWhenJoining": "1:2"}],
+        "consumers": [{"consumerName": "c1", "readPositionWhenJoining": "1:2", "unackedMessages": 5}],
     }
     assert stats_subscription_figures(stats, "other") is None
     assert stats_subscription_figures(None, "s") is None
@@ -115,6 +120,105 @@ def test_judged_from_the_end_event_only_when_recorded(tmp_path: Path) -> None:
     assert subscription_stats_problems(_trace(tmp_path, None)) == []  # no admin API: nothing recorded, nothing judged
     flagged = subscription_stats_problems(_trace(tmp_path, _figures(drainingHashesClearedTotal=0)))
     assert len(flagged) == 1 and "drainingHashesClearedTotal" in flagged[0]
+
+
+# -- each consumer's unacked figures and msgOutCounter against the limit and the trace (``consumer_counter_problems``)
+
+TOPIC = "persistent://public/default/t"
+
+
+def _held(unacked: int, blocked: bool, out: int, average: int = 1) -> dict[str, Any]:
+    return {
+        "consumers": [
+            {
+                "consumerName": "c1",
+                "unackedMessages": unacked,
+                "blockedConsumerOnUnackedMsgs": blocked,
+                "msgOutCounter": out,
+                "avgMessagesPerEntry": average,
+            }
+        ]
+    }
+
+
+def _limit_trace(
+    tmp_path: Path,
+    limit: int,
+    held: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    equal_times: bool = False,
+    late_ack: bool = False,
+    nack: bool = False,
+    batch: bool = False,
+    queue: int = 0,
+) -> Path:
+    """c1 receives 10 messages and holds them; stats read before the drain (``held``) and after it (``after``)."""
+    header = TraceHeader(
+        target="hand-written",
+        subscription=SubscriptionSpec("s"),
+        extra={"topic": TOPIC, "broker_conf": {"maxUnackedMessagesPerConsumer": limit}},
+    )
+    b = TraceBuilder(header, topic=TOPIC, step=0 if equal_times else 10)
+    b.add("open", consumer="c1", subscription="s", topic=TOPIC, result="ok", name="c1", receiver_queue=queue)
+    for n in range(10):
+        msg_id = f"1:{n // 2}:-1:{n % 2}" if batch else f"1:{n}"  # batch: five entries of two messages
+        b.publish("k", msg_id)
+        b.receive("c1", "k", msg_id)
+    if late_ack:  # an ack the client sent that may not have reached the broker when the stats were read
+        b.ack("c1", "1:0")
+    if nack:
+        b.nack("c1", "1:9")
+    for n in range(1 if late_ack else 0, 10):
+        b.ack("c1", f"1:{n}")
+    b.add("end", drained=True, subscription_stats=after, subscription_stats_held=held)
+    return b.write(tmp_path / "trace.jsonl")
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+@pytest.mark.parametrize("late_ack", [False, True])
+def test_a_consumer_at_its_limit_is_blocked(tmp_path: Path, equal_times: bool, late_ack: bool) -> None:
+    after = _held(0, False, 10)
+    right = _limit_trace(tmp_path, 10, _held(10, True, 10), after, equal_times=equal_times, late_ack=late_ack)
+    assert subscription_stats_problems(right) == []
+    # the ack may have arrived: one fewer unacknowledged, still blocked above half the limit
+    arrived = _limit_trace(tmp_path, 10, _held(9, True, 10), after, equal_times=equal_times, late_ack=late_ack)
+    assert subscription_stats_problems(arrived) == []
+    wrong = _limit_trace(tmp_path, 10, _held(10, False, 10), after, equal_times=equal_times, late_ack=late_ack)
+    flagged = subscription_stats_problems(wrong)
+    assert len(flagged) == 1 and "not blockedConsumerOnUnackedMsgs" in flagged[0]
+
+
+def test_after_a_redelivery_the_flag_is_not_judged(tmp_path: Path) -> None:
+    # a nack clears the flag whatever the count (a batch may have taken the count past the limit)
+    assert (
+        subscription_stats_problems(_limit_trace(tmp_path, 10, _held(10, False, 10), _held(0, False, 11), nack=True))
+        == []
+    )
+
+
+def test_no_limit_never_blocks(tmp_path: Path) -> None:
+    assert subscription_stats_problems(_limit_trace(tmp_path, 0, _held(10, False, 10), _held(0, False, 10))) == []
+    flagged = subscription_stats_problems(_limit_trace(tmp_path, 0, _held(10, True, 10), _held(0, False, 10)))
+    assert len(flagged) == 1 and "no limit" in flagged[0]
+    flagged = consumer_counter_problems(_held(1, True, 1), 0, None)  # whatever the run did
+    assert len(flagged) == 1
+    assert consumer_counter_problems(_held(1, True, 1), None, None) == []  # the setting unknown: the default limit
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+def test_msg_out_counter_is_the_receives_when_nothing_was_sent_twice(tmp_path: Path, equal_times: bool) -> None:
+    held = _held(10, True, 10)
+    assert (
+        subscription_stats_problems(_limit_trace(tmp_path, 10, held, _held(0, False, 10), equal_times=equal_times))
+        == []
+    )
+    flagged = subscription_stats_problems(
+        _limit_trace(tmp_path, 10, held, _held(0, False, 11), equal_times=equal_times)
+    )
+    assert len(flagged) == 1 and "msgOutCounter 11" in flagged[0]
+    # before the drain the counter is not compared (messages may still be on their way)
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, _held(10, True, 12), _held(0, False, 10))) == []
 
 
 # -- the deduplication snapshot (``record:dedup-cursor``): the pulsar.dedup cursor against the entries stored -----
@@ -211,3 +315,40 @@ def test_a_time_based_snapshot_is_owed_after_a_quiet_interval_and_check(tmp_path
     assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 30.0, every=0)) == []  # the check is off
     # deduplication on for the topic only: before apache/pulsar#22479 the broker never started the check
     assert dedup_snapshot_problems(_timed_trace(tmp_path, "-1:-1", 30.0, broker_wide=False)) == []
+
+
+@pytest.mark.parametrize("nack", [False, True])
+def test_one_message_per_entry_averages_one(tmp_path: Path, nack: bool) -> None:
+    right = _limit_trace(tmp_path, 10, _held(10, True, 10), _held(0, False, 10), nack=nack)
+    assert subscription_stats_problems(right) == []
+    out = 11 if nack else 10  # the nacked message went out again
+    for wrong in (_held(0, False, out, average=0), _held(0, False, out, average=2)):
+        flagged = subscription_stats_problems(_limit_trace(tmp_path, 10, _held(10, True, 10), wrong, nack=nack))
+        assert len(flagged) == 1 and "avgMessagesPerEntry" in flagged[0]
+    # before the drain it is not judged: the trace does not show which receives came before that read
+    early = _limit_trace(tmp_path, 10, _held(10, True, 10, average=0), _held(0, False, out), nack=nack)
+    assert subscription_stats_problems(early) == []
+    # entries of two messages: the average is not judged
+    batched = _limit_trace(tmp_path, 10, _held(10, True, 10, average=2), _held(0, False, 10, average=2), batch=True)
+    assert subscription_stats_problems(batched) == []
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+def test_available_permits_are_what_the_client_flow_control_left(tmp_path: Path, equal_times: bool) -> None:
+    def after(permits: int) -> dict[str, Any]:
+        figures = _held(0, False, 10)
+        figures["consumers"][0]["availablePermits"] = permits
+        return figures
+
+    held = _held(10, True, 10)
+    for queue, left in ((1000, 990), (8, 6), (4, 4), (1, 1)):  # 10 taken: a Flow back every max(q / 2, 1)
+        trace = _limit_trace(tmp_path, 10, held, after(left), queue=queue, equal_times=equal_times)
+        assert subscription_stats_problems(trace) == [], queue
+        flagged = subscription_stats_problems(_limit_trace(tmp_path, 10, held, after(left + 1), queue=queue))
+        assert len(flagged) == 1 and "availablePermits" in flagged[0]
+    # not judged: a zero queue (permits asked one receive at a time), a redelivery, the document before the drain
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, held, after(5), queue=0)) == []
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, held, after(5), queue=1000, nack=True)) == []
+    early = _held(10, True, 10)
+    early["consumers"][0]["availablePermits"] = 7
+    assert subscription_stats_problems(_limit_trace(tmp_path, 10, early, after(990), queue=1000)) == []

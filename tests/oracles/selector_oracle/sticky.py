@@ -33,6 +33,7 @@ class Sticky(OracleSelector):
         self.keys: list[int] = []
         self.value: dict[int, tuple[HashRange, Member]] = {}  # fixed: start -> (range, c); before: point -> (_, c)
         self.given: dict[Member, list[HashRange]] = {}
+        self.culprit: Member | None = None  #: the consumer the last ``conflict`` refusal names
 
     # -- the conflict checks ------------------------------------------------------------------------------------
 
@@ -86,7 +87,8 @@ class Sticky(OracleSelector):
         for r in ranges:
             if r[0] > r[1]:
                 return ["inverted"]
-            if self.conflicting(r) is not None:
+            self.culprit = self.conflicting(r)
+            if self.culprit is not None:
                 return ["conflict"]
         if any(overlap(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]):
             return ["own-overlap"]
@@ -97,7 +99,7 @@ class Sticky(OracleSelector):
     def _add(self, member: Member, ranges: Sequence[tuple[int, int]] | None) -> None:
         why = self.reasons(ranges)
         if why:
-            raise Refused(why[0], f"{member} {ranges}")
+            raise Refused(why[0], f"{member} {ranges}", self.culprit if why[0] == "conflict" else None)
         assert ranges is not None
         self.given[member] = [(int(s), int(e)) for s, e in ranges]
         for s, e in ranges:
