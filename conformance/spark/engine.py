@@ -10,11 +10,13 @@ task per (trace, part); each task reads its trace with pyarrow and checks its pa
 their message's key (this project's recorders write them so) is split by key: each task routes the events
 itself and returns its part's footprint, and the driver keeps the verdict only if no message entry, uid or
 (producer, seq) lies in two parts (:mod:`conformance.spark.router`); the driver reads nothing of the trace but a
-first batch.  Any other trace, and one whose routed split did not hold, is split by a plan
-(:mod:`conformance.spark.split`): made once by the driver for a stored trace (:func:`plan_trace`), by each task
-for events in memory.  Each task of a Parquet trace validates and decodes only its own rows
-(:mod:`conformance.spark.rows`).  Nothing but a few result rows crosses the JVM: no shuffle.  Many small traces
-share one job (the differential tests check 240 in one).
+first batch.  A stored trace whose acks carry no key, or whose split by key did not hold, is split by keys each
+task resolves itself (:class:`~conformance.spark.router.Resolution`: its acks go where their messages' keys go),
+proven the same way; the driver still reads nothing.  Only a trace whose resolved split did not hold either, and
+events in memory, are split by a plan (:mod:`conformance.spark.split`): made once by the driver for a stored
+trace (:func:`plan_trace`), by each task for events in memory.  Each task of a Parquet trace validates and
+decodes only its own rows (:mod:`conformance.spark.rows`).  Nothing but a few result rows crosses the JVM: no
+shuffle.  Many small traces share one job (the differential tests check 240 in one).
 
 :func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,
 :mod:`conformance.spark.route` routes its rows with windows, and one ``groupBy(tid, pass, part).applyInArrow``
@@ -277,7 +279,7 @@ def run_tasks(
     if len(made) != len(traces):
         raise InvalidArgument(f"{len(made)} plans for {len(traces)} traces")
     route: list[Route] = [_first_route(given, n_parts, plan) for (_h, given), plan in zip(traces, made, strict=True)]
-    jobs = [
+    jobs: list[Job] = [
         (tid, header, given, plan if plan is not None or routes else _driver_plan(given, n_parts), routes)
         for tid, ((header, given), plan, routes) in enumerate(zip(traces, made, route, strict=True))
     ]
@@ -288,19 +290,22 @@ def run_tasks(
         for tid in resolvable:
             route[tid] = "resolved"
         rows = [row for row in rows if row[0] not in resolvable]
-        again = [(tid, h, put, None, "resolved") for tid, h, put, _p, _r in jobs if tid in resolvable]
-        rows += _routed_job(context, again, profile, n_parts)  # type: ignore[arg-type]
+        again: list[Job] = [(tid, h, put, None, "resolved") for tid, h, put, _p, _r in jobs if tid in resolvable]
+        rows += _routed_job(context, again, profile, n_parts)
         unproven = _unproven(rows, route)
     if unproven:  # checked again, split by a plan: what the routed parts found is not used
         rows = [row for row in rows if row[0] not in unproven]
-        again = [(tid, h, put, _driver_plan(put, n_parts), None) for tid, h, put, _p, _r in jobs if tid in unproven]
-        rows += _job(context, again, profile, n_parts)
+        planned: list[Job] = [
+            (tid, h, put, _driver_plan(put, n_parts), None) for tid, h, put, _p, _r in jobs if tid in unproven
+        ]
+        rows += _job(context, planned, profile, n_parts)
     blind = {row[0] for row in rows if n_parts > 1 and not row[3] and needs_whole_trace(row[4])}
     if blind:  # a lost_write a part found may be excused in another part: those traces again, in one part
         rows = [row for row in rows if row[0] not in blind]
-        again = [(tid, h, put, None, None) for tid, h, put, _p, _r in jobs if tid in blind]
+        whole_again: list[Job] = [(tid, h, put, None, None) for tid, h, put, _p, _r in jobs if tid in blind]
         rows += [
-            (tid, pass_, part, True, result, f) for tid, pass_, part, _w, result, f in _job(context, again, profile, 1)
+            (tid, pass_, part, True, result, f)
+            for tid, pass_, part, _w, result, f in _job(context, whole_again, profile, 1)
         ]
     held = [tid for tid, routes in enumerate(route) if routes and tid not in unproven]
     checked_whole = sorted({row[0] for row in rows if row[3]})  # part 0 of a trace checked whole says so
@@ -437,7 +442,7 @@ def _job(
     return list(context.parallelize(range(tasks), slices).mapPartitions(run).collect())
 
 
-def _unproven(rows: list[TaskRow], route: list[bool]) -> set[int]:
+def _unproven(rows: list[TaskRow], route: list[Route]) -> set[int]:
     """The traces split by key whose parts' footprints overlap (:func:`~conformance.spark.router.overlap`)."""
     from conformance.spark.router import overlap
 

@@ -21,15 +21,17 @@ parts.  When none is:
   each part judges the identity kinds too (one pass).
 
 An id in two parts (an ack written without its message's key, an entry of default batching mixing keys, a
-(producer, seq) resent under another key) makes the routed split unproven: the engine checks the trace again by
-the driver's plan (:mod:`~conformance.spark.split`), which handles every case.  Two ids that hash alike only
-ever cost that second check, never a verdict.
+(producer, seq) resent under another key) makes the routed split unproven: the engine checks a stored trace again
+with the keys of its acks resolved by each task (:class:`Resolution`, :func:`resolve`: an ack, nack or dead letter
+goes where its message's receives and stored publishes go), proven by the same footprints, and only if that does
+not hold either by the driver's plan (:mod:`~conformance.spark.split`), which handles every case.  Two ids that
+hash alike only ever cost that second check, never a verdict.
 
 A failed publish (no message id) goes to its own key's part; a publish the broker did not store names no
 message (the scope pass reads nothing of it) and is evidence only for its uid and (producer, seq).
 
 :func:`routable` looks at the start of a trace (the driver, before the job) for acks written without their
-message's key, to take the plan at once rather than after a routed check that cannot prove itself.
+message's key, to resolve their keys at once rather than after a routed check that cannot prove itself.
 
 This module imports pyarrow and numpy only (no Spark): the tests run it directly.
 """
