@@ -50,6 +50,8 @@ def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) 
         "spark.scheduler.maxRegisteredResourcesWaitingTime": "30s",
         "spark.eventLog.enabled": "true",
         "spark.eventLog.dir": event_log.as_uri(),
+        "spark.eventLog.compress": "false",  # (Spark 4 compresses it and rolls it into a directory by default)
+        "spark.eventLog.rolling.enabled": "false",
     }
     with StandaloneCluster(tmp_path / "cluster", workers=2, cores=1, memory="1g") as cluster:
         assert cluster.alive_workers() == 2
@@ -71,7 +73,7 @@ def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) 
     assert choice["memory_from"] == "spark.executor.memory" and choice["memory_per_executor"] == 512 << 20
     assert spark["extra"]["spark_conf"]["spark.executor.memory"] == "512m"
     # Spark's own record: the check's tasks ran on two executors, one on each worker, each given 512 MB
-    (log,) = [p for p in event_log.iterdir() if p.is_file()]
+    (log,) = [p for p in event_log.rglob("*") if p.is_file()]
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
     ran_on = {r["Task Info"]["Executor ID"] for r in records if r.get("Event") == "SparkListenerTaskEnd"}
     app = next(r["App ID"] for r in records if r.get("Event") == "SparkListenerApplicationStart")
