@@ -499,11 +499,10 @@ def _bucket_parts(memory: Any, layout: Any) -> Any:
     """A bucketed trace's parts are its buckets: whether the largest pass a task runs (a bucket's scope pass, with
     the shared events, or its identity pass: with deduplication on, every id of its producers), from the
     manifest, fits a task's memory, and the bucket count that would if not
-    (:func:`conformance.spark.parts.bucket_choice`)."""
-    from conformance.spark.parts import bucket_choice
+    (:func:`conformance.spark.parts.layout_choice`)."""
+    from conformance.spark.parts import layout_choice
 
-    largest = max(layout.shared + max(layout.bucket_events, default=0), max(layout.identity_events, default=0))
-    return bucket_choice(memory, layout.buckets, largest)
+    return layout_choice(memory, layout)
 
 
 def _raise_if_out_of_memory(exc: BaseException, source: Any, choice: Any, master: str) -> None:

@@ -1,7 +1,9 @@
 """A real Spark cluster: a standalone master and two workers on loopback, ``keyshared check --engine spark
 --spark-master spark://...`` with the executors' memory set, on a trace stored as a directory of Parquet chunks
 whose acks carry no key (the tasks resolve their keys: the driver reads nothing of the trace); the Python
-engine's verdict, every planted violation found, and the check's tasks run by an executor on each worker.
+engine's verdict, every planted violation found, and the check's tasks run by an executor on each worker; then
+the same check through ``spark-submit`` with the driver program ``conformance.spark.submit``, as a user of YARN or
+Kubernetes runs it.
 
 Where the tasks ran is read from Spark itself: the application's event log (``spark.eventLog.*``, given by
 ``--spark-conf`` as a user would), whose task ends name their executor, and each worker's own status (its web
@@ -10,6 +12,7 @@ UI's JSON), which lists the executor it ran for the application with the memory 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +30,8 @@ PLANTED = {Kind.OUT_OF_ORDER, Kind.KEY_OVERLAP, Kind.DUPLICATE_PUBLISH}
 
 
 def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) -> None:
-    from conformance.spark.standalone import StandaloneCluster
+    import conformance.spark.submit as submit
+    from conformance.spark.standalone import StandaloneCluster, spark_home
 
     config = SynthConfig(partitions=2, messages=160, keys=8, churn=0.08, deduplication=False, mixed_batch_rate=0.0)
     run = synthesize(11, config, plant=PLANTED)
@@ -57,11 +61,20 @@ def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) 
         assert cluster.alive_workers() == 2
         done = subprocess.run(
             [sys.executable, "-m", "pytest_keyshared.cli", "check", "--engine", "spark", "--spark-master",
-             cluster.url, "--spark-parts", "4", *(f"--spark-conf={k}={v}" for k, v in conf.items()), "--json",
-             f"file://{chunks}"],
+             cluster.url, "--spark-wait", "90", "--spark-parts", "4",
+             *(f"--spark-conf={k}={v}" for k, v in conf.items()), "--json", f"file://{chunks}"],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         workers = cluster.worker_states()
+        # the same check through the user's own spark-submit (docs/checker.md, "Running on Spark"), the driver
+        # program conformance.spark.submit, on the same cluster
+        submitted = subprocess.run(
+            [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--conf",
+             "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1", submit.__file__, str(chunks),
+             "--json"],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "PYSPARK_PYTHON": sys.executable,
+                                                             "SPARK_LOCAL_IP": "127.0.0.1"},
+        )  # fmt: skip
     assert done.returncode == 1, done.stderr[-3000:]
     spark = json.loads(done.stdout)
     assert spark["engine"] == "spark"
@@ -84,3 +97,8 @@ def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) 
     assert [len(executors) for executors in per_worker] == [1, 1], workers
     assert {str(e["id"]) for executors in per_worker for e in executors} == ran_on
     assert all(e["memory"] == 512 for executors in per_worker for e in executors)
+    # spark-submit: the same verdict, parts chosen by the executors' memory (one part: a small trace)
+    assert submitted.returncode == 1, submitted.stderr[-3000:]
+    through_submit = json.loads(submitted.stdout)
+    assert through_submit["violations"] == spark["violations"] and through_submit["counts"] == spark["counts"]
+    assert through_submit["extra"]["part_choice"]["memory_from"] == "spark.executor.memory"
