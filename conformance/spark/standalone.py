@@ -58,6 +58,8 @@ class StandaloneCluster:
             SPARK_LOG_DIR=str(self.directory),
             SPARK_WORKER_DIR=str(self.directory / "work"),
         )
+        # the master's and workers' own JVMs do little but start: the quick JIT, one GC thread (not executors')
+        env.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         return env
 
     def _launch(self, name: str, *args: str) -> None:

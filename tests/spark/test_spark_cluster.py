@@ -48,6 +48,7 @@ def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) 
     conf = {
         "spark.executor.memory": "512m",
         "spark.executor.cores": "1",
+        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",  # a short run: quick JIT
         # the job waits (at most 30 s) until both workers' executors have registered, so both take tasks
         "spark.cores.max": "2",
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
@@ -70,7 +71,8 @@ def test_keyshared_check_on_a_standalone_cluster_of_two_workers(tmp_path: Path) 
         # program conformance.spark.submit, on the same cluster
         submitted = subprocess.run(
             [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--conf",
-             "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1", submit.__file__, str(chunks),
+             "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1", "--conf",
+             f"spark.executor.extraJavaOptions={conf['spark.executor.extraJavaOptions']}", submit.__file__, str(chunks),
              "--json"],
             capture_output=True, text=True, timeout=300, env={**os.environ, "PYSPARK_PYTHON": sys.executable,
                                                              "SPARK_LOCAL_IP": "127.0.0.1"},
