@@ -650,12 +650,15 @@ def resolve_keys(given: TaskInput, part: int, parts: int, strays: Any = None) ->
         import pyarrow.parquet as pq
 
         from conformance.spark.router import RESOLVE_COLUMNS
+        from conformance.spark.rows import _keys_coded
 
+        keys_coded = _keys_coded(source)
         for path in source.files:
             metadata = pq.read_metadata(path)
             schema = metadata.schema.to_arrow_schema()
             present = [c for c in RESOLVE_COLUMNS if c in schema.names]
-            coded = [c for c in ("op", "result") if c in present and pa.types.is_string(schema.field(c).type)]
+            few = ("op", "result", "key") if keys_coded else ("op", "result")  # as stored: no string per row
+            coded = [c for c in few if c in present and pa.types.is_string(schema.field(c).type)]
             pf = pq.ParquetFile(path, metadata=metadata, read_dictionary=coded)
             yield from pf.iter_batches(batch_size=65536, columns=present, use_threads=False)
 

@@ -141,9 +141,7 @@ def resolve(batches: Any, parts: int, part: int, strays: Any = None) -> tuple[Re
         wanted = (keyed | released) & valid
         if not wanted.any():
             continue
-        rows = np.flatnonzero(wanted)
-        hashed = np.zeros(batch.num_rows, u64)
-        hashed[rows] = _hash_each(ids.take(pa.array(rows)))
+        hashed = _hash_each(ids)  # every row's (a null's is masked out below): no copy of the rows wanted
         keys = batch.column("key") if "key" in names else pa.nulls(batch.num_rows, pa.string())
         mine = keyed & ((router._key_hashes(keys) % u64(parts)).astype(np.int64) == part)
         own.append(hashed[mine])
