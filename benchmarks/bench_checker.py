@@ -4,6 +4,17 @@
     python benchmarks/bench_checker.py --sizes 1000000 --no-spark
     python benchmarks/bench_checker.py --sizes 3000000 --cluster   # + a standalone cluster, 1 then 2 workers
     python benchmarks/bench_checker.py --compare-ref 777ac4b --sizes 3000000 10000000   # before/after a change
+    python benchmarks/bench_checker.py --targets --sizes 10000000 30000000 100000000   # issue 27's targets, one run
+
+``--targets`` (issue 27) adds the cluster runs (one worker, then two, executors of ``--executor-memory``, 4g by
+default, each at its default: parts chosen by memory, or ``--cluster-parts``), runs Spark at every size, the
+Python engine only up to ``--python-max`` (30M: it needs about 300 bytes an event), and ends with a summary:
+for every Spark run whether every planted violation was found (the counts ``gen_trace.py`` planted, kept beside
+the trace) and whether its verdict is the Python engine's; the largest size on ``local[2]`` at its default
+against 3 minutes; the time from the smallest size to the largest against the ratio of their events (flat cost);
+one -> two workers and ``local[1]`` -> ``local[2]`` at their defaults against the machine's own 1 -> 2 core
+ratio, measured in the same run; Spark against the Python engine end to end; and the Python engine's peak bytes
+per event.  At 100M it runs for hours on two cores (seven Spark runs of the largest trace): the coordinator's run.
 
 ``--compare-ref REF`` measures only the engine alone, compiled and from source, of commit REF against this
 checkout: both trees are built with mypyc as CI builds them (``trees.py``; minutes each, reused by a later run
@@ -46,6 +57,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -97,6 +109,7 @@ def child(
     env: dict[str, str] | None = None,
     parts: int | None = None,
     cwd: Path | None = None,
+    executor_memory: str | None = None,
 ) -> dict[str, object]:
     """Run one measurement in a fresh interpreter; it prints one JSON line.
 
@@ -109,6 +122,8 @@ def child(
         args += ["--master", master]
     if parts is not None:
         args += ["--parts", str(parts)]
+    if executor_memory is not None:
+        args += ["--executor-memory-child", executor_memory]
     cores = cores_of(master) if pin else None
     allowed = sorted(os.sched_getaffinity(0))
     if cores is not None and cores > len(allowed):
@@ -129,8 +144,12 @@ def peak_rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
-def run_child(mode: str, path: str, master: str | None, parts: int | None = None) -> None:
+def run_child(
+    mode: str, path: str, master: str | None, parts: int | None = None, executor_memory: str | None = None
+) -> None:
     import gc
+
+    user_conf = {"spark.executor.memory": executor_memory} if executor_memory else {}
 
     result: dict[str, object] = {"mode": mode}
     if mode == "python-engine":  # the engine's own time: reading and decoding each batch is not counted
@@ -163,8 +182,9 @@ def run_child(mode: str, path: str, master: str | None, parts: int | None = None
         elapsed = time.perf_counter() - start
     elif mode in ("cli-python", "cli-spark"):  # end to end, as a user runs it: a fresh `keyshared check`
         command = [sys.executable, "-m", "pytest_keyshared.cli", "check", "--json", path]
-        if mode == "cli-spark":
-            command += ["--engine", "spark", "--spark-master", master or "local[2]"]
+        if mode == "cli-spark":  # at its defaults: the parts chosen by memory, as a user runs it
+            command += ["--engine", "spark", "--spark-master", master or "local[2]", "--spark-wait", "120"]
+            command += [f"--spark-conf={k}={v}" for k, v in user_conf.items()]
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - start
@@ -175,6 +195,9 @@ def run_child(mode: str, path: str, master: str | None, parts: int | None = None
         result.update(
             events_per_second=round(out["events"] / elapsed), counts={k: v for k, v in out["counts"].items() if v}
         )
+        if mode == "cli-spark":
+            extra = out.get("extra", {})
+            result.update(parts=extra.get("parts"), split=extra.get("split"))
         print(json.dumps(result))
         return
     elif mode == "spark-cpu":  # the CPU the Spark engine's work costs, in this process (no JVM, no worker start)
@@ -209,12 +232,20 @@ def run_child(mode: str, path: str, master: str | None, parts: int | None = None
         from conformance.trace.reader import open_trace
 
         source = open_trace(path)
-        spark = build_session(master or "local[2]", small=True)  # as keyshared check starts it
+        spark = build_session(master or "local[2]", small=True, user_conf=user_conf)  # as keyshared check starts it
+        if not (master or "local").startswith("local"):
+            from conformance.spark.master import wait_for_executors
+
+            wait_for_executors(spark, master or "", 120, "-")
         check_with_spark(_warmup_source(), spark=spark)  # JVM warm-up, not measured
+        if parts is None:  # its default: the parts chosen by memory, as keyshared check chooses them
+            from conformance.spark.submit import parts_for
+
+            parts = parts_for(spark.sparkContext, source).parts
         start = time.perf_counter()
         verdict = check_with_spark(source, spark=spark, parts=parts)
         elapsed = time.perf_counter() - start
-        result["parts"] = parts if parts is not None else spark.sparkContext.defaultParallelism
+        result["parts"] = parts
         result["split"] = verdict.extra.get("split")
         jvm = spark.sparkContext._gateway.proc.pid
         result["jvm_peak_mb"] = round(peak_rss_mb(jvm))
@@ -247,9 +278,17 @@ def _warmup_source() -> object:
 
 
 def cluster_runs(
-    path: Path, directory: Path, *, pin: bool = True, rounds: int = 1
+    path: Path,
+    directory: Path,
+    *,
+    pin: bool = True,
+    rounds: int = 1,
+    parts: int | None = None,
+    executor_memory: str = "4g",
 ) -> dict[str, list[dict[str, object]]]:
-    """The Spark engine on a standalone cluster of 1, then 2 workers of one core each (``rounds`` times, in turn).
+    """The Spark engine on a standalone cluster of 1, then 2 workers of one core each (``rounds`` times, in turn),
+    executors of ``executor_memory`` (``spark.executor.memory``; each worker offers as much), the trace in
+    ``parts`` parts (None: its default, chosen by that memory).
 
     With ``pin``, the one-worker cluster and its driver are confined to one core (as ``local[1]`` is): unconfined,
     the master, the worker, the driver and the JVMs' own threads would use the second core too.
@@ -264,9 +303,10 @@ def cluster_runs(
                 os.sched_setaffinity(0, sorted(allowed)[:workers])  # inherited by the cluster and the driver
             try:
                 home = directory / f"cluster{workers}-{n}"
-                with StandaloneCluster(home, workers=workers, cores=1, memory="3g") as cl:
+                with StandaloneCluster(home, workers=workers, cores=1, memory=executor_memory) as cl:
                     label = f"spark standalone {workers} worker(s)"
-                    out.setdefault(label, []).append(child("spark", str(path), cl.url, parts=2))  # same job
+                    run = child("spark", str(path), cl.url, parts=parts, executor_memory=executor_memory)
+                    out.setdefault(label, []).append(run)
             finally:
                 os.sched_setaffinity(0, allowed)
     return out
@@ -369,6 +409,19 @@ def main(argv: list[str] | None = None) -> int:
         help="do not confine local[N] to N cores (then local[1] uses every core for its JVM and Python workers)",
     )
     parser.add_argument("--cluster", action="store_true", help="also a standalone cluster, 1 then 2 workers")
+    parser.add_argument(
+        "--cluster-parts", type=int, default=None, help="parts on the cluster (default: chosen by executor memory)"
+    )
+    parser.add_argument("--executor-memory", default="4g", help="spark.executor.memory on the cluster (at most 4g)")
+    parser.add_argument(
+        "--python-max",
+        type=int,
+        default=30_000_000,
+        help="run the Python engine up to this size (it needs ~300 B/event)",
+    )
+    parser.add_argument(
+        "--targets", action="store_true", help="issue 27's targets in one run: --cluster, and the summary of targets"
+    )
     parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end `keyshared check` runs")
     parser.add_argument(
         "--compare-ref",
@@ -382,10 +435,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--parts", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--executor-memory-child", dest="executor_memory_child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        run_child(args.child, args.path, args.master, args.parts)
+        run_child(args.child, args.path, args.master, args.parts, args.executor_memory_child)
         return 0
+    if args.targets:
+        args.cluster = True
+        args.spark_max = max(args.spark_max, *args.sizes)
     args.dir.mkdir(parents=True, exist_ok=True)
     if args.compare_ref:
         compare_ref(args.compare_ref, args.sizes, args.dir, repeat=args.repeat, rebuild=args.rebuild)
@@ -401,31 +458,39 @@ def main(argv: list[str] | None = None) -> int:
             generate(20, tiny, plant=0)
         r = child("cli-spark", str(tiny), "local[2]")
         print(f"20-event trace, keyshared check --engine spark end to end (session start included): {r['seconds']}s")
+    every: dict[int, dict[str, Any]] = {}
     for size in args.sizes:
         parquet = args.dir / f"trace-{size}.parquet"
         jsonl = args.dir / f"trace-{size}.jsonl" if size <= args.jsonl_max else None
-        if not parquet.exists() or (jsonl is not None and not jsonl.exists()):
+        planted_file = parquet.with_suffix(".planted.json")
+        if not parquet.exists() or (jsonl is not None and not jsonl.exists()) or not planted_file.exists():
             started = time.perf_counter()
             planted = generate(size, parquet, jsonl=jsonl)
+            planted_file.write_text(json.dumps(planted))
             print(f"generated {size} events in {time.perf_counter() - started:.0f}s; planted {planted}")
+        planted = json.loads(planted_file.read_text())
+        python_runs = size <= args.python_max
         print(f"\n== {size:,} events ({parquet.stat().st_size / 1e6:.0f} MB Parquet) ==")
         pure = {"KEYSHARED_PURE": "1"}
-        runs: list[tuple[str, str, Path, str | None, dict[str, str] | None, int | None]] = [
-            ("python-engine", "python-engine", parquet, None, None, None),
-            ("python-engine", "python-engine from source", parquet, None, pure, None),
-            ("python-parquet", "python-parquet", parquet, None, None, None),
-        ]
-        if jsonl is not None:
+        runs: list[tuple[str, str, Path, str | None, dict[str, str] | None, int | None]] = []
+        if python_runs:
+            runs += [
+                ("python-engine", "python-engine", parquet, None, None, None),
+                ("python-engine", "python-engine from source", parquet, None, pure, None),
+                ("python-parquet", "python-parquet", parquet, None, None, None),
+            ]
+        if jsonl is not None and python_runs:
             runs.append(("python-jsonl", "python-jsonl", jsonl, None, None, None))
         if not args.no_spark and size <= args.spark_max:
-            # the same job (2 parts) on 1 and 2 cores, and local[1] as it runs by default (1 part: no split)
+            # the same job (2 parts) on 1 and 2 cores, and each at its default (parts chosen by memory)
             for _round in range(max(1, args.spark_repeat)):  # interleaved: a noisy minute touches each alike
                 runs += [
                     ("spark", "spark local[1]", parquet, "local[1]", None, 2),
                     ("spark", "spark local[2]", parquet, "local[2]", None, 2),
-                    ("spark", "spark local[1] (1 part)", parquet, "local[1]", None, None),
+                    ("spark", "spark local[1] (default)", parquet, "local[1]", None, None),
+                    ("spark", "spark local[2] (default)", parquet, "local[2]", None, None),
                 ]
-        if not args.no_e2e:
+        if not args.no_e2e and python_runs:
             runs.append(("cli-python", "e2e keyshared check (python)", parquet, None, None, None))
             if not args.no_spark and size <= args.spark_max:
                 runs.append(("cli-spark", "e2e keyshared check (spark)", parquet, "local[2]", None, None))
@@ -458,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"{label:28} median {results[label]['seconds']}s of " + ", ".join(str(x["seconds"]) for x in rounds)
                 )
-        if not args.no_spark and size <= args.spark_max:
+        if not args.no_spark and size <= min(args.spark_max, args.python_max):  # (one part: the whole trace's state)
             r = child("spark-cpu", str(parquet), parts=2)
             print(
                 f"spark CPU of 2 parts against 1 (in one process, no JVM: each task routing its part by key, and the"
@@ -466,7 +531,11 @@ def main(argv: list[str] | None = None) -> int:
                 f" {r['tasks']}s + proof {r['proof']}s, held: {r['held']}) (load {r['load']})"
             )
         if args.cluster and not args.no_spark:
-            for label, rounds in cluster_runs(parquet, args.dir, pin=not args.no_pin, rounds=args.spark_repeat).items():
+            clusters = cluster_runs(
+                parquet, args.dir, pin=not args.no_pin, rounds=args.spark_repeat, parts=args.cluster_parts,
+                executor_memory=args.executor_memory,
+            )  # fmt: skip
+            for label, rounds in clusters.items():
                 for r in rounds:
                     print(
                         f"{label:28} {r['events_per_second']:>10,} events/s  {r['seconds']:>7}s  {r['parts']} part(s),"
@@ -474,7 +543,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 ranked = sorted(rounds, key=lambda x: float(str(x["seconds"])))
                 results[label] = ranked[(len(ranked) - 1) // 2]
-        print(f"found: {results['python-parquet']['counts']}")
+        reference = results.get("python-parquet", {}).get("counts")
+        print(f"found (python engine): {reference}" if reference is not None else "python engine not run at this size")
+        every[size] = {"results": results, "planted": planted, "reference": reference}
         if "e2e keyshared check (python)" in results:
             e2e_py = results["e2e keyshared check (python)"]
             assert e2e_py["counts"] == results["python-parquet"]["counts"], "keyshared check and check_trace disagree"
@@ -486,7 +557,8 @@ def main(argv: list[str] | None = None) -> int:
         e2e = ("e2e keyshared check (python)", "e2e keyshared check (spark)")
         if all(label in results for label in e2e):
             py, sp = (float(results[label]["seconds"]) for label in e2e)
-            assert results[e2e[0]]["counts"] == results[e2e[1]]["counts"], "engines disagree"
+            if results[e2e[0]]["counts"] != results[e2e[1]]["counts"]:
+                print("ENGINES DISAGREE end to end")
             print(f"end to end: python {py:.1f}s, spark local[2] {sp:.1f}s: spark at {py / sp:.2f}x the python engine")
         solo, duo = "spark standalone 1 worker(s)", "spark standalone 2 worker(s)"
         if solo in results and duo in results:
@@ -494,19 +566,94 @@ def main(argv: list[str] | None = None) -> int:
             print(f"spark speed-up standalone 1 -> 2 workers (one core each): {up:.2f}x")
         if "spark local[1]" in results and "spark local[2]" in results:
             one, two = results["spark local[1]"], results["spark local[2]"]
-            assert one["counts"] == two["counts"] == results["python-parquet"]["counts"], "engines disagree"
+            if not one["counts"] == two["counts"] == (reference or one["counts"]):
+                print("ENGINES DISAGREE (spark local[1], local[2], python)")
             how = "each confined to its cores" if not args.no_pin else "not confined: both use every core"
             speedup = float(one["seconds"]) / float(two["seconds"])
             print(f"spark speed-up local[1] -> local[2], the same job of 2 parts ({how}): {speedup:.2f}x")
-            if "spark local[1] (1 part)" in results:
-                own = float(results["spark local[1] (1 part)"]["seconds"]) / float(two["seconds"])
-                print(f"spark local[1] with its default (1 part, no split) -> local[2] (2 parts): {own:.2f}x")
+            if "spark local[1] (default)" in results and "spark local[2] (default)" in results:
+                own = float(results["spark local[1] (default)"]["seconds"]) / float(
+                    results["spark local[2] (default)"]["seconds"]
+                )
+                print(f"spark local[1] -> local[2], each at its default (parts by memory): {own:.2f}x")
             ceiling = machine_ceiling()
             print(
                 f"machine's own speed-up 1 -> 2 cores (pure CPU, 2 processes): {ceiling:.2f}x;"
                 f" Spark reaches {speedup / ceiling:.0%} of it"
             )
+            every[size]["ceiling"] = ceiling
+    if args.targets or args.cluster:
+        print_targets(every, args.executor_memory)
     return 0
+
+
+#: The Spark runs whose verdicts are held to the planted violations and to the Python engine's.
+_SPARK_LABELS = (
+    "spark local[1]", "spark local[2]", "spark local[1] (default)", "spark local[2] (default)",
+    "e2e keyshared check (spark)", "spark standalone 1 worker(s)", "spark standalone 2 worker(s)",
+)  # fmt: skip
+
+
+def print_targets(every: dict[int, dict[str, Any]], executor_memory: str) -> None:
+    """Issue 27's targets, each beside what this run measured (``every``: per size, its results, the planted
+    counts, the Python engine's counts and the machine's 1 -> 2 core ratio); a figure this run did not measure
+    says so."""
+
+    def seconds(size: int, label: str) -> float | None:
+        r = every.get(size, {}).get("results", {}).get(label)
+        return float(r["seconds"]) if r else None
+
+    def ok(flag: bool) -> str:
+        return "met" if flag else "NOT met"
+
+    sizes = sorted(every)
+    print("\n== issue 27's targets (this run) ==")
+    for size in sizes:
+        got = every[size]
+        for label in _SPARK_LABELS:
+            r = got["results"].get(label)
+            if r is None:
+                continue
+            counts = r["counts"]
+            found = all(int(counts.get(kind, 0)) >= n for kind, n in got["planted"].items() if n)
+            same = "python engine not run" if got["reference"] is None else (
+                "identical to the python engine" if counts == got["reference"] else "DIFFERS from the python engine"
+            )  # fmt: skip
+            how = f"{r.get('parts')} part(s), split {r.get('split')}"
+            print(f"{size:>12,} {label:28} {r['seconds']:>8}s  {how}; every planted violation found: {found}; {same}")
+    big, small = (sizes[-1], sizes[0]) if sizes else (0, 0)
+    local = seconds(big, "spark local[2] (default)")
+    if local is not None:
+        print(f"throughput: {big:,} events on local[2] at its default in {local:.0f}s (target at 100M: <= 180 s):"
+              f" {ok(local <= 180) if big >= 100_000_000 else 'not 100M'}")  # fmt: skip
+    for label in ("spark local[2] (default)", "spark standalone 2 worker(s)"):
+        a, b = seconds(small, label), seconds(big, label)
+        if a and b and big > small:
+            print(
+                f"cost per event, {label}: {b / a:.1f}x the time for {big / small:.0f}x the events ({small:,} ->"
+                f" {big:,}; target 100M at most 10x 10M: {ok(b / a <= 10 * (big / small) / 10)})"
+            )
+    for size in sizes:
+        one, two = seconds(size, "spark standalone 1 worker(s)"), seconds(size, "spark standalone 2 worker(s)")
+        if one and two:
+            print(f"scaling at {size:,}: standalone 1 -> 2 workers (executors of {executor_memory}) {one / two:.2f}x"
+                  f" (target at 30M: >= 1.8x: {ok(one / two >= 1.8)})")  # fmt: skip
+        l1, l2 = seconds(size, "spark local[1] (default)"), seconds(size, "spark local[2] (default)")
+        ceiling = every[size].get("ceiling")
+        if l1 and l2 and ceiling:
+            met = ok(l1 / l2 >= 0.9 * ceiling)
+            print(f"scaling at {size:,}: local[1] -> local[2] at their defaults {l1 / l2:.2f}x, the machine's 1 -> 2"
+                  f" cores {ceiling:.2f}x: {l1 / l2 / ceiling:.0%} (target >= 90%: {met})")  # fmt: skip
+        py, sp = seconds(size, "e2e keyshared check (python)"), seconds(size, "e2e keyshared check (spark)")
+        if py and sp:
+            print(f"end to end at {size:,}: spark local[2] {py / sp:.2f}x the python engine"
+                  f" (target at 10M: >= 1.5x: {ok(py / sp >= 1.5)})")  # fmt: skip
+        r = every[size]["results"].get("python-parquet")
+        if r:
+            per_event = float(r["python_peak_mb"]) * (1 << 20) / int(r["events"])
+            print(f"python engine at {size:,}: {per_event:.0f} bytes/event peak (target at 10M: <= 100:"
+                  f" {ok(per_event <= 100)})")  # fmt: skip
+    print("bucketed layout, python engine, 100M in bounded memory: benchmarks/bench_buckets.py measures it")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The PySpark engine: the streaming checker (:mod:`conformance.checks`) run by Spark over parts of a trace.
 
 No rule is written here. :mod:`conformance.spark.router` (each task routing a trace's events by the key they carry,
-the parts then proving the split held) and :mod:`conformance.spark.split` (a plan made before the tasks run) split
+or by the key of their message, which it resolves itself; the parts then proving the split held) and
+:mod:`conformance.spark.split` (a plan made before the tasks run, for what routing cannot hold) split
 the events into parts the checker can judge one by one (by key, membership copied into every part; the identity
 checks with their (producer, seq)), :mod:`conformance.spark.engine` runs the streaming checker on each part in
 Spark's Python workers — each task reads the trace itself — and merges the results with

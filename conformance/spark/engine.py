@@ -10,11 +10,13 @@ task per (trace, part); each task reads its trace with pyarrow and checks its pa
 their message's key (this project's recorders write them so) is split by key: each task routes the events
 itself and returns its part's footprint, and the driver keeps the verdict only if no message entry, uid or
 (producer, seq) lies in two parts (:mod:`conformance.spark.router`); the driver reads nothing of the trace but a
-first batch.  Any other trace, and one whose routed split did not hold, is split by a plan
-(:mod:`conformance.spark.split`): made once by the driver for a stored trace (:func:`plan_trace`), by each task
-for events in memory.  Each task of a Parquet trace validates and decodes only its own rows
-(:mod:`conformance.spark.rows`).  Nothing but a few result rows crosses the JVM: no shuffle.  Many small traces
-share one job (the differential tests check 240 in one).
+first batch.  A stored trace whose acks carry no key, or whose split by key did not hold, is split by keys each
+task resolves itself (:class:`~conformance.spark.router.Resolution`: its acks go where their messages' keys go),
+proven the same way; the driver still reads nothing.  Only a trace whose resolved split did not hold either, and
+events in memory, are split by a plan (:mod:`conformance.spark.split`): made once by the driver for a stored
+trace (:func:`plan_trace`), by each task for events in memory.  Each task of a Parquet trace validates and
+decodes only its own rows (:mod:`conformance.spark.rows`).  Nothing but a few result rows crosses the JVM: no
+shuffle.  Many small traces share one job (the differential tests check 240 in one).
 
 :func:`check_frames` (a DataFrame: a URI only Spark reads, ``hdfs://``, ``s3a://``): Spark reads the trace,
 :mod:`conformance.spark.route` routes its rows with windows, and one ``groupBy(tid, pass, part).applyInArrow``
@@ -276,25 +278,34 @@ def run_tasks(
     made = [plan if plan is not None and plan.parts == n_parts else None for plan in (plans or [None] * len(traces))]
     if len(made) != len(traces):
         raise InvalidArgument(f"{len(made)} plans for {len(traces)} traces")
-    route = [
-        n_parts > 1 and plan is None and looks_routable(given) for (_h, given), plan in zip(traces, made, strict=True)
-    ]
-    jobs = [
+    route: list[Route] = [_first_route(given, n_parts, plan) for (_h, given), plan in zip(traces, made, strict=True)]
+    jobs: list[Job] = [
         (tid, header, given, plan if plan is not None or routes else _driver_plan(given, n_parts), routes)
         for tid, ((header, given), plan, routes) in enumerate(zip(traces, made, route, strict=True))
     ]
-    rows = _job(context, jobs, profile, n_parts)
+    rows = _routed_job(context, jobs, profile, n_parts)
     unproven = _unproven(rows, route)
+    resolvable = {tid for tid in unproven if route[tid] == "key" and jobs[tid][2][0] == "path"}
+    if resolvable:  # split by key did not hold: the tasks resolve each release's key from its message
+        for tid in resolvable:
+            route[tid] = "resolved"
+        rows = [row for row in rows if row[0] not in resolvable]
+        again: list[Job] = [(tid, h, put, None, "resolved") for tid, h, put, _p, _r in jobs if tid in resolvable]
+        rows += _routed_job(context, again, profile, n_parts)
+        unproven = _unproven(rows, route)
     if unproven:  # checked again, split by a plan: what the routed parts found is not used
         rows = [row for row in rows if row[0] not in unproven]
-        again = [(tid, h, put, _driver_plan(put, n_parts), False) for tid, h, put, _p, _r in jobs if tid in unproven]
-        rows += _job(context, again, profile, n_parts)
+        planned: list[Job] = [
+            (tid, h, put, _driver_plan(put, n_parts), None) for tid, h, put, _p, _r in jobs if tid in unproven
+        ]
+        rows += _job(context, planned, profile, n_parts)
     blind = {row[0] for row in rows if n_parts > 1 and not row[3] and needs_whole_trace(row[4])}
     if blind:  # a lost_write a part found may be excused in another part: those traces again, in one part
         rows = [row for row in rows if row[0] not in blind]
-        again = [(tid, h, put, None, False) for tid, h, put, _p, _r in jobs if tid in blind]
+        whole_again: list[Job] = [(tid, h, put, None, None) for tid, h, put, _p, _r in jobs if tid in blind]
         rows += [
-            (tid, pass_, part, True, result, f) for tid, pass_, part, _w, result, f in _job(context, again, profile, 1)
+            (tid, pass_, part, True, result, f)
+            for tid, pass_, part, _w, result, f in _job(context, whole_again, profile, 1)
         ]
     held = [tid for tid, routes in enumerate(route) if routes and tid not in unproven]
     checked_whole = sorted({row[0] for row in rows if row[3]})  # part 0 of a trace checked whole says so
@@ -303,7 +314,7 @@ def run_tasks(
     if whole is not None:
         whole.extend(checked_whole)
     verdicts = _merged([(tid, pass_, part, result) for tid, pass_, part, _w, result, _f in rows], headers, profile)
-    split = {tid: "key" for tid in held} | {tid: "whole" for tid in checked_whole}
+    split = {tid: str(route[tid]) for tid in held} | {tid: "whole" for tid in checked_whole}
     return [
         dataclasses.replace(
             verdicts[tid],
@@ -321,8 +332,42 @@ def run_tasks(
 TaskRow = tuple[int, int, int, bool, PartResult, Any]
 
 
-#: A job's trace: ``(trace, header, input, plan or None, routed by key)``.
-Job = tuple[int, TraceHeader, TaskInput, "Plan | None", bool]
+#: How a job's tasks route a trace themselves: ``"key"`` (each event by the key it carries), ``"resolved"`` (the
+#: acks, nacks and dead letters by their message's key, which each task finds first: :func:`resolve_keys`), or
+#: None (split by a plan, or in one part).
+Route = str | None
+
+#: A job's trace: ``(trace, header, input, plan or None, route)``.
+Job = tuple[int, TraceHeader, TaskInput, "Plan | None", Route]
+
+
+def _first_route(given: TaskInput, parts: int, plan: Plan | None) -> Route:
+    """How a trace is first split: by the keys its events carry where its first events look so, else (a stored
+    trace whose acks carry no key) by keys the tasks resolve; events sent from the driver by a plan each task
+    makes (None)."""
+    if parts < 2 or plan is not None:
+        return None
+    if looks_routable(given):
+        return "key"
+    return "resolved" if given[0] == "path" else None
+
+
+def _routed_job(context: Any, jobs: list[Job], profile: str | Profile | None, parts: int) -> list[TaskRow]:
+    """:func:`_job`, and for the traces routed by resolved keys whose tasks found strays (releases of messages
+    no receive or stored publish names: :class:`~conformance.spark.router.Resolution`), the same job again with
+    every stray given, so that each is routed by its own key."""
+    import numpy as np
+
+    rows = _job(context, jobs, profile, parts)
+    found: dict[int, list[Any]] = {}
+    for tid, _pass, _part, _whole, _result, footprint in rows:
+        if footprint is not None and len(footprint.get("strays", ())):
+            found.setdefault(tid, []).append(footprint["strays"])
+    if not found:
+        return rows
+    strays = {tid: np.unique(np.concatenate(arrays)) for tid, arrays in found.items()}
+    rows = [row for row in rows if row[0] not in strays]
+    return rows + _job(context, [job for job in jobs if job[0] in strays], profile, parts, strays)
 
 
 def _check_buckets(session: Any, source: TraceSource, profile: str | Profile | None) -> Verdict:
@@ -380,20 +425,24 @@ def _whole_task(layout: Any, profile: str | Profile | None) -> Any:
     return run
 
 
-def _job(context: Any, jobs: list[Job], profile: str | Profile | None, parts: int) -> list[TaskRow]:
-    """One Spark job of a task per (trace, part) of ``jobs``; every task's rows."""
+def _job(
+    context: Any, jobs: list[Job], profile: str | Profile | None, parts: int, strays: dict[int, Any] | None = None
+) -> list[TaskRow]:
+    """One Spark job of a task per (trace, part) of ``jobs``; every task's rows (``strays``: per trace routed by
+    resolved keys, every stray its previous job found)."""
     tasks = len(jobs) * parts
     if not tasks:
         return []
     # one task per part of a single trace; many small traces share tasks (a task costs Spark more than they do)
     slices = parts if len(jobs) == 1 else min(tasks, 4 * max(1, int(context.defaultParallelism)))
-    run = _task_runner(jobs, profile, parts, _reads_ahead(context, min(slices, int(context.defaultParallelism))))
+    ahead = _reads_ahead(context, min(slices, int(context.defaultParallelism)))
+    run = _task_runner(jobs, profile, parts, ahead, strays or {})
     # Spark Core, not a DataFrame: a first SQL job costs seconds of planning a one-row plan (measured: twice
     # the whole job for a small trace); the results are a few pickled rows
     return list(context.parallelize(range(tasks), slices).mapPartitions(run).collect())
 
 
-def _unproven(rows: list[TaskRow], route: list[bool]) -> set[int]:
+def _unproven(rows: list[TaskRow], route: list[Route]) -> set[int]:
     """The traces split by key whose parts' footprints overlap (:func:`~conformance.spark.router.overlap`)."""
     from conformance.spark.router import overlap
 
@@ -414,13 +463,14 @@ def _driver_plan(given: TaskInput, parts: int) -> Plan | None:
 
 
 def needs_plan(source: TraceSource, parts: int) -> bool:
-    """Whether checking the stored trace ``source`` in ``parts`` parts needs a plan made before the tasks run
-    (:func:`plan_trace`): a split into two or more parts of a trace the tasks cannot route by key themselves
-    (its acks carry no key: :mod:`conformance.spark.router`).  ``keyshared check`` makes that plan while Spark
-    starts."""
-    if parts < 2:
-        return False
-    return not looks_routable(("path", str(source.path.resolve())))
+    """Whether checking the stored trace ``source`` in ``parts`` parts needs a plan made by the driver before the
+    tasks run (:func:`plan_trace`): never now.  A trace whose acks carry their message's key is routed by the
+    keys its events carry, one whose acks carry none by keys each task resolves from the trace itself
+    (:class:`~conformance.spark.router.Resolution`); the driver plans only a trace whose routed split did not
+    hold (a message or batch entry under two keys, a (producer, seq) resent under another key).  Kept for
+    callers of the public API."""
+    del source, parts
+    return False
 
 
 def looks_routable(given: TaskInput) -> bool:
@@ -484,16 +534,22 @@ def _task_runner(
     profile: str | Profile | None,
     parts: int,
     read_ahead: bool = False,
+    strays: dict[int, Any] | None = None,
 ) -> Any:
     """The function Spark's Python workers run: for each task id, ``(trace, part)``'s rows (:data:`TaskRow`;
-    none for a part of a trace part 0 checked whole): routed by key, or by the trace's plan."""
+    none for a part of a trace part 0 checked whole): routed by key (carried or resolved), or by the trace's
+    plan."""
+    given_strays = strays or {}
 
     def run(tasks: Any) -> Any:
         for task in tasks:
             tid, header, given, plan, route = jobs[task // parts]
             part = task % parts
             if route:
-                result, footprint = check_routed_task(header, profile, given, part, parts, read_ahead=read_ahead)
+                result, footprint = check_routed_task(
+                    header, profile, given, part, parts, read_ahead=read_ahead, resolved=route == "resolved",
+                    strays=given_strays.get(tid),
+                )  # fmt: skip
                 yield (tid, WHOLE, part, False, result, footprint)
                 continue
             was_whole, results = check_task(header, profile, given, part, parts, plan=plan, read_ahead=read_ahead)
@@ -511,27 +567,45 @@ def check_routed_task(
     parts: int,
     *,
     read_ahead: bool = False,
+    resolved: bool = False,
+    strays: Any = None,
 ) -> tuple[PartResult, dict[str, Any]]:
     """One task of a split by key (:mod:`conformance.spark.router`): ``part`` of ``parts`` — the events about
     messages whose key is in the part and the copies of every other event — checked in one pass, identity fields
     kept; and the part's footprint (:meth:`~conformance.spark.router.Footprint.arrays`), by which the driver
-    tells whether the split held.  A Parquet trace's rows are validated by the task that keeps them (as
+    tells whether the split held.  ``resolved``: acks, nacks and dead letters go where their message's key goes,
+    which the task finds first in a read of four columns (:func:`resolve_keys`; ``strays``: the releases of
+    messages nothing keyed, found by the previous job); the footprint then also holds the strays this task found
+    (``strays``).  A Parquet trace's rows are validated by the task that keeps them (as
     :func:`check_task` with a plan); another trace is read, validated, whole by each task.  The collector is
     paused as in :func:`check_task`."""
     from conformance.checks.api import collector_paused
 
     with collector_paused():
-        return _routed_task(header, profile, given, part, parts, read_ahead)
+        return _routed_task(header, profile, given, part, parts, read_ahead, resolved, strays)
 
 
 def _routed_task(
-    header: TraceHeader, profile: str | Profile | None, given: TaskInput, part: int, parts: int, ahead: bool
+    header: TraceHeader,
+    profile: str | Profile | None,
+    given: TaskInput,
+    part: int,
+    parts: int,
+    ahead: bool,
+    resolved: bool = False,
+    strays: Any = None,
 ) -> tuple[PartResult, dict[str, Any]]:
-    from conformance.spark.router import Footprint
+    from conformance.spark.router import Footprint, KeyRouter
     from conformance.trace.decode import row_columns
 
+    found = None
+    if resolved:
+        resolution, found = resolve_keys(given, part, parts, strays)
+        router = KeyRouter(parts, resolution)
+    else:
+        router = KeyRouter(parts)
     copies: list[int] = []  # per batch, the rows copied into every part
-    make = _routed_reader(given, part, parts, copies)
+    make = _routed_reader(given, router, part, copies)
     footprint = Footprint()
 
     def shaped() -> Any:
@@ -549,10 +623,49 @@ def _routed_task(
         batches = shaped()
     for batch in batches:
         checker.feed(batch)
-    return checker.result(sum(copies) if part else 0), footprint.arrays()
+    arrays = footprint.arrays()
+    if found is not None:
+        arrays["strays"] = found
+    return checker.result(sum(copies) if part else 0), arrays
 
 
-def _routed_reader(given: TaskInput, part: int, parts: int, copies: list[int]) -> Any:
+def resolve_keys(given: TaskInput, part: int, parts: int, strays: Any = None) -> tuple[Any, Any]:
+    """``(Resolution, strays found)`` of ``part`` (:func:`conformance.spark.router.resolve`) from a stored trace
+    read once more, streamed: of a Parquet trace only :data:`~conformance.spark.router.RESOLVE_COLUMNS`, the
+    strings of few values as the dictionaries Parquet stores, one batch at a time in this thread."""
+    from conformance.spark.router import resolve
+
+    def batches() -> Any:
+        import pyarrow as pa
+
+        if given[0] != "path":
+            yield from pa.ipc.open_stream(given[1])
+            return
+        from conformance.trace.reader import open_trace
+
+        source = open_trace(given[1])
+        if source.format != "parquet":
+            yield from source.unchecked_batches()
+            return
+        import pyarrow.parquet as pq
+
+        from conformance.spark.router import RESOLVE_COLUMNS
+        from conformance.spark.rows import _keys_coded
+
+        keys_coded = _keys_coded(source)
+        for path in source.files:
+            metadata = pq.read_metadata(path)
+            schema = metadata.schema.to_arrow_schema()
+            present = [c for c in RESOLVE_COLUMNS if c in schema.names]
+            few = ("op", "result", "key") if keys_coded else ("op", "result")  # as stored: no string per row
+            coded = [c for c in few if c in present and pa.types.is_string(schema.field(c).type)]
+            pf = pq.ParquetFile(path, metadata=metadata, read_dictionary=coded)
+            yield from pf.iter_batches(batch_size=65536, columns=present, use_threads=False)
+
+    return resolve(batches(), parts, part, strays)
+
+
+def _routed_reader(given: TaskInput, router: Any, part: int, copies: list[int]) -> Any:
     """A function giving ``part``'s validated batches of a trace routed by key (counting the copies kept)."""
     if given[0] == "path":
         from conformance.trace.reader import open_trace
@@ -561,15 +674,12 @@ def _routed_reader(given: TaskInput, part: int, parts: int, copies: list[int]) -
         if source.format == "parquet":
             from conformance.spark.rows import routed_batches
 
-            return lambda: routed_batches(source, parts, part, copies)
+            return lambda: routed_batches(source, router, part, copies)
     full, _plan_read = _readers(given)
 
     def kept() -> Any:
         import pyarrow as pa
 
-        from conformance.spark.router import KeyRouter
-
-        router = KeyRouter(parts)
         for batch in full():
             yield batch.filter(pa.array(router.kept(batch, part, copies)))
 

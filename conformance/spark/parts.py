@@ -209,6 +209,14 @@ def bucket_choice(memory: PartChoice, buckets: int, largest: int) -> PartChoice:
     )
 
 
+def layout_choice(memory: PartChoice, layout: Any) -> PartChoice:
+    """A bucketed trace's parts are its buckets: whether the largest pass a task runs (a bucket's scope pass, with
+    the shared events, or its identity pass: with deduplication on, every id of its producers), from the
+    manifest, fits a task's memory, and the bucket count that would if not (:func:`bucket_choice`)."""
+    largest = max(layout.shared + max(layout.bucket_events, default=0), max(layout.identity_events, default=0))
+    return bucket_choice(memory, layout.buckets, largest)
+
+
 def parse_memory(text: str) -> int:
     """Bytes in a JVM memory string as Spark reads it (``512m``, ``4g``, ``2gb``, ``1024``: MiB without a unit).
 

@@ -21,31 +21,136 @@ parts.  When none is:
   each part judges the identity kinds too (one pass).
 
 An id in two parts (an ack written without its message's key, an entry of default batching mixing keys, a
-(producer, seq) resent under another key) makes the routed split unproven: the engine checks the trace again by
-the driver's plan (:mod:`~conformance.spark.split`), which handles every case.  Two ids that hash alike only
-ever cost that second check, never a verdict.
+(producer, seq) resent under another key) makes the routed split unproven: the engine checks a stored trace again
+with the keys of its acks resolved by each task (:class:`Resolution`, :func:`resolve`: an ack, nack or dead letter
+goes where its message's receives and stored publishes go), proven by the same footprints, and only if that does
+not hold either by the driver's plan (:mod:`~conformance.spark.split`), which handles every case.  Two ids that
+hash alike only ever cost that second check, never a verdict.
 
 A failed publish (no message id) goes to its own key's part; a publish the broker did not store names no
 message (the scope pass reads nothing of it) and is evidence only for its uid and (producer, seq).
 
 :func:`routable` looks at the start of a trace (the driver, before the job) for acks written without their
-message's key, to take the plan at once rather than after a routed check that cannot prove itself.
+message's key, to resolve their keys at once rather than after a routed check that cannot prove itself.
 
 This module imports pyarrow and numpy only (no Spark): the tests run it directly.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.spark.split import ALL, MESSAGE_OPS, _coded, _hash_each, _mix, hash_strings
 
-__all__ = ["FOOTPRINT_KINDS", "Footprint", "KeyRouter", "key_parts", "overlap", "routable"]
+__all__ = [
+    "FOOTPRINT_KINDS", "RESOLVE_COLUMNS", "Footprint", "KeyRouter", "Resolution", "key_parts", "overlap", "resolve",
+    "routable",
+]  # fmt: skip
 
 #: What a part's footprint holds, each a set no other part may share.
 FOOTPRINT_KINDS: tuple[str, ...] = ("entries", "uids", "sequences")
 
 _RELEASING = ("receive", "ack", "nack", "dead_letter")  #: message events that always name a stored message
+#: Events about a message that never carry a key of their own in some recorders: with keys resolved
+#: (:class:`Resolution`), they go where their message's key goes, whatever key they carry.
+RESOLVED_OPS: tuple[str, ...] = ("ack", "nack", "dead_letter")
+#: The columns a task reads to resolve the keys of a trace (:func:`resolve`).
+RESOLVE_COLUMNS: tuple[str, ...] = ("op", "key", "msg_id", "result")
+NOBODY = -3  #: a resolved event no part keeps in this job (a stray: see :class:`Resolution`)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What one task knows, before it routes, of where the acks, nacks and dead letters of a trace go when they
+    do not carry their message's key (as some recorders write them): the messages its part holds.
+
+    Found by :func:`resolve` in a first read of four columns (:data:`RESOLVE_COLUMNS`), streamed batch by batch:
+    ``own`` holds a 64-bit hash of the message id of every receive and stored publish whose key is in this part
+    (the key a message is judged under, as the plan takes it: :mod:`conformance.spark.split`).  An ack, nack or
+    dead letter then goes to this part exactly when its message id is in ``own``.  The memory is the part's share
+    of the messages (eight bytes each), never the trace's; the driver reads nothing.
+
+    A release whose message no receive or stored publish names (a *stray*: an ack of a message never received,
+    or one spelling the id differently) is in no part's ``own``.  So that none is lost, each task also finds the
+    strays among the messages whose id hashes to its part (``found`` by :func:`resolve`); when any task found
+    one, the job runs again with every stray given (``strays``), each routed by the key it carries (none: the
+    empty key's part), as the plan routes a message no keyed event names.  Whatever was resolved wrongly (ids
+    that hash alike, a message under two keys) shows as an overlap of the parts' footprints, as for a split by
+    key."""
+
+    part: int
+    parts: int
+    own: Any  #: numpy uint64, sorted distinct: hashed ids of the messages keyed into this part
+    strays: Any  #: numpy uint64, sorted distinct: every stray's hashed id (given on a second job), or empty
+
+    def parts_of_released(self, ids: Any, key_hashes: Any) -> Any:
+        """The part of each release (numpy int32): this part where its message is ours, a stray's by its own key
+        (``key_hashes``), :data:`NOBODY` otherwise (another part's)."""
+        import numpy as np
+
+        hashed = _hash_each(ids)
+        out = np.full(len(hashed), NOBODY, np.int32)
+        out[_member(self.own, hashed)] = self.part
+        stray = _member(self.strays, hashed)
+        if stray.any():
+            out[stray] = (key_hashes[stray] % np.uint64(self.parts)).astype(np.int32)
+        return out
+
+
+def _member(sorted_ids: Any, ids: Any) -> Any:
+    """Whether each of ``ids`` is in the sorted numpy array ``sorted_ids``."""
+    import numpy as np
+
+    if not len(sorted_ids) or not len(ids):
+        return np.zeros(len(ids), bool)
+    at = np.searchsorted(sorted_ids, ids)
+    at[at == len(sorted_ids)] = 0
+    return sorted_ids[at] == ids
+
+
+def resolve(batches: Any, parts: int, part: int, strays: Any = None) -> tuple[Resolution, Any]:
+    """``(this part's Resolution, the strays found among the ids that hash to this part)`` from a trace's batches
+    (:data:`RESOLVE_COLUMNS`; others ignored), read once, one batch at a time.  ``strays``: every stray, as the
+    previous job found them (None: none known)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    u64 = np.uint64
+    own: list[Any] = []
+    keyed_here: list[Any] = []  # ids keyed anywhere that hash to this part
+    released_here: list[Any] = []  # ids released that hash to this part
+    router = KeyRouter(parts)
+    for batch in batches:
+        names = set(batch.schema.names)
+        if not batch.num_rows or "msg_id" not in names:
+            continue
+        op_idx, ops = _coded(batch, names, "op")
+        op_names = np.asarray(ops.to_pylist(), dtype=object)
+        is_receive = np.append(op_names == "receive", False)[op_idx]
+        is_publish = np.append(op_names == "publish", False)[op_idx]
+        released = np.append(np.isin(op_names, RESOLVED_OPS), False)[op_idx]
+        result_idx, results = _coded(batch, names, "result")
+        ok = np.append(np.asarray(results.to_pylist(), dtype=object) == "ok", False)[result_idx]
+        ids = batch.column("msg_id")
+        if not pa.types.is_string(ids.type):
+            ids = ids.cast(pa.string())
+        valid = np.asarray(pc.is_valid(ids).to_numpy(zero_copy_only=False), bool)
+        keyed = (is_receive | (is_publish & ok)) & valid
+        wanted = (keyed | released) & valid
+        if not wanted.any():
+            continue
+        hashed = _hash_each(ids)  # every row's (a null's is masked out below): no copy of the rows wanted
+        keys = batch.column("key") if "key" in names else pa.nulls(batch.num_rows, pa.string())
+        mine = keyed & ((router._key_hashes(keys) % u64(parts)).astype(np.int64) == part)
+        own.append(hashed[mine])
+        hashed_part = (hashed % u64(parts)).astype(np.int64) == part
+        keyed_here.append(hashed[keyed & hashed_part])
+        released_here.append(hashed[released & hashed_part])
+    found = np.setdiff1d(_distinct(released_here), _distinct(keyed_here), assume_unique=True)
+    given = np.zeros(0, u64) if strays is None else np.asarray(strays, u64)
+    return Resolution(part, parts, _distinct(own), _distinct([given])), found
 
 
 class KeyRouter:
@@ -55,8 +160,9 @@ class KeyRouter:
     A key column read dictionary-encoded carries its row group's dictionary in every batch: its keys are
     hashed once, while batches carry an equal dictionary."""
 
-    def __init__(self, parts: int) -> None:
+    def __init__(self, parts: int, resolution: Resolution | None = None) -> None:
         self.parts = parts
+        self.resolution = resolution
         self._dictionary: Any = None
         self._hashes: Any = None
 
@@ -68,11 +174,21 @@ class KeyRouter:
         n = batch.num_rows
         names = set(batch.schema.names)
         op_idx, ops = _coded(batch, names, "op")
-        message = np.append(np.isin(np.asarray(ops.to_pylist(), dtype=object), MESSAGE_OPS), False)[op_idx]
+        op_names = np.asarray(ops.to_pylist(), dtype=object)
+        message = np.append(np.isin(op_names, MESSAGE_OPS), False)[op_idx]
         out = np.full(n, ALL, np.int32)
         if message.any():
             keys = batch.column("key") if "key" in names else pa.nulls(n, pa.string())
-            out[message] = (self._key_hashes(keys)[message] % np.uint64(self.parts)).astype(np.int32)
+            key_hashes = self._key_hashes(keys)
+            out[message] = (key_hashes[message] % np.uint64(self.parts)).astype(np.int32)
+            if self.resolution is not None and "msg_id" in names:  # releases go where their message's key goes
+                ids = batch.column("msg_id")
+                released = np.append(np.isin(op_names, RESOLVED_OPS), False)[op_idx]
+                released &= np.asarray(ids.is_valid().to_numpy(zero_copy_only=False), bool)
+                if released.any():
+                    rows = pa.array(np.flatnonzero(released))
+                    ids = ids.take(rows)
+                    out[released] = self.resolution.parts_of_released(ids, key_hashes[released])
         return out
 
     def kept(self, batch: Any, part: int, copies: list[int]) -> Any:

@@ -127,13 +127,15 @@ def own_batches(source: TraceSource, plan: Plan, part: int, *, identity: bool) -
         raise RuntimeError("the trace holds fewer events than when its split was planned (was it rewritten?)")
 
 
-def routed_batches(source: TraceSource, parts: int, part: int, copies: list[int]) -> Iterator[Any]:
-    """The validated rows of ``part`` of a Parquet trace routed by key (:func:`~conformance.spark.router.key_parts`:
-    its own rows and the copies), batch by batch; ``copies`` gets one count per batch of the copies kept (rows
-    every part holds).  Raises :class:`OwnRowsInvalid` (see the module)."""
+def routed_batches(source: TraceSource, router: Any, part: int, copies: list[int]) -> Iterator[Any]:
+    """The validated rows of ``part`` of a Parquet trace routed by key (``router``, a
+    :class:`~conformance.spark.router.KeyRouter`: its own rows and the copies), batch by batch; ``copies`` gets one
+    count per batch of the copies kept (rows every part holds).  Raises :class:`OwnRowsInvalid` (see the
+    module).  ``router`` may be a number of parts: routed by the keys the events carry."""
     from conformance.spark.router import KeyRouter
 
-    router = KeyRouter(parts)
+    if isinstance(router, int):
+        router = KeyRouter(router)
 
     def choose(raw: Any, _offset: int) -> tuple[Any, None]:
         return router.kept(raw, part, copies), None

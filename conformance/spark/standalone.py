@@ -58,6 +58,8 @@ class StandaloneCluster:
             SPARK_LOG_DIR=str(self.directory),
             SPARK_WORKER_DIR=str(self.directory / "work"),
         )
+        # the master's and workers' own JVMs do little but start: the quick JIT, one GC thread (not executors')
+        env.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         return env
 
     def _launch(self, name: str, *args: str) -> None:
@@ -100,12 +102,15 @@ class StandaloneCluster:
 
     def alive_workers(self) -> int:
         """How many workers the master counts as alive (0 while its UI is not up)."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as response:
-                state: Any = json.load(response)
-        except (OSError, ValueError):
-            return 0
+        state = _json(f"http://127.0.0.1:{self.ui_port}/json/")
         return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+    def worker_states(self) -> list[dict[str, Any]]:
+        """Each alive worker's own status (its web UI's ``/json/``: ``executors`` running, ``finishedexecutors``
+        with their ``appid`` and ``memory`` in MB), found through the master's list of workers."""
+        state = _json(f"http://127.0.0.1:{self.ui_port}/json/")
+        urls = [w["webuiaddress"] for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+        return [_json(f"{url.rstrip('/')}/json/") for url in urls]
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the workers, then the master, by pid (SIGTERM, then SIGKILL after ``timeout``)."""
@@ -126,3 +131,13 @@ class StandaloneCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _json(url: str) -> dict[str, Any]:
+    """A Spark web UI's JSON status (empty while it is not up; two seconds at most)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            state: Any = json.load(response)
+    except (OSError, ValueError):
+        return {}
+    return dict(state) if isinstance(state, dict) else {}

@@ -308,39 +308,6 @@ def _cores(master: str) -> int | None:
     return int(m.group(1))
 
 
-def _plan_while_spark_starts(source: Any, parts: int | None) -> Any:
-    """For a trace the tasks cannot split by key (its acks carry no key: ``conformance.spark.router``), plan the
-    split of ``source`` into ``parts`` in a thread while the JVM starts (the driver is idle then); the returned
-    function, given the started session, waits for the plan, starting Spark's Python workers meanwhile if the
-    plan is not made yet (a large trace).  None for a trace split by key (the tasks route it: nothing to plan)."""
-    import threading
-
-    from conformance.spark import needs_plan, plan_trace
-
-    if parts is None or source.format == "bucketed" or not needs_plan(source, parts):
-        return None  # (a bucketed trace's tasks read their own buckets: nothing to plan)
-    made: list[Any] = [None]
-
-    def plan() -> None:
-        made[0] = plan_trace(source, parts)
-
-    thread = threading.Thread(target=plan, name="keyshared-plan", daemon=True)
-    thread.start()
-
-    def wait(spark: Any) -> Any:
-        if thread.is_alive():  # Spark is up before the plan (a large trace): start its Python workers meanwhile
-            import contextlib
-
-            from conformance.spark import warm_workers
-
-            with contextlib.suppress(Exception):  # only a head start: the check's own job meets any failure
-                warm_workers(spark, parts)
-        thread.join()
-        return made[0]
-
-    return wait
-
-
 def _check_on_spark(
     source: Any,
     profile: Any,
@@ -373,8 +340,6 @@ def _check_on_spark(
     probe(master, wait)  # a spark:// master nobody answers at: a target failure, said without starting a JVM
     # a large trace is validated by the Spark tasks, each reading it (a malformed one fails with the reader's error)
     user_conf = _with_memory_defaults(user_conf or {})
-    guess = parts or _parts_before_start(master, events, small, user_conf)
-    planning = None if isinstance(source, str) or small else _plan_while_spark_starts(source, guess)
     log = _spark_log()
     try:
         # a trace the tasks read needs Spark Core only (no SQL session: seconds less to start); the JVM idles
@@ -393,9 +358,8 @@ def _check_on_spark(
                 if not isinstance(source, str) and source.format == "bucketed":  # its parts: its buckets
                     choice = _bucket_parts(choice, source.layout)
                 parts = choice.parts
-                if columnar:
-                    plan = planning(spark) if planning is not None else None
-                    verdict = check_with_spark(source, profile, spark=spark, parts=parts, plan=plan)
+                if columnar:  # the driver plans nothing: the tasks route the trace by key (carried or resolved)
+                    verdict = check_with_spark(source, profile, spark=spark, parts=parts)
                 else:
                     verdict = check_with_spark(
                         list(source.events()), profile, spark=spark, header=source.header, parts=parts
@@ -506,20 +470,6 @@ def _stopped(exc: BaseException) -> bool:
     ) or type(exc).__name__ in ("Py4JNetworkError",)
 
 
-def _parts_before_start(master: str, events: int | None, small: bool, user_conf: dict[str, str]) -> int | None:
-    """The part count a local master will be given (:mod:`conformance.spark.parts`), known before its JVM starts
-    (the plan made meanwhile is for it); None for a cluster's (its cores are known once it runs)."""
-    from conformance.spark.parts import choose_parts, spark_memory
-    from conformance.spark.session import session_config
-
-    cores = _cores(master)
-    if cores is None:
-        return None
-    conf = {**session_config(master, small=True), **user_conf}
-    memory, source = spark_memory(conf, master, user_keys=set(user_conf))
-    return choose_parts(events, memory, cores, small=small, memory_from=source).parts
-
-
 def _chosen_parts(
     spark: Any, master: str, given: int | None, events: int | None, small: bool, user_conf: dict[str, str]
 ) -> Any:
@@ -549,11 +499,10 @@ def _bucket_parts(memory: Any, layout: Any) -> Any:
     """A bucketed trace's parts are its buckets: whether the largest pass a task runs (a bucket's scope pass, with
     the shared events, or its identity pass: with deduplication on, every id of its producers), from the
     manifest, fits a task's memory, and the bucket count that would if not
-    (:func:`conformance.spark.parts.bucket_choice`)."""
-    from conformance.spark.parts import bucket_choice
+    (:func:`conformance.spark.parts.layout_choice`)."""
+    from conformance.spark.parts import layout_choice
 
-    largest = max(layout.shared + max(layout.bucket_events, default=0), max(layout.identity_events, default=0))
-    return bucket_choice(memory, layout.buckets, largest)
+    return layout_choice(memory, layout)
 
 
 def _raise_if_out_of_memory(exc: BaseException, source: Any, choice: Any, master: str) -> None:

@@ -1,7 +1,9 @@
 """The Spark engine's split by key in Spark's workers: a stored trace whose acks carry their message's key is
 checked in one job, each task routing its events itself; a trace whose routed split does not hold is checked
-again by the plan; a trace that does not look routable takes the plan at once.  Every verdict is the streaming
-engine's (``tests/unit/test_spark_router.py`` proves the split task by task without Spark)."""
+again with the keys of its acks resolved by the tasks, and by the plan only if that does not hold either; a
+stored trace whose acks carry no key is split by resolved keys at once, the driver reading nothing of it.
+Every verdict is the streaming engine's (``tests/unit/test_spark_router.py`` and
+``tests/unit/test_spark_resolved_keys.py`` prove the splits task by task without Spark)."""
 
 from __future__ import annotations
 
@@ -57,9 +59,11 @@ def test_stored_traces_whose_acks_carry_their_key_are_split_by_key(spark: Any, t
         same_verdicts(check_with_spark(str(path), spark=spark, parts=3), want)
 
 
-def test_a_trace_whose_routed_split_does_not_hold_is_checked_again_by_the_plan(spark: Any, tmp_path: Path) -> None:
+def test_a_trace_whose_routed_split_does_not_hold_is_checked_again_with_resolved_keys(
+    spark: Any, tmp_path: Path
+) -> None:
     """A late ack written with another key than its message's: the entries overlap, the trace is checked again,
-    split by the driver's plan, with the streaming verdict."""
+    each ack going where its message's key goes, with the streaming verdict."""
     run = recorded(32)
     events = list(run.events)
     keys = sorted({e.key for e in events if e.key is not None})
@@ -70,17 +74,33 @@ def test_a_trace_whose_routed_split_does_not_hold_is_checked_again_by_the_plan(s
     routed: list[int] = []
     whole: list[int] = []
     (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=2, routed=routed, whole=whole)
-    assert routed == [] and whole == []  # the plan gives the ack its message's key: split, not whole
+    assert routed == [0] and whole == [] and verdict.extra["split"] == "resolved"
     same_verdicts(verdict, check_trace(events, header=run.header))
 
 
-def test_a_trace_whose_acks_carry_no_key_takes_the_plan_at_once(spark: Any, tmp_path: Path) -> None:
+def test_a_trace_whose_acks_carry_no_key_is_split_without_a_plan(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver may not plan (it would fail the test): the tasks resolve the acks' keys, and a stray ack (of a
+    message nothing published or received) is routed by a second job.  Both engines give one verdict."""
+    import conformance.spark.engine as engine
+
+    def no_plan(*_args: Any) -> None:
+        raise AssertionError("the driver planned the split")
+
+    monkeypatch.setattr(engine, "_driver_plan", no_plan)
     run = recorded(33, keyed_acks=False)
-    path = stored_in_chunks(tmp_path / "chunks", run.header, list(run.events))
+    events = list(run.events)
+    ack = next(e for e in events if e.op.value == "ack")
+    stray = dataclasses.replace(ack, i=events[-2].i, t=events[-2].t, msg_id="999:0:-1:-1")
+    events = [*events[:-2], stray, *(dataclasses.replace(e, i=e.i + 1) for e in events[-2:])]
+    path = stored_in_chunks(tmp_path / "chunks", run.header, events)
     routed: list[int] = []
     (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=2, routed=routed)
-    assert routed == []
-    same_verdicts(verdict, check_trace(list(run.events), header=run.header))
+    assert routed == [0] and verdict.extra["split"] == "resolved"
+    want = check_trace(events, header=run.header)
+    assert not want.valid
+    same_verdicts(verdict, want)
 
 
 def test_many_traces_in_one_job_each_split_its_own_way(spark: Any) -> None:

@@ -1,6 +1,6 @@
 """``keyshared check --engine spark`` asks the engine's public API (:func:`conformance.spark.needs_plan`) whether a
-stored trace needs a plan made by the driver before the tasks run: only a split into two or more parts of a
-trace whose acks carry no key (the tasks cannot route it themselves)."""
+stored trace needs a plan made by the driver before the tasks run: never, since the tasks resolve the keys of
+acks that carry none themselves (:class:`conformance.spark.router.Resolution`)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ def _trace(tmp_path: Path, *, keyed_acks: bool) -> Path:
     return b.write(tmp_path / f"t-{keyed_acks}.jsonl")
 
 
-def test_a_trace_with_keyless_acks_needs_a_plan_only_when_split(tmp_path: Path) -> None:
+def test_a_trace_with_keyless_acks_needs_no_plan_either(tmp_path: Path) -> None:
     source = open_trace(_trace(tmp_path, keyed_acks=False))
-    assert needs_plan(source, 2)
+    assert not needs_plan(source, 2)
     assert not needs_plan(source, 1)
 
 
