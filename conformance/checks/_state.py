@@ -29,6 +29,8 @@ __all__ = [
     "free_mark",
     "holders_of",
     "msg_of",
+    "new_record",
+    "new_settled",
     "settled_of",
 ]
 
@@ -53,45 +55,46 @@ Position = tuple[int, ...]
 class Record:
     """What the engine knows of one message in one subscription, from the moment it is known there until it is
     settled (then a :class:`Settled` remainder replaces it).  Plain declared attributes: compiled with mypyc, a C
-    struct, read in the hot loop without a dictionary or an index."""
+    struct, read in the hot loop without a dictionary or an index.  Made by :func:`new_record` (no ``__init__``:
+    run from source, a class's Python ``__init__`` is a second interpreter frame per message, the dearest part of
+    making one)."""
 
     __slots__ = (
         "acked", "arm_epoch", "arm_i", "arm_inc", "due", "exempt", "free", "hold_i", "holder", "key", "pos", "rc",
         "scope", "t0", "uid",
     )  # fmt: skip
 
-    def __init__(self, acked: bool, free: Any, key: str, scope: str, pos: Position, t0: Any, uid: str | None) -> None:
-        #: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a
-        #: redelivered_after_ack
-        self.acked = acked
-        #: negatively acknowledged or released by a redeliver request (ever): the key is exempt while this holds
-        #: and the message has no armed, not disarmed acknowledgement (:func:`conformance.checks.ordering.exempt_now`);
-        #: a message with it set is never settled, so an exemption an armed ack ended comes back when that ack is
-        #: disarmed
-        self.exempt = False
-        #: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
-        self.free = free
-        #: who holds it: None, one Incarnation (received at ``hold_i``), or a dict Incarnation -> receive index
-        self.holder: Any = None
-        #: the receive that began the single holder's hold; after an arming ack, the acknowledged hold's (its copy)
-        self.hold_i = -1
-        self.key = key  #: the key it is judged under: its first known event's (a batch message: its entry's)
-        self.scope = scope  #: stream + "\x1f" + key: what ordering and exclusivity are judged within
-        self.pos = pos  #: (ledger, entry, batch_index): its place in the topic log
-        self.t0 = t0  #: ``t0`` of the publish that made it known (the lower bound of a first dispatch), else None
-        self.arm_i = -1  #: index of the ack that armed redelivered_after_ack, or -1
-        self.arm_inc: Any = None  #: the incarnation that acknowledged it then
-        self.arm_epoch = 0  #: the number of unscoped faults before that ack (such a fault disarms every ack)
-        #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a
-        #: receive carrying the same uid is evidence the identity checks already have), else None
-        self.uid = uid
-        #: a delayed message not yet received: its :data:`conformance.checks.delayed.Due` (it is not on the free
-        #: heap meanwhile: its delivery time is its own order), else None
-        self.due: Any = None
-        #: the last live receive's redelivery count (``conformance.checks.redelivery_count``): None before the
-        #: first, False once nothing can be judged (an ack was logged; a batch message), else ``[incarnation,
-        #: count, receive index, the incarnation's request that sent it back since or None]``
-        self.rc: Any = None
+    #: acknowledged: an ack of it was logged (by anyone, live or late) and no receive since was a
+    #: redelivered_after_ack
+    acked: bool
+    #: negatively acknowledged or released by a redeliver request (ever): the key is exempt while this holds and
+    #: the message has no armed, not disarmed acknowledgement (:func:`conformance.checks.ordering.exempt_now`); a
+    #: message with it set is never settled, so an exemption an armed ack ended comes back when that ack is
+    #: disarmed
+    exempt: bool
+    #: what made it free, while it is free (else None): an int ``i`` for "its publish at E<i>", else a Mark
+    free: Any
+    #: who holds it: None, one Incarnation (received at ``hold_i``), or a dict Incarnation -> receive index
+    holder: Any
+    #: the receive that began the single holder's hold; after an arming ack, the acknowledged hold's (its copy)
+    hold_i: Any
+    key: str  #: the key it is judged under: its first known event's (a batch message: its entry's)
+    scope: str  #: stream + "\x1f" + key: what ordering and exclusivity are judged within
+    pos: Position  #: (ledger, entry, batch_index): its place in the topic log
+    t0: Any  #: ``t0`` of the publish that made it known (the lower bound of a first dispatch), else None
+    arm_i: Any  #: index of the ack that armed redelivered_after_ack, or -1
+    arm_inc: Any  #: the incarnation that acknowledged it then
+    arm_epoch: int  #: the number of unscoped faults before that ack (such a fault disarms every ack)
+    #: the uid of the publish receipt that made it known, when that was the uid's first publish event (so a
+    #: receive carrying the same uid is evidence the identity checks already have), else None
+    uid: str | None
+    #: a delayed message not yet received: its :data:`conformance.checks.delayed.Due` (it is not on the free heap
+    #: meanwhile: its delivery time is its own order), else None
+    due: Any
+    #: the last live receive's redelivery count (``conformance.checks.redelivery_count``): None before the first,
+    #: False once nothing can be judged (an ack was logged; a batch message), else ``[incarnation, count, receive
+    #: index, the incarnation's request that sent it back since or None]``
+    rc: Any
 
     def armed(self, epoch: int) -> bool:
         """Whether it has an armed acknowledgement that nothing disarmed since (``docs/checker.md``, "Armed ack"):
@@ -99,27 +102,60 @@ class Record:
         return self.arm_i >= 0 and self.arm_epoch == epoch and self.arm_inc.last_disarm < self.arm_i
 
 
+def new_record(acked: bool, free: Any, key: str, scope: str, pos: Position, t0: Any, uid: str | None) -> Record:
+    """A message's record as it becomes known: held by nobody, not exempt, no armed ack, not delayed, no
+    redelivery count judged yet."""
+    rec = Record()
+    rec.acked = acked
+    rec.exempt = False
+    rec.free = free
+    rec.holder = None
+    rec.hold_i = -1
+    rec.key = key
+    rec.scope = scope
+    rec.pos = pos
+    rec.t0 = t0
+    rec.arm_i = -1
+    rec.arm_inc = None
+    rec.arm_epoch = 0
+    rec.uid = uid
+    rec.due = None
+    rec.rc = None
+    return rec
+
+
 class Settled:
     """The compact remainder of a *settled* message: acknowledged, held by nobody and its publish receipt seen.
 
     It keeps what a later receive needs: the message's key and scope (shared strings), the arming ack
     (``arm_i``, ``arm_inc``, ``arm_epoch``) and the receive that began the hold it acknowledged (``hold_i``: which
-    copy of a batch entry the ack was in)."""
+    copy of a batch entry the ack was in).  Made by :func:`new_settled` (no ``__init__``, as :class:`Record`)."""
 
     __slots__ = ("arm_epoch", "arm_i", "arm_inc", "hold_i", "key", "scope")
 
-    def __init__(self, scope: str, key: str, arm_i: int, arm_inc: Any, arm_epoch: int, hold_i: int) -> None:
-        self.scope = scope
-        self.key = key
-        self.arm_i = arm_i
-        self.arm_inc = arm_inc
-        self.arm_epoch = arm_epoch
-        self.hold_i = hold_i
+    scope: str
+    key: str
+    arm_i: Any
+    arm_inc: Any
+    arm_epoch: int
+    hold_i: Any
+
+
+def new_settled(scope: str, key: str, arm_i: Any, arm_inc: Any, arm_epoch: int, hold_i: Any) -> Settled:
+    """A settled message's remainder."""
+    left = Settled()
+    left.scope = scope
+    left.key = key
+    left.arm_i = arm_i
+    left.arm_inc = arm_inc
+    left.arm_epoch = arm_epoch
+    left.hold_i = hold_i
+    return left
 
 
 def settled_of(rec: Record) -> Settled:
     """The remainder of ``rec`` once it is settled, keeping its armed ack."""
-    return Settled(rec.scope, rec.key, rec.arm_i, rec.arm_inc, rec.arm_epoch, rec.hold_i)
+    return new_settled(rec.scope, rec.key, rec.arm_i, rec.arm_inc, rec.arm_epoch, rec.hold_i)
 
 
 def free_mark(free: Any) -> Mark:

@@ -62,6 +62,8 @@ from conformance.checks._state import (
     event_ref,
     free_mark,
     holders_of,
+    new_record,
+    new_settled,
     settled_of,
 )
 from conformance.checks.assignment import (
@@ -132,6 +134,21 @@ class Suspect(NamedTuple):
 
 class StreamingChecker:
     """Checks a trace event by event; :meth:`finish` returns the :class:`~conformance.verdict.Verdict`."""
+
+    #: Every attribute, declared: run from source, an instance with more than 30 attributes in its ``__dict__``
+    #: has no shared keys, and the interpreter (3.11) then looks up each ``self._method`` the slow way, once per
+    #: handler call, three times a message; slots make that lookup, and every ``self.<attribute>``, direct.
+    __slots__ = (
+        "_assign_unjudged", "_attached", "_close_i", "_dead", "_decoder", "_delayed", "_dl_max", "_early_allowance",
+        "_entries_unled", "_entry_keys", "_epoch", "_extras", "_fresh_selector", "_held_back", "_judge_below",
+        "_left_topics", "_lookahead", "_loss_i", "_new", "_non_persistent", "_np_first", "_np_last_open",
+        "_np_published", "_own_keys", "_published", "_receipts", "_redelivered_subs", "_refusal_noted", "_registered",
+        "_replicated", "_scopes", "_sticky", "_sub_list", "_unacked", "_validator", "_watched", "_wrong_counts",
+        "default_sub", "drained", "dup_excused", "dup_receipts", "end_i", "entry_order_breaks", "events",
+        "failed_received", "failed_uids", "first_fault", "found", "header", "ids", "key_mismatches", "last_inc",
+        "live", "maybe_stored", "notes", "pending_evidence", "pending_unexpected", "profile", "stored_top", "subs",
+        "suspects", "top_seq", "uid_pub", "unexcused",
+    )  # fmt: skip
 
     def __init__(self, header: TraceHeader | None = None, profile: str | Profile | None = None) -> None:
         self.header = header if header is not None else TraceHeader.unknown()
@@ -393,7 +410,7 @@ class StreamingChecker:
             acked = bool(sub.acked_early) and mkey in sub.acked_early
             if acked:
                 sub.acked_early.discard(mkey)
-            rec = Record(acked, None, sticky, scope, (ledger, entry, batch), None, None)
+            rec = new_record(acked, None, sticky, scope, (ledger, entry, batch), None, None)
             sub.recs[mkey] = rec
             if count is not None:
                 rec.rc = False if (acked or batch >= 0) else [inc, count, i, None]
@@ -500,7 +517,16 @@ class StreamingChecker:
         if mkey in self._published and not rec.exempt:  # settled: only the compact remainder stays
             del sub.recs[mkey]
             if arms:
-                sub.settled[mkey] = Settled(rec.scope, rec.key, i, inc, self._epoch, rec.hold_i)
+                # new_settled(rec.scope, rec.key, i, inc, self._epoch, rec.hold_i), written out: the commonest
+                # settle, and from source a call per message costs more than its six stores
+                left = Settled()
+                left.scope = rec.scope
+                left.key = rec.key
+                left.arm_i = i
+                left.arm_inc = inc
+                left.arm_epoch = self._epoch
+                left.hold_i = rec.hold_i
+                sub.settled[mkey] = left
             else:  # an ack that arms nothing leaves an earlier armed ack armed
                 sub.settled[mkey] = settled_of(rec)
             return
@@ -593,10 +619,27 @@ class StreamingChecker:
                 continue  # sent strictly before the subscription existed (at an equal t: after)
             if sub.acked_early and mkey in sub.acked_early:  # an ack named it already: acknowledged
                 sub.acked_early.discard(mkey)
-                sub.settled[mkey] = Settled(scope, key, -1, None, 0, -1)
+                sub.settled[mkey] = new_settled(scope, key, -1, None, 0, -1)
             else:
                 pos: Position = (ledger, entry, batch)
-                rec = recs[mkey] = Record(False, i, key, scope, pos, send_t, uid if first_of_uid else None)
+                # new_record(False, i, key, scope, pos, send_t, uid if first_of_uid else None), written out: nearly
+                # every record is made here, and from source a call per message costs more than the stores
+                rec = recs[mkey] = Record()
+                rec.acked = False
+                rec.exempt = False
+                rec.free = i
+                rec.holder = None
+                rec.hold_i = -1
+                rec.key = key
+                rec.scope = scope
+                rec.pos = pos
+                rec.t0 = send_t
+                rec.arm_i = -1
+                rec.arm_inc = None
+                rec.arm_epoch = 0
+                rec.uid = uid if first_of_uid else None
+                rec.due = None
+                rec.rc = None
                 if self._held_back and self._not_waiting(rec, send_t, i, n):
                     continue
                 heap = sub.free_heaps.get(scope)
@@ -1029,7 +1072,7 @@ class StreamingChecker:
             key = self._entry_key(stream, row.ledger, row.entry, row.batch, key, mkey)
         scope = self._scope(stream, key)
         acked = bool(sub.acked_early) and mkey in sub.acked_early
-        rec = Record(acked, None, key, scope, (row.ledger, row.entry, row.batch), None, None)
+        rec = new_record(acked, None, key, scope, (row.ledger, row.entry, row.batch), None, None)
         sub.recs[mkey] = rec
         if acked:
             sub.acked_early.discard(mkey)
@@ -1096,7 +1139,7 @@ class StreamingChecker:
     def _revive(self, sub: SubState, mkey: str, pos: Position) -> Record:
         """The record of a settled message received again: acknowledged, with its first key and arming ack."""
         left = sub.settled.pop(mkey)
-        rec = Record(True, None, left.key, left.scope, pos, None, None)
+        rec = new_record(True, None, left.key, left.scope, pos, None, None)
         rec.rc = False
         rec.hold_i = left.hold_i
         rec.arm_i = left.arm_i
