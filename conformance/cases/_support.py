@@ -569,6 +569,10 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     behind = dedup_snapshot_problems(result.trace_path)
     if behind:
         problems.append(("deduplication", Kind.DEDUP_SNAPSHOT_BEHIND, behind[0]))
+    renumbered = sequence_id_problems(result.trace_path)
+    if renumbered:
+        more = f" (and {len(renumbered) - 1} more)" if len(renumbered) > 1 else ""
+        problems.append(("deduplication", Kind.WRONG_SEQUENCE_ID, renumbered[0] + more))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:
@@ -595,6 +599,35 @@ def receives_past_dead_letter(trace_path: str | Path, maximum: int) -> list[str]
                 f"not_dead_lettered: E{event.i} {event.consumer} received {event.msg_id} (key {event.key!r}) with"
                 f" redelivery count {count}, above the dead-letter policy's max_redeliver_count {maximum}: the client"
                 " should have routed it to the dead-letter topic"
+            )
+    return found
+
+
+def sequence_id_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of every send whose client, right after its receipt, reported a last published sequence id
+    other than the send's own id (a ``publish`` with ``last_seq``, which the driver records on a send made one at
+    a time with an id above every id its producer sent before).
+
+    The id the send went with is the trace's ``seq``: the driver's own, or, for a message the client numbered
+    (``sequence = "auto"``), the one the client must give it when it numbers from the broker's answer on connect
+    (the producer's ``last_sequence_id``) and counts up by one per message.  Pulsar's clients set the last
+    published id from the receipt of the send (``ProducerImpl.ackReceived``: the receipt's sequence id, plus the
+    batch's size less one), so a difference means the send went out under another id: a broker that answered a
+    wrong last sequence id, a client that numbers wrongly, or a receipt for another id.  Sound on any trace:
+    an id above every earlier one is the last published whatever a client does with lower ids (``max`` in the
+    Java client, the receipt's in the C++ one)."""
+    from conformance.trace.reader import open_trace
+
+    found = []
+    for event in open_trace(trace_path).events():
+        last = event.extra.get("last_seq")
+        if event.op.value != "publish" or last is None or event.result != "ok" or event.seq is None:
+            continue
+        if int(last) != int(event.seq):
+            found.append(
+                f"wrong_sequence_id: E{event.i} producer {event.producer}'s send of {event.uid} (sequence id"
+                f" {event.seq}, stored as {event.msg_id}) left its client's last published sequence id at {last}:"
+                " the message went out under another id"
             )
     return found
 
