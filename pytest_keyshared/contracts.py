@@ -81,6 +81,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "stats_mismatch": "key-exclusivity",
     "dedup_snapshot_behind": "deduplication",
     "wrong_sequence_id": "deduplication",
+    "wrong_message_id": "deduplication",
 }
 
 

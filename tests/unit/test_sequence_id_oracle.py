@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases._support import sequence_id_problems
+from conformance.cases._support import message_id_problems, sequence_id_problems
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 
@@ -58,3 +58,58 @@ def test_a_send_of_unknown_outcome_is_not_judged(tmp_path: Path) -> None:
 
 def test_parquet_keeps_the_field(tmp_path: Path) -> None:
     assert len(sequence_id_problems(_trace(tmp_path, [41, 43], name="t.parquet"))) == 1
+
+
+# -- ``wrong_message_id``: a ledger's entries from 0 with no gap; a new ledger after a broker restart -----------
+
+
+def _ids_trace(
+    tmp_path: Path, before: list[str], after: list[str], *, sync: bool = True, equal_times: bool = False
+) -> Path:
+    """p stores ``before``, the broker restarts, p stores ``after`` (message ids ``ledger:entry``)."""
+    extra = {"publish_mode": "sync"} if sync else {}
+    b = TraceBuilder(
+        TraceHeader(target="hand-written", subscription=SubscriptionSpec("s"), extra=extra),
+        step=0 if equal_times else 10,
+    )
+    for msg_id in before:
+        b.publish("k", f"{msg_id}:-1:-1")
+    b.fault("broker_restart")
+    b.fault("broker_restarted")
+    for msg_id in after:
+        b.publish("k", f"{msg_id}:-1:-1", t0=b.t if equal_times else b.t + 1)
+    b.add("end", drained=True)
+    return b.write(tmp_path / "ids.jsonl")
+
+
+@pytest.mark.parametrize("equal_times", [False, True])
+def test_ids_of_a_managed_ledger_pass(tmp_path: Path, equal_times: bool) -> None:
+    trace = _ids_trace(tmp_path, ["3:0", "3:1", "3:2"], ["7:0", "7:1"], equal_times=equal_times)
+    assert message_id_problems(trace) == []
+
+
+def test_entries_from_one_are_flagged(tmp_path: Path) -> None:
+    problems = message_id_problems(_ids_trace(tmp_path, ["3:1", "3:2"], []))
+    assert len(problems) == 1 and "none for entry 0" in problems[0]
+
+
+def test_a_gap_is_not_judged_when_a_send_may_have_left_an_entry(tmp_path: Path) -> None:
+    b = TraceBuilder(TraceHeader(target="hand-written", subscription=SubscriptionSpec("s")), step=10)
+    b.publish("k", "3:0:-1:-1")
+    b.publish("k", "-1:-1:-1:-1", result="info")  # timed out: it may be entry 3:1
+    b.publish("k", "3:2:-1:-1")
+    b.add("end", drained=True)
+    assert message_id_problems(b.write(tmp_path / "t.jsonl")) == []
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_the_old_ledger_after_a_restart_is_flagged(tmp_path: Path, sync: bool) -> None:
+    problems = message_id_problems(_ids_trace(tmp_path, ["3:0", "3:1"], ["3:2", "3:3"], sync=sync))
+    assert len(problems) == 2 and problems[0].startswith("wrong_message_id: E") and "ledger 3" in problems[0]
+
+
+def test_a_late_receipt_is_not_judged_unless_the_run_was_synchronous(tmp_path: Path) -> None:
+    # equal timestamps and no publish_mode: a receipt logged after the restart may be of a send made before it
+    trace = _ids_trace(tmp_path, ["3:0", "3:1"], ["3:2"], sync=False, equal_times=True)
+    b_problems = message_id_problems(trace)
+    assert b_problems == []
