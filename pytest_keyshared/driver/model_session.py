@@ -104,7 +104,8 @@ class ModelProducerHandle:
 
             def callback(result: str, mid: Any, message: OutgoingMessage = message, t0: int = t0) -> None:
                 if result == "Ok" and mid is not None:
-                    on_done(message, SendOutcome("ok", _msg_id(mid), t0=t0))
+                    last = int(self._producer.last_sequence_id())
+                    on_done(message, SendOutcome("ok", _msg_id(mid), t0=t0, last_seq=last))
                 else:
                     on_done(message, SendOutcome("fail", error=str(result), t0=t0))
 

@@ -234,7 +234,8 @@ class Recorder:
     ) -> None:
         """A send's outcome; ``send_ids`` ``(sequence_id, highest_sequence_id)`` of a batch sent with its highest id
         (``send_seq``, ``highest_seq`` on the event: the ids the broker judged the send by); ``last_seq`` the
-        client's last published sequence id right after the receipt (``last_seq``: judged, ``wrong_sequence_id``)."""
+        client's last published sequence id right after the receipt (``last_seq``: judged, ``wrong_sequence_id``;
+        for a message of a batch, its batch's last id)."""
         extra: dict[str, Any] = {"t0": outcome.t0}
         if last_seq is not None and outcome.result == "ok":
             extra["last_seq"] = last_seq

@@ -508,8 +508,12 @@ class _Run(RunLoop):
         if step.batching != "none":
             timeout_s = self.settings.send_timeout_ms / 1000 + self.settings.step_timeout_ms / 1000
 
+            # default batches of consecutive ids above every earlier one: each receipt leaves the client's last
+            # published id at its batch's last id (first + count - 1), so at or above each of its messages' ids
+            judged = step.batching == "default" and self._ascending_from_top(step.producer, messages)
+
             def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
-                self.recorder.publish(step.producer, message, outcome)
+                self.recorder.publish(step.producer, message, outcome, last_seq=outcome.last_seq if judged else None)
 
             self._sent_up_to(step.producer, messages)
             done = producer.send_batch(messages, record, timeout_s)
@@ -556,6 +560,13 @@ class _Run(RunLoop):
                 left = len(messages) - position - 1
                 return False, f"{unconfirmed} sends in a row unconfirmed; gave up with {left} messages unsent"
         return True, ""
+
+    def _ascending_from_top(self, producer: str, messages: list[OutgoingMessage]) -> bool:
+        """Whether ``messages`` have consecutive ids, each above every id ``producer`` sent before."""
+        highest = self._highest_sent.get(producer)
+        seqs = [message.seq for message in messages]
+        consecutive = seqs == list(range(seqs[0], seqs[0] + len(seqs))) if seqs else False
+        return consecutive and (highest is None or seqs[0] > highest)
 
     def _sent_up_to(self, producer: str, messages: list[OutgoingMessage]) -> None:
         """Note ``messages`` as sent by ``producer`` (pipelined or as one batch: their receipts are not judged)."""

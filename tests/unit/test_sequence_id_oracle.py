@@ -113,3 +113,28 @@ def test_a_late_receipt_is_not_judged_unless_the_run_was_synchronous(tmp_path: P
     trace = _ids_trace(tmp_path, ["3:0", "3:1"], ["3:2"], sync=False, equal_times=True)
     b_problems = message_id_problems(trace)
     assert b_problems == []
+
+
+def _batch_trace(tmp_path: Path, msg_ids: list[str], last_seqs: list[int]) -> Path:
+    """p's default batch of ids 1, 2, 3 (pipelined), each receipt with the client's last published id."""
+    b = TraceBuilder(TraceHeader(target="hand-written", subscription=SubscriptionSpec("s")), step=0)
+    for seq, (msg_id, last) in enumerate(zip(msg_ids, last_seqs, strict=True), start=1):
+        b.add("publish", topic=b.topic, producer="p", key="k", msg_id=msg_id, seq=seq, uid=f"p:{seq}", result="ok",
+              last_seq=last)  # fmt: skip
+    b.add("end", drained=True)
+    return b.write(tmp_path / "batch.jsonl")
+
+
+def test_a_batch_leaves_its_last_id(tmp_path: Path) -> None:
+    assert sequence_id_problems(_batch_trace(tmp_path, ["1:0:-1:0", "1:0:-1:1", "1:0:-1:2"], [3, 3, 3])) == []
+
+
+def test_a_batch_whose_receipt_did_not_move_the_id_is_flagged(tmp_path: Path) -> None:
+    # the model's ``_batch_outcome`` without its update: the client's last id stays at -1
+    problems = sequence_id_problems(_batch_trace(tmp_path, ["1:0:-1:0", "1:0:-1:1", "1:0:-1:2"], [-1, -1, -1]))
+    assert len(problems) == 3
+
+
+def test_a_partition_batch_is_not_judged(tmp_path: Path) -> None:
+    # partition 0's batch holds ids 1 and 3 (2 went to partition 1): its receipt leaves first + count - 1 = 2
+    assert sequence_id_problems(_batch_trace(tmp_path, ["1:0:0:0", "2:0:1:0", "1:0:0:1"], [2, 2, 2])) == []
