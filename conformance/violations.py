@@ -13,9 +13,9 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
 ``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``,
 ``received_beyond_unacked_limit``, ``received_beyond_lookahead``; and
-eight that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
-``not_quiet``, ``pinned_owner``, ``received_beyond_permits``, ``not_dead_lettered``, ``stats_mismatch`` and
-``dedup_snapshot_behind``.
+ten that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
+``not_quiet``, ``pinned_owner``, ``received_beyond_permits``, ``not_dead_lettered``, ``stats_mismatch``,
+``dedup_snapshot_behind``, ``wrong_sequence_id`` and ``wrong_message_id``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
@@ -110,6 +110,12 @@ class Kind(str, Enum):
     #: a 4.x (PIP-379) dispatcher sent an entry while more entries below it than its look-ahead limit allows had
     #: never been sent to anyone: it read past keySharedLookAheadMsgInReplayThreshold*
     RECEIVED_BEYOND_LOOKAHEAD = "received_beyond_lookahead"
+    #: a send made with an id above every earlier id of its producer left the client's last published sequence id
+    #: at another value: the message went out under another id (a case-level judgement)
+    WRONG_SEQUENCE_ID = "wrong_sequence_id"
+    #: a message id no managed ledger gives: a ledger's receipted entries not numbered 0, 1, 2, ... (every send to
+    #: the topic receipted), or a send after a broker restart stored in a ledger written before it (case-level)
+    WRONG_MESSAGE_ID = "wrong_message_id"
 
     def __str__(self) -> str:
         return self.value

@@ -80,6 +80,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "not_dead_lettered": "redelivery",
     "stats_mismatch": "key-exclusivity",
     "dedup_snapshot_behind": "deduplication",
+    "wrong_sequence_id": "deduplication",
+    "wrong_message_id": "deduplication",
 }
 
 

@@ -719,6 +719,14 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     behind = dedup_snapshot_problems(result.trace_path)
     if behind:
         problems.append(("deduplication", Kind.DEDUP_SNAPSHOT_BEHIND, behind[0]))
+    misplaced = message_id_problems(result.trace_path)
+    if misplaced:
+        more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
+        problems.append(("deduplication", Kind.WRONG_MESSAGE_ID, misplaced[0] + more))
+    renumbered = sequence_id_problems(result.trace_path)
+    if renumbered:
+        more = f" (and {len(renumbered) - 1} more)" if len(renumbered) > 1 else ""
+        problems.append(("deduplication", Kind.WRONG_SEQUENCE_ID, renumbered[0] + more))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:
@@ -745,6 +753,121 @@ def receives_past_dead_letter(trace_path: str | Path, maximum: int) -> list[str]
                 f"not_dead_lettered: E{event.i} {event.consumer} received {event.msg_id} (key {event.key!r}) with"
                 f" redelivery count {count}, above the dead-letter policy's max_redeliver_count {maximum}: the client"
                 " should have routed it to the dead-letter topic"
+            )
+    return found
+
+
+def sequence_id_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of every send whose client, right after its receipt, reported a last published sequence id
+    other than the send's own id (a ``publish`` with ``last_seq``, which the driver records on a send made one at
+    a time with an id above every id its producer sent before).
+
+    The id the send went with is the trace's ``seq``: the driver's own, or, for a message the client numbered
+    (``sequence = "auto"``), the one the client must give it when it numbers from the broker's answer on connect
+    (the producer's ``last_sequence_id``) and counts up by one per message.  Pulsar's clients set the last
+    published id from the receipt of the send (``ProducerImpl.ackReceived``: the receipt's sequence id, plus the
+    batch's size less one), so a difference means the send went out under another id: a broker that answered a
+    wrong last sequence id, a client that numbers wrongly, or a receipt for another id.  Sound on any trace:
+    an id above every earlier one is the last published whatever a client does with lower ids (``max`` in the
+    Java client, the receipt's in the C++ one).  A message of a batch (a batch index in its id; the driver records
+    ``last_seq`` there only for default batches of consecutive ids) leaves it at its batch's last id, the first
+    plus the count less one: at or above the message's own id; not judged on a partitioned topic, where each
+    partition's batch holds only the ids routed to it."""
+    from conformance.trace.reader import open_trace
+
+    found = []
+    for event in open_trace(trace_path).events():
+        last = event.extra.get("last_seq")
+        if event.op.value != "publish" or last is None or event.result != "ok" or event.seq is None:
+            continue
+        parts = str(event.msg_id).split(":")
+        batched = len(parts) > 3 and int(parts[3]) >= 0
+        if batched and int(parts[2]) >= 0:
+            continue  # one partition's batch holds the ids routed there, not consecutive ones
+        if (int(last) < int(event.seq)) if batched else (int(last) != int(event.seq)):
+            found.append(
+                f"wrong_sequence_id: E{event.i} producer {event.producer}'s send of {event.uid} (sequence id"
+                f" {event.seq}, stored as {event.msg_id}) left its client's last published sequence id at {last}:"
+                " the message went out under another id"
+            )
+    return found
+
+
+def message_id_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of message ids no managed ledger gives: the entries of a ledger numbered from 0 with no gap,
+    and a topic loaded again after a broker restart writing to a new, higher ledger.
+
+    Pulsar's ``ManagedLedgerImpl`` writes each topic to a ledger whose entry ids BookKeeper hands out 0, 1, 2, ...,
+    and a topic loaded again (a broker restart) always creates a new ledger to write to; ledger ids only grow.  So:
+
+    * in every ledger, the entries of the ``ok`` receipts are 0 .. n with none missing, when every entry of the
+      topic was a traced send with a receipt: judged only on a persistent topic of a run that is not a failover
+      run (replicators and snapshot markers write entries no client is told of) and whose every ``publish`` on
+      that topic was ``ok`` (a send of unknown or failed outcome may have left an entry without a receipt);
+    * a send begun after a ``broker_restarted`` fault is stored in a ledger above every ledger of a receipt
+      logged before the ``broker_restart`` that preceded it.  A send began after it when its ``t0`` is later, or
+      when the run published synchronously (the scenario driver's header ``publish_mode: "sync"``: each send's
+      outcome is logged before the next step, so a publish logged after the restart's end was sent after it).
+
+    Filed under the ``deduplication`` contract: these are the storage positions deduplication is judged by (a
+    stored id's position, the snapshot's cursor, the ledger a reload writes to: ``dedup_snapshot_problems``).
+
+    Timestamps order nothing here but a ``t0`` against the restart's end (equal ones are not judged, except in a
+    synchronous run), and acks play no part."""
+    from conformance.checks.nonpersistent import is_non_persistent
+    from conformance.trace.reader import open_trace
+
+    trace = open_trace(trace_path)
+    header = trace.header
+    if is_non_persistent(header) or header.extra.get("clusters"):
+        return []
+    found: list[str] = []
+    entries: dict[tuple[str, int, int], set[int]] = {}  # (topic, partition, ledger) -> entry ids receipted
+    unsure: set[str] = set()  # topics with a send of unknown or failed outcome
+    before: dict[str, int] = {}  # topic -> the highest ledger receipted before the latest restart began
+    seen: dict[str, int] = {}  # topic -> the highest ledger receipted so far
+    restarted_t: int | None = None
+    sync = header.extra.get("publish_mode") == "sync"
+    for event in trace.events():
+        op = event.op.value
+        if op == "fault":
+            fault = str(event.extra.get("fault", ""))
+            if fault == "broker_restart":
+                before, restarted_t = dict(seen), None
+            elif fault == "broker_restarted":
+                restarted_t = event.t
+            continue
+        if op != "publish":
+            continue
+        topic = str(event.topic)
+        if event.result != "ok":
+            unsure.add(topic)
+            continue
+        parts = str(event.msg_id).split(":")
+        if len(parts) < 2 or int(parts[0]) < 0:
+            continue  # a duplicate's receipt (-1:-1): no entry
+        ledger, entry = int(parts[0]), int(parts[1])
+        partition = int(parts[2]) if len(parts) > 2 else -1
+        entries.setdefault((topic, partition, ledger), set()).add(entry)
+        seen[topic] = max(seen.get(topic, ledger), ledger)
+        t0 = event.extra.get("t0")
+        old = before.get(topic)
+        after = restarted_t is not None and (sync or (isinstance(t0, int) and t0 > restarted_t))
+        if after and old is not None and ledger <= old:
+            found.append(
+                f"wrong_message_id: E{event.i} {event.uid} was sent after the broker restarted but stored as"
+                f" {event.msg_id}, in ledger {ledger}, not above ledger {old} written before the restart: a topic"
+                " loaded again writes to a new ledger"
+            )
+    for (topic, _, ledger), ids in sorted(entries.items()):
+        if topic in unsure:
+            continue
+        missing = sorted(set(range(max(ids) + 1)) - ids)
+        if missing:
+            found.append(
+                f"wrong_message_id: ledger {ledger} of {topic} has receipts for entries {min(ids)}..{max(ids)} but"
+                f" none for entry {missing[0]} ({len(missing)} missing), though every send to the topic was"
+                " receipted: a ledger's entry ids run 0, 1, 2, ... with no gap"
             )
     return found
 

@@ -138,6 +138,9 @@ class SendOutcome:
     msg_id: str | None = None
     error: str | None = None
     t0: int = 0  #: ns when send was called (on the run's clock)
+    #: the client's ``last_sequence_id()`` read right after an ``ok`` receipt of a send made one at a time (None:
+    #: not read, as for the harness's protocol producer, whose count is its own)
+    last_seq: int | None = None
 
 
 class ConsumerHandle(Protocol):

@@ -96,7 +96,7 @@ class ModelProducerHandle:
             # a timed-out send may still be stored (its write is in flight): outcome unknown
             result = "info" if getattr(exc, "pulsar_name", "") == "Timeout" else "fail"
             return SendOutcome(result, error=f"{type(exc).__name__}: {exc}", t0=t0)
-        return SendOutcome("ok", _msg_id(mid), t0=t0)
+        return SendOutcome("ok", _msg_id(mid), t0=t0, last_seq=int(self._producer.last_sequence_id()))
 
     def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
         for message in messages:
@@ -104,7 +104,8 @@ class ModelProducerHandle:
 
             def callback(result: str, mid: Any, message: OutgoingMessage = message, t0: int = t0) -> None:
                 if result == "Ok" and mid is not None:
-                    on_done(message, SendOutcome("ok", _msg_id(mid), t0=t0))
+                    last = int(self._producer.last_sequence_id())
+                    on_done(message, SendOutcome("ok", _msg_id(mid), t0=t0, last_seq=last))
                 else:
                     on_done(message, SendOutcome("fail", error=str(result), t0=t0))
 

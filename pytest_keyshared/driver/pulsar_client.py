@@ -266,6 +266,7 @@ class PulsarProducer:
             result="ok",
             msg_id=format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()),
             t0=t0,
+            last_seq=int(self._producer.last_sequence_id()),
         )
 
     def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
@@ -296,7 +297,10 @@ class PulsarProducer:
                     return
                 if res == pulsar.Result.Ok:
                     outcome = SendOutcome(
-                        "ok", format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()), t0=t0
+                        "ok",
+                        format_msg_id(mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()),
+                        t0=t0,
+                        last_seq=int(self._producer.last_sequence_id()),  # set from the receipt before callbacks
                     )
                 else:
                     result = "info" if res == pulsar.Result.Timeout else "fail"

@@ -262,10 +262,15 @@ class Recorder:
         outcome: SendOutcome,
         *,
         send_ids: tuple[int, int] | None = None,
+        last_seq: int | None = None,
     ) -> None:
         """A send's outcome; ``send_ids`` ``(sequence_id, highest_sequence_id)`` of a batch sent with its highest id
-        (``send_seq``, ``highest_seq`` on the event: the ids the broker judged the send by)."""
+        (``send_seq``, ``highest_seq`` on the event: the ids the broker judged the send by); ``last_seq`` the
+        client's last published sequence id right after the receipt (``last_seq``: judged, ``wrong_sequence_id``;
+        for a message of a batch, its batch's last id)."""
         extra: dict[str, Any] = {"t0": outcome.t0}
+        if last_seq is not None and outcome.result == "ok":
+            extra["last_seq"] = last_seq
         if send_ids is not None:
             extra["send_seq"], extra["highest_seq"] = send_ids
         if message.partition_key is not None:

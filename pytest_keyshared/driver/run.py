@@ -218,6 +218,9 @@ class _Run(RunLoop):
         self.next_seq: dict[str, int] = {}
         self._announced: dict[str, ProducerHandle] = {}  # producer name -> the handle recorded as open
         self.sent: dict[str, dict[int, OutgoingMessage]] = {}
+        #: per producer name, the highest sequence id sent so far (any step): a send above it has its client's
+        #: ``last_sequence_id()`` recorded (``last_seq``), which must then be its own id
+        self._highest_sent: dict[str, int] = {}
         #: producers the harness's protocol producer sends for (``Scenario.raw_producers``), read on first use
         self._raw_names: frozenset[str] | None = None
         #: the broker's published hash ranges per consumer, for the ``end`` event (``RECORD_RANGES_TAG``)
@@ -514,9 +517,14 @@ class _Run(RunLoop):
         if step.batching != "none":
             timeout_s = self.settings.send_timeout_ms / 1000 + self.settings.step_timeout_ms / 1000
 
-            def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
-                self.recorder.publish(step.producer, message, outcome)
+            # default batches of consecutive ids above every earlier one: each receipt leaves the client's last
+            # published id at its batch's last id (first + count - 1), so at or above each of its messages' ids
+            judged = step.batching == "default" and self._ascending_from_top(step.producer, messages)
 
+            def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
+                self.recorder.publish(step.producer, message, outcome, last_seq=outcome.last_seq if judged else None)
+
+            self._sent_up_to(step.producer, messages)
             done = producer.send_batch(messages, record, timeout_s)
             return done, "" if done else f"some sends unconfirmed after {timeout_s:g}s (recorded as info)"
         return self._send_each(step.producer, messages)
@@ -527,6 +535,7 @@ class _Run(RunLoop):
         """The step's messages as one batch sent with its ids (``highest_sequence_id``), through the raw protocol
         producer; each message's publish records both ids of the send."""
         send_seq = messages[0].seq if step.send_sequence_id is None else step.send_sequence_id
+        self._sent_up_to(step.producer, messages)
         timeout_s = self.settings.send_timeout_ms / 1000 + self.settings.step_timeout_ms / 1000
         outcomes = producer.send_ids(  # type: ignore[attr-defined]
             messages, sequence_id=send_seq, highest_sequence_id=highest, timeout_s=timeout_s
@@ -545,9 +554,12 @@ class _Run(RunLoop):
             if position % 64 == 0 and time.monotonic() >= next_report:  # progress during long publish steps
                 self._report()
                 next_report = time.monotonic() + 1.0
+            highest = self._highest_sent.get(producer_name)
+            self._highest_sent[producer_name] = message.seq if highest is None else max(highest, message.seq)
             outcome = producer.send(message)
             self.session.poll_faults()  # a reconnect of the producer is recorded before the send's outcome
-            self.recorder.publish(producer_name, message, outcome)
+            above = highest is None or message.seq > highest  # not a resend, nor an id below one sent before
+            self.recorder.publish(producer_name, message, outcome, last_seq=outcome.last_seq if above else None)
             if outcome.error is not None and outcome.error.startswith("Interrupted:"):
                 # Ctrl-C during the send: pulsar-client turns it into a failed send (pulsar.Interrupted), recorded
                 # as of unknown outcome above; the run still ends here, as at any other Ctrl-C
@@ -557,6 +569,19 @@ class _Run(RunLoop):
                 left = len(messages) - position - 1
                 return False, f"{unconfirmed} sends in a row unconfirmed; gave up with {left} messages unsent"
         return True, ""
+
+    def _ascending_from_top(self, producer: str, messages: list[OutgoingMessage]) -> bool:
+        """Whether ``messages`` have consecutive ids, each above every id ``producer`` sent before."""
+        highest = self._highest_sent.get(producer)
+        seqs = [message.seq for message in messages]
+        consecutive = seqs == list(range(seqs[0], seqs[0] + len(seqs))) if seqs else False
+        return consecutive and (highest is None or seqs[0] > highest)
+
+    def _sent_up_to(self, producer: str, messages: list[OutgoingMessage]) -> None:
+        """Note ``messages`` as sent by ``producer`` (pipelined or as one batch: their receipts are not judged)."""
+        if messages:
+            top = max(message.seq for message in messages)
+            self._highest_sent[producer] = max(self._highest_sent.get(producer, top), top)
 
     def _producer(self, name: str, batching: str) -> ProducerHandle:
         """The session's producer ``name``; a newly created one is recorded (``producer_open``: the last sequence id
