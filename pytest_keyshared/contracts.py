@@ -32,6 +32,7 @@ CONTRACTS: tuple[str, ...] = (
     "deduplication",
     "assignment",
     "replication",
+    "message-ids",
 )
 
 #: One sentence per contract, for ``--markers``, the docs and the summary's legend.
@@ -45,6 +46,8 @@ CONTRACT_DESCRIPTIONS: Mapping[str, str] = {
     "assignment": "keys go to the consumer the reference selector of the claimed Pulsar version names",
     "replication": "a replicated subscription resumes in another cluster without skipping unacked messages,"
     " and without redelivering what a settled snapshot already covered",
+    "message-ids": "message ids are numbered as Apache Pulsar numbers them: a ledger's entries 0, 1, 2, ..., and a"
+    " topic loaded again writes to a new, higher ledger",
 }
 
 #: Violation kind (the checker's names, part of the trace format) -> the contract it breaks.
@@ -81,7 +84,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "stats_mismatch": "key-exclusivity",
     "dedup_snapshot_behind": "deduplication",
     "wrong_sequence_id": "deduplication",
-    "wrong_message_id": "deduplication",
+    "wrong_message_id": "message-ids",
 }
 
 
