@@ -85,6 +85,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "dedup_snapshot_behind": "deduplication",
     "wrong_sequence_id": "deduplication",
     "wrong_message_id": "message-ids",
+    "not_purged": "deduplication",
 }
 
 
