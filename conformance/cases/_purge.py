@@ -1,11 +1,15 @@
 """The deduplication purge of inactive producers, judged by the case (``not_purged``).
 
 Pulsar forgets a producer that has been disconnected for ``brokerDeduplicationProducerInactivityTimeoutMinutes``:
-``MessageDeduplication.purgeInactiveProducers`` removes it from the sequence-id maps, and ``BrokerService`` runs
-that purge every third of the timeout (research notes, pulsar-semantics.md, "brokerDeduplication..."). A producer
-of that name created again afterwards is answered last sequence id -1 and its low ids are stored again. So once a
-producer has been closed for at least the timeout plus one purge period, whatever the phase of the purge's
-schedule (which no client sees), the broker must have forgotten it.
+``MessageDeduplication.purgeInactiveProducers`` removes it from the sequence-id maps, and
+``BrokerService.startInactivityMonitor`` runs that purge at a fixed rate of a third of the timeout, first one
+period after the broker service started (``scheduleAtFixedRate(checkMessageDeduplicationInfo, timeout / 3,
+timeout / 3)``; a restarted broker schedules it anew). A producer of that name created again afterwards is
+answered last sequence id -1 and its low ids are stored again. So once a producer has been closed for at least the
+timeout plus one purge period, whatever the phase of the purge's schedule (which no client sees: it counts from
+the broker's start), the broker must have forgotten it. The exact period is not judged: which purge run forgets a
+producer depends on that phase, so a broker purging every quarter of the timeout differs from one purging every
+third only for some close times relative to a start a client does not know.
 
 The trace checker judges every trace as if no producer were ever forgotten (``duplicate_publish``,
 ``last_sequence_id_behind``): no trace records when a producer closed, nor the broker's timeout. A scenario gives
