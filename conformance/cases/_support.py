@@ -24,6 +24,7 @@ from conformance.cases._permits import received_beyond_permits
 from conformance.cases._purge import purge_problems, purged_creations
 from conformance.scenarios import Open, Scenario, loads_scenario, parse_scenario
 from conformance.scenarios.model import InvalidScenario, WaitQuiet
+from conformance.trace.events import MsgId
 from conformance.violations import Kind
 
 if sys.version_info >= (3, 11):
@@ -457,7 +458,7 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
     batched = False  # a message id with a batch index: an entry of several messages may have been sent
     latest: set[str] = set()  # names that received something since the latest fault
     for event in trace.events():
-        if event.msg_id is not None and _batch_index(event.msg_id) >= 0:
+        if event.msg_id is not None and MsgId.parse(event.msg_id).batch_index >= 0:
             batched = True
         if event.topic is not None and event.topic != topic:
             exact = False  # a partition's events: stats of the partitioned topic are not judged per consumer
@@ -491,15 +492,6 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
         problems += stats_figure_problems(figures)
         problems += consumer_counter_problems(figures, limit, received if exact else None, singles, queues)
     return problems
-
-
-def _batch_index(msg_id: str) -> int:
-    """The batch index of a stored message id (``ledger:entry:partition:batch``; -1 when not batched or absent)."""
-    parts = msg_id.split(":")
-    try:
-        return int(parts[3]) if len(parts) > 3 else -1
-    except ValueError:
-        return -1
 
 
 def _position_of(text: object) -> tuple[int, int] | None:
@@ -781,9 +773,9 @@ def sequence_id_problems(trace_path: str | Path) -> list[str]:
         last = event.extra.get("last_seq")
         if event.op.value != "publish" or last is None or event.result != "ok" or event.seq is None:
             continue
-        parts = str(event.msg_id).split(":")
-        batched = len(parts) > 3 and int(parts[3]) >= 0
-        if batched and int(parts[2]) >= 0:
+        stored = MsgId.parse(event.msg_id) if event.msg_id is not None else None
+        batched = stored is not None and stored.batch_index >= 0
+        if stored is not None and batched and stored.partition >= 0:
             continue  # one partition's batch holds the ids routed there, not consecutive ones
         if (int(last) < int(event.seq)) if batched else (int(last) != int(event.seq)):
             found.append(
@@ -844,11 +836,12 @@ def message_id_problems(trace_path: str | Path) -> list[str]:
         if event.result != "ok":
             unsure.add(topic)
             continue
-        parts = str(event.msg_id).split(":")
-        if len(parts) < 2 or int(parts[0]) < 0:
+        if event.msg_id is None:
+            continue
+        stored = MsgId.parse(event.msg_id)
+        if stored.ledger < 0:
             continue  # a duplicate's receipt (-1:-1): no entry
-        ledger, entry = int(parts[0]), int(parts[1])
-        partition = int(parts[2]) if len(parts) > 2 else -1
+        ledger, entry, partition = stored.ledger, stored.entry, stored.partition
         entries.setdefault((topic, partition, ledger), set()).add(entry)
         seen[topic] = max(seen.get(topic, ledger), ledger)
         t0 = event.extra.get("t0")
