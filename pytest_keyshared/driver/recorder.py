@@ -51,6 +51,11 @@ class Counters:
     #: acknowledged: the broker owes each copy to the subscription, so the drain waits for them too
     unacked_copies: int = 0
 
+    @property
+    def all_acknowledged(self) -> bool:
+        """Every message stored was acknowledged: each uid, and each second copy of one (what the drain waits for)."""
+        return self.acked_expected >= self.expected_uids and not self.unacked_copies
+
 
 def non_persistent_id(msg_id: str | None, seq: int | None) -> str | None:
     """The trace's name of a message of a non-persistent topic: ``0:<seq>:<partition>:-1``.
@@ -143,9 +148,11 @@ class Recorder:
     def _stored_copy(self, uid: str, topic: str | None, msg_id: str | None) -> None:
         """A receipt of ``uid`` stored at ``msg_id``: a copy under another id than its first is another message
         the subscription is owed (``undelivered`` judges message ids), so the drain waits for its ack too."""
-        mid = _message(topic, msg_id)
-        if mid is None or msg_id is None or msg_id.startswith("-1:"):
+        if msg_id is None or msg_id.startswith("-1:"):
             return  # no receipt id, or a duplicate's (-1:-1): nothing stored
+        mid = _message(topic, msg_id)
+        if mid is None:
+            return
         first = self._first_id.setdefault(uid, mid)
         if first != mid and mid not in self._acked_ids:
             self._copies.add(mid)

@@ -834,7 +834,7 @@ class _Run(RunLoop):
             counters = self.recorder.counters()
             now = clock()
             silent_ns = now - max(since, counters.last_receive_ns)
-            if counters.acked_expected >= counters.expected_uids and not counters.unacked_copies:
+            if counters.all_acknowledged:
                 return silent_ns >= settle_ns
             if silent_ns < give_up_ns:
                 return False
@@ -847,7 +847,7 @@ class _Run(RunLoop):
         bound_ms = self.settings.drain_timeout_ms
         quiet = self.scheduler.wait_until(drained, bound_ms)
         counters = self.recorder.counters()
-        complete = counters.acked_expected >= counters.expected_uids and not counters.unacked_copies
+        complete = counters.all_acknowledged
         # the answer the wait went by (asked again only if it is older than _AWAY_EVERY_NS)
         self.unreachable = () if complete else tuple(away())
         note = f"{counters.acked_expected} of {counters.expected_uids} published messages acknowledged"
