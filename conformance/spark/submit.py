@@ -39,15 +39,7 @@ def parts_for(context: Any, trace: Any) -> Any:
 
 
 def _events(trace: Any) -> int | None:
-    if isinstance(trace, str):
-        return None
-    if trace.format == "bucketed":
-        return int(trace.layout.events)
-    if trace.format != "parquet":
-        return None
-    import pyarrow.parquet as pq
-
-    return int(sum(pq.ParquetFile(f).metadata.num_rows for f in trace.files))
+    return None if isinstance(trace, str) else trace.known_events()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,6 +138,17 @@ class TraceSource:
     def source(self) -> str:
         return str(self.path)
 
+    def known_events(self) -> int | None:
+        """How many events the trace holds, when its metadata says so without a read (a bucketed layout's
+        manifest, Parquet footers); None for JSON Lines."""
+        if self.format == "bucketed":
+            return int(self.layout.events)
+        if self.format != "parquet":
+            return None
+        import pyarrow.parquet as pq
+
+        return int(sum(pq.ParquetFile(f).metadata.num_rows for f in self.files))
+
     # -- exact path ------------------------------------------------------------------------------------
     def events(self) -> Iterator[Event]:
         """Every event, validated one by one (all extension fields kept)."""

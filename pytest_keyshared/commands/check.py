@@ -285,14 +285,8 @@ SMALL_TRACE = 200_000
 
 
 def _events_in(source: Any) -> int | None:
-    """How many events a local trace holds, from Parquet metadata (None when it would take a read)."""
-    if not isinstance(source, str) and source.format == "bucketed":
-        return int(source.layout.events)
-    if isinstance(source, str) or source.format != "parquet":
-        return None
-    import pyarrow.parquet as pq
-
-    return int(sum(pq.ParquetFile(f).metadata.num_rows for f in source.files))
+    """How many events a local trace holds, from its metadata (None for a URI, or when it would take a read)."""
+    return None if isinstance(source, str) else source.known_events()
 
 
 def _cores(master: str) -> int | None:
