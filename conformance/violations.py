@@ -13,9 +13,10 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
 ``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``,
 ``received_beyond_unacked_limit``, ``received_beyond_lookahead``; and
-ten that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
+twelve that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner``, ``received_beyond_permits``, ``not_dead_lettered``, ``stats_mismatch``,
-``dedup_snapshot_behind``, ``wrong_sequence_id`` and ``wrong_message_id``.
+``dedup_snapshot_behind``, ``wrong_sequence_id``, ``wrong_message_id``, ``wrong_event_time`` and
+``oversized_batch``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
@@ -116,6 +117,13 @@ class Kind(str, Enum):
     #: a message id no managed ledger gives: a ledger's receipted entries not numbered 0, 1, 2, ... (every send to
     #: the topic receipted), or a send after a broker restart stored in a ledger written before it (case-level)
     WRONG_MESSAGE_ID = "wrong_message_id"
+    #: a message was received with an event time other than the one it was published with (none: 0), as the
+    #: client reports it (``Message.event_timestamp()``; a case-level judgement)
+    WRONG_EVENT_TIME = "wrong_event_time"
+    #: messages of one producer's batch (one entry, batch indexes) whose payloads add up to more than the client's
+    #: ``batchingMaxBytes`` (the trace header's ``batching_max_bytes``): the batch took a message it had no room
+    #: for (a case-level judgement)
+    OVERSIZED_BATCH = "oversized_batch"
     #: a producer closed longer than the deduplication inactivity timeout plus one purge period (the scenario's
     #: ``[broker]`` timeout and its sleeps) was still remembered when created again: answered a last sequence id
     #: other than -1, or a resend of an id it stored before dropped as a duplicate (a case-level judgement)

@@ -85,6 +85,8 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "dedup_snapshot_behind": "deduplication",
     "wrong_sequence_id": "deduplication",
     "wrong_message_id": "message-ids",
+    "wrong_event_time": "delivery",
+    "oversized_batch": "message-ids",
     "not_purged": "deduplication",
 }
 

@@ -39,10 +39,12 @@ __all__ = [
     "REQUIRES_TAG",
     "PinnedCase",
     "area_scenarios",
+    "batch_size_problems",
     "case_params",
     "case_problems",
     "contracts_of",
     "deliveries_outside_sticky_ranges",
+    "event_time_problems",
     "pinned_cases",
     "pinned_mismatches",
     "profile_of",
@@ -720,6 +722,14 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if renumbered:
         more = f" (and {len(renumbered) - 1} more)" if len(renumbered) > 1 else ""
         problems.append(("deduplication", Kind.WRONG_SEQUENCE_ID, renumbered[0] + more))
+    oversized = batch_size_problems(result.trace_path)
+    if oversized:
+        more = f" (and {len(oversized) - 1} more)" if len(oversized) > 1 else ""
+        problems.append(("message-ids", Kind.OVERSIZED_BATCH, oversized[0] + more))
+    retimed = event_time_problems(result.trace_path)
+    if retimed:
+        more = f" (and {len(retimed) - 1} more)" if len(retimed) > 1 else ""
+        problems.append(("delivery", Kind.WRONG_EVENT_TIME, retimed[0] + more))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:
@@ -783,6 +793,83 @@ def sequence_id_problems(trace_path: str | Path) -> list[str]:
                 f" {event.seq}, stored as {event.msg_id}) left its client's last published sequence id at {last}:"
                 " the message went out under another id"
             )
+    return found
+
+
+def batch_size_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of every batch whose messages' payloads add up to more than the client's ``batchingMaxBytes``.
+
+    A batching client adds a message to the open batch only while it has room: before adding it sends the batch
+    if the message's payload would take it past ``batchingMaxBytes`` (the C++ client's ``ProducerImpl::sendAsync``
+    with ``BatchMessageContainerBase::hasEnoughSpace``, the Java client's
+    ``BatchMessageContainerImpl.haveEnoughSpace``), so a batch of two or more messages never holds more payload
+    bytes than that; one message larger than the limit goes alone.  Which messages share a batch a client can
+    see: they share an entry, numbered by batch index in their ids (``ledger:entry:partition:batch_index``).  The
+    driver records the limit its batching producers use in the header (``batching_max_bytes``) and each batched
+    message's payload size on its ``publish`` (``bytes``); an entry is judged when two or more ``ok`` publishes of
+    one producer name it and each carries ``bytes``.  Sound on any trace: the ids and sizes are the receipts',
+    order, timestamps and acks play no part."""
+    from conformance.trace.reader import open_trace
+
+    source = open_trace(trace_path)
+    limit = source.header.extra.get("batching_max_bytes")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        return []
+    entries: dict[tuple[str | None, str | None, int, int, int], list[tuple[int, int]]] = {}
+    for event in source.events():
+        size = event.extra.get("bytes")
+        if event.op.value != "publish" or event.result != "ok" or event.msg_id is None or size is None:
+            continue
+        stored = MsgId.parse(event.msg_id)
+        if stored.batch_index < 0 or stored.ledger < 0:
+            continue
+        entry = (event.topic, event.producer, stored.ledger, stored.entry, stored.partition)
+        entries.setdefault(entry, []).append((int(size), event.i))
+    found = []
+    for (topic, producer, ledger, entry_id, partition), messages in entries.items():
+        total = sum(size for size, _ in messages)
+        if len(messages) > 1 and total > limit:
+            first = min(i for _, i in messages)
+            found.append(
+                f"oversized_batch: producer {producer}'s entry {ledger}:{entry_id}:{partition} of {topic} (first"
+                f" publish E{first}) holds {len(messages)} messages of {total} payload bytes, above the client's"
+                f" batchingMaxBytes {limit}: the batch took a message it had no room for"
+            )
+    return found
+
+
+def event_time_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of every receive whose message carried an event time other than the one it was published with.
+
+    The event time is message metadata the producer sets (``MessageMetadata.event_time``, 0 or absent: none) and
+    the broker stores and dispatches untouched; a consumer reads it back (``Message.event_timestamp()``).  The
+    driver records it on a ``receive`` as the extension field ``event_time`` when the message carries one, and on
+    a ``publish`` when the send set one (this project's harness sends none, so every recorded receive's is
+    judged against 0).  A receive is matched to its publishes by ``uid``; a uid no publish carries is
+    ``unexpected_message``'s, not judged here, and so is a receive without the field (a recorder that does not
+    record event times, or a message without one).  Sound on any trace: the order of events, timestamps and acks
+    play no part, and every publish of a uid (a resend included) carries the uid's one event time."""
+    from conformance.trace.reader import open_trace
+
+    sent: dict[str, int] = {}
+    received = []
+    for event in open_trace(trace_path).events():
+        op = event.op.value
+        if op == "publish" and event.uid is not None:
+            sent.setdefault(event.uid, int(event.extra.get("event_time") or 0))
+        elif op == "receive" and event.uid is not None and event.extra.get("event_time") is not None:
+            received.append(event)
+    found = []
+    for event in received:
+        got = int(event.extra["event_time"])
+        expected = sent.get(event.uid)  # type: ignore[arg-type]
+        if expected is None or got == expected:
+            continue
+        what = f"event time {expected}" if expected else "no event time"
+        found.append(
+            f"wrong_event_time: E{event.i} {event.consumer} received {event.msg_id} (uid {event.uid}) with event time"
+            f" {got}, but it was published with {what}: the broker must deliver a message's metadata as it was sent"
+        )
     return found
 
 

@@ -183,6 +183,7 @@ class ProcessConsumer:
             redelivery_count=msg["redelivery_count"],
             producer=msg["producer"],
             seq=msg["seq"],
+            event_time=msg.get("event_time", 0),
             token=msg["ref"],
         )
 
@@ -292,7 +293,7 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
                 messages[next_ref] = msg
                 reply({"ok": True, "msg": {
                     "key": d.key, "msg_id": d.msg_id, "uid": d.uid, "redelivery_count": d.redelivery_count,
-                    "producer": d.producer, "seq": d.seq, "ref": next_ref,
+                    "producer": d.producer, "seq": d.seq, "event_time": d.event_time, "ref": next_ref,
                 }})  # fmt: skip
                 next_ref += 1
             elif op == "ack":

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
+    "BATCHING_MAX_BYTES",
     "PROP_KEY",
     "PROP_SEQ",
     "PROP_UID",
@@ -30,6 +31,10 @@ __all__ = [
 PROP_UID = "ks-uid"
 PROP_SEQ = "ks-seq"
 PROP_KEY = "ks-key"
+#: the client's ``batchingMaxBytes`` the driver's batching producers are created with (the clients' own default,
+#: 128 KiB, set explicitly so that the trace header can name it: ``batching_max_bytes``, judged by
+#: ``oversized_batch``)
+BATCHING_MAX_BYTES = 128 * 1024
 
 
 def format_msg_id(ledger: int, entry: int, partition: int = -1, batch_index: int = -1) -> str:
@@ -62,6 +67,8 @@ class Delivery:
     redelivery_count: int
     producer: str | None = None
     seq: int | None = None
+    #: the event time the message carries as received (``Message.event_timestamp()``; 0: none set)
+    event_time: int = 0
     token: Any = field(default=None, compare=False, repr=False)
 
 
@@ -79,6 +86,7 @@ def delivery_from_message(msg: Any) -> Delivery:
         redelivery_count=int(msg.redelivery_count()),
         producer=producer,
         seq=int(seq_text) if seq_text and seq_text.isdigit() else None,
+        event_time=int(msg.event_timestamp() or 0),
         token=msg,
     )
 

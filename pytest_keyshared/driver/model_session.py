@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.driver.handles import (
+    BATCHING_MAX_BYTES,
     ConsumerHandle,
     ConsumerSpec,
     Delivery,
@@ -218,6 +219,7 @@ class ModelSession(Session):
                 "batching_enabled": True,
                 "batching_type": "KeyBased" if batching == "key_based" else "Default",
                 "batching_max_messages": 100,
+                "batching_max_allowed_size_in_bytes": BATCHING_MAX_BYTES,
                 "batching_max_publish_delay_ms": 5,
             }
         created_t0 = self.clock()

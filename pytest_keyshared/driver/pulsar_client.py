@@ -26,6 +26,7 @@ from typing import Any
 import pulsar
 
 from pytest_keyshared.driver.handles import (
+    BATCHING_MAX_BYTES,
     ConsumerSpec,
     Delivery,
     OutgoingMessage,
@@ -233,6 +234,7 @@ class PulsarProducer:
                 batching_enabled=True,
                 batching_type=pulsar.BatchingType.KeyBased if batching == "key_based" else pulsar.BatchingType.Default,
                 batching_max_messages=100,
+                batching_max_allowed_size_in_bytes=BATCHING_MAX_BYTES,
                 batching_max_publish_delay_ms=5,
             )
         self.created_t0: int = clock()

@@ -227,15 +227,17 @@ class Recorder:
         hook = self.before_receive
         if hook is not None:
             hook(handle)
+        # an event time is recorded only when the message carries one (the harness sends none: wrong_event_time)
+        timed = {"event_time": d.event_time} if d.event_time else None
         if self.non_persistent:
             self.writer.emit(
                 _RECEIVE, self.topic, self.subscription, handle, d.producer, d.key, non_persistent_id(d.msg_id, d.seq),
-                d.seq, d.uid, None, d.redelivery_count, {"broker_msg_id": d.msg_id},
+                d.seq, d.uid, None, d.redelivery_count, {"broker_msg_id": d.msg_id, **(timed or {})},
             )  # fmt: skip
             return
         self.writer.emit(
             _RECEIVE, self.topic, self.subscription, handle, d.producer, d.key, d.msg_id, d.seq, d.uid, None,
-            d.redelivery_count,
+            d.redelivery_count, timed,
         )  # fmt: skip
 
     def _msg_id(self, d: Delivery) -> str:
@@ -270,12 +272,16 @@ class Recorder:
         *,
         send_ids: tuple[int, int] | None = None,
         last_seq: int | None = None,
+        size: int | None = None,
     ) -> None:
         """A send's outcome; ``send_ids`` ``(sequence_id, highest_sequence_id)`` of a batch sent with its highest id
         (``send_seq``, ``highest_seq`` on the event: the ids the broker judged the send by); ``last_seq`` the
         client's last published sequence id right after the receipt (``last_seq``: judged, ``wrong_sequence_id``;
-        for a message of a batch, its batch's last id)."""
+        for a message of a batch, its batch's last id); ``size`` the payload's bytes of a message the client batched
+        (``bytes``: judged, ``oversized_batch``)."""
         extra: dict[str, Any] = {"t0": outcome.t0}
+        if size is not None:
+            extra["bytes"] = size
         if last_seq is not None and outcome.result == "ok":
             extra["last_seq"] = last_seq
         if send_ids is not None:

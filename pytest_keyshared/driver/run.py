@@ -58,6 +58,7 @@ from conformance.trace import Op, SubscriptionSpec, TraceHeader, TraceWriter
 from pytest_keyshared.driver.agent import Action, ConsumerAgent
 from pytest_keyshared.driver.dead_letters import DeadLetterWatch
 from pytest_keyshared.driver.handles import (
+    BATCHING_MAX_BYTES,
     PROP_KEY,
     PROP_SEQ,
     PROP_UID,
@@ -337,6 +338,8 @@ class _Run(RunLoop):
         }
         if self.scenario.settings.topic != "persistent":
             extra["topic_kind"] = self.scenario.settings.topic  # the checker's contract for it (docs/checker.md)
+        if self.scenario.uses_batching():
+            extra["batching_max_bytes"] = BATCHING_MAX_BYTES  # the client's limit: oversized_batch judges it
         if self.scenario.uses_delayed_delivery():
             extra["delayed_delivery"] = True  # publishes carry deliver_after_ms: the checker reads it
         if self.settings.partitions:
@@ -522,7 +525,13 @@ class _Run(RunLoop):
             judged = step.batching == "default" and self._ascending_from_top(step.producer, messages)
 
             def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
-                self.recorder.publish(step.producer, message, outcome, last_seq=outcome.last_seq if judged else None)
+                self.recorder.publish(
+                    step.producer,
+                    message,
+                    outcome,
+                    last_seq=outcome.last_seq if judged else None,
+                    size=len(message.payload),
+                )
 
             self._sent_up_to(step.producer, messages)
             done = producer.send_batch(messages, record, timeout_s)
