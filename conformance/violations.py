@@ -13,10 +13,10 @@ The kind names are part of the trace format and of the JSON output: ``key_overla
 ``last_sequence_id_behind``, ``superseded_after_compaction``,
 ``wrong_redelivery_count``, ``received_after_dead_letter``, ``dead_lettered_early``,
 ``received_beyond_unacked_limit``, ``received_beyond_lookahead``; and
-twelve that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
+thirteen that conformance cases judge beside the trace checker, ``outside_sticky_ranges``, ``stalled``,
 ``not_quiet``, ``pinned_owner``, ``received_beyond_permits``, ``not_dead_lettered``, ``stats_mismatch``,
-``dedup_snapshot_behind``, ``wrong_sequence_id``, ``wrong_message_id``, ``wrong_event_time`` and
-``oversized_batch``.
+``dedup_snapshot_behind``, ``wrong_sequence_id``, ``wrong_message_id``, ``wrong_event_time``,
+``oversized_batch`` and ``batch_flushed_early``.
 Every anomaly the suite reports is one of them: there are no free-string kinds (a test greps for them).
 """
 
@@ -124,6 +124,9 @@ class Kind(str, Enum):
     #: ``batchingMaxBytes`` (the trace header's ``batching_max_bytes``): the batch took a message it had no room
     #: for (a case-level judgement)
     OVERSIZED_BATCH = "oversized_batch"
+    #: a client's batch was sent before its publish delay had passed though it had room for the message sent next,
+    #: added before the delay could have passed (spaced sends of one publish step; a case-level judgement)
+    BATCH_FLUSHED_EARLY = "batch_flushed_early"
     #: a producer closed longer than the deduplication inactivity timeout plus one purge period (the scenario's
     #: ``[broker]`` timeout and its sleeps) was still remembered when created again: answered a last sequence id
     #: other than -1, or a resend of an id it stored before dropped as a duplicate (a case-level judgement)

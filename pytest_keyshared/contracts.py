@@ -87,6 +87,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "wrong_message_id": "message-ids",
     "wrong_event_time": "delivery",
     "oversized_batch": "message-ids",
+    "batch_flushed_early": "message-ids",
     "not_purged": "deduplication",
 }
 

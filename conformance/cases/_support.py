@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -44,6 +44,7 @@ __all__ = [
     "case_problems",
     "contracts_of",
     "deliveries_outside_sticky_ranges",
+    "early_batch_problems",
     "event_time_problems",
     "pinned_cases",
     "pinned_mismatches",
@@ -726,6 +727,10 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if oversized:
         more = f" (and {len(oversized) - 1} more)" if len(oversized) > 1 else ""
         problems.append(("message-ids", Kind.OVERSIZED_BATCH, oversized[0] + more))
+    early = early_batch_problems(result.trace_path)
+    if early:
+        more = f" (and {len(early) - 1} more)" if len(early) > 1 else ""
+        problems.append(("message-ids", Kind.BATCH_FLUSHED_EARLY, early[0] + more))
     retimed = event_time_problems(result.trace_path)
     if retimed:
         more = f" (and {len(retimed) - 1} more)" if len(retimed) > 1 else ""
@@ -836,6 +841,93 @@ def batch_size_problems(trace_path: str | Path) -> list[str]:
                 f" batchingMaxBytes {limit}: the batch took a message it had no room for"
             )
     return found
+
+
+class _SpacedSend(NamedTuple):
+    """A publish of a step whose sends were spaced (``step`` on the event), as :func:`early_batch_problems` reads it."""
+
+    t0: int
+    seq: int
+    i: int
+    entry: tuple[int, int]
+    size: int
+    uid: str | None
+
+
+def early_batch_problems(trace_path: str | Path) -> list[str]:
+    """Explanations of every batch a client sent before its publish delay had passed although it had room for the
+    message sent next.
+
+    A batching client closes its open batch for three reasons only (besides an explicit flush, which the driver
+    calls once a step's sends are done): the next message finds no room (``batchingMaxMessages`` reached, or its
+    payload would take the batch past ``batchingMaxBytes``), the batch became full as a message was added, or the
+    batch's timer fired, ``batchingMaxPublishDelay`` after its first message was added (the C++ client arms the
+    timer as it adds a batch's first message, ``ProducerImpl::sendAsync``, re-arming it cancels the wait of the
+    batch before; the Java client's flush task likewise).  The driver's spaced sends (a publish step's
+    ``spacing_ms``: ``step`` on each of its publishes) are made one after another from one thread, and each send's
+    ``t0`` is taken after the previous send call returned.  So for three consecutive sends a, b, c of a step: b was
+    added to the client's batches before ``t0(c)``, and the batch B holding a was begun no earlier than the
+    smallest ``t0`` of its messages, f.  If b is not in B, B was closed before b was added; when
+    ``t0(c) < f + delay`` its timer cannot have fired by then, and when B was not full and had room for b's
+    payload, nothing else closed it: the batch was sent early.  Judged on the ``ok`` publishes of a step whose
+    every send was ``ok``, with ``bytes`` and a batch index, on an unpartitioned topic, when the header names the
+    limits (``batching_max_messages``, ``batching_max_bytes``, ``batching_max_publish_delay_ms``), and not in a
+    trace with a ``fault`` (a reconnecting producer's batches are not judged).  Acks and the order events were
+    logged in play no part; equal timestamps order a step's sends by sequence id."""
+    from conformance.trace.reader import open_trace
+
+    source = open_trace(trace_path)
+    limits = [source.header.extra.get(name) for name in _BATCH_LIMITS]
+    if not all(isinstance(value, int) and not isinstance(value, bool) and value > 0 for value in limits):
+        return []
+    max_messages, max_bytes, delay_ms = (int(value) for value in limits)  # type: ignore[arg-type]
+    steps: dict[tuple[str | None, int], list[_SpacedSend | None]] = {}
+    for event in source.events():
+        if event.op.value == "fault":
+            return []
+        step = event.extra.get("step")
+        if event.op.value != "publish" or step is None:
+            continue
+        sends = steps.setdefault((event.producer, int(step)), [])
+        stored = MsgId.parse(event.msg_id) if event.msg_id is not None and event.result == "ok" else None
+        size = event.extra.get("bytes")
+        t0 = event.extra.get("t0", event.t)
+        if stored is None or stored.batch_index < 0 or stored.partition >= 0 or size is None or event.seq is None:
+            sends.append(None)  # not judged: the step's sends are judged only when every one was stored in a batch
+            continue
+        sends.append(_SpacedSend(int(t0), event.seq, event.i, (stored.ledger, stored.entry), int(size), event.uid))
+    found = []
+    for (producer, step), recorded in steps.items():
+        if any(send is None for send in recorded):
+            continue
+        ordered = sorted((send for send in recorded if send is not None), key=lambda send: (send.t0, send.seq))
+        batches: dict[tuple[int, int], list[_SpacedSend]] = {}
+        for send in ordered:
+            batches.setdefault(send.entry, []).append(send)
+        for a, b, c in zip(ordered, ordered[1:], ordered[2:], strict=False):
+            if a.entry == b.entry:
+                continue
+            batch = batches[a.entry]
+            begun = min(send.t0 for send in batch)
+            held = sum(send.size for send in batch)
+            full = len(batch) >= max_messages or held >= max_bytes
+            if c.t0 >= begun + delay_ms * 1_000_000 or full or held + b.size > max_bytes:
+                continue
+            first = min(batch, key=lambda send: send.t0)
+            found.append(
+                f"batch_flushed_early: producer {producer}'s batch {a.entry[0]}:{a.entry[1]} (step {step}, {len(batch)}"
+                f" message{'s' if len(batch) != 1 else ''}, {held} payload bytes, begun at the send of E{first.i})"
+                " was sent"
+                f" before its publish delay of {delay_ms} ms had passed, though it had room for the next send,"
+                f" E{b.i} ({b.uid}, {b.size} bytes), added before E{c.i}'s send began"
+                f" {(c.t0 - begun) / 1_000_000:g} ms after the batch's: only a full batch, one without room for the"
+                " next message, the delay or a flush closes a batch"
+            )
+    return found
+
+
+#: the header's batching limits of the driver's producers, as :func:`early_batch_problems` reads them
+_BATCH_LIMITS = ("batching_max_messages", "batching_max_bytes", "batching_max_publish_delay_ms")
 
 
 def event_time_problems(trace_path: str | Path) -> list[str]:

@@ -117,6 +117,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
         "sequence_ids",
         "cluster",
         "deliver_after_ms",
+        "spacing_ms",
         "highest_sequence_id",
         "send_sequence_id",
     ),
@@ -444,8 +445,17 @@ def _publish(t: Mapping[str, Any], where: str) -> Publish:
         sequence_ids=_sequence_ids(t, where),
         cluster=None if "cluster" not in t else _name(t["cluster"], f"{where} cluster"),
         deliver_after_ms=_int(t.get("deliver_after_ms", 0), f"{where} deliver_after_ms", minimum=0),
+        spacing_ms=_spacing(t, where),
         **_send_ids(t, where),
     )
+
+
+def _spacing(t: Mapping[str, Any], where: str) -> int:
+    """``spacing_ms``: only for default batches, whose batch timer it exercises (``batch_flushed_early``)."""
+    spacing = _int(t.get("spacing_ms", 0), f"{where} spacing_ms", minimum=0)
+    if spacing and t.get("batching", "none") != "default":
+        raise InvalidScenario(f'{where}: spacing_ms applies only with batching = "default".')
+    return spacing
 
 
 def _send_ids(t: Mapping[str, Any], where: str) -> dict[str, int | None]:

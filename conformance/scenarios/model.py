@@ -266,6 +266,10 @@ class Publish:
     #: with ``highest_sequence_id``: the send's ``sequence_id`` (None: the step's first id); Java's key-based batches
     #: go under their highest id (``ClientDeduplicationTest.testKeyBasedBatchingOrder``)
     send_sequence_id: int | None = None
+    #: with ``batching = "default"``: the driver waits this many ms between one send and the next (the sends of the
+    #: step still end with a flush), so the client's batch timer, not only its size limits, closes batches
+    #: (``batchingMaxPublishDelay``; judged by ``batch_flushed_early``, ``docs/scenarios.md``); 0: back to back
+    spacing_ms: int = 0
 
     def message_keys(self, rng: random.Random) -> list[str]:
         """The key of each message, in send order (``rng`` is used only for ``order = "shuffle"``)."""

@@ -110,7 +110,16 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
             if step.keys.prefix != "key-":
                 out["key_prefix"] = step.keys.prefix
         default = Publish(count=step.count)
-        for name in ("producer", "key_field", "batching", "order", "sequence", "cluster", "deliver_after_ms"):
+        for name in (
+            "producer",
+            "key_field",
+            "batching",
+            "order",
+            "sequence",
+            "cluster",
+            "deliver_after_ms",
+            "spacing_ms",
+        ):
             if getattr(step, name) != getattr(default, name):
                 out[name] = getattr(step, name)
         if step.sequence_ids:

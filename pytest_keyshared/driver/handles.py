@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 __all__ = [
     "BATCHING_MAX_BYTES",
+    "BATCHING_MAX_MESSAGES",
+    "BATCHING_MAX_PUBLISH_DELAY_MS",
     "PROP_KEY",
     "PROP_SEQ",
     "PROP_UID",
@@ -35,6 +37,10 @@ PROP_KEY = "ks-key"
 #: 128 KiB, set explicitly so that the trace header can name it: ``batching_max_bytes``, judged by
 #: ``oversized_batch``)
 BATCHING_MAX_BYTES = 128 * 1024
+#: the ``batchingMaxMessages`` and ``batchingMaxPublishDelay`` (ms) of the driver's batching producers (in the
+#: trace header as ``batching_max_messages`` and ``batching_max_publish_delay_ms``: ``batch_flushed_early``)
+BATCHING_MAX_MESSAGES = 100
+BATCHING_MAX_PUBLISH_DELAY_MS = 5
 
 
 def format_msg_id(ledger: int, entry: int, partition: int = -1, batch_index: int = -1) -> str:
@@ -173,7 +179,16 @@ class ProducerHandle(Protocol):
     answered_sequence_id: int
 
     def send(self, message: OutgoingMessage) -> SendOutcome: ...
-    def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool: ...
+    def send_batch(
+        self,
+        messages: list[OutgoingMessage],
+        on_done: SendCallback,
+        timeout_s: float,
+        between: Callable[[], None] | None = None,
+    ) -> bool:
+        """Pipelined sends; ``between`` is called after each send but the last (a publish step's ``spacing_ms``)."""
+        ...
+
     def close(self) -> None: ...
     def is_connected(self) -> bool | None:
         """Whether the client is on a broker now (None: it cannot tell)."""

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pytest_keyshared.driver.handles import (
     BATCHING_MAX_BYTES,
+    BATCHING_MAX_MESSAGES,
+    BATCHING_MAX_PUBLISH_DELAY_MS,
     ConsumerHandle,
     ConsumerSpec,
     Delivery,
@@ -99,8 +102,16 @@ class ModelProducerHandle:
             return SendOutcome(result, error=f"{type(exc).__name__}: {exc}", t0=t0)
         return SendOutcome("ok", _msg_id(mid), t0=t0, last_seq=int(self._producer.last_sequence_id()))
 
-    def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
-        for message in messages:
+    def send_batch(
+        self,
+        messages: list[OutgoingMessage],
+        on_done: SendCallback,
+        timeout_s: float,
+        between: Callable[[], None] | None = None,
+    ) -> bool:
+        for index, message in enumerate(messages):
+            if index and between is not None:
+                between()  # the scheduler moves the model's time: the batch timer may fire meanwhile
             t0 = self._clock()
 
             def callback(result: str, mid: Any, message: OutgoingMessage = message, t0: int = t0) -> None:
@@ -218,9 +229,9 @@ class ModelSession(Session):
             kwargs = {
                 "batching_enabled": True,
                 "batching_type": "KeyBased" if batching == "key_based" else "Default",
-                "batching_max_messages": 100,
+                "batching_max_messages": BATCHING_MAX_MESSAGES,
                 "batching_max_allowed_size_in_bytes": BATCHING_MAX_BYTES,
-                "batching_max_publish_delay_ms": 5,
+                "batching_max_publish_delay_ms": BATCHING_MAX_PUBLISH_DELAY_MS,
             }
         created_t0 = self.clock()
         if self.partitions:  # the Python client's default routing of keyless messages: round robin

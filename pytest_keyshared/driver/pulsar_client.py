@@ -19,6 +19,7 @@ import contextlib
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ import pulsar
 
 from pytest_keyshared.driver.handles import (
     BATCHING_MAX_BYTES,
+    BATCHING_MAX_MESSAGES,
+    BATCHING_MAX_PUBLISH_DELAY_MS,
     ConsumerSpec,
     Delivery,
     OutgoingMessage,
@@ -233,9 +236,9 @@ class PulsarProducer:
             kwargs.update(
                 batching_enabled=True,
                 batching_type=pulsar.BatchingType.KeyBased if batching == "key_based" else pulsar.BatchingType.Default,
-                batching_max_messages=100,
+                batching_max_messages=BATCHING_MAX_MESSAGES,
                 batching_max_allowed_size_in_bytes=BATCHING_MAX_BYTES,
-                batching_max_publish_delay_ms=5,
+                batching_max_publish_delay_ms=BATCHING_MAX_PUBLISH_DELAY_MS,
             )
         self.created_t0: int = clock()
         self._producer = client.create_producer(
@@ -271,8 +274,15 @@ class PulsarProducer:
             last_seq=int(self._producer.last_sequence_id()),
         )
 
-    def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
-        """Pipelined sends (batching needs them); ``on_done`` per message from the client's thread.
+    def send_batch(
+        self,
+        messages: list[OutgoingMessage],
+        on_done: SendCallback,
+        timeout_s: float,
+        between: Callable[[], None] | None = None,
+    ) -> bool:
+        """Pipelined sends (batching needs them); ``on_done`` per message from the client's thread; ``between``
+        after each send but the last.
 
         Returns False if some sends did not complete within ``timeout_s``; those are reported ``info``.
         """
@@ -311,7 +321,9 @@ class PulsarProducer:
 
             return callback
 
-        for message in messages:
+        for index, message in enumerate(messages):
+            if index and between is not None:
+                between()
             t0 = self._clock()
             with lock:
                 pending[message.uid] = (message, t0)

@@ -70,10 +70,18 @@ class RawProducerHandle:
         )
         return [self._outcome(receipt, index, t0) for index in range(len(messages))]
 
-    def send_batch(self, messages: list[OutgoingMessage], on_done: SendCallback, timeout_s: float) -> bool:
+    def send_batch(
+        self,
+        messages: list[OutgoingMessage],
+        on_done: SendCallback,
+        timeout_s: float,
+        between: Callable[[], None] | None = None,
+    ) -> bool:
         """Not batched by a client here: each message alone, in order (the loader keeps raw producers unbatched)."""
         done = True
-        for message in messages:
+        for index, message in enumerate(messages):
+            if index and between is not None:
+                between()
             outcome = self.send(message)
             on_done(message, outcome)
             done = done and outcome.result != "info"

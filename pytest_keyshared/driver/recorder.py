@@ -273,15 +273,19 @@ class Recorder:
         send_ids: tuple[int, int] | None = None,
         last_seq: int | None = None,
         size: int | None = None,
+        step: int | None = None,
     ) -> None:
         """A send's outcome; ``send_ids`` ``(sequence_id, highest_sequence_id)`` of a batch sent with its highest id
         (``send_seq``, ``highest_seq`` on the event: the ids the broker judged the send by); ``last_seq`` the
         client's last published sequence id right after the receipt (``last_seq``: judged, ``wrong_sequence_id``;
         for a message of a batch, its batch's last id); ``size`` the payload's bytes of a message the client batched
-        (``bytes``: judged, ``oversized_batch``)."""
+        (``bytes``: judged, ``oversized_batch``); ``step`` the index of the publish step that spaced its sends
+        (``spacing_ms``: judged, ``batch_flushed_early``)."""
         extra: dict[str, Any] = {"t0": outcome.t0}
         if size is not None:
             extra["bytes"] = size
+        if step is not None:
+            extra["step"] = step
         if last_seq is not None and outcome.result == "ok":
             extra["last_seq"] = last_seq
         if send_ids is not None:

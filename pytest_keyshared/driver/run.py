@@ -59,6 +59,8 @@ from pytest_keyshared.driver.agent import Action, ConsumerAgent
 from pytest_keyshared.driver.dead_letters import DeadLetterWatch
 from pytest_keyshared.driver.handles import (
     BATCHING_MAX_BYTES,
+    BATCHING_MAX_MESSAGES,
+    BATCHING_MAX_PUBLISH_DELAY_MS,
     PROP_KEY,
     PROP_SEQ,
     PROP_UID,
@@ -339,7 +341,10 @@ class _Run(RunLoop):
         if self.scenario.settings.topic != "persistent":
             extra["topic_kind"] = self.scenario.settings.topic  # the checker's contract for it (docs/checker.md)
         if self.scenario.uses_batching():
-            extra["batching_max_bytes"] = BATCHING_MAX_BYTES  # the client's limit: oversized_batch judges it
+            # the client's batching limits: oversized_batch and batch_flushed_early judge them
+            extra["batching_max_bytes"] = BATCHING_MAX_BYTES
+            extra["batching_max_messages"] = BATCHING_MAX_MESSAGES
+            extra["batching_max_publish_delay_ms"] = BATCHING_MAX_PUBLISH_DELAY_MS
         if self.scenario.uses_delayed_delivery():
             extra["delayed_delivery"] = True  # publishes carry deliver_after_ms: the checker reads it
         if self.settings.partitions:
@@ -524,6 +529,8 @@ class _Run(RunLoop):
             # published id at its batch's last id (first + count - 1), so at or above each of its messages' ids
             judged = step.batching == "default" and self._ascending_from_top(step.producer, messages)
 
+            spaced = self.step_index if step.spacing_ms else None  # the step the judgement groups spaced sends by
+
             def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
                 self.recorder.publish(
                     step.producer,
@@ -531,10 +538,14 @@ class _Run(RunLoop):
                     outcome,
                     last_seq=outcome.last_seq if judged else None,
                     size=len(message.payload),
+                    step=spaced,
                 )
 
+            def between() -> None:
+                self.scheduler.sleep(step.spacing_ms)
+
             self._sent_up_to(step.producer, messages)
-            done = producer.send_batch(messages, record, timeout_s)
+            done = producer.send_batch(messages, record, timeout_s, between if step.spacing_ms else None)
             return done, "" if done else f"some sends unconfirmed after {timeout_s:g}s (recorded as info)"
         return self._send_each(step.producer, messages)
 
