@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -42,6 +42,7 @@ __all__ = [
     "batch_size_problems",
     "case_params",
     "case_problems",
+    "client_view_problems",
     "contracts_of",
     "deliveries_outside_sticky_ranges",
     "early_batch_problems",
@@ -723,18 +724,7 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     if renumbered:
         more = f" (and {len(renumbered) - 1} more)" if len(renumbered) > 1 else ""
         problems.append(("deduplication", Kind.WRONG_SEQUENCE_ID, renumbered[0] + more))
-    oversized = batch_size_problems(result.trace_path)
-    if oversized:
-        more = f" (and {len(oversized) - 1} more)" if len(oversized) > 1 else ""
-        problems.append(("message-ids", Kind.OVERSIZED_BATCH, oversized[0] + more))
-    early = early_batch_problems(result.trace_path)
-    if early:
-        more = f" (and {len(early) - 1} more)" if len(early) > 1 else ""
-        problems.append(("message-ids", Kind.BATCH_FLUSHED_EARLY, early[0] + more))
-    retimed = event_time_problems(result.trace_path)
-    if retimed:
-        more = f" (and {len(retimed) - 1} more)" if len(retimed) > 1 else ""
-        problems.append(("delivery", Kind.WRONG_EVENT_TIME, retimed[0] + more))
+    problems.extend(client_view_problems(result.trace_path))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:
@@ -841,6 +831,18 @@ def batch_size_problems(trace_path: str | Path) -> list[str]:
                 f" batchingMaxBytes {limit}: the batch took a message it had no room for"
             )
     return found
+
+
+def client_view_problems(trace_path: str | Path) -> list[tuple[str, Kind, str]]:
+    """``(contract, kind, explanation)`` of the judgements of :data:`CLIENT_VIEW_JUDGEMENTS` (``oversized_batch``,
+    ``batch_flushed_early``, ``wrong_event_time``), the first explanation of each kind with a count of the rest."""
+    problems = []
+    for contract, kind, judge in CLIENT_VIEW_JUDGEMENTS:
+        found = judge(trace_path)
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            problems.append((contract, kind, found[0] + more))
+    return problems
 
 
 class _SpacedSend(NamedTuple):
@@ -1068,3 +1070,12 @@ def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = True)
         for kind_name, problem in purge_problems(scenario, result):
             check.violation("deduplication", problem, kind=Kind(kind_name), defer=True)
     return check(result) if profile is None else check(result, profile=profile)
+
+
+#: the case-level judgements of what the client saw of batches and metadata that are sound on any trace of any
+#: run: the cases judge them (:func:`case_problems`), and so do the generated programs (Hypothesis' and the sweep's)
+CLIENT_VIEW_JUDGEMENTS: tuple[tuple[str, Kind, Callable[[str | Path], list[str]]], ...] = (
+    ("message-ids", Kind.OVERSIZED_BATCH, batch_size_problems),
+    ("message-ids", Kind.BATCH_FLUSHED_EARLY, early_batch_problems),
+    ("delivery", Kind.WRONG_EVENT_TIME, event_time_problems),
+)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conformance.cases._support import case_params, run_case
+from conformance.cases._support import case_params, client_view_problems, run_case
 from conformance.generated import GeneratorOptions, stored_programs
 
 GENERATED_CONTRACTS = ("key-exclusivity", "ordering", "delivery", "redelivery")
@@ -98,6 +98,12 @@ def test_model_programs(
     @given(programs(options=options))
     def explore(program: Any) -> None:
         result = keyshared_run(program, label="hypothesis-example", record=False)
+        # what the client saw of its batches and metadata, judged on any release (no known bug is about them)
+        seen = client_view_problems(result.trace_path)
+        if seen:
+            dump_scenario(program, shrunk_scenario)
+            shutil.copyfile(result.trace_path, shrunk_trace)
+            raise AssertionError(f"generated program broke the contract: {seen[0][2]}")
         if not result.verdict.valid and not known_bug(program, result.verdict):
             # Hypothesis replays the minimal failing program last, so these files end up holding it.
             dump_scenario(program, shrunk_scenario)

@@ -172,7 +172,15 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     #: is then reached and judged (``received_beyond_lookahead``: what sits unread in the queues is what a trace
     #: cannot see, so small ones make the rule bite). Last, so the programs drawn before it keep every other draw
     "queue": (20, 2),
+    #: the client's batch timer: default batches of 50,000-byte messages (``[settings] payload_bytes``) sent 2 ms
+    #: apart (``spacing_ms``), so batches close by size and by the 5 ms timer in turn (``oversized_batch``,
+    #: ``batch_flushed_early``); only where the program has default batches.  Last, so the programs drawn before
+    #: it keep every other draw
+    "batch_timing": ("back-to-back", "spaced-large"),
 }
+#: the payload and the spacing of the ``spaced-large`` batch timing
+SPACED_PAYLOAD_BYTES = 50_000
+SPACING_MS = 2
 SHAPE_DIMENSIONS: tuple[str, ...] = tuple(SHAPE_CHOICES)
 MAX_AMOUNT = 8
 #: the ack timeout of consumers opened with one (``GeneratorOptions.ack_timeout``): the client's minimum
@@ -290,7 +298,14 @@ class _Shape:
             points=1 if selector == "consistent-hashing-1-point" else 0,
             partitions=self.partitions,
             receiver_queue=int(self.values["queue"]),  # type: ignore[call-overload]
+            payload_bytes=SPACED_PAYLOAD_BYTES if self.spaced else base.payload_bytes,
         )
+
+    @property
+    def spaced(self) -> bool:
+        """Default batches sent spaced, of large messages: only where the program may send default batches."""
+        batching = self.values["batching"] in ("default", "per-publish")
+        return self.values["batch_timing"] == "spaced-large" and batching and not self.non_persistent
 
     def key_set(self, default_count: int) -> KeySet:
         keys = self.values["keys"]
@@ -388,7 +403,16 @@ def program_from_moves(
         batching = form.batching(amount)
         delay = DELAY_MS if opts.delayed and amount % 4 == 3 else 0
         delays = delays or bool(delay)
-        emit(Publish(count=count, keys=form.key_set(opts.keys), batching=batching, deliver_after_ms=delay))
+        spacing = SPACING_MS if form.spaced and batching == "default" else 0
+        emit(
+            Publish(
+                count=count,
+                keys=form.key_set(opts.keys),
+                batching=batching,
+                deliver_after_ms=delay,
+                spacing_ms=spacing,
+            )
+        )
         resendable = max(resendable, published + 1 if batching != "none" else published + count)
         published += count
 

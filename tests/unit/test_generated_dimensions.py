@@ -326,6 +326,21 @@ DIMENSIONS: dict[str, tuple[Predicate, list[Move], tuple[int, ...]]] = {
         ],
         _shape(partitions=1, batching=1, mode=1),
     ),
+    "default batches of large messages sent spaced: closed by size and by the batch timer, with a hold and a join": (
+        lambda s: (
+            s.settings.payload_bytes == 50_000
+            and sum(1 for x in s.steps if isinstance(x, Publish) and x.spacing_ms and x.count >= 3) >= 2
+            and any(isinstance(x, Open) and x.consumer != "c1" for x in s.steps)
+        ),
+        [
+            _m("publish", amount=8),
+            _m("open", "c2"),
+            _m("publish", amount=6),
+            _m("ack_held", amount=3),
+            _m("publish", amount=5),
+        ],
+        _shape(batching=2, batch_timing=1, dedup=1),
+    ),
 }
 
 
