@@ -304,6 +304,11 @@ def _settings(raw: Any, where: str) -> Settings:
             values[f.name] = _clusters(table[f.name], f"{where} clusters")
         elif f.name == "replication_delays":
             values[f.name] = _delays(table[f.name], f"{where} replication_delays")
+        elif f.name == "unnamed_producers":
+            names = tuple(_name(n, f"{where} unnamed_producers") for n in _list(table[f.name], f"{where} {f.name}"))
+            if len(set(names)) != len(names):
+                raise InvalidScenario(f"{where} unnamed_producers: name each producer once, got {list(names)!r}.")
+            values[f.name] = names
         elif f.type in ("bool", bool):
             values[f.name] = _bool(table[f.name], f"{where} {f.name}")
         elif f.name == "selector":
@@ -780,6 +785,41 @@ def _check_partitioned(scenario: Scenario, where: str) -> None:
             )
 
 
+def _check_unnamed_producers(scenario: Scenario, where: str) -> None:
+    """An unnamed producer is created once: another incarnation would get another name from the broker, so the
+    trace would hold two producers where the scenario names one (and deduplication would not link them)."""
+    unnamed = set(scenario.settings.unnamed_producers)
+    if not unnamed:
+        return
+    if scenario.settings.partitions:
+        raise InvalidScenario(
+            f"{where}: unnamed_producers on a partitioned topic would name each partition's producer apart;"
+            " drop unnamed_producers or partitions."
+        )
+    batching: dict[str, str] = {}
+    for index, step in enumerate(scenario.steps, start=1):
+        at = f"{where}: step {index} ({step.do})"
+        producer = getattr(step, "producer", None)
+        if producer not in unnamed:
+            continue
+        if isinstance(step, CloseProducer) or (isinstance(step, Resend) and step.reconnect):
+            raise InvalidScenario(
+                f"{at}: producer {producer!r} is unnamed (the broker names it) and is created once per run; a new"
+                " incarnation would be another producer to the broker. Use a named producer, or another handle."
+            )
+        mode = "none" if isinstance(step, (OpenProducer, Resend)) else getattr(step, "batching", None)
+        if mode is not None and batching.setdefault(producer, mode) != mode:
+            raise InvalidScenario(
+                f"{at}: unnamed producer {producer!r} changes batching ({batching[producer]!r} -> {mode!r}), which"
+                " creates it again under another name; keep one batching mode."
+            )
+        if isinstance(step, Publish) and step.highest_sequence_id is not None:
+            raise InvalidScenario(
+                f"{at}: highest_sequence_id is sent by the harness's protocol producer, which names itself;"
+                f" drop {producer!r} from unnamed_producers."
+            )
+
+
 def _check_semantics(scenario: Scenario, where: str) -> None:
     """Consumer lifecycles, sticky ranges against modes, and resends against what was published."""
     if scenario.is_failover():
@@ -790,11 +830,14 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
                 f"{where}: highest_sequence_id is sent by the harness's protocol producer, which the failover workload"
                 " does not use; drop it."
             )
+        if scenario.settings.unnamed_producers:
+            raise InvalidScenario(f"{where}: the failover workload names its producers; drop unnamed_producers.")
         _check_failover(scenario, where)
         return
     if scenario.settings.topic == "non-persistent":
         _check_non_persistent(scenario, where)
     _check_raw_producers(scenario, where)
+    _check_unnamed_producers(scenario, where)
     if scenario.settings.partitions:
         _check_partitioned(scenario, where)
     open_now: dict[str, bool] = {}  # handle -> paused

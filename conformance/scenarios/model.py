@@ -169,6 +169,11 @@ class Settings:
     #: client's default, ``<run topic>-<subscription>-DLQ``; the driver reads it and records each message routed
     #: there as a ``dead_letter`` event (``docs/scenarios.md``, "Dead letters")
     dead_letter: int = 0
+    #: producers the driver creates without a ``producer_name``, so the broker generates one (Pulsar's
+    #: ``generateUniqueProducerName``: unique per broker); the trace names each by the name the broker gave it.
+    #: Such a producer is created once per run: no ``close_producer``, no ``resend`` with ``reconnect``, one
+    #: batching mode, no ``highest_sequence_id`` (a new incarnation would be a new producer to the broker)
+    unnamed_producers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,8 +232,9 @@ class ModelSession(Session):
                 producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs,
             )  # fmt: skip
         else:
+            named = None if name in self.unnamed_producers else name  # None: the broker generates one
             producer = self.broker.create_producer(
-                self.topic, producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs
+                self.topic, producer_name=named, send_timeout_millis=send_timeout_ms, **kwargs
             )
         return ModelProducerHandle(producer, self.clock, created_t0)
 

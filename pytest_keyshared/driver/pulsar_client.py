@@ -223,9 +223,10 @@ class PulsarProducer:
     """A producer with an explicit name (the 4.0 keyless sticky key is ``producerName-sequenceId``)."""
 
     def __init__(
-        self, client: pulsar.Client, topic: str, name: str, *, batching: str, send_timeout_ms: int, clock: Any
+        self, client: pulsar.Client, topic: str, name: str | None, *, batching: str, send_timeout_ms: int, clock: Any
     ) -> None:
-        self.name = name
+        """``name`` None: created without a ``producer_name``, so the broker generates one (read back into
+        :attr:`name`)."""
         self._clock = clock
         kwargs: dict[str, Any] = {}
         if batching != "none":
@@ -236,9 +237,12 @@ class PulsarProducer:
                 batching_max_publish_delay_ms=5,
             )
         self.created_t0: int = clock()
+        if name is not None:
+            kwargs["producer_name"] = name
         self._producer = client.create_producer(
-            topic, producer_name=name, send_timeout_millis=send_timeout_ms, block_if_queue_full=True, **kwargs
+            topic, send_timeout_millis=send_timeout_ms, block_if_queue_full=True, **kwargs
         )
+        self.name: str = name if name is not None else str(self._producer.producer_name())
         # no initial_sequence_id is set, so the C++ client takes the broker's answer as its last published id
         self.answered_sequence_id: int = int(self._producer.last_sequence_id())
 

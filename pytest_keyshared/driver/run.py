@@ -245,6 +245,7 @@ class _Run(RunLoop):
     def _open(self, trace_path: Path) -> None:
         self.log_since = self.target.log_position()
         self.session: Session = self._open_session()
+        self.session.unnamed_producers = frozenset(self.settings.unnamed_producers)
         header = self._header()
         self.pipeline: TracePipeline | None = None
         if self.target.deterministic:  # no threads against the model: the writer keeps its file, checks inline
@@ -486,7 +487,7 @@ class _Run(RunLoop):
             uid = f"{producer}:{seq}"
             partition_key = ordering_key = None
             if step.key_field == "none":
-                key = self._keyless_sticky_key(producer, seq)
+                key = self._keyless_sticky_key(self._trace_producer(producer), seq)
             elif step.key_field == "partition_key":
                 partition_key = key
             elif step.key_field == "ordering_key":
@@ -522,7 +523,9 @@ class _Run(RunLoop):
             judged = step.batching == "default" and self._ascending_from_top(step.producer, messages)
 
             def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
-                self.recorder.publish(step.producer, message, outcome, last_seq=outcome.last_seq if judged else None)
+                self.recorder.publish(
+                    self._trace_producer(step.producer), message, outcome, last_seq=outcome.last_seq if judged else None
+                )
 
             self._sent_up_to(step.producer, messages)
             done = producer.send_batch(messages, record, timeout_s)
@@ -542,7 +545,7 @@ class _Run(RunLoop):
         )
         self.session.poll_faults()
         for message, outcome in zip(messages, outcomes, strict=True):
-            self.recorder.publish(step.producer, message, outcome, send_ids=(send_seq, highest))
+            self.recorder.publish(self._trace_producer(step.producer), message, outcome, send_ids=(send_seq, highest))
         unconfirmed = sum(1 for outcome in outcomes if outcome.result != "ok")
         return unconfirmed == 0, "" if not unconfirmed else f"the batch was not confirmed: {outcomes[0].error}"
 
@@ -559,7 +562,9 @@ class _Run(RunLoop):
             outcome = producer.send(message)
             self.session.poll_faults()  # a reconnect of the producer is recorded before the send's outcome
             above = highest is None or message.seq > highest  # not a resend, nor an id below one sent before
-            self.recorder.publish(producer_name, message, outcome, last_seq=outcome.last_seq if above else None)
+            self.recorder.publish(
+                self._trace_producer(producer_name), message, outcome, last_seq=outcome.last_seq if above else None
+            )
             if outcome.error is not None and outcome.error.startswith("Interrupted:"):
                 # Ctrl-C during the send: pulsar-client turns it into a failed send (pulsar.Interrupted), recorded
                 # as of unknown outcome above; the run still ends here, as at any other Ctrl-C
@@ -594,8 +599,17 @@ class _Run(RunLoop):
         handle = self.session.producer(name, batching, self.settings.send_timeout_ms)
         if self._announced.get(name) is not handle:
             self._announced[name] = handle
-            self.recorder.producer_open(name, handle.created_t0, handle.answered_sequence_id)
+            self.recorder.producer_open(self._trace_producer(name), handle.created_t0, handle.answered_sequence_id)
         return handle
+
+    def _trace_producer(self, name: str) -> str:
+        """The name the trace gives producer ``name``: its own, or for one of ``[settings] unnamed_producers`` the
+        name the broker generated for it (what its messages carry, and what deduplication keys on)."""
+        if name in self.session.unnamed_producers:
+            handle = self._announced.get(name)
+            if handle is not None:
+                return handle.name
+        return name
 
     def _do_resend(self, step: Resend) -> tuple[bool, str]:
         if step.reconnect:

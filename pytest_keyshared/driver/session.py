@@ -52,6 +52,8 @@ class Session(ABC):
         self.partitions = 0
         #: consumer handles some step stalls (``stall_connection``), set before the first step
         self.stallable: frozenset[str] = frozenset()
+        #: producer handles created without a ``producer_name`` (the broker names them), set before the first step
+        self.unnamed_producers: frozenset[str] = frozenset()
 
     def clock(self) -> int:
         return self.scheduler.now_ns()
@@ -536,7 +538,7 @@ class PulsarSession(Session):
         return PulsarProducer(
             self._producer_client,
             self.topic,
-            name,
+            None if name in self.unnamed_producers else name,
             batching=batching,
             send_timeout_ms=send_timeout_ms,
             clock=self.clock,
