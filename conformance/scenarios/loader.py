@@ -403,7 +403,9 @@ def _open(t: Mapping[str, Any], where: str) -> Open:
         consumer=_name(t["consumer"], f"{where} consumer"),
         behaviour=_behaviour(t, where),
         name=None if "name" not in t else _name(t["name"], f"{where} name"),
-        receiver_queue=None if "receiver_queue" not in t else _int(t["receiver_queue"], f"{where} receiver_queue"),
+        receiver_queue=None
+        if "receiver_queue" not in t
+        else _int(t["receiver_queue"], f"{where} receiver_queue", minimum=0),
         mode=None if "mode" not in t else _choice(t["mode"], KEY_SHARED_MODES, f"{where} mode", upper=True),
         allow_out_of_order_delivery=None
         if "allow_out_of_order_delivery" not in t
@@ -785,6 +787,28 @@ def _check_partitioned(scenario: Scenario, where: str) -> None:
             )
 
 
+def _check_zero_queue(scenario: Scenario, where: str) -> None:
+    """A zero-queue consumer (``receiver_queue = 0``) takes one message per receive: the clients refuse it on a
+    partitioned topic and do not support it with batched messages (Java's ``ZeroQueueConsumerImpl`` fails a batch;
+    the C++ client's ``receiveIndividualMessagesFromBatch`` says it is not supported)."""
+    zero = [i for i, step in enumerate(scenario.steps, start=1) if isinstance(step, Open) and step.receiver_queue == 0]
+    if not zero:
+        return
+    at = f"{where}: step {zero[0]} (open)"
+    if scenario.settings.partitions:
+        raise InvalidScenario(f"{at}: receiver_queue = 0 is refused by the clients on a partitioned topic.")
+    batched = [
+        i
+        for i, step in enumerate(scenario.steps, start=1)
+        if isinstance(step, Publish) and (step.batching != "none" or step.highest_sequence_id is not None)
+    ]
+    if batched:
+        raise InvalidScenario(
+            f"{at}: receiver_queue = 0 does not take batched messages, but step {batched[0]} publishes in batches;"
+            ' use batching = "none" or a receiver queue of 1 or more.'
+        )
+
+
 def _check_unnamed_producers(scenario: Scenario, where: str) -> None:
     """An unnamed producer is created once: another incarnation would get another name from the broker, so the
     trace would hold two producers where the scenario names one (and deduplication would not link them)."""
@@ -838,6 +862,7 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
         _check_non_persistent(scenario, where)
     _check_raw_producers(scenario, where)
     _check_unnamed_producers(scenario, where)
+    _check_zero_queue(scenario, where)
     if scenario.settings.partitions:
         _check_partitioned(scenario, where)
     open_now: dict[str, bool] = {}  # handle -> paused

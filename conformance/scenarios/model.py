@@ -228,7 +228,8 @@ class Open:
     consumer: str
     behaviour: Behaviour = field(default_factory=Behaviour)
     name: str | None = None  #: consumer name sent to the broker; defaults to the handle name
-    receiver_queue: int | None = None  #: overrides ``settings.receiver_queue``
+    #: overrides ``settings.receiver_queue``; 0: a zero-queue consumer (each receive asks the broker for one message)
+    receiver_queue: int | None = None
     mode: str | None = None  #: overrides the subscription's key_shared mode for this consumer
     allow_out_of_order_delivery: bool | None = None  #: overrides the subscription's flag for this consumer
     ranges: tuple[tuple[int, int], ...] = ()  #: sticky ranges (STICKY mode only)

@@ -34,6 +34,7 @@ from pytest_keyshared.driver.handles import (
     delivery_from_message,
     format_msg_id,
 )
+from pytest_keyshared.driver.zero_queue import ZeroQueueReceiver
 from pytest_keyshared.targets.base import TargetError
 
 __all__ = [
@@ -180,8 +181,13 @@ class PulsarConsumer:
             with contextlib.suppress(Exception):
                 self._client.close()
             raise
+        #: a zero-queue consumer's bounded receives (pulsar-client refuses a receive timeout with queue 0)
+        self._zero_queue = ZeroQueueReceiver(self._consumer) if spec.receiver_queue == 0 else None
 
     def receive(self, timeout_ms: int) -> Delivery | None:
+        if self._zero_queue is not None:
+            msg = self._zero_queue.receive(timeout_ms)
+            return None if msg is None else delivery_from_message(msg)
         try:
             msg = self._consumer.receive(timeout_millis=timeout_ms)
         except _TIMEOUT_ERRORS:
@@ -199,7 +205,10 @@ class PulsarConsumer:
 
     def close(self) -> None:
         try:
-            self._consumer.close()
+            if self._zero_queue is not None:
+                self._zero_queue.close()  # the consumer's close ends its blocking receive
+            else:
+                self._consumer.close()
         finally:
             with contextlib.suppress(Exception):
                 self._client.close()

@@ -426,7 +426,7 @@ class _Run(RunLoop):
             if step.allow_out_of_order_delivery is None
             else step.allow_out_of_order_delivery,
             ranges=step.ranges,
-            receiver_queue=step.receiver_queue or self.settings.receiver_queue,
+            receiver_queue=self.settings.receiver_queue if step.receiver_queue is None else step.receiver_queue,
             nack_delay_ms=self.settings.nack_delay_ms,
             ack_timeout_ms=step.ack_timeout_ms,
             dead_letter=self._dead_letter_policy(),
