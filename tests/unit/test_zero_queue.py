@@ -88,3 +88,26 @@ def test_a_timed_out_receive_leaves_one_request_standing_and_close_ends_it() -> 
     assert receiver.receive(20) is None
     receiver.close()
     assert consumer._closed and receiver.error is None  # a receive ended by the close is no error
+
+
+def _shape(**chosen: int) -> tuple[int, ...]:
+    from conformance.generated.program import SHAPE_DIMENSIONS
+
+    return tuple(chosen.get(d, 0) for d in SHAPE_DIMENSIONS)
+
+
+def test_the_generator_draws_zero_queue_consumers_only_where_the_clients_take_them() -> None:
+    from conformance.generated.program import SHAPE_CHOICES, program_from_moves
+
+    moves = [(0, 0, 5), (4, 1, 5), (0, 2, 3)]  # publish, open c2 with amount 5 (a queue of 5, or 0), publish
+
+    def queues(**chosen: int) -> list[int | None]:
+        program = program_from_moves(moves, name="g", shape=_shape(**chosen))
+        return [step.receiver_queue for step in program.steps if isinstance(step, Open)]
+
+    on = SHAPE_CHOICES["zero_queue"].index(True)
+    assert queues() == [None, 5]
+    assert queues(zero_queue=on) == [0, 0]
+    assert queues(zero_queue=on, batching=SHAPE_CHOICES["batching"].index("default")) == [None, 5]
+    assert queues(zero_queue=on, topic=SHAPE_CHOICES["topic"].index("non-persistent")) == [None, 5]
+    assert queues(zero_queue=on, partitions=SHAPE_CHOICES["partitions"].index(2)) == [None, 5]
