@@ -229,6 +229,9 @@ class _Run(RunLoop):
         self.stats: dict[str, Any] | None = None
         #: the same figures read after the last step, before the drain acknowledges what consumers hold
         self.stats_held: dict[str, Any] | None = None
+        #: whether the broker answered the run topic's stats before the first step (``RECORD_STATS_TAG``): it must
+        #: not, nothing has named the topic yet (None: not asked, or the target cannot tell)
+        self.stats_before: bool | None = None
         #: the ``pulsar.dedup`` cursor's position from the internal stats, for the ``end`` event
         self.dedup_cursor: str | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
@@ -302,6 +305,8 @@ class _Run(RunLoop):
             more["subscription_stats"] = self.stats
         if self.stats_held is not None:
             more["subscription_stats_held"] = self.stats_held
+        if self.stats_before is not None:
+            more["topic_stats_before"] = self.stats_before
         if self.dedup_cursor is not None:
             more["dedup_cursor"] = self.dedup_cursor
         self._end(interrupted, failure, **more)
@@ -366,6 +371,8 @@ class _Run(RunLoop):
         )
 
     def _before_steps(self) -> None:
+        if RECORD_STATS_TAG in self.scenario.tags:  # before anything names the topic
+            self.stats_before = self.session.topic_stats_answered()
         if self.settings.deduplication and not self.target.claims.deduplication:
             if self.target.capabilities.dedup_switch:
                 self.session.set_deduplication(True)

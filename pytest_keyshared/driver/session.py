@@ -212,6 +212,13 @@ class Session(ABC):
         with the ``record:subscription-stats`` tag)."""
         return None
 
+    def topic_stats_answered(self) -> bool | None:
+        """Whether the broker answers the topic stats of the run's topic now: False when it says there is no such
+        topic (Pulsar: 404 ``Topic not found``, and nothing created: ``getTopicReferenceAsync`` asks
+        ``getTopicIfExists``), True when it answers, None when the target shows no stats or the answer says
+        neither.  Asked before the first step of a ``record:subscription-stats`` scenario."""
+        return None
+
     def stop_watching(self) -> list[str]:
         """Record what is left and stop (before ``end``); returns notes for the run."""
         return []
@@ -428,6 +435,20 @@ class PulsarSession(Session):
     def subscription_stats(self, subscription: str) -> dict[str, Any] | None:
         stats = self._topic_stats()
         return None if stats is None else stats_subscription_figures(stats, subscription)
+
+    def topic_stats_answered(self) -> bool | None:
+        admin_url = self.pulsar_target.admin_url
+        if admin_url is None:
+            return None
+        from pytest_keyshared.targets.admin import AdminClient, AdminError
+
+        try:
+            AdminClient(admin_url).topic_stats(self.topic)
+        except AdminError as exc:
+            return False if exc.status == 404 else None
+        except Exception:  # an admin API that cannot answer: nothing to tell
+            return None
+        return True
 
     def dedup_cursor(self) -> str | None:
         admin_url = self.pulsar_target.admin_url
