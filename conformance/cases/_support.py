@@ -727,7 +727,7 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     misplaced = message_id_problems(result.trace_path)
     if misplaced:
         more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
-        problems.append(("deduplication", Kind.WRONG_MESSAGE_ID, misplaced[0] + more))
+        problems.append(("message-ids", Kind.WRONG_MESSAGE_ID, misplaced[0] + more))
     renumbered = sequence_id_problems(result.trace_path)
     if renumbered:
         more = f" (and {len(renumbered) - 1} more)" if len(renumbered) > 1 else ""
