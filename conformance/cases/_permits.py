@@ -39,7 +39,8 @@ def pause_windows(scenario: Scenario, result: Any) -> list[tuple[str, int, int, 
             continue
         last_end = max(last_end, outcome.end_event)
         if isinstance(step, Open):
-            queues[step.consumer] = step.receiver_queue or scenario.settings.receiver_queue
+            queue = step.receiver_queue
+            queues[step.consumer] = scenario.settings.receiver_queue if queue is None else queue
             if step.paused and outcome.ok:
                 paused[step.consumer] = outcome.end_event
         elif isinstance(step, Pause):

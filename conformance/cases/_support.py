@@ -444,7 +444,12 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
     """:func:`stats_figure_problems` and :func:`consumer_counter_problems` of the subscription stats the run recorded
     at its end (the ``end`` event's ``subscription_stats``, and ``subscription_stats_held``, read after the last step
     before the drain acknowledged what the consumers held; a scenario asks for both with the
-    ``record:subscription-stats`` tag; targets without an admin API record nothing, and nothing is judged)."""
+    ``record:subscription-stats`` tag; targets without an admin API record nothing, and nothing is judged).
+
+    With the same tag the run asks the topic stats before its first step, when nothing has named the topic yet
+    (the ``end`` event's ``topic_stats_before``): a broker must answer that there is no such topic (Pulsar's admin
+    API: 404 ``Topic not found``, ``getTopicReferenceAsync`` looks the topic up with ``getTopicIfExists`` and
+    creates nothing), so an answer (True) is a problem."""
     from conformance.trace.reader import open_trace
 
     trace = open_trace(trace_path)
@@ -455,6 +460,7 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
     exact = topic.startswith("persistent://")
     figures: Any = None
     held: Any = None
+    before: Any = None
     names: dict[str, str] = {}
     opened: dict[str, int] = {}
     received: dict[str, int] = {}
@@ -469,6 +475,7 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
         if event.op == "end":
             figures = event.extra.get("subscription_stats")
             held = event.extra.get("subscription_stats_held")
+            before = event.extra.get("topic_stats_before")
             exact = exact and event.drained is True
         elif event.op in _RESENDING_OPS:
             exact = False
@@ -487,6 +494,11 @@ def subscription_stats_problems(trace_path: str | Path) -> list[str]:
             latest.add(name)
     exact = exact and all(n == 1 for n in opened.values())
     problems: list[str] = []
+    if before is True:
+        problems.append(
+            f"the broker answered the stats of {topic or 'the run topic'} before any step named it; a topic that"
+            " does not exist has no stats (Pulsar: 404 Topic not found), and asking must not create it"
+        )
     # names of one incarnation only: a stats entry of a same-named consumer that was sent nothing prints its start value
     singles = () if batched else tuple(n for n in latest if opened.get(n) == 1)
     if isinstance(held, Mapping):  # read after the last step, before the drain acknowledged what was held
@@ -719,7 +731,7 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     misplaced = message_id_problems(result.trace_path)
     if misplaced:
         more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
-        problems.append(("deduplication", Kind.WRONG_MESSAGE_ID, misplaced[0] + more))
+        problems.append(("message-ids", Kind.WRONG_MESSAGE_ID, misplaced[0] + more))
     renumbered = sequence_id_problems(result.trace_path)
     if renumbered:
         more = f" (and {len(renumbered) - 1} more)" if len(renumbered) > 1 else ""

@@ -177,6 +177,11 @@ SHAPE_CHOICES: dict[str, tuple[object, ...]] = {
     #: ``batch_flushed_early``); only where the program has default batches.  Last, so the programs drawn before
     #: it keep every other draw
     "batch_timing": ("back-to-back", "spaced-large"),
+    #: zero-queue consumers (``receiver_queue = 0``: the client asks for one message per receive; a consumer
+    #: waiting when its connection is replaced asks again on the new one): c1, and the opens that would ask for a
+    #: queue of 5.  Only where the clients take it: unbatched publishes on a persistent, non-partitioned topic, no
+    #: batch sent with its highest id.  Last, so the programs drawn before it keep every other draw
+    "zero_queue": (False, True),
 }
 #: the payload and the spacing of the ``spaced-large`` batch timing
 SPACED_PAYLOAD_BYTES = 50_000
@@ -384,6 +389,14 @@ def program_from_moves(
     # phases are then judged by the more lenient contract, never the other way round. Not after a crash: the
     # broker may still count the crashed consumer, and refuses a changed flag while it does.
     out_of_order = bool(form["out_of_order"])
+    zero_queue = (
+        bool(form["zero_queue"])
+        and form["batching"] == "none"
+        and not form.non_persistent
+        and not form.partitions
+        and not (form.deduplication and "batch_highest" in kinds)
+    )
+    first_queue: dict[str, object] = {"receiver_queue": 0} if zero_queue else {}
     flag = out_of_order
     ever_opened = crashed = False
 
@@ -417,7 +430,7 @@ def program_from_moves(
         published += count
 
     # keys held from the start: joins must drain them (and, with the ack timeout on, a long wait sends them back)
-    open_("c1", Behaviour("hold"), ack_timeout_ms=ACK_TIMEOUT_MS if opts.ack_timeout else 0)
+    open_("c1", Behaviour("hold"), ack_timeout_ms=ACK_TIMEOUT_MS if opts.ack_timeout else 0, **first_queue)
     for raw in moves:
         kind_index, consumer_index, amount = (int(x) for x in raw)
         kind = kinds[kind_index % len(kinds)]
@@ -430,7 +443,7 @@ def program_from_moves(
             if out_of_order and ever_opened and not open_now and not crashed and amount % 2 == 0:
                 flag = not flag  # every consumer has left: the next ones ask for the other value
             timeout = ACK_TIMEOUT_MS if opts.ack_timeout and amount % 3 == 0 else 0
-            queue = 5 if amount % 5 == 0 else None
+            queue = (0 if zero_queue else 5) if amount % 5 == 0 else None
             open_(handle, _behaviour(amount), receiver_queue=queue, ack_timeout_ms=timeout)
         elif kind == "open_same_name" and not is_open:
             other = handles[(consumer_index + 1) % len(handles)]

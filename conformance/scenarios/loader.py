@@ -305,6 +305,11 @@ def _settings(raw: Any, where: str) -> Settings:
             values[f.name] = _clusters(table[f.name], f"{where} clusters")
         elif f.name == "replication_delays":
             values[f.name] = _delays(table[f.name], f"{where} replication_delays")
+        elif f.name == "unnamed_producers":
+            names = tuple(_name(n, f"{where} unnamed_producers") for n in _list(table[f.name], f"{where} {f.name}"))
+            if len(set(names)) != len(names):
+                raise InvalidScenario(f"{where} unnamed_producers: name each producer once, got {list(names)!r}.")
+            values[f.name] = names
         elif f.type in ("bool", bool):
             values[f.name] = _bool(table[f.name], f"{where} {f.name}")
         elif f.name == "selector":
@@ -399,7 +404,9 @@ def _open(t: Mapping[str, Any], where: str) -> Open:
         consumer=_name(t["consumer"], f"{where} consumer"),
         behaviour=_behaviour(t, where),
         name=None if "name" not in t else _name(t["name"], f"{where} name"),
-        receiver_queue=None if "receiver_queue" not in t else _int(t["receiver_queue"], f"{where} receiver_queue"),
+        receiver_queue=None
+        if "receiver_queue" not in t
+        else _int(t["receiver_queue"], f"{where} receiver_queue", minimum=0),
         mode=None if "mode" not in t else _choice(t["mode"], KEY_SHARED_MODES, f"{where} mode", upper=True),
         allow_out_of_order_delivery=None
         if "allow_out_of_order_delivery" not in t
@@ -790,6 +797,63 @@ def _check_partitioned(scenario: Scenario, where: str) -> None:
             )
 
 
+def _check_zero_queue(scenario: Scenario, where: str) -> None:
+    """A zero-queue consumer (``receiver_queue = 0``) takes one message per receive: the clients refuse it on a
+    partitioned topic and do not support it with batched messages (Java's ``ZeroQueueConsumerImpl`` fails a batch;
+    the C++ client's ``receiveIndividualMessagesFromBatch`` says it is not supported)."""
+    zero = [i for i, step in enumerate(scenario.steps, start=1) if isinstance(step, Open) and step.receiver_queue == 0]
+    if not zero:
+        return
+    at = f"{where}: step {zero[0]} (open)"
+    if scenario.settings.partitions:
+        raise InvalidScenario(f"{at}: receiver_queue = 0 is refused by the clients on a partitioned topic.")
+    batched = [
+        i
+        for i, step in enumerate(scenario.steps, start=1)
+        if isinstance(step, Publish) and (step.batching != "none" or step.highest_sequence_id is not None)
+    ]
+    if batched:
+        raise InvalidScenario(
+            f"{at}: receiver_queue = 0 does not take batched messages, but step {batched[0]} publishes in batches;"
+            ' use batching = "none" or a receiver queue of 1 or more.'
+        )
+
+
+def _check_unnamed_producers(scenario: Scenario, where: str) -> None:
+    """An unnamed producer is created once: another incarnation would get another name from the broker, so the
+    trace would hold two producers where the scenario names one (and deduplication would not link them)."""
+    unnamed = set(scenario.settings.unnamed_producers)
+    if not unnamed:
+        return
+    if scenario.settings.partitions:
+        raise InvalidScenario(
+            f"{where}: unnamed_producers on a partitioned topic would name each partition's producer apart;"
+            " drop unnamed_producers or partitions."
+        )
+    batching: dict[str, str] = {}
+    for index, step in enumerate(scenario.steps, start=1):
+        at = f"{where}: step {index} ({step.do})"
+        producer = getattr(step, "producer", None)
+        if producer not in unnamed:
+            continue
+        if isinstance(step, CloseProducer) or (isinstance(step, Resend) and step.reconnect):
+            raise InvalidScenario(
+                f"{at}: producer {producer!r} is unnamed (the broker names it) and is created once per run; a new"
+                " incarnation would be another producer to the broker. Use a named producer, or another handle."
+            )
+        mode = "none" if isinstance(step, (OpenProducer, Resend)) else getattr(step, "batching", None)
+        if mode is not None and batching.setdefault(producer, mode) != mode:
+            raise InvalidScenario(
+                f"{at}: unnamed producer {producer!r} changes batching ({batching[producer]!r} -> {mode!r}), which"
+                " creates it again under another name; keep one batching mode."
+            )
+        if isinstance(step, Publish) and step.highest_sequence_id is not None:
+            raise InvalidScenario(
+                f"{at}: highest_sequence_id is sent by the harness's protocol producer, which names itself;"
+                f" drop {producer!r} from unnamed_producers."
+            )
+
+
 def _check_semantics(scenario: Scenario, where: str) -> None:
     """Consumer lifecycles, sticky ranges against modes, and resends against what was published."""
     if scenario.is_failover():
@@ -800,11 +864,15 @@ def _check_semantics(scenario: Scenario, where: str) -> None:
                 f"{where}: highest_sequence_id is sent by the harness's protocol producer, which the failover workload"
                 " does not use; drop it."
             )
+        if scenario.settings.unnamed_producers:
+            raise InvalidScenario(f"{where}: the failover workload names its producers; drop unnamed_producers.")
         _check_failover(scenario, where)
         return
     if scenario.settings.topic == "non-persistent":
         _check_non_persistent(scenario, where)
     _check_raw_producers(scenario, where)
+    _check_unnamed_producers(scenario, where)
+    _check_zero_queue(scenario, where)
     if scenario.settings.partitions:
         _check_partitioned(scenario, where)
     open_now: dict[str, bool] = {}  # handle -> paused

@@ -169,6 +169,11 @@ class Settings:
     #: client's default, ``<run topic>-<subscription>-DLQ``; the driver reads it and records each message routed
     #: there as a ``dead_letter`` event (``docs/scenarios.md``, "Dead letters")
     dead_letter: int = 0
+    #: producers the driver creates without a ``producer_name``, so the broker generates one (Pulsar's
+    #: ``generateUniqueProducerName``: unique per broker); the trace names each by the name the broker gave it.
+    #: Such a producer is created once per run: no ``close_producer``, no ``resend`` with ``reconnect``, one
+    #: batching mode, no ``highest_sequence_id`` (a new incarnation would be a new producer to the broker)
+    unnamed_producers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +228,8 @@ class Open:
     consumer: str
     behaviour: Behaviour = field(default_factory=Behaviour)
     name: str | None = None  #: consumer name sent to the broker; defaults to the handle name
-    receiver_queue: int | None = None  #: overrides ``settings.receiver_queue``
+    #: overrides ``settings.receiver_queue``; 0: a zero-queue consumer (each receive asks the broker for one message)
+    receiver_queue: int | None = None
     mode: str | None = None  #: overrides the subscription's key_shared mode for this consumer
     allow_out_of_order_delivery: bool | None = None  #: overrides the subscription's flag for this consumer
     ranges: tuple[tuple[int, int], ...] = ()  #: sticky ranges (STICKY mode only)

@@ -245,10 +245,12 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
     import pulsar
 
     from pytest_keyshared.driver.pulsar_client import ClientSettings, delivery_from_message, subscribe
+    from pytest_keyshared.driver.zero_queue import ZeroQueueReceiver
 
     out = sys.stdout.buffer
     client: Any = None
     consumer: Any = None
+    zero_queue: ZeroQueueReceiver | None = None  # a zero-queue consumer's bounded receives
     messages: dict[int, Any] = {}
     next_ref = 0
 
@@ -282,11 +284,17 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
                     client, spec, burn_ids=request["burn_ids"], burn_topic=request["burn_topic"],
                     burn_tag=request["burn_tag"],
                 )  # fmt: skip
+                zero_queue = ZeroQueueReceiver(consumer) if spec.receiver_queue == 0 else None
                 reply({"ok": True})
             elif op == "receive":
-                try:
-                    msg = consumer.receive(timeout_millis=request["timeout_ms"])
-                except pulsar.Timeout:
+                if zero_queue is not None:
+                    msg = zero_queue.receive(request["timeout_ms"])
+                else:
+                    try:
+                        msg = consumer.receive(timeout_millis=request["timeout_ms"])
+                    except pulsar.Timeout:
+                        msg = None
+                if msg is None:
                     reply({"ok": True, "msg": None})
                     continue
                 d = delivery_from_message(msg)
@@ -311,7 +319,10 @@ def _child_main() -> int:  # pragma: no cover - runs in the child process (exerc
             elif op == "is_connected":
                 reply({"ok": True, "connected": bool(consumer.is_connected())})
             elif op == "close":
-                consumer.close()
+                if zero_queue is not None:
+                    zero_queue.close()  # the consumer's close ends its blocking receive
+                else:
+                    consumer.close()
                 client.close()
                 reply({"ok": True})
                 return 0

@@ -31,6 +31,7 @@ from pytest_keyshared.driver.session import (
 )
 from pytest_keyshared.driver.workers import SteppedScheduler
 from pytest_keyshared.targets.base import Target
+from reference_model.errors import InvalidArgument
 
 __all__ = ["ModelSession"]
 
@@ -245,8 +246,9 @@ class ModelSession(Session):
                 producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs,
             )  # fmt: skip
         else:
+            named = None if name in self.unnamed_producers else name  # None: the broker generates one
             producer = self.broker.create_producer(
-                self.topic, producer_name=name, send_timeout_millis=send_timeout_ms, **kwargs
+                self.topic, producer_name=named, send_timeout_millis=send_timeout_ms, **kwargs
             )
         return ModelProducerHandle(producer, self.clock, created_t0)
 
@@ -286,6 +288,13 @@ class ModelSession(Session):
         if self.partitions:  # a partitioned topic has stats per partition only, as Pulsar's admin API: not judged
             return None
         return stats_subscription_figures(self.broker.topic_stats(self.topic), subscription)
+
+    def topic_stats_answered(self) -> bool | None:
+        try:
+            self.broker.topic_stats(self.topic)
+        except InvalidArgument:  # no such topic (nor a partitioned topic of that name)
+            return False
+        return True
 
     def dedup_cursor(self) -> str | None:
         if self.partitions:  # internal stats are per partition: not judged

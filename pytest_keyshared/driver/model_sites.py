@@ -240,10 +240,11 @@ class ModelSites:
         """Faults of the replicator ``source`` -> ``remote``'s producer: receipts lost, sends repeated."""
         self.layer.set_replicator_faults(source, remote, lose_receipts=lose_receipts, repeat_window=repeat_window)
 
-    def delete_subscription(self, cluster: str) -> None:
-        """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there)."""
-        for topic in self._names():
-            self.brokers[cluster].delete_subscription(topic, self.subscription)
+    def delete_subscription(self, cluster: str) -> bool:
+        """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; it has no consumer there); False
+        if no topic of it had the subscription (never created there by a cursor update, or deleted already)."""
+        deleted = [self.brokers[cluster].delete_subscription(topic, self.subscription) for topic in self._names()]
+        return any(deleted)
 
     def compact(self, cluster: str) -> None:
         """Compact ``cluster``'s copy of the topic now (admin ``triggerCompaction``, done at once in the model)."""

@@ -38,6 +38,7 @@ from pytest_keyshared.driver.handles import (
     delivery_from_message,
     format_msg_id,
 )
+from pytest_keyshared.driver.zero_queue import ZeroQueueReceiver
 from pytest_keyshared.targets.base import TargetError
 
 __all__ = [
@@ -184,8 +185,13 @@ class PulsarConsumer:
             with contextlib.suppress(Exception):
                 self._client.close()
             raise
+        #: a zero-queue consumer's bounded receives (pulsar-client refuses a receive timeout with queue 0)
+        self._zero_queue = ZeroQueueReceiver(self._consumer) if spec.receiver_queue == 0 else None
 
     def receive(self, timeout_ms: int) -> Delivery | None:
+        if self._zero_queue is not None:
+            msg = self._zero_queue.receive(timeout_ms)
+            return None if msg is None else delivery_from_message(msg)
         try:
             msg = self._consumer.receive(timeout_millis=timeout_ms)
         except _TIMEOUT_ERRORS:
@@ -203,7 +209,10 @@ class PulsarConsumer:
 
     def close(self) -> None:
         try:
-            self._consumer.close()
+            if self._zero_queue is not None:
+                self._zero_queue.close()  # the consumer's close ends its blocking receive
+            else:
+                self._consumer.close()
         finally:
             with contextlib.suppress(Exception):
                 self._client.close()
@@ -227,9 +236,10 @@ class PulsarProducer:
     """A producer with an explicit name (the 4.0 keyless sticky key is ``producerName-sequenceId``)."""
 
     def __init__(
-        self, client: pulsar.Client, topic: str, name: str, *, batching: str, send_timeout_ms: int, clock: Any
+        self, client: pulsar.Client, topic: str, name: str | None, *, batching: str, send_timeout_ms: int, clock: Any
     ) -> None:
-        self.name = name
+        """``name`` None: created without a ``producer_name``, so the broker generates one (read back into
+        :attr:`name`)."""
         self._clock = clock
         kwargs: dict[str, Any] = {}
         if batching != "none":
@@ -241,9 +251,12 @@ class PulsarProducer:
                 batching_max_publish_delay_ms=BATCHING_MAX_PUBLISH_DELAY_MS,
             )
         self.created_t0: int = clock()
+        if name is not None:
+            kwargs["producer_name"] = name
         self._producer = client.create_producer(
-            topic, producer_name=name, send_timeout_millis=send_timeout_ms, block_if_queue_full=True, **kwargs
+            topic, send_timeout_millis=send_timeout_ms, block_if_queue_full=True, **kwargs
         )
+        self.name: str = name if name is not None else str(self._producer.producer_name())
         # no initial_sequence_id is set, so the C++ client takes the broker's answer as its last published id
         self.answered_sequence_id: int = int(self._producer.last_sequence_id())
 

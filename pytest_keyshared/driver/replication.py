@@ -287,7 +287,9 @@ class Failover:
 
     def delete_subscription(self, cluster: str) -> None:
         """Delete the subscription on ``cluster`` (admin ``deleteSubscription``; no consumer of it is there): a
-        ``fault`` ``subscription_deleted`` touching no consumer.  A later cursor update must create it again."""
+        ``fault`` ``subscription_deleted`` touching no consumer.  A later cursor update must create it again.
+        Deleting one that is not there (never created there, or deleted already) changes nothing: the admin API
+        answers 404, the sites return False, and the fault is recorded all the same (it only loosens the bound)."""
         if cluster == self.home and self.consumer is not None:
             raise InvalidArgument(f"The consumer is connected in {cluster}: delete the subscription elsewhere.")
         delete = getattr(self.sites, "delete_subscription", None)
@@ -693,12 +695,12 @@ class BrokerSites:
                 reader.close()
         return got
 
-    def delete_subscription(self, cluster: str) -> None:
-        """``DELETE .../subscription/{sub}`` on ``cluster``."""
+    def delete_subscription(self, cluster: str) -> bool:
+        """``DELETE .../subscription/{sub}`` on ``cluster``; False if it was not there (404)."""
         admin = self.endpoints[cluster].admin
         if admin is None:
             raise UnsupportedByTarget(f"{cluster} has no admin API: the subscription cannot be deleted.")
-        admin.delete_subscription(self.topic, self.subscription)
+        return admin.delete_subscription(self.topic, self.subscription)
 
     def compact(self, cluster: str) -> None:
         """``PUT .../compaction`` on ``cluster``, waited for until it succeeds (bounded)."""

@@ -232,6 +232,9 @@ class _Run(RunLoop):
         self.stats: dict[str, Any] | None = None
         #: the same figures read after the last step, before the drain acknowledges what consumers hold
         self.stats_held: dict[str, Any] | None = None
+        #: whether the broker answered the run topic's stats before the first step (``RECORD_STATS_TAG``): it must
+        #: not, nothing has named the topic yet (None: not asked, or the target cannot tell)
+        self.stats_before: bool | None = None
         #: the ``pulsar.dedup`` cursor's position from the internal stats, for the ``end`` event
         self.dedup_cursor: str | None = None
         #: the reader of the dead-letter topic (``[settings] dead_letter``), opened before the first step
@@ -248,6 +251,7 @@ class _Run(RunLoop):
     def _open(self, trace_path: Path) -> None:
         self.log_since = self.target.log_position()
         self.session: Session = self._open_session()
+        self.session.unnamed_producers = frozenset(self.settings.unnamed_producers)
         header = self._header()
         self.pipeline: TracePipeline | None = None
         if self.target.deterministic:  # no threads against the model: the writer keeps its file, checks inline
@@ -304,6 +308,8 @@ class _Run(RunLoop):
             more["subscription_stats"] = self.stats
         if self.stats_held is not None:
             more["subscription_stats_held"] = self.stats_held
+        if self.stats_before is not None:
+            more["topic_stats_before"] = self.stats_before
         if self.dedup_cursor is not None:
             more["dedup_cursor"] = self.dedup_cursor
         self._end(interrupted, failure, **more)
@@ -373,6 +379,8 @@ class _Run(RunLoop):
         )
 
     def _before_steps(self) -> None:
+        if RECORD_STATS_TAG in self.scenario.tags:  # before anything names the topic
+            self.stats_before = self.session.topic_stats_answered()
         if self.settings.deduplication and not self.target.claims.deduplication:
             if self.target.capabilities.dedup_switch:
                 self.session.set_deduplication(True)
@@ -433,7 +441,7 @@ class _Run(RunLoop):
             if step.allow_out_of_order_delivery is None
             else step.allow_out_of_order_delivery,
             ranges=step.ranges,
-            receiver_queue=step.receiver_queue or self.settings.receiver_queue,
+            receiver_queue=self.settings.receiver_queue if step.receiver_queue is None else step.receiver_queue,
             nack_delay_ms=self.settings.nack_delay_ms,
             ack_timeout_ms=step.ack_timeout_ms,
             dead_letter=self._dead_letter_policy(),
@@ -494,7 +502,7 @@ class _Run(RunLoop):
             uid = f"{producer}:{seq}"
             partition_key = ordering_key = None
             if step.key_field == "none":
-                key = self._keyless_sticky_key(producer, seq)
+                key = self._keyless_sticky_key(self._trace_producer(producer), seq)
             elif step.key_field == "partition_key":
                 partition_key = key
             elif step.key_field == "ordering_key":
@@ -533,7 +541,7 @@ class _Run(RunLoop):
 
             def record(message: OutgoingMessage, outcome: SendOutcome) -> None:
                 self.recorder.publish(
-                    step.producer,
+                    self._trace_producer(step.producer),
                     message,
                     outcome,
                     last_seq=outcome.last_seq if judged else None,
@@ -562,7 +570,7 @@ class _Run(RunLoop):
         )
         self.session.poll_faults()
         for message, outcome in zip(messages, outcomes, strict=True):
-            self.recorder.publish(step.producer, message, outcome, send_ids=(send_seq, highest))
+            self.recorder.publish(self._trace_producer(step.producer), message, outcome, send_ids=(send_seq, highest))
         unconfirmed = sum(1 for outcome in outcomes if outcome.result != "ok")
         return unconfirmed == 0, "" if not unconfirmed else f"the batch was not confirmed: {outcomes[0].error}"
 
@@ -579,7 +587,9 @@ class _Run(RunLoop):
             outcome = producer.send(message)
             self.session.poll_faults()  # a reconnect of the producer is recorded before the send's outcome
             above = highest is None or message.seq > highest  # not a resend, nor an id below one sent before
-            self.recorder.publish(producer_name, message, outcome, last_seq=outcome.last_seq if above else None)
+            self.recorder.publish(
+                self._trace_producer(producer_name), message, outcome, last_seq=outcome.last_seq if above else None
+            )
             if outcome.error is not None and outcome.error.startswith("Interrupted:"):
                 # Ctrl-C during the send: pulsar-client turns it into a failed send (pulsar.Interrupted), recorded
                 # as of unknown outcome above; the run still ends here, as at any other Ctrl-C
@@ -614,8 +624,17 @@ class _Run(RunLoop):
         handle = self.session.producer(name, batching, self.settings.send_timeout_ms)
         if self._announced.get(name) is not handle:
             self._announced[name] = handle
-            self.recorder.producer_open(name, handle.created_t0, handle.answered_sequence_id)
+            self.recorder.producer_open(self._trace_producer(name), handle.created_t0, handle.answered_sequence_id)
         return handle
+
+    def _trace_producer(self, name: str) -> str:
+        """The name the trace gives producer ``name``: its own, or for one of ``[settings] unnamed_producers`` the
+        name the broker generated for it (what its messages carry, and what deduplication keys on)."""
+        if name in self.session.unnamed_producers:
+            handle = self._announced.get(name)
+            if handle is not None:
+                return handle.name
+        return name
 
     def _do_resend(self, step: Resend) -> tuple[bool, str]:
         if step.reconnect:

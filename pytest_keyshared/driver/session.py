@@ -52,6 +52,8 @@ class Session(ABC):
         self.partitions = 0
         #: consumer handles some step stalls (``stall_connection``), set before the first step
         self.stallable: frozenset[str] = frozenset()
+        #: producer handles created without a ``producer_name`` (the broker names them), set before the first step
+        self.unnamed_producers: frozenset[str] = frozenset()
 
     def clock(self) -> int:
         return self.scheduler.now_ns()
@@ -208,6 +210,13 @@ class Session(ABC):
         """The figures of ``subscription`` a case judges against each other (:func:`stats_subscription_figures`)
         from the broker's topic stats now, or ``None`` when the target shows no stats (a scenario asks for them
         with the ``record:subscription-stats`` tag)."""
+        return None
+
+    def topic_stats_answered(self) -> bool | None:
+        """Whether the broker answers the topic stats of the run's topic now: False when it says there is no such
+        topic (Pulsar: 404 ``Topic not found``, and nothing created: ``getTopicReferenceAsync`` asks
+        ``getTopicIfExists``), True when it answers, None when the target shows no stats or the answer says
+        neither.  Asked before the first step of a ``record:subscription-stats`` scenario."""
         return None
 
     def stop_watching(self) -> list[str]:
@@ -427,6 +436,20 @@ class PulsarSession(Session):
         stats = self._topic_stats()
         return None if stats is None else stats_subscription_figures(stats, subscription)
 
+    def topic_stats_answered(self) -> bool | None:
+        admin_url = self.pulsar_target.admin_url
+        if admin_url is None:
+            return None
+        from pytest_keyshared.targets.admin import AdminClient, AdminError
+
+        try:
+            AdminClient(admin_url).topic_stats(self.topic)
+        except AdminError as exc:
+            return False if exc.status == 404 else None
+        except Exception:  # an admin API that cannot answer: nothing to tell
+            return None
+        return True
+
     def dedup_cursor(self) -> str | None:
         admin_url = self.pulsar_target.admin_url
         if admin_url is None:
@@ -536,7 +559,7 @@ class PulsarSession(Session):
         return PulsarProducer(
             self._producer_client,
             self.topic,
-            name,
+            None if name in self.unnamed_producers else name,
             batching=batching,
             send_timeout_ms=send_timeout_ms,
             clock=self.clock,

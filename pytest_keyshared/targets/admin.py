@@ -94,10 +94,17 @@ class AdminClient:
             if exc.status != 409:
                 raise
 
-    def delete_subscription(self, topic: str, subscription: str) -> None:
-        """``DELETE .../subscription/{sub}`` (refused by the broker while consumers are connected)."""
+    def delete_subscription(self, topic: str, subscription: str) -> bool:
+        """``DELETE .../subscription/{sub}`` (refused by the broker while consumers are connected); False when
+        there is no such subscription or topic (404: ``internalDeleteSubscriptionForNonPartitionedTopicAsync``)."""
         sub = urllib.parse.quote(subscription, safe="")
-        self.request("DELETE", f"/admin/v2/{topic_path(topic)}/subscription/{sub}")
+        try:
+            self.request("DELETE", f"/admin/v2/{topic_path(topic)}/subscription/{sub}")
+        except AdminError as exc:
+            if exc.status != 404:
+                raise
+            return False
+        return True
 
     def set_replicated_subscription_status(self, topic: str, subscription: str, enabled: bool) -> None:
         """``POST .../subscription/{sub}/replicatedSubscriptionStatus`` (body ``true`` / ``false``)."""

@@ -429,3 +429,28 @@ def test_a_deduplicating_failover_needs_the_pair_started_with_deduplication(tmp_
     target = make_target("testcontainers-geo", artifacts_dir=tmp_path)
     with pytest.raises(UnsupportedByTarget, match="start it with deduplication=true"):
         target.replication_sites(case="c", seed=1, deduplication=True)
+
+
+def test_deleting_an_absent_subscription_is_false_and_other_refusals_still_raise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pulsar answers 404 ``Subscription not found`` (or ``Topic not found``) to a delete of what is not there:
+    the client says False, as the model's ``delete_subscription`` does; a 412 (consumers connected) still raises."""
+    from pytest_keyshared.targets.admin import AdminError
+
+    answers: list[int] = []
+
+    def request(self: AdminClient, method: str, path: str, body: Any = None) -> Any:
+        status = answers.pop(0)
+        if status != 204:
+            raise AdminError(f"{method} {path}: {status}", status)
+        return None
+
+    monkeypatch.setattr(AdminClient, "request", request)
+    admin = AdminClient("http://127.0.0.1:1")
+    answers[:] = [204, 404]
+    assert admin.delete_subscription("persistent://public/default/t", "s") is True
+    assert admin.delete_subscription("persistent://public/default/t", "s") is False
+    answers[:] = [412]
+    with pytest.raises(AdminError):
+        admin.delete_subscription("persistent://public/default/t", "s")
