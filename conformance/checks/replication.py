@@ -62,8 +62,12 @@ causes moves every other cluster's cursor past those messages once replication s
 confirmed point on A bounds the failover F from A: a message it covers, received again on another cluster
 after F, is ``redelivered_after_failover`` (witness: its acknowledgement on A, the point, F, the receive).  The
 bound is a floor, the same at every release the model knows: acknowledgements after a point (a snapshot passed
-later) make no point of their own, as the cache may have evicted their snapshot by then.  Acknowledged messages
-past the bound that come again are allowed and counted in a note (how many, and how many the bound forbade).
+later) make no point of their own, as the cache may have evicted their snapshot by then, unless nothing can have
+been evicted: a point made with holes open (:meth:`ReplicationCheck._holed_point`: a settle's messages all
+acknowledged by a later settle, by a consumer open there throughout that read past it, no fault, and at most as
+many snapshots completed as the cache holds: 2W for W writes, or the recorded ``/metrics`` count).
+Acknowledged messages past the bound that come again are allowed and counted in a note (how many, and how many
+the bound forbade).
 It assumes the consumer has permits (its dispatcher reads the marker) and the harness publishes nothing while it
 settles.  The rule reads event order only: equal timestamps change nothing.  Judged in undrained runs too (a
 redelivery seen is seen).  A ``subscription_deleted`` on B voids the points made before it for a failover to B
@@ -109,6 +113,8 @@ __all__ = [
 MAX_LISTED = 8
 #: Publishes named as witnesses of one ``replicated_cursor_ahead``.
 MAX_WITNESSES = 3
+#: The ``snapshot`` event's ``metrics`` counter of completed snapshots (:data:`conformance.target.SNAPSHOT_METRICS`)
+SNAPSHOTS_COMPLETED = "pulsar_replicated_subscriptions_snapshot_ms_count"
 #: ``replicatedSubscriptionsSnapshotMaxCachedPerSubscription``: Pulsar's default, used when the header's
 #: ``broker_conf`` does not set it (a point made with holes open relies on nothing being evicted).
 SNAPSHOT_CACHE_NAME = "replicatedSubscriptionsSnapshotMaxCachedPerSubscription"
@@ -243,6 +249,8 @@ class ReplicationCheck:
         #: (subscription, cluster) -> the latest publish (event) of a message received there by a consumer of it
         self.read_past: dict[tuple[str | None, str], int] = {}
         self.holed: dict[tuple[str | None, str], list[_Holed]] = {}  #: settles with holes open, oldest first
+        #: cluster -> (its latest ``snapshot`` event with ``metrics``, the snapshots completed there by then)
+        self.completed: dict[str, tuple[int, int]] = {}
         self.last_op: str | None = None
 
     def feed(self, event: Event) -> None:
@@ -450,6 +458,10 @@ class ReplicationCheck:
             )
             return
         self.settled_uids = frozenset(self.publish_of)
+        metrics = event.extra.get("metrics")
+        count = metrics.get(SNAPSHOTS_COMPLETED) if isinstance(metrics, Mapping) else None
+        if isinstance(count, int) and not isinstance(count, bool):
+            self.completed[cluster] = (event.i, count)
         self._snapshot_point(event)
         if self.batched_at is not None:
             self.notes.append(
@@ -538,7 +550,8 @@ class ReplicationCheck:
 
         * no eviction: a snapshot starts only when data was written since the last completed one started
           (``startNewSnapshot``; at or after it, so one write can open two periods), so a run with W writes
-          completes at most 2W snapshots per cluster; 2W at most the cache size (the header's
+          completes at most 2W snapshots per cluster (fewer when this settle recorded the cluster's ``/metrics``
+          count of completed snapshots and no fault could have reset it); at most the cache size (the header's
           ``replicatedSubscriptionsSnapshotMaxCachedPerSubscription``, else Pulsar's 10) evicts nothing under
           either rule (newest N, or by distance after apache/pulsar#25044);
         * no reset: no ``fault`` since H (a restart drops the cache, a deleted or switched-off subscription
@@ -552,7 +565,7 @@ class ReplicationCheck:
         holes = self.holed.setdefault(where, [])
         if holes and holes[-1].i >= self.group_start:
             return  # this settle was looked at already (one per run of snapshot events)
-        if 2 * self.writes <= self.max_cached and not self.unconfirmed_seen:
+        if self._cached_at_most(where[1]) <= self.max_cached and not self.unconfirmed_seen:
             for h in reversed(holes):
                 if (
                     h.i > self.last_fault
@@ -565,6 +578,16 @@ class ReplicationCheck:
                     break
         if self.publish_of:
             self.holed[where].append(_Holed(event.i, frozenset(self.publish_of)))
+
+    def _cached_at_most(self, cluster: str) -> int:
+        """How many snapshots the cluster's cache can have held: 2W for W writes (one write may open two periods),
+        or fewer, the snapshots completed there by now as this settle recorded its ``/metrics`` (broker-wide, so
+        other topics and partitions only add), while no fault can have reset the counter."""
+        bound = 2 * self.writes
+        recorded = self.completed.get(cluster)
+        if recorded is not None and recorded[0] >= self.group_start and self.last_fault < 0:
+            bound = min(bound, recorded[1])
+        return bound
 
     def left_marks(self) -> set[int]:
         """Events that freed a message on a cluster some subscription failed over from (see ``freed_on``)."""

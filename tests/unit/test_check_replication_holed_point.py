@@ -22,9 +22,21 @@ from conformance.trace.builder import TraceBuilder
 A, B = "t@r1", "t@r2"
 
 
-def settle(b: TraceBuilder, backlogs: tuple[int, int], periods: int | None = 2) -> None:
+COMPLETED = "pulsar_replicated_subscriptions_snapshot_ms_count"
+
+
+def settle(b: TraceBuilder, backlogs: tuple[int, int], periods: int | None = 2, completed: int | None = None) -> None:
     for cluster, backlog in zip(("r1", "r2"), backlogs, strict=True):
-        b.add("snapshot", subscription="s", cluster=cluster, backlog=backlog, settled=True, snapshot_periods=periods)
+        metrics = {} if completed is None else {"metrics": {COMPLETED: completed, "other": 0}}
+        b.add(
+            "snapshot",
+            subscription="s",
+            cluster=cluster,
+            backlog=backlog,
+            settled=True,
+            snapshot_periods=periods,
+            **metrics,
+        )
 
 
 def trace(
@@ -38,23 +50,29 @@ def trace(
     read_past: bool = True,
     ack_disturbed: bool = False,
     unconfirmed: bool = False,
+    completed: int | None = None,
+    early_fault: bool = False,
 ) -> TraceBuilder:
     """m0, m1 published on r1 and received, m1 acknowledged; a settle (H); m2 published (received with
     ``read_past``) and held; a settle; m0 acknowledged; a settle (the point), c1 closes; the failover's settle;
     r2 delivers ``again`` (of m0, m1) and then m2.  ``extra_writes`` more messages are published (and
-    acknowledged, with m2's publish); ``cache`` sets the header's cache size."""
+    acknowledged, with m2's publish); ``cache`` sets the header's cache size; ``completed``: every settle records
+    that many completed snapshots per cluster (``metrics``); ``early_fault``: a fault before anything else."""
     extra: dict[str, Any] = {"clusters": ["r1", "r2"]}
     if cache is not None:
         extra["broker_conf"] = {"replicatedSubscriptionsSnapshotMaxCachedPerSubscription": cache}
     header = TraceHeader(target="hand-written", subscription=SubscriptionSpec("s"), deduplication=False, extra=extra)
     b = TraceBuilder(header, step=step)
+    if early_fault:
+        b.add("fault", fault="cluster_down", cluster="r2", consumers=[], producers=[])
+        b.add("fault", fault="cluster_up", cluster="r2", consumers=[], producers=[])
     b.open("c1", topic=A)
     for n in range(2):
         b.publish(f"k{n}", f"1:{n}", uid=f"m{n}", topic=A, seq=n)
     for n in range(2):
         b.receive("c1", f"k{n}", f"1:{n}", uid=f"m{n}", topic=A)
     b.ack("c1", "1:1", topic=A)
-    settle(b, (1, 3))
+    settle(b, (1, 3), completed=completed)
     if reopen:
         b.close("c1")
         b.open("c1", topic=A)
@@ -67,16 +85,16 @@ def trace(
         b.publish(f"k{n}", f"1:{n + 1}", uid=f"m{n}", topic=A, seq=n)
         b.receive("c1", f"k{n}", f"1:{n + 1}", uid=f"m{n}", topic=A)
         b.ack("c1", f"1:{n + 1}", topic=A)
-    settle(b, (2, 5))
+    settle(b, (2, 5), completed=completed)
     if fault:
         b.add("fault", fault="cluster_down", cluster="r2", consumers=[], producers=[])
         b.add("fault", fault="cluster_up", cluster="r2", consumers=[], producers=[])
     b.ack("c1", "1:0", topic=A)
     if ack_disturbed:
         b.add("fault", fault="client_reconnect", consumers=["c1"], producers=[])
-    settle(b, (1, 3))
+    settle(b, (1, 3), completed=completed)
     b.close("c1")
-    settle(b, (1, 3))
+    settle(b, (1, 3), completed=completed)
     b.add("failover", topic=A, subscription="s", cluster="r1", to="r2")
     b.open("c1", topic=B)
     for n in [*again, 2]:
@@ -137,3 +155,13 @@ def test_nothing_is_bounded_when_the_snapshot_may_have_left_the_cache(void: dict
 def test_a_larger_cache_in_the_header_keeps_the_bound_for_more_writes() -> None:
     assert redelivered(trace(again=[0, 1], extra_writes=3, cache=12)) == ["m0", "m1"]
     assert redelivered(trace(again=[0, 1], extra_writes=3, cache="bad")) == []  # unreadable: Pulsar's 10
+
+
+@pytest.mark.parametrize("step", [10, 0], ids=["distinct-timestamps", "equal-timestamps"])
+def test_a_recorded_count_of_completed_snapshots_bounds_the_cache_below_2w(step: int) -> None:
+    # 6 writes could complete 12 snapshots, but the settles' /metrics show 10 at most: nothing was evicted
+    assert redelivered(trace(again=[0, 1], extra_writes=3, completed=10, step=step)) == ["m0", "m1"]
+    assert redelivered(trace(again=[], extra_writes=3, completed=10, step=step)) == []
+    assert redelivered(trace(again=[0, 1], extra_writes=3, completed=11, step=step)) == []  # one may be evicted
+    # a fault before may have reset the counter (a broker restart): the count is not read then
+    assert redelivered(trace(again=[0, 1], extra_writes=3, completed=10, early_fault=True, step=step)) == []
