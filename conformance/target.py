@@ -120,6 +120,16 @@ class SiteConsumer(Protocol):
     def close(self) -> None: ...
 
 
+#: The replicated-subscription snapshot counters a ``snapshot`` event's ``metrics`` carries: Apache Pulsar's
+#: Prometheus names (``/metrics``, broker-wide, no topic label; every release since PIP-33): the summary of the time
+#: each completed snapshot took (its ``_count``: snapshots completed, ``ReplicatedSubscriptionsSnapshotBuilder``) and
+#: the counter of snapshots that timed out (``ReplicatedSubscriptionsController.cleanupTimedOutSnapshots``).
+SNAPSHOT_METRICS = (
+    "pulsar_replicated_subscriptions_snapshot_ms_count",
+    "pulsar_replicated_subscriptions_timedout_snapshots",
+)
+
+
 class ReplicationSites(Protocol):
     """Clusters with a replicated namespace, as the failover workload uses them.
 
@@ -133,7 +143,9 @@ class ReplicationSites(Protocol):
     Sites may offer ``settle_periods``: how many whole snapshot periods ``settle`` lets pass between two waits for
     idle replication (recorded as a ``snapshot``'s ``snapshot_periods``; ``redelivered_after_failover`` needs 1),
     and a settable ``receiver_queue``: the ``receiver_queue_size`` of the consumers ``subscribe`` makes (a failover
-    scenario's ``[settings] receiver_queue``; sites without it refuse a scenario that sets one).
+    scenario's ``[settings] receiver_queue``; sites without it refuse a scenario that sets one).  Sites may offer
+    ``snapshot_metrics(cluster)``: the cluster's replicated-subscription snapshot counters as its brokers' ``/metrics``
+    show them (:data:`SNAPSHOT_METRICS`; None when they cannot be read), recorded in each ``snapshot`` event.
     """
 
     clusters: tuple[str, ...]

@@ -22,6 +22,7 @@ import pytest
 
 from conformance.cases._permits import received_beyond_permits
 from conformance.cases._purge import purge_problems, purged_creations
+from conformance.cases._snapshot_metrics import snapshot_metrics_problems
 from conformance.scenarios import Open, Scenario, loads_scenario, parse_scenario
 from conformance.scenarios.model import InvalidScenario, WaitQuiet
 from conformance.trace.events import MsgId
@@ -728,6 +729,10 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     behind = dedup_snapshot_problems(result.trace_path)
     if behind:
         problems.append(("deduplication", Kind.DEDUP_SNAPSHOT_BEHIND, behind[0]))
+    counters = snapshot_metrics_problems(result.trace_path)
+    if counters:
+        more = f" (and {len(counters) - 1} more)" if len(counters) > 1 else ""
+        problems.append(("replication", Kind.STATS_MISMATCH, counters[0] + more))
     misplaced = message_id_problems(result.trace_path)
     if misplaced:
         more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""

@@ -62,8 +62,12 @@ causes moves every other cluster's cursor past those messages once replication s
 confirmed point on A bounds the failover F from A: a message it covers, received again on another cluster
 after F, is ``redelivered_after_failover`` (witness: its acknowledgement on A, the point, F, the receive).  The
 bound is a floor, the same at every release the model knows: acknowledgements after a point (a snapshot passed
-later) make no point of their own, as the cache may have evicted their snapshot by then.  Acknowledged messages
-past the bound that come again are allowed and counted in a note (how many, and how many the bound forbade).
+later) make no point of their own, as the cache may have evicted their snapshot by then, unless nothing can have
+been evicted: a point made with holes open (:meth:`ReplicationCheck._holed_point`: a settle's messages all
+acknowledged by a later settle, by a consumer open there throughout that read past it, no fault, and at most as
+many snapshots completed as the cache holds: 2W for W writes, or the recorded ``/metrics`` count).
+Acknowledged messages past the bound that come again are allowed and counted in a note (how many, and how many
+the bound forbade).
 It assumes the consumer has permits (its dispatcher reads the marker) and the harness publishes nothing while it
 settles.  The rule reads event order only: equal timestamps change nothing.  Judged in undrained runs too (a
 redelivery seen is seen).  A ``subscription_deleted`` on B voids the points made before it for a failover to B
@@ -109,6 +113,12 @@ __all__ = [
 MAX_LISTED = 8
 #: Publishes named as witnesses of one ``replicated_cursor_ahead``.
 MAX_WITNESSES = 3
+#: The ``snapshot`` event's ``metrics`` counter of completed snapshots (:data:`conformance.target.SNAPSHOT_METRICS`)
+SNAPSHOTS_COMPLETED = "pulsar_replicated_subscriptions_snapshot_ms_count"
+#: ``replicatedSubscriptionsSnapshotMaxCachedPerSubscription``: Pulsar's default, used when the header's
+#: ``broker_conf`` does not set it (a point made with holes open relies on nothing being evicted).
+SNAPSHOT_CACHE_NAME = "replicatedSubscriptionsSnapshotMaxCachedPerSubscription"
+DEFAULT_SNAPSHOT_CACHE = 10
 
 
 def is_replication_run(header: TraceHeader | None) -> bool:
@@ -140,6 +150,18 @@ class _Point:
     i: int  #: the snapshot event
     uids: frozenset[str]  #: the messages published before it, all acknowledged (acks that arrived) there
     acks: Mapping[str, int]  #: uid -> its acknowledgement on that cluster (a witness)
+    #: a point made with holes open: the settled snapshot whose messages (``uids``) were all acknowledged only
+    #: later, by the settle ``i`` (None: they were all acknowledged at ``i`` itself)
+    since: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Holed:
+    """A settled snapshot (with ``snapshot_periods``) taken while messages published before it were unacknowledged:
+    it becomes a point once they are all acknowledged, while its snapshot cannot have left the cache."""
+
+    i: int
+    uids: frozenset[str]
 
 
 @dataclass
@@ -165,6 +187,7 @@ class ReplicationCheck:
 
     def __init__(self, header: TraceHeader | None = None) -> None:
         self.default_sub = None if header is None else header.subscription.name
+        self.max_cached = snapshot_cache_size(header)
         #: consumer handle -> subscription of its live incarnation
         self.subs: dict[str, str | None] = {}
         #: cluster -> [(i, uid, key, msg_id)] of its publishes, in order
@@ -218,6 +241,16 @@ class ReplicationCheck:
         self.compacted_readers: dict[str, Compacted] = {}
         self.superseded_reads: list[Violation] = []
         self.group_start = -1  #: the first event of the current run of consecutive ``snapshot`` events
+        # points made with holes open (:meth:`_holed_point`)
+        self.writes = 0  #: publish attempts on any cluster's copy (each may store an entry: data for a snapshot)
+        self.unconfirmed_seen = False  #: a publish without ``ok`` (it may have been stored, unacknowledged)
+        self.last_fault = -1  #: the last ``fault`` event (any: a restart or reset may drop a snapshot cache)
+        self.opened_at: dict[str, int] = {}  #: open handle -> its ``open``
+        #: (subscription, cluster) -> the latest publish (event) of a message received there by a consumer of it
+        self.read_past: dict[tuple[str | None, str], int] = {}
+        self.holed: dict[tuple[str | None, str], list[_Holed]] = {}  #: settles with holes open, oldest first
+        #: cluster -> (its latest ``snapshot`` event with ``metrics``, the snapshots completed there by then)
+        self.completed: dict[str, tuple[int, int]] = {}
         self.last_op: str | None = None
 
     def feed(self, event: Event) -> None:
@@ -236,6 +269,7 @@ class ReplicationCheck:
                 if cluster is not None:
                     self.attached[handle] = cluster
                     self.open_on[handle] = (sub, cluster)
+                    self.opened_at[handle] = event.i
                     self.disturbed.discard(handle)
                     self.pending_acks.pop(handle, None)
         elif op in ("nack", "redeliver", "close", "crash"):
@@ -252,7 +286,9 @@ class ReplicationCheck:
             if cluster is None:
                 return
             self.freed_on.setdefault(cluster, set()).add(event.i)
+            self.writes += 1
             if event.result is None or event.result.value != "ok" or event.uid is None:
+                self.unconfirmed_seen = True
                 if event.result is None or event.result.value == "info":  # may have been stored
                     self.unconfirmed.setdefault(cluster, []).append((event.i, event.key))
                 return
@@ -303,6 +339,9 @@ class ReplicationCheck:
             self.uid_of.setdefault(mkey, event.uid)
             self._stored(event, cluster, mkey, msg)
         sub = self.subs.get(str(event.consumer))
+        published = self.publish_of.get(event.uid)
+        if published is not None and published[0] > self.read_past.get((sub, cluster), -1):
+            self.read_past[(sub, cluster)] = published[0]
         for failover in self.failovers:
             if failover.subscription == sub and cluster != failover.left:
                 failover.after.setdefault(event.uid, event.i)
@@ -392,6 +431,7 @@ class ReplicationCheck:
     def _fault(self, event: Event) -> None:
         """A fault touching a consumer (its ``consumers``; all when it names none or has ``unattributed``
         handlers, as the streaming checks read it) may have lost the acknowledgements it had not yet sent."""
+        self.last_fault = event.i
         switch = event.extra.get("fault")
         if switch in ("replicated_subscription_off", "replicated_subscription_on"):
             self._status(event, on=switch == "replicated_subscription_on")
@@ -418,6 +458,10 @@ class ReplicationCheck:
             )
             return
         self.settled_uids = frozenset(self.publish_of)
+        metrics = event.extra.get("metrics")
+        count = metrics.get(SNAPSHOTS_COMPLETED) if isinstance(metrics, Mapping) else None
+        if isinstance(count, int) and not isinstance(count, bool):
+            self.completed[cluster] = (event.i, count)
         self._snapshot_point(event)
         if self.batched_at is not None:
             self.notes.append(
@@ -452,6 +496,8 @@ class ReplicationCheck:
         self.off_since.setdefault((sub, cluster), event.i)
         for key in [k for k in self.candidates if k[0] == sub]:
             del self.candidates[key]
+        for key in [k for k in self.holed if k[0] == sub]:
+            del self.holed[key]
 
     def _snapshot_point(self, event: Event) -> None:
         """``redelivered_after_failover``'s bound: a settled snapshot as a point the replicated cursor must pass.
@@ -489,8 +535,59 @@ class ReplicationCheck:
                 continue  # this settle's point is made (one per run of snapshot events)
             sure = self.sure_acks.get(where, {})
             if not self.publish_of or any(uid not in sure for uid in self.publish_of):
+                self._holed_point(event, handle, where, sure)
                 continue
             self.candidates[where] = _Point(event.i, frozenset(self.publish_of), {u: sure[u] for u in self.publish_of})
+            self.holed.pop(where, None)  # older settles cover fewer messages than this point
+
+    def _holed_point(self, event: Event, handle: str, where: tuple[str | None, str], sure: Mapping[str, int]) -> None:
+        """A point made with holes open: a settle H (``snapshot_periods`` >= 1) at which some message published
+        before it was not yet acknowledged on the cluster, whose messages are all acknowledged (known to have
+        arrived) by this settle.  H's snapshot follows its messages; once the dispatcher has read its marker and
+        the acknowledgements close the holes, the mark-delete passes it and, if the cache still holds it, the cache
+        hands it (or a newer one at or below the mark-delete) out and its update moves every other cluster's
+        cursor past H's messages.  Sound only when nothing can have removed it from the cache meanwhile:
+
+        * no eviction: a snapshot starts only when data was written since the last completed one started
+          (``startNewSnapshot``; at or after it, so one write can open two periods), so a run with W writes
+          completes at most 2W snapshots per cluster (fewer when this settle recorded the cluster's ``/metrics``
+          count of completed snapshots and no fault could have reset it); at most the cache size (the header's
+          ``replicatedSubscriptionsSnapshotMaxCachedPerSubscription``, else Pulsar's 10) evicts nothing under
+          either rule (newest N, or by distance after apache/pulsar#25044);
+        * no reset: no ``fault`` since H (a restart drops the cache, a deleted or switched-off subscription
+          writes no update), and a consumer of the subscription open there, untouched, from before H until now
+          (the cursor is never rewound to re-read markers);
+        * read: a consumer of the subscription received there a message published after H (the dispatcher reads
+          in order, so it read H's marker, which precedes it);
+        * nothing unconfirmed published (a message that may have been stored and never acknowledged would keep
+          the mark-delete below H's marker).
+        """
+        holes = self.holed.setdefault(where, [])
+        if holes and holes[-1].i >= self.group_start:
+            return  # this settle was looked at already (one per run of snapshot events)
+        if self._cached_at_most(where[1]) <= self.max_cached and not self.unconfirmed_seen:
+            for h in reversed(holes):
+                if (
+                    h.i > self.last_fault
+                    and self.opened_at.get(handle, h.i) < h.i
+                    and self.read_past.get(where, -1) > h.i
+                    and all(uid in sure for uid in h.uids)
+                ):
+                    self.candidates[where] = _Point(event.i, h.uids, {u: sure[u] for u in h.uids}, since=h.i)
+                    self.holed[where] = [later for later in holes if later.i > h.i]
+                    break
+        if self.publish_of:
+            self.holed[where].append(_Holed(event.i, frozenset(self.publish_of)))
+
+    def _cached_at_most(self, cluster: str) -> int:
+        """How many snapshots the cluster's cache can have held: 2W for W writes (one write may open two periods),
+        or fewer, the snapshots completed there by now as this settle recorded its ``/metrics`` (broker-wide, so
+        other topics and partitions only add), while no fault can have reset the counter."""
+        bound = 2 * self.writes
+        recorded = self.completed.get(cluster)
+        if recorded is not None and recorded[0] >= self.group_start and self.last_fault < 0:
+            bound = min(bound, recorded[1])
+        return bound
 
     def left_marks(self) -> set[int]:
         """Events that freed a message on a cluster some subscription failed over from (see ``freed_on``)."""
@@ -545,6 +642,17 @@ class ReplicationCheck:
         ]
 
 
+def snapshot_cache_size(header: TraceHeader | None) -> int:
+    """The subscriptions' snapshot cache size: the header's ``broker_conf`` value, else Pulsar's default."""
+    conf = None if header is None else header.extra.get("broker_conf")
+    value = conf.get(SNAPSHOT_CACHE_NAME) if isinstance(conf, Mapping) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return DEFAULT_SNAPSHOT_CACHE
+    return value
+
+
 def again_note(failover: _Failover, again: int, forbidden: int) -> str:
     """How many acknowledged messages came again after a failover, and how many of them the bound forbade."""
     head = (
@@ -563,9 +671,14 @@ def again_note(failover: _Failover, again: int, forbidden: int) -> str:
         )
     return (
         f"{head}: {forbidden} at or before the position the replicated cursor had reached (the snapshot at"
-        f" E{failover.bound.i} covered {len(failover.bound.uids)} message(s): redelivered_after_failover),"
+        f" E{failover.bound.i} covered {len(failover.bound.uids)} message(s){_holes_since(failover.bound)}:"
+        " redelivered_after_failover),"
         f" {again - forbidden} past it (allowed: only the mark-delete position replicates, in snapshots)"
     )
+
+
+def _holes_since(point: _Point) -> str:
+    return "" if point.since is None else f", published before E{point.since} with holes open"
 
 
 def make_redelivered(
@@ -574,6 +687,11 @@ def make_redelivered(
     """The violation for one covered message delivered again (witness: its ack on the left cluster, the
     snapshot point, the failover, the receive on the other cluster)."""
     ack_i = point.acks[uid]
+    witnessed: list[tuple[int, str]] = [(ack_i, "ack"), (point.i, "snapshot"), (failover.i, "failover")]
+    if point.since is not None:  # a point made with holes open: the snapshot it was taken at, in event order
+        witnessed = sorted([(point.since, "snapshot"), *witnessed])
+    witnessed.append((receive_i, "receive"))
+    refs: list[list[Any]] = [[i, op, None, None] for i, op in witnessed]
     facts: dict[str, Any] = {
         "uid": uid,
         "from": failover.left,
@@ -582,18 +700,16 @@ def make_redelivered(
         "covered": len(point.uids),
         "forbidden": forbidden,
         "again": again,
-        "refs": [
-            [ack_i, "ack", None, None],
-            [point.i, "snapshot", None, None],
-            [failover.i, "failover", None, None],
-            [receive_i, "receive", None, None],
-        ],
+        "since": point.since,
+        "point": point.i,
+        "ack": ack_i,
+        "refs": refs,
     }
     return Violation(
         Kind.REDELIVERED_AFTER_FAILOVER,
         key,
         (),
-        (ack_i, point.i, failover.i, receive_i),
+        tuple(i for i, _op in witnessed),
         explain_redelivered(facts),
         failover.subscription,
         facts,
@@ -602,7 +718,27 @@ def make_redelivered(
 
 def explain_redelivered(facts: Mapping[str, Any]) -> str:
     to = facts["to"] or "another cluster"
-    ack_i, point_i, failover_i, receive_i = (ref[0] for ref in facts["refs"])
+    failover_i, receive_i = (ref[0] for ref in facts["refs"][-2:])
+    ack_i = facts.get("ack", facts["refs"][0][0])
+    point_i = facts.get("point", facts["refs"][1][0])
+    since = facts.get("since")
+    if since is not None:
+        return render_elle(
+            f"redelivered_after_failover: {facts['uid']} (subscription {facts['subscription']!r}) delivered again on"
+            f" {to} though the replicated cursor had passed it",
+            facts["refs"],
+            [
+                f"{facts['uid']} was acknowledged on {facts['from']} at E{ack_i}; the settled snapshot E{since} came"
+                f" after {facts['covered']} message(s) not all acknowledged yet, and by the settled snapshot"
+                f" E{point_i} every one of them was, by a consumer connected there since before E{since}.",
+                f"The snapshot taken at E{since} follows only those messages and was still cached (too few writes for"
+                " an eviction, no fault): once the holes closed, the mark-delete passed it and its update moved every"
+                " other cluster's replicated cursor past them; replication settled again before the failover at"
+                f" E{failover_i} (PIP-33).",
+                f"However, {to} delivered {facts['uid']} again at E{receive_i}: {facts['forbidden']} covered message(s)"
+                f" redelivered ({facts['again']} acknowledged message(s) came again in all).",
+            ],
+        )
     return render_elle(
         f"redelivered_after_failover: {facts['uid']} (subscription {facts['subscription']!r}) delivered again on"
         f" {to} though the replicated cursor had passed it",

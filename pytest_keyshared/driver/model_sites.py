@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conformance.target import Delivery, SiteConsumer, SiteProducer, UnsupportedByTarget
+from conformance.target import SNAPSHOT_METRICS, Delivery, SiteConsumer, SiteProducer, UnsupportedByTarget
 
 __all__ = ["SUBSCRIPTION", "TOPIC", "ModelSites"]
 
@@ -228,6 +228,18 @@ class ModelSites:
                 return None
             total += backlog
         return total
+
+    def snapshot_metrics(self, cluster: str) -> dict[str, int]:
+        """The cluster's snapshot counters as a Pulsar broker's ``/metrics`` shows them (broker-wide: summed over
+        the topic's controllers there, each partition's), from the model's controllers (``snapshotsCompleted``,
+        ``snapshotsTimedOut``); a cluster whose controller does not run counts nothing."""
+        completed = timed_out = 0
+        for topic in self._names():
+            controller = self.layer.controller(cluster, topic)
+            if controller is not None:
+                completed += controller.snapshots_completed
+                timed_out += controller.snapshots_timed_out
+        return dict(zip(SNAPSHOT_METRICS, (completed, timed_out), strict=True))
 
     def set_down(self, cluster: str, down: bool) -> None:
         self.layer.set_down(cluster, down)

@@ -37,7 +37,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.target import Delivery, ReplicationSites, SiteConsumer, SiteProducer, TargetError, UnsupportedByTarget
+from conformance.target import (
+    SNAPSHOT_METRICS,
+    Delivery,
+    ReplicationSites,
+    SiteConsumer,
+    SiteProducer,
+    TargetError,
+    UnsupportedByTarget,
+)
 from conformance.trace import SubscriptionSpec, TraceHeader, TraceWriter
 from pytest_keyshared.targets.admin import AdminClient
 from reference_model.errors import InvalidArgument
@@ -334,9 +342,11 @@ class Failover:
             self.notes.append(note)
         settled = note is None and not self._down and not self._links_down
         periods = getattr(self.sites, "settle_periods", None) if settled else None
+        read_metrics = getattr(self.sites, "snapshot_metrics", None)
         for cluster in self.clusters:
             backlog = self.sites.backlog(cluster)
             if backlog is not None:
+                metrics = read_metrics(cluster) if read_metrics is not None else None
                 self.writer.record(
                     "snapshot",
                     subscription=self.sites.subscription,
@@ -344,6 +354,7 @@ class Failover:
                     backlog=backlog,
                     settled=settled,
                     snapshot_periods=periods,
+                    **({} if metrics is None else {"metrics": dict(metrics)}),
                 )
 
     def fail_over(self, to: str) -> None:
@@ -628,6 +639,19 @@ class BrokerSites:
         backlog = sub.get("msgBacklog") if isinstance(sub, Mapping) else None
         return backlog if isinstance(backlog, int) and not isinstance(backlog, bool) else None
 
+    def snapshot_metrics(self, cluster: str) -> dict[str, int] | None:
+        """The cluster's replicated-subscription snapshot counters (:data:`~conformance.target.SNAPSHOT_METRICS`)
+        from its broker's Prometheus ``/metrics`` (a counter may carry the ``_total`` suffix; label sets are summed);
+        None when the page cannot be read or shows neither."""
+        admin = self.endpoints[cluster].admin if cluster in self.endpoints else None
+        if admin is None:
+            return None
+        try:
+            page = admin.request("GET", "/metrics/")
+        except TargetError:
+            return None
+        return parse_snapshot_metrics(page) if isinstance(page, str) else None
+
     def idle_problem(self) -> str | None:
         """None when every cluster's replicators of the topic are idle; else the first thing still moving."""
         for name, endpoint in self.endpoints.items():
@@ -730,6 +754,28 @@ class BrokerSites:
             with contextlib.suppress(Exception):
                 client.close()
         self._clients.clear()
+
+
+def parse_snapshot_metrics(page: str) -> dict[str, int] | None:
+    """:data:`~conformance.target.SNAPSHOT_METRICS` summed over their label sets in a Prometheus text page (a
+    counter's ``_total`` sample counts as the counter); None when the page has neither."""
+    totals: dict[str, float] = {}
+    for line in page.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, rest = line.partition("{") if "{" in line.split(" ", 1)[0] else line.partition(" ")
+        if name.endswith("_total"):
+            name = name[: -len("_total")]
+        if name not in SNAPSHOT_METRICS:
+            continue
+        value = rest.rpartition("}")[2] if "}" in rest else rest
+        try:
+            totals[name] = totals.get(name, 0.0) + float(value.split()[0])
+        except (ValueError, IndexError):
+            continue
+    if not totals:
+        return None
+    return {name: int(totals.get(name, 0.0)) for name in SNAPSHOT_METRICS}
 
 
 def probe_replication(
