@@ -41,11 +41,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.checks.streaming import RECEIPT_COPY
 from conformance.spark.split import ALL, MESSAGE_OPS, _coded, _hash_each, _mix, hash_strings
 
 __all__ = [
-    "FOOTPRINT_KINDS", "RESOLVE_COLUMNS", "Footprint", "KeyRouter", "Resolution", "key_parts", "overlap", "resolve",
-    "routable",
+    "FOOTPRINT_KINDS", "RESOLVE_COLUMNS", "Footprint", "KeyRouter", "Resolution", "as_receipt_copies", "key_parts",
+    "overlap", "resolve", "routable",
 ]  # fmt: skip
 
 #: What a part's footprint holds, each a set no other part may share.
@@ -160,9 +161,13 @@ class KeyRouter:
     A key column read dictionary-encoded carries its row group's dictionary in every batch: its keys are
     hashed once, while batches carry an equal dictionary."""
 
-    def __init__(self, parts: int, resolution: Resolution | None = None) -> None:
+    def __init__(self, parts: int, resolution: Resolution | None = None, *, receipts: bool = False) -> None:
         self.parts = parts
         self.resolution = resolution
+        #: copy every other part's publishes into each part as receipts (:data:`RECEIPT_COPY`): a trace with
+        #: deduplication on, whose rules comparing a producer's ids then need no second check of the whole trace
+        self.receipts = receipts and parts > 1
+        self.receipts_kept = 0  #: how many other parts' publishes :meth:`route` kept (events no part counts twice)
         self._dictionary: Any = None
         self._hashes: Any = None
 
@@ -193,11 +198,29 @@ class KeyRouter:
 
     def kept(self, batch: Any, part: int, copies: list[int]) -> Any:
         """The numpy mask of ``batch``'s rows that ``part`` keeps: its own and the copies every part holds (their
-        count appended to ``copies``)."""
+        count appended to ``copies``), and with :attr:`receipts` the other parts' publishes (see :meth:`route`)."""
+        return self.route(batch, part, copies)[0]
+
+    def route(self, batch: Any, part: int, copies: list[int]) -> tuple[Any, Any]:
+        """``(kept, receipts)``: the numpy mask of ``batch``'s rows ``part`` keeps (as :meth:`kept`) and, with
+        :attr:`receipts`, the mask of those among them that are other parts' publishes, which the part reads as
+        :data:`RECEIPT_COPY` (:func:`as_receipt_copies`; counted in :attr:`receipts_kept`, not in ``copies``);
+        None without."""
+        import numpy as np
+
         routed = self.parts_of(batch)
         shared = routed == ALL
-        copies.append(int(shared.sum()))
-        return (routed == part) | shared
+        keep = (routed == part) | shared
+        copied = int(shared.sum())
+        foreign = None
+        if self.receipts:
+            op_idx, ops = _coded(batch, set(batch.schema.names), "op")
+            publish = np.append(np.asarray(ops.to_pylist(), dtype=object) == "publish", False)[op_idx]
+            foreign = publish & ~keep
+            self.receipts_kept += int(foreign.sum())
+            keep = keep | foreign
+        copies.append(copied)
+        return keep, foreign
 
     def _key_hashes(self, keys: Any) -> Any:
         import numpy as np
@@ -218,6 +241,23 @@ class KeyRouter:
 def key_parts(batch: Any, parts: int) -> Any:
     """The part of every event of ``batch`` (numpy int32; see :class:`KeyRouter`)."""
     return KeyRouter(parts).parts_of(batch)
+
+
+def as_receipt_copies(batch: Any, receipts: Any) -> Any:
+    """``batch`` with the op of the rows the numpy mask ``receipts`` sets made :data:`RECEIPT_COPY` (other parts'
+    publishes: the checker moves their producer's ids and judges nothing of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if receipts is None or not receipts.any():
+        return batch
+    at = batch.schema.get_field_index("op")
+    ops = batch.column(at)
+    if pa.types.is_dictionary(ops.type):
+        ops = ops.cast(pa.string())
+    ops = pc.if_else(pa.array(receipts), pa.scalar(RECEIPT_COPY, pa.string()), ops)
+    field = batch.schema.field(at).with_type(pa.string())
+    return batch.set_column(at, field, ops)
 
 
 class Footprint:

@@ -132,16 +132,17 @@ def routed_batches(source: TraceSource, router: Any, part: int, copies: list[int
     :class:`~conformance.spark.router.KeyRouter`: its own rows and the copies), batch by batch; ``copies`` gets one
     count per batch of the copies kept (rows every part holds).  Raises :class:`OwnRowsInvalid` (see the
     module).  ``router`` may be a number of parts: routed by the keys the events carry."""
-    from conformance.spark.router import KeyRouter
+    from conformance.spark.router import KeyRouter, as_receipt_copies
 
     if isinstance(router, int):
         router = KeyRouter(router)
 
-    def choose(raw: Any, _offset: int) -> tuple[Any, None]:
-        return router.kept(raw, part, copies), None
+    def choose(raw: Any, _offset: int) -> tuple[Any, Any]:
+        keep, receipts = router.route(raw, part, copies)  # the receipts mask stands in the identity pass's place
+        return keep, receipts
 
-    for rows, _s, _i, _n in _chosen(source, choose):
-        yield rows
+    for rows, _s, receipts, _n in _chosen(source, choose):
+        yield as_receipt_copies(rows, receipts)
 
 
 def _chosen(source: TraceSource, choose: Any) -> Iterator[tuple[Any, Any, Any, int]]:

@@ -34,6 +34,7 @@ from conformance.trace import SubscriptionSpec, TraceHeader
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.reader import open_trace
 from conformance.trace.validation import TraceFormatError
+from conformance.violations import Kind
 
 
 def table_of(events: Any) -> Any:
@@ -148,6 +149,70 @@ def test_a_routed_split_that_holds_gives_the_streaming_verdict() -> None:
     # recorder-like runs hold (those of default batches mixing keys may not): the split is not vacuous
     assert all(held.get(family, 0) >= 12 for family in ("synth", "synth-raced", "fuzz", "fuzz-raced")), held
     assert sum(unproven.values()) >= 1  # and some do not: both outcomes are exercised
+
+
+def routed_results(header: TraceHeader, events: list[Any], parts: int) -> list[Any]:
+    """Each part's result of a trace split by key (no fallback)."""
+    given = _in_memory(events)
+    return [check_routed_task(header, None, given, part, parts)[0] for part in range(parts)]
+
+
+def test_with_deduplication_every_part_reads_every_receipt_and_is_exact_alone() -> None:
+    """A trace with deduplication on: each part reads the other parts' publishes as receipts
+    (``receipt_copy``), so the rules that compare a producer's ids across keys (stored_below_highest,
+    last_sequence_id_behind, lost_write's excuse) are decided by the parts alone: no part asks for the whole
+    trace, and the merged parts give the streaming verdict, every kind planted included."""
+    found: set[Kind] = set()
+    held = 0
+    for n, (_family, header, events) in enumerate(traces(96, seed=2903)):
+        if not header.deduplication:
+            continue
+        parts = 2 + n % 3
+        verdict, overlapping = routed_in_parts(header, events, parts, fallback=False)
+        if overlapping is not None:
+            continue
+        held += 1
+        assert not any(needs_whole_trace(r) for r in routed_results(header, events, parts))
+        want = check_trace(events, header=header)
+        same_verdicts(verdict, want)
+        found |= {v.kind for v in want.all_violations()}
+    assert held >= 24
+    assert {Kind.STORED_BELOW_HIGHEST, Kind.LOST_WRITE} <= found, found
+
+
+def test_a_producers_ids_compared_across_parts() -> None:
+    """The minimal shapes, each id of one producer in another part: a lower id stored after a higher one
+    (stored_below_highest), a duplicate receipt excused by a higher id stored under another key (no lost_write),
+    and a producer told a last sequence id below one stored under another key (last_sequence_id_behind, found by
+    every part from the copied creation, counted once).  Their mirrors, in order, are valid."""
+    a, b = keys_in_other_parts()
+
+    def run(planted: bool) -> TraceBuilder:
+        t = TraceBuilder(header())
+        t.open("c1")
+        t.publish(a, "1:0", seq=5 if planted else 0, uid="u5")
+        t.publish(b, "1:1", seq=1, uid="u1")  # planted: 1 stored after 5 was
+        t.publish(b, "-1:-1", seq=0 if planted else 1, uid="u0")  # a duplicate receipt: 5 (or 1) excuses it
+        t.add("producer_open", topic=t.topic, producer="p", seq=2 if planted else 1, result="ok")
+        for key, mid, uid in ((a, "1:0", "u5"), (b, "1:1", "u1")):
+            t.receive("c1", key, mid, uid=uid)
+            t.ack("c1", mid, key=key)
+        t.end(drained=True)
+        return t
+
+    for planted in (True, False):
+        t = run(planted)
+        want = check_trace(t.events, header=t.header)
+        results = routed_results(t.header, t.events, 2)
+        assert not any(needs_whole_trace(r) for r in results)
+        verdict, overlapping = routed_in_parts(t.header, t.events, 2, fallback=False)
+        assert overlapping is None
+        same_verdicts(verdict, want)
+        kinds = sorted(v.kind.value for v in verdict.all_violations())
+        assert kinds == (["last_sequence_id_behind", "stored_below_highest"] if planted else []), kinds
+        # without the copies, the part holding key b sees neither 5 nor the producer's other ids
+        blind = [r for r in results if any(v.kind is Kind.STORED_BELOW_HIGHEST for v in r.found)]
+        assert len(blind) == (1 if planted else 0)
 
 
 def test_equal_timestamps_change_nothing() -> None:
