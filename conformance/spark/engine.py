@@ -682,11 +682,9 @@ def _routed_reader(given: TaskInput, router: Any, part: int, copies: list[int]) 
     def kept() -> Any:
         import pyarrow as pa
 
-        from conformance.spark.router import as_receipt_copies
-
         for batch in full():
             keep, receipts = router.route(batch, part, copies)
-            yield as_receipt_copies(batch.filter(pa.array(keep)), None if receipts is None else receipts[keep])
+            yield router.receipt_rows(batch.filter(pa.array(keep)), None if receipts is None else receipts[keep])
 
     return kept
 

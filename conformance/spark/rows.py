@@ -132,7 +132,7 @@ def routed_batches(source: TraceSource, router: Any, part: int, copies: list[int
     :class:`~conformance.spark.router.KeyRouter`: its own rows and the copies), batch by batch; ``copies`` gets one
     count per batch of the copies kept (rows every part holds).  Raises :class:`OwnRowsInvalid` (see the
     module).  ``router`` may be a number of parts: routed by the keys the events carry."""
-    from conformance.spark.router import KeyRouter, as_receipt_copies
+    from conformance.spark.router import KeyRouter
 
     if isinstance(router, int):
         router = KeyRouter(router)
@@ -142,7 +142,7 @@ def routed_batches(source: TraceSource, router: Any, part: int, copies: list[int
         return keep, receipts
 
     for rows, _s, receipts, _n in _chosen(source, choose):
-        yield as_receipt_copies(rows, receipts)
+        yield router.receipt_rows(rows, receipts)
 
 
 def _chosen(source: TraceSource, choose: Any) -> Iterator[tuple[Any, Any, Any, int]]:

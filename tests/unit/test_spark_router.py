@@ -167,7 +167,7 @@ def test_with_deduplication_every_part_reads_every_receipt_and_is_exact_alone() 
     for n, (_family, header, events) in enumerate(traces(96, seed=2903)):
         if not header.deduplication:
             continue
-        parts = 2 + n % 3
+        parts = 2 + n % 7  # up to 8: the more parts, the more copies are left out as needless
         verdict, overlapping = routed_in_parts(header, events, parts, fallback=False)
         if overlapping is not None:
             continue
@@ -213,6 +213,47 @@ def test_a_producers_ids_compared_across_parts() -> None:
         # without the copies, the part holding key b sees neither 5 nor the producer's other ids
         blind = [r for r in results if any(v.kind is Kind.STORED_BELOW_HIGHEST for v in r.found)]
         assert len(blind) == (1 if planted else 0)
+
+
+def test_a_copy_raised_past_by_a_later_one_of_its_run_is_needless() -> None:
+    """Copies are maxima: of a run of plain receipts of one producer and partition with no row of the part's
+    own reading their ids in between, only those no later copy raises past are read.  A batched receipt is
+    always read, and so is every copy of a producer from the batch holding a duplicate receipt of the part's own
+    on (each copy may excuse it by its send time)."""
+    a, b = keys_in_other_parts()
+    t = TraceBuilder(header())
+    t.open("c1")
+    t.publish(b, "1:0", seq=0)  # other part: needless (1 follows in the run)
+    t.publish(b, "1:1", seq=1)  # read: the run's highest before the part's own publish
+    t.publish(a, "1:2", seq=2)  # own: ends the run
+    t.publish(b, "1:3", seq=4)  # read: nothing later in its run is higher
+    t.publish(b, "1:4", seq=3)  # read: last of its run
+    t.publish(a, "1:5", seq=5)  # own
+    t.publish(b, "1:6:-1:0", seq=6)  # batched: read
+    t.publish(b, "1:7", seq=7)  # needless: 8 follows
+    t.publish(b, "1:8", seq=8)  # read
+    t.publish(a, "-1:-1", seq=5)  # own duplicate receipt (opens the second batch): every copy of p is read
+    t.publish(b, "1:9", seq=9)
+    t.publish(b, "1:10", seq=10)
+    t.end()
+    router = KeyRouter(2, receipts=True)
+    part = int(hash_strings(pa.array([a]))[0] % np.uint64(2))
+    table = table_of(t.events)
+    from conformance.trace.validation import BatchState, check_batch
+
+    copies: list[int] = []
+    read = []
+    for batch in table.to_batches(max_chunksize=10):  # the duplicate receipt opens the second batch
+        keep, receipts = router.route(batch, part, copies)
+        problem, rows = check_batch(batch.filter(pa.array(keep)), BatchState())
+        assert problem is None
+        got = router.receipt_rows(rows, receipts[keep])
+        pairs = zip(got.column("op").to_pylist(), got.column("seq").to_pylist(), strict=True)
+        read += [(op, seq) for op, seq in pairs if seq is not None]
+    copy, own = "receipt_copy", "publish"
+    want = [(copy, 1), (own, 2), (copy, 4), (copy, 3), (own, 5), (copy, 6), (copy, 8), (own, 5), (copy, 9), (copy, 10)]
+    assert read == want, read
+    assert router.receipts_kept == 7
 
 
 def test_equal_timestamps_change_nothing() -> None:
