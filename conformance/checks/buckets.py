@@ -22,7 +22,7 @@ from typing import Any
 
 from conformance.checks.partition import PartChecker, PartResult, merge_parts, needs_whole_trace
 from conformance.profiles import Profile
-from conformance.trace.buckets import BucketLayout, bucket_table, identity_table, whole_batches
+from conformance.trace.buckets import BucketLayout, bucket_table, identity_table, receipts_table, whole_batches
 from conformance.trace.validation import BatchState, TraceFormatError, check_batch
 from conformance.verdict import Verdict
 
@@ -127,9 +127,36 @@ def _identity_pass(layout: BucketLayout, n: int, profile: str | Profile | None) 
     table = identity_table(layout, n)
     if table.num_rows != layout.identity_events[n]:
         raise TraceFormatError(str(layout.identity_path(n)), None, "holds another count of events than the manifest")
-    return _check(
-        layout, f"identity bucket {n}", table.to_batches(max_chunksize=65536), layout.header, profile, _identity_shape
-    )
+    what = f"identity bucket {n}"
+    if not layout.receipts:
+        return _check(layout, what, table.to_batches(max_chunksize=65536), layout.header, profile, _identity_shape)
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from conformance.spark.router import as_receipt_copies
+
+    receipts = receipts_table(layout, n)
+    if receipts.num_rows != layout.receipt_events[n]:
+        raise TraceFormatError(str(layout.receipts_path(n)), None, "holds another count of events than the manifest")
+    # the bucket's evidence and its receipts in one table, in trace order; the receipts' publishes are copies
+    merged = pa.concat_tables([table, receipts])
+    order = pc.sort_indices(merged.column("i"))
+    copied = np.concatenate(
+        [
+            np.zeros(table.num_rows, bool),
+            np.asarray(pc.equal(receipts.column("op"), "publish").to_numpy(zero_copy_only=False), bool),
+        ]
+    )[np.asarray(order)]
+    merged = merged.take(order)
+    batches = merged.to_batches(max_chunksize=65536)
+    masks = iter(np.split(copied, np.cumsum([b.num_rows for b in batches])[:-1]))
+
+    def shape(batch: Any) -> Any:  # the validated batches come in order, one for each: its copies relabelled
+        return _identity_shape(as_receipt_copies(batch, next(masks)))
+
+    copies = int(copied.sum())
+    return _check(layout, what, batches, layout.header, profile, shape, copies=copies, all_receipts=True)
 
 
 def _check(
@@ -141,13 +168,14 @@ def _check(
     shape: Any,
     *,
     copies: int = 0,
+    all_receipts: bool = False,
 ) -> PartResult:
     from conformance.trace.decode import row_columns
 
     part = PartChecker(header, profile)
     for batch in _validated(layout, what, batches):
         part.feed(row_columns(shape(batch)))
-    return part.result(copies)
+    return part.result(copies, all_receipts=all_receipts)
 
 
 def _validated(layout: BucketLayout, what: str, batches: Any) -> Iterator[Any]:

@@ -264,7 +264,8 @@ def needless_receipts(rows: Any, receipts: Any, excusing: set[str]) -> Any:
     a copy moves only its producer's highest ids, which are maxima, so one is needless when a later copy in the
     same run — no row of the part's own reads those ids in between (its publishes and the producers' creations
     bound the runs) — of the same producer and topic partition raises them past it.  Only plain receipts
-    are left out (stored, unbatched, sent without ids: what raises both ids by its own seq alike), and none of a
+    are left out (stored and sent without ids), only for a later one that raises both ids (stored as an entry's
+    first message: a later message of a batch raises only the highest sequence id), and none of a
     producer from the batch holding a duplicate receipt of the part's own on (``excusing``, updated here): each
     of its copies may excuse that receipt by its send time (``lost_write``), not by its id alone.  A producer's
     publishes, of every key, fall in N parts at random: a part reads about one copy per run, at most one per
@@ -290,7 +291,8 @@ def needless_receipts(rows: Any, receipts: Any, excusing: set[str]) -> Any:
     if "seq" not in names:
         return out
     seq_column = rows.column("seq")
-    plain = receipts & stored & (_integers(rows, "bidx", -1) == -1) & (producer_idx >= 0)
+    bidx = _integers(rows, "bidx", -1)
+    plain = receipts & stored & (producer_idx >= 0)
     plain &= np.asarray(pc.is_valid(seq_column).to_numpy(zero_copy_only=False), bool)
     if "send_seq" in names:
         plain &= ~np.asarray(pc.is_valid(rows.column("send_seq")).to_numpy(zero_copy_only=False), bool)
@@ -310,16 +312,18 @@ def needless_receipts(rows: Any, receipts: Any, excusing: set[str]) -> Any:
     if int(r.max()) >= (1 << 62) // (int(group.max()) + 2):  # ids too far apart to pack beside the group: ranks
         r = np.unique(seqs, return_inverse=True)[1].reshape(-1).astype(np.int64)
     order = np.lexsort((-at, group))  # by group, the latest row first
-    g, r = group[order], r[order]
+    g, r = group[order], r[order] + 1  # ids from 1: 0 stands for none
+    # a raiser moves both ids (an entry's first message, as stored_below_highest's evidence); a later message of a
+    # batch moves only the highest sequence id, so it may be left out but leaves no earlier copy out
+    raised = np.where(bidx[at][order] <= 0, r, 0)
     first = np.ones(len(g), bool)
     first[1:] = g[1:] != g[:-1]
     gid = np.cumsum(first) - 1  # the groups numbered 0, 1, ... in this order
     span = np.int64(int(r.max()) + 1)
-    seen = np.maximum.accumulate(gid * span + r)  # the highest id so far within the group (groups ascend)
-    before = np.empty(len(g), np.int64)
-    before[0] = -1
+    seen = np.maximum.accumulate(gid * span + raised)  # the highest raiser so far within the group (groups ascend)
+    before = np.zeros(len(g), np.int64)
     before[1:] = seen[:-1] - gid[1:] * span
-    before[first] = -1
+    before[first] = 0
     out[at[order[r < before]]] = True  # a later copy of its group raises the ids past it
     return out
 

@@ -216,10 +216,11 @@ def test_a_producers_ids_compared_across_parts() -> None:
 
 
 def test_a_copy_raised_past_by_a_later_one_of_its_run_is_needless() -> None:
-    """Copies are maxima: of a run of plain receipts of one producer and partition with no row of the part's
-    own reading their ids in between, only those no later copy raises past are read.  A batched receipt is
-    always read, and so is every copy of a producer from the batch holding a duplicate receipt of the part's own
-    on (each copy may excuse it by its send time)."""
+    """Copies are maxima: of a run of receipts of one producer and partition with no row of the part's own
+    reading their ids in between, only those no later copy raises past are read.  A batch's later message is
+    never the reason an earlier one is left out (it raises the highest sequence id only), and every copy of a
+    producer is read from the batch holding a duplicate receipt of the part's own on (each copy may excuse it by
+    its send time)."""
     a, b = keys_in_other_parts()
     t = TraceBuilder(header())
     t.open("c1")
@@ -229,9 +230,9 @@ def test_a_copy_raised_past_by_a_later_one_of_its_run_is_needless() -> None:
     t.publish(b, "1:3", seq=4)  # read: nothing later in its run is higher
     t.publish(b, "1:4", seq=3)  # read: last of its run
     t.publish(a, "1:5", seq=5)  # own
-    t.publish(b, "1:6:-1:0", seq=6)  # batched: read
-    t.publish(b, "1:7", seq=7)  # needless: 8 follows
-    t.publish(b, "1:8", seq=8)  # read
+    t.publish(b, "1:6", seq=6)  # read: the later copy is a batch's second message (raises one id only)
+    t.publish(b, "1:7:-1:1", seq=7)  # read: last of its run
+    t.publish(a, "1:8", seq=8)  # own
     t.publish(a, "-1:-1", seq=5)  # own duplicate receipt (opens the second batch): every copy of p is read
     t.publish(b, "1:9", seq=9)
     t.publish(b, "1:10", seq=10)
@@ -251,7 +252,8 @@ def test_a_copy_raised_past_by_a_later_one_of_its_run_is_needless() -> None:
         pairs = zip(got.column("op").to_pylist(), got.column("seq").to_pylist(), strict=True)
         read += [(op, seq) for op, seq in pairs if seq is not None]
     copy, own = "receipt_copy", "publish"
-    want = [(copy, 1), (own, 2), (copy, 4), (copy, 3), (own, 5), (copy, 6), (copy, 8), (own, 5), (copy, 9), (copy, 10)]
+    want = [(copy, 1), (own, 2), (copy, 4), (copy, 3), (own, 5), (copy, 6), (copy, 7), (own, 8), (own, 5), (copy, 9)]
+    want += [(copy, 10)]
     assert read == want, read
     assert router.receipts_kept == 7
 
