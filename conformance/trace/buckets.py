@@ -103,6 +103,9 @@ class BucketLayout:
     #: creation, so the rules comparing a producer's ids are decided per bucket (``receipt_events`` their counts)
     receipts: bool = False
     receipt_events: tuple[int, ...] = ()
+    #: every uid's and (producer, seq)'s evidence lies in one bucket: no identity files; each bucket's scope pass
+    #: keeps the identity fields and judges every kind (its receipts, with deduplication on, beside it)
+    one_pass: bool = False
 
     @property
     def shared_path(self) -> Path:
@@ -178,6 +181,9 @@ def read_manifest(directory: Path) -> BucketLayout:
     receipts = obj.get("receipts", False)
     if not isinstance(receipts, bool):
         raise TraceFormatError(where, None, f"'receipts' is {receipts!r}, not true or false")
+    one_pass = obj.get("one_pass", False)
+    if not isinstance(one_pass, bool):
+        raise TraceFormatError(where, None, f"'one_pass' is {one_pass!r}, not true or false")
     layout = BucketLayout(
         directory,
         header,
@@ -190,11 +196,13 @@ def read_manifest(directory: Path) -> BucketLayout:
         identity_by,
         receipts,
         counts("receipt_events", buckets) if receipts else (),
+        one_pass,
     )
     if layout.shared + sum(layout.bucket_events) != layout.events:
         raise TraceFormatError(where, None, "'events' is not the shared events plus every bucket's")
     receipt_files = [layout.receipts_path(n) for n in range(buckets)] if receipts else []
-    for file in [*layout.scope_files(), *(layout.identity_path(n) for n in range(buckets)), *receipt_files]:
+    identity_files = [] if one_pass else [layout.identity_path(n) for n in range(buckets)]
+    for file in [*layout.scope_files(), *identity_files, *receipt_files]:
         if not file.is_file():
             raise TraceFormatError(where, None, f"names {buckets} buckets but {file.name} is missing")
     return layout
@@ -238,13 +246,16 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int, *, by_pro
     by_producer = by_producer and bool(source.header.deduplication)
     receipts = bool(source.header.deduplication) and not by_producer and buckets > 1
     try:  # validated: a malformed trace fails here, in the reader's words
-        plan = plan_split(source.batches(), buckets, one_pass=False, by_producer=by_producer)
+        plan = plan_split(source.batches(), buckets, one_pass=not by_producer, by_producer=by_producer)
     except FastPathUnavailable as exc:  # valid, but beyond the columns the layout stores
         raise TraceFormatError(str(src), None, f"cannot be stored in the bucketed layout ({exc})") from None
     created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
     schema = fast_schema().with_metadata({PARQUET_HEADER_KEY: source.header.to_json().encode("utf-8")})
-    names = [SHARED, *(bucket_name(n) for n in range(buckets)), *(identity_name(n) for n in range(buckets))]
+    one_pass = plan.one_pass  # every evidence in its scope bucket: no identity files, the scope pass judges all
+    names = [SHARED, *(bucket_name(n) for n in range(buckets))]
+    if not one_pass:
+        names += [identity_name(n) for n in range(buckets)]
     if receipts:
         names += [receipts_name(n) for n in range(buckets)]
     excusing: list[set[str]] = [set() for _ in range(buckets)]  # per bucket, as needless_receipts keeps it
@@ -269,11 +280,12 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int, *, by_pro
             offset += n
             for part, held in _grouped(batch, scope):
                 put(SHARED if part == ALL else bucket_name(part), held)
-            for part, held in _grouped(batch, identity):
-                if part >= 0:
-                    put(identity_name(part), held)
-            if receipts:
-                for part, held in _receipts_of(batch, identity, excusing):
+            if not one_pass:
+                for part, held in _grouped(batch, identity):
+                    if part >= 0:
+                        put(identity_name(part), held)
+            if receipts:  # the receipts of the pass that judges the identity kinds
+                for part, held in _receipts_of(batch, scope if one_pass else identity, excusing, not one_pass):
                     put(receipts_name(part), held)
         if offset != plan.events:
             raise TraceFormatError(str(src), None, "changed while it was converted")
@@ -296,10 +308,12 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int, *, by_pro
         "exact": not plan.mixed,
         "shared": rows[SHARED],
         "bucket_events": [rows[bucket_name(b)] for b in range(buckets)],
-        "identity_events": [rows[identity_name(b)] for b in range(buckets)],
+        "identity_events": [0 if one_pass else rows[identity_name(b)] for b in range(buckets)],
         "identity_by": IDENTITY_BY_PRODUCER if by_producer else IDENTITY_BY_SEQ,
         "header": source.header.to_dict(),
     }
+    if one_pass:
+        manifest["one_pass"] = True
     if receipts:
         manifest["receipts"] = True
         manifest["receipt_events"] = [rows[receipts_name(b)] for b in range(buckets)]
@@ -309,12 +323,14 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int, *, by_pro
     return read_manifest(target)
 
 
-def _receipts_of(batch: Any, identity: Any, excusing: list[set[str]]) -> Iterator[tuple[int, Any]]:
-    """``(bucket, its receipts in this batch)``: for each bucket, the publishes of the other buckets' identity files
-    it needs (those :func:`~conformance.spark.router.needless_receipts` does not leave out, its own identity
-    publishes and the creations bounding the runs) and every ``producer_open``, which its identity pass reads with
-    its own rows (``excusing``: per bucket, the producers with a duplicate receipt of its own so far).  About one
-    copy per run of other buckets' publishes: all buckets' receipts together stay near the trace's publishes."""
+def _receipts_of(batch: Any, parts: Any, excusing: list[set[str]], creations: bool) -> Iterator[tuple[int, Any]]:
+    """``(bucket, its receipts in this batch)``: for each bucket, the publishes of the other buckets (``parts``: the
+    pass's part of each row: the identity pass's, or in a one-pass layout the scope pass's) it needs (those
+    :func:`~conformance.spark.router.needless_receipts` does not leave out, its own publishes and the creations
+    bounding the runs) and, with ``creations``, every ``producer_open``, which an identity pass does not read
+    otherwise (a scope pass reads them in the shared file) (``excusing``: per bucket, the producers with a
+    duplicate receipt of its own so far).  About one copy per run of other buckets' publishes: all buckets'
+    receipts together stay near the trace's publishes."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -325,7 +341,7 @@ def _receipts_of(batch: Any, identity: Any, excusing: list[set[str]]) -> Iterato
     ops = batch.column("op")
     publish = np.asarray(pc.equal(ops, "publish").fill_null(False).to_numpy(zero_copy_only=False), bool)
     opened = np.asarray(pc.equal(ops, "producer_open").fill_null(False).to_numpy(zero_copy_only=False), bool)
-    publish &= identity >= 0
+    publish &= parts >= 0
     rows_at = np.flatnonzero(publish | opened)
     if not len(rows_at):
         return
@@ -336,13 +352,15 @@ def _receipts_of(batch: Any, identity: Any, excusing: list[set[str]]) -> Iterato
     derived = rows
     for name, column in (("stream", stream), ("ledger", ledger), ("entry", entry), ("bidx", index)):
         derived = derived.append_column(name, column)
-    part_of = identity[rows_at]
+    part_of = parts[rows_at]
     is_publish, is_opened = publish[rows_at], opened[rows_at]
     for n in range(len(excusing)):
         others = is_publish & (part_of != n)
-        if not others.any() and not is_opened.any():
+        if not others.any() and not (creations and is_opened.any()):
             continue
-        wanted = (others & ~needless_receipts(derived, others, excusing[n])) | is_opened
+        wanted = others & ~needless_receipts(derived, others, excusing[n])
+        if creations:
+            wanted |= is_opened
         if wanted.any():
             yield n, rows.filter(pa.array(wanted))
 
