@@ -22,7 +22,7 @@ from typing import Any
 
 from conformance.checks.partition import PartChecker, PartResult, merge_parts, needs_whole_trace
 from conformance.profiles import Profile
-from conformance.trace.buckets import BucketLayout, bucket_table, identity_table, whole_batches
+from conformance.trace.buckets import BucketLayout, bucket_table, identity_table, receipts_table, whole_batches
 from conformance.trace.validation import BatchState, TraceFormatError, check_batch
 from conformance.verdict import Verdict
 
@@ -47,8 +47,9 @@ def _freed(result: Any) -> Any:
 
 def check_bucket(layout: BucketLayout, n: int, profile: str | Profile | None = None) -> tuple[PartResult, PartResult]:
     """Bucket ``n``'s ``(scope pass, identity pass)`` results, from its own files and the shared one (what a
-    Spark task checking a bucketed trace runs)."""
-    return _scope_pass(layout, n, profile), _identity_pass(layout, n, profile)
+    Spark task checking a bucketed trace runs); in a one-pass layout the one pass is both."""
+    scope = _scope_pass(layout, n, profile)
+    return (scope, scope) if layout.one_pass else (scope, _identity_pass(layout, n, profile))
 
 
 def merge_buckets(
@@ -118,18 +119,55 @@ def _scope_pass(layout: BucketLayout, n: int, profile: str | Profile | None) -> 
     if table.num_rows != layout.shared + layout.bucket_events[n]:
         raise TraceFormatError(str(layout.bucket_path(n)), None, "holds another count of events than the manifest")
     copies = layout.shared if n else 0  # the shared events are counted by bucket 0
-    return _check(
-        layout, f"bucket {n}", table.to_batches(max_chunksize=65536), layout.header, profile, scope_batch, copies=copies
-    )
+    if not layout.one_pass:
+        batches = table.to_batches(max_chunksize=65536)
+        return _check(layout, f"bucket {n}", batches, layout.header, profile, scope_batch, copies=copies)
+    if not layout.receipts:  # one pass: the identity fields kept, every kind judged here
+        batches = table.to_batches(max_chunksize=65536)
+        return _check(layout, f"bucket {n}", batches, layout.header, profile, lambda batch: batch, copies=copies)
+    return _with_receipts(layout, n, table, f"bucket {n}", profile, lambda batch: batch, copies)
+
+
+def _with_receipts(
+    layout: BucketLayout, n: int, table: Any, what: str, profile: str | Profile | None, shape: Any, copies: int
+) -> PartResult:
+    """A pass over ``table`` (a bucket's own rows, in trace order) and its receipts file merged by ``i``, the
+    receipts' publishes read as receipt copies: the pass decides the rules comparing a producer's ids."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from conformance.spark.router import as_receipt_copies
+
+    receipts = receipts_table(layout, n)
+    if receipts.num_rows != layout.receipt_events[n]:
+        raise TraceFormatError(str(layout.receipts_path(n)), None, "holds another count of events than the manifest")
+    merged = pa.concat_tables([table, receipts])
+    order = pc.sort_indices(merged.column("i"))
+    copied = np.concatenate(
+        [
+            np.zeros(table.num_rows, bool),
+            np.asarray(pc.equal(receipts.column("op"), "publish").to_numpy(zero_copy_only=False), bool),
+        ]
+    )[np.asarray(order)]
+    batches = merged.take(order).to_batches(max_chunksize=65536)
+    masks = iter(np.split(copied, np.cumsum([b.num_rows for b in batches])[:-1]))
+
+    def relabelled(batch: Any) -> Any:  # the validated batches come in order, one for each: its copies relabelled
+        return shape(as_receipt_copies(batch, next(masks)))
+
+    copies += int(copied.sum())
+    return _check(layout, what, batches, layout.header, profile, relabelled, copies=copies, all_receipts=True)
 
 
 def _identity_pass(layout: BucketLayout, n: int, profile: str | Profile | None) -> PartResult:
     table = identity_table(layout, n)
     if table.num_rows != layout.identity_events[n]:
         raise TraceFormatError(str(layout.identity_path(n)), None, "holds another count of events than the manifest")
-    return _check(
-        layout, f"identity bucket {n}", table.to_batches(max_chunksize=65536), layout.header, profile, _identity_shape
-    )
+    what = f"identity bucket {n}"
+    if not layout.receipts:
+        return _check(layout, what, table.to_batches(max_chunksize=65536), layout.header, profile, _identity_shape)
+    return _with_receipts(layout, n, table, what, profile, _identity_shape, 0)
 
 
 def _check(
@@ -141,13 +179,14 @@ def _check(
     shape: Any,
     *,
     copies: int = 0,
+    all_receipts: bool = False,
 ) -> PartResult:
     from conformance.trace.decode import row_columns
 
     part = PartChecker(header, profile)
     for batch in _validated(layout, what, batches):
         part.feed(row_columns(shape(batch)))
-    return part.result(copies)
+    return part.result(copies, all_receipts=all_receipts)
 
 
 def _validated(layout: BucketLayout, what: str, batches: Any) -> Iterator[Any]:

@@ -19,7 +19,10 @@ a part may lack the send that excuses it.  A part therefore finds a superset of 
 sees is one the whole trace has); a trace where a part found one is checked again whole
 (:func:`needs_whole_trace`), and one where no part found any has none.  ``stored_below_highest`` compares a stored
 id with the higher ids of its producer stored before it, which another part may hold, so a part finds a subset:
-a trace with deduplication on whose identity pass saw a stored publish is checked again whole.
+a trace with deduplication on whose identity pass saw a stored publish is checked again whole.  A split by key
+(:mod:`conformance.spark.router`) avoids both: with deduplication on, each part also reads every other part's
+publish receipts as :data:`RECEIPT_COPY`, which move its producers' highest ids and judge nothing, so the part
+decides the rules comparing a producer's ids for its own receipts exactly (:attr:`PartResult.all_receipts`).
 
 :func:`merge_parts` turns the parts' results into the verdict the streaming engine gives for the whole trace:
 violations of the scope pass (a violation every part found — one decided on copied events only, such as a
@@ -33,13 +36,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.checks.streaming import StreamingChecker, key_mismatch_note
+from conformance.checks.streaming import RECEIPT_COPY, StreamingChecker, key_mismatch_note
 from conformance.profiles import Profile, resolve_profile
 from conformance.trace.header import TraceHeader
 from conformance.verdict import Verdict, build_verdict
 from conformance.violations import Kind, Violation
 
-__all__ = ["IDENTITY_KINDS", "PartChecker", "PartResult", "check_part", "merge_parts", "needs_whole_trace"]
+__all__ = [
+    "IDENTITY_KINDS", "RECEIPT_COPY", "PartChecker", "PartResult", "check_part", "merge_parts", "needs_whole_trace",
+]  # fmt: skip
 
 #: The kinds the identity pass decides (the scope pass never sees the fields they read).
 IDENTITY_KINDS: frozenset[Kind] = frozenset(
@@ -65,13 +70,18 @@ class PartResult:
     #: the part judged ``stored_below_highest`` (deduplication on), which compares the ids of a producer that the
     #: identity pass splits apart: its trace is checked again whole
     judges_across_ids: bool = False
+    #: the part read every publish receipt of the trace (the other parts' as :data:`RECEIPT_COPY`): what it found
+    #: of the rules comparing a producer's ids is exact
+    all_receipts: bool = False
 
 
 def needs_whole_trace(result: PartResult) -> bool:
     """Whether a part's result may depend on events other parts hold: it found a ``lost_write``, which a higher
-    sequence id of the producer, in another part, may excuse (see the module docstring).  The engine then
-    checks the trace again in one part and uses that verdict."""
-    return result.judges_across_ids or any(v.kind is Kind.LOST_WRITE for v in result.found)
+    sequence id of the producer, in another part, may excuse (see the module docstring), unless the part read
+    every receipt of the trace.  The engine then checks the trace again in one part and uses that verdict."""
+    return result.judges_across_ids or (
+        not result.all_receipts and any(v.kind is Kind.LOST_WRITE for v in result.found)
+    )
 
 
 class PartChecker:
@@ -86,8 +96,9 @@ class PartChecker:
         if batch.num_rows:
             self._checker.feed_batch(batch)
 
-    def result(self, copies: int = 0) -> PartResult:
-        """End the part; ``copies``: how many of its events are copies other parts hold too (not counted)."""
+    def result(self, copies: int = 0, *, all_receipts: bool = False) -> PartResult:
+        """End the part; ``copies``: how many of its events are copies other parts hold too (not counted);
+        ``all_receipts``: the part was given a copy of every other part's publish receipt (:data:`RECEIPT_COPY`)."""
         checker = self._checker
         mismatches = checker.key_mismatches
         checker.key_mismatches = 0  # summed over the parts by merge_parts, which words the note
@@ -98,7 +109,8 @@ class PartChecker:
             verdict.unjudged,
             verdict.events - copies,
             mismatches,
-            checker.judges_across_ids(),
+            checker.judges_across_ids(all_receipts),
+            all_receipts,
         )
 
 
@@ -131,8 +143,12 @@ def merge_parts(
             first = kept.setdefault(violation, n)
             if first == n:
                 found.append(violation)
+    seen: set[Violation] = set()  # a violation judged on a copied event (a producer's creation) counts once
     for part in identity_parts:
-        found.extend(v for v in part.found if v.kind in IDENTITY_KINDS)
+        for violation in part.found:
+            if violation.kind in IDENTITY_KINDS and violation not in seen:
+                seen.add(violation)
+                found.append(violation)
     notes: dict[str, None] = {}
     unjudged: dict[Kind, None] = {}
     for part in scope_parts:

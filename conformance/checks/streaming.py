@@ -89,7 +89,14 @@ from conformance.verdict import Verdict, build_verdict
 from conformance.violations import Kind, Violation
 from reference_model.errors import InvalidArgument
 
-__all__ = ["ROW_FIELDS", "EventRow", "StreamingChecker", "Suspect"]
+__all__ = ["RECEIPT_COPY", "ROW_FIELDS", "EventRow", "StreamingChecker", "Suspect"]
+
+#: The op of a publish receipt a partitioned engine copies into a part that does not judge it (not a trace op:
+#: no trace holds it).  With deduplication on, the rules that compare a producer's ids (``stored_below_highest``,
+#: ``last_sequence_id_behind``, ``lost_write``'s excuse) read every receipt of the producer, of every key; a part
+#: given the copies of the other parts' receipts decides them for its own receipts exactly
+#: (:meth:`StreamingChecker._receipt_copy`, :mod:`conformance.checks.partition`).
+RECEIPT_COPY = "receipt_copy"
 
 _RELEASE_OPS = frozenset({"nack", "redeliver", "close", "crash", "fault"})
 _push = heapq.heappush
@@ -361,6 +368,11 @@ class StreamingChecker:
                     c_i[n], c_t[n], c_key[n], c_mkey[n], c_stream[n], c_uid[n], c_producer[n], c_seq[n], c_result[n],
                     c_t0[n], c_ledger[n], c_entry[n], c_batch[n], n,
                 )  # fmt: skip
+            elif op == RECEIPT_COPY:
+                self._receipt_copy(
+                    c_i[n], c_key[n], c_mkey[n], c_stream[n], c_producer[n], c_seq[n], c_result[n], c_t0[n],
+                    c_ledger[n], c_entry[n], c_batch[n], n,
+                )  # fmt: skip
             else:
                 self._rare(op, _row(columns, n))
                 watched = self._watched  # a dead letter turns the dead-letter watch on
@@ -570,22 +582,8 @@ class StreamingChecker:
         if self._lookahead is not None:
             self._lookahead.published(stream, ledger, entry)
         if ps is not None and producer is not None and seq is not None:
-            if seq > self.top_seq.get(producer, -1):  # it may be stored (as _may_store)
-                self.top_seq[producer] = seq
-            if self.unexcused:
-                self._excuse(producer, seq, t0)
             cur = self.ids.get(ps)
-            if self._judge_below:
-                sp = (stream, producer)
-                top = self.stored_top.get(sp)
-                sent = duplicates.send_ids(self._extras(n)) if batch == 0 else None
-                if sent is not None:  # a batch sent with its ids (the raw protocol producer): judged by them
-                    self._stored_with_ids(i, key, mkey, sp, producer, seq, (ledger, entry), cur, top, sent)
-                elif top is None or seq > top[0]:  # the producer's next id: the highest now (duplicates.Top)
-                    if batch <= 0:
-                        self.stored_top[sp] = (seq, i, mkey, (ledger, entry))
-                elif seq < top[0] and batch < 0:  # an unbatched send below the highest so far
-                    self._below_highest(i, key, mkey, producer, seq, (ledger, entry), cur, top, seq)
+            self._stored_id(i, key, mkey, stream, producer, seq, t0, ledger, entry, batch, n, cur, True)
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -1247,15 +1245,59 @@ class StreamingChecker:
             self.maybe_stored.add(ps)
             self._may_store(producer, seq, t0)
 
-    def judges_across_ids(self) -> bool:
+    def judges_across_ids(self, all_receipts: bool = False) -> bool:
         """Whether this checker judged ``stored_below_highest`` over some stored receipt, or a receive under a
         broker's unacked-message limit (a partitioned engine then checks the trace again whole: the first rule
-        compares ids its identity pass splits apart, the second counts a consumer's messages of every key)."""
+        compares ids its identity pass splits apart, the second counts a consumer's messages of every key).
+        ``all_receipts``: the part was given every receipt of the trace (its own, and the others' as
+        :data:`RECEIPT_COPY`), so the first rule was decided exactly."""
         return (
-            bool(self.stored_top)
+            (bool(self.stored_top) and not all_receipts)
             or (self._unacked is not None and self._unacked.judging)
             or (self._lookahead is not None and self._lookahead.judging)
         )
+
+    def _stored_id(
+        self, i: int, key: str, mkey: str, stream: str, producer: str, seq: int, t0: int | None, ledger: int,
+        entry: int, batch: int, n: int, cur: Any, judge: bool,
+    ) -> None:  # fmt: skip
+        """A receipt storing (producer, seq) as ``mkey`` (an entry's message ``batch``, -1 unbatched): the producer's
+        highest ids move (``top_seq``, which excuses ``lost_write`` s; with deduplication on ``stored_top``, read by
+        ``stored_below_highest`` and ``last_sequence_id_behind``), and with ``judge`` the receipt itself is judged
+        for ``stored_below_highest`` first (``cur``: what stored (producer, seq) so far).  A part's copy of
+        another part's receipt moves the ids without being judged (:meth:`_receipt_copy`)."""
+        if seq > self.top_seq.get(producer, -1):  # it may be stored (as _may_store)
+            self.top_seq[producer] = seq
+        if self.unexcused:
+            self._excuse(producer, seq, t0)
+        if self._judge_below:
+            sp = (stream, producer)
+            top = self.stored_top.get(sp)
+            sent = duplicates.send_ids(self._extras(n)) if batch == 0 else None
+            if sent is not None:  # a batch sent with its ids (the raw protocol producer): judged by them
+                self._stored_with_ids(i, key, mkey, sp, producer, seq, (ledger, entry), cur, top, sent, judge)
+            elif top is None or seq > top[0]:  # the producer's next id: the highest now (duplicates.Top)
+                if batch <= 0:
+                    self.stored_top[sp] = (seq, i, mkey, (ledger, entry))
+            elif judge and seq < top[0] and batch < 0:  # an unbatched send below the highest so far
+                self._below_highest(i, key, mkey, producer, seq, (ledger, entry), cur, top, seq)
+
+    def _receipt_copy(
+        self, i: int, key: str, mkey: str | None, stream: str | None, producer: str | None, seq: int | None,
+        result: str | None, t0: int | None, ledger: int, entry: int, batch: int, n: int,
+    ) -> None:  # fmt: skip
+        """A copy of a publish receipt another part judges (:data:`RECEIPT_COPY`: a partitioned engine gives every
+        part the receipts of all keys on a trace with deduplication on).  Only what the rules comparing a
+        producer's ids read moves: its highest ids (:meth:`_stored_id`, not judged) and, for a send whose outcome is
+        unknown, the ids it may have stored (:meth:`_may_store`).  The message stays the other part's: no record,
+        no evidence, no violation."""
+        if producer is None or seq is None:
+            return
+        if result != "ok" or mkey is None or stream is None or ledger < 0 or entry < 0:
+            if result != "ok":  # an info or fail receipt may have stored it; a duplicate receipt stores nothing
+                self._may_store(producer, seq, t0)
+            return
+        self._stored_id(i, key, mkey, stream, producer, seq, t0, ledger, entry, batch, n, None, False)
 
     def _below_highest(
         self, i: int, key: str, mkey: str, producer: str, seq: int, position: tuple[int, int], cur: Any,
@@ -1277,13 +1319,13 @@ class StreamingChecker:
 
     def _stored_with_ids(
         self, i: int, key: str, mkey: str, sp: tuple[str, str], producer: str, seq: int, position: tuple[int, int],
-        cur: Any, top: duplicates.Top | None, sent: tuple[int, int],
+        cur: Any, top: duplicates.Top | None, sent: tuple[int, int], judge: bool,
     ) -> None:  # fmt: skip
         """The receipt storing the first message of a batch whose publishes carry its send's ids (``send_seq``,
         ``highest_seq``: the raw protocol producer's): ``stored_below_highest`` judges the batch by ``send_seq``
         (the id the broker judged the send by), and the producer's highest id becomes ``max(send_seq,
         highest_seq)``, what the broker pushed (:func:`duplicates.send_ids`)."""
-        if top is not None:
+        if top is not None and judge:
             self._below_highest(i, key, mkey, producer, seq, position, cur, top, sent[0])
         value = max(sent)
         if top is None or value > top[0]:

@@ -599,11 +599,12 @@ def _routed_task(
     from conformance.trace.decode import row_columns
 
     found = None
+    receipts = bool(header is not None and header.deduplication)  # every part reads every receipt: see the router
     if resolved:
         resolution, found = resolve_keys(given, part, parts, strays)
-        router = KeyRouter(parts, resolution)
+        router = KeyRouter(parts, resolution, receipts=receipts)
     else:
-        router = KeyRouter(parts)
+        router = KeyRouter(parts, receipts=receipts)
     copies: list[int] = []  # per batch, the rows copied into every part
     make = _routed_reader(given, router, part, copies)
     footprint = Footprint()
@@ -626,7 +627,8 @@ def _routed_task(
     arrays = footprint.arrays()
     if found is not None:
         arrays["strays"] = found
-    return checker.result(sum(copies) if part else 0), arrays
+    counted_elsewhere = (sum(copies) if part else 0) + router.receipts_kept  # receipts are their own part's
+    return checker.result(counted_elsewhere, all_receipts=router.receipts), arrays
 
 
 def resolve_keys(given: TaskInput, part: int, parts: int, strays: Any = None) -> tuple[Any, Any]:
@@ -681,7 +683,8 @@ def _routed_reader(given: TaskInput, router: Any, part: int, copies: list[int]) 
         import pyarrow as pa
 
         for batch in full():
-            yield batch.filter(pa.array(router.kept(batch, part, copies)))
+            keep, receipts = router.route(batch, part, copies)
+            yield router.receipt_rows(batch.filter(pa.array(keep)), None if receipts is None else receipts[keep])
 
     return kept
 

@@ -211,9 +211,15 @@ def bucket_choice(memory: PartChoice, buckets: int, largest: int) -> PartChoice:
 
 def layout_choice(memory: PartChoice, layout: Any) -> PartChoice:
     """A bucketed trace's parts are its buckets: whether the largest pass a task runs (a bucket's scope pass, with
-    the shared events, or its identity pass: with deduplication on, every id of its producers), from the
-    manifest, fits a task's memory, and the bucket count that would if not (:func:`bucket_choice`)."""
-    largest = max(layout.shared + max(layout.bucket_events, default=0), max(layout.identity_events, default=0))
+    the shared events, or its identity pass: in the earlier layout split by producer, every id of its producers;
+    in a one-pass layout, the scope pass), from the manifest, fits a task's memory, and the bucket count that would
+    if not (:func:`bucket_choice`).  A receipts file adds its rows to the pass that reads it: few, and they keep
+    little (a producer's highest ids), but read all the same."""
+    receipts = layout.receipt_events or (0,) * layout.buckets
+    pairs = list(zip(layout.bucket_events, layout.identity_events, receipts, strict=True))
+    scope = max(layout.shared + b + (r if layout.one_pass else 0) for b, _i, r in pairs)
+    identity = max(i + (0 if layout.one_pass else r) for _b, i, r in pairs)
+    largest = max(scope, identity)
     return bucket_choice(memory, layout.buckets, largest)
 
 

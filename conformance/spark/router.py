@@ -41,11 +41,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.checks.streaming import RECEIPT_COPY
 from conformance.spark.split import ALL, MESSAGE_OPS, _coded, _hash_each, _mix, hash_strings
 
 __all__ = [
-    "FOOTPRINT_KINDS", "RESOLVE_COLUMNS", "Footprint", "KeyRouter", "Resolution", "key_parts", "overlap", "resolve",
-    "routable",
+    "FOOTPRINT_KINDS", "RESOLVE_COLUMNS", "Footprint", "KeyRouter", "Resolution", "as_receipt_copies", "key_parts",
+    "needless_receipts", "overlap", "resolve", "routable",
 ]  # fmt: skip
 
 #: What a part's footprint holds, each a set no other part may share.
@@ -160,9 +161,15 @@ class KeyRouter:
     A key column read dictionary-encoded carries its row group's dictionary in every batch: its keys are
     hashed once, while batches carry an equal dictionary."""
 
-    def __init__(self, parts: int, resolution: Resolution | None = None) -> None:
+    def __init__(self, parts: int, resolution: Resolution | None = None, *, receipts: bool = False) -> None:
         self.parts = parts
         self.resolution = resolution
+        #: copy every other part's publishes into each part as receipts (:data:`RECEIPT_COPY`): a trace with
+        #: deduplication on, whose rules comparing a producer's ids then need no second check of the whole trace
+        self.receipts = receipts and parts > 1
+        self.receipts_kept = 0  #: how many other parts' publishes the part read (events no part counts twice)
+        #: producers with a duplicate receipt of this part's so far: their copies are all kept from then on
+        self._excusing: set[str] = set()
         self._dictionary: Any = None
         self._hashes: Any = None
 
@@ -193,11 +200,43 @@ class KeyRouter:
 
     def kept(self, batch: Any, part: int, copies: list[int]) -> Any:
         """The numpy mask of ``batch``'s rows that ``part`` keeps: its own and the copies every part holds (their
-        count appended to ``copies``)."""
+        count appended to ``copies``), and with :attr:`receipts` the other parts' publishes (see :meth:`route`)."""
+        return self.route(batch, part, copies)[0]
+
+    def route(self, batch: Any, part: int, copies: list[int]) -> tuple[Any, Any]:
+        """``(kept, receipts)``: the numpy mask of ``batch``'s rows ``part`` keeps (as :meth:`kept`) and, with
+        :attr:`receipts`, the mask of those among them that are other parts' publishes, which the part reads as
+        :data:`RECEIPT_COPY` once validated (:meth:`receipt_rows`; not counted in ``copies``); None without."""
+        import numpy as np
+
         routed = self.parts_of(batch)
         shared = routed == ALL
-        copies.append(int(shared.sum()))
-        return (routed == part) | shared
+        keep = (routed == part) | shared
+        copied = int(shared.sum())
+        foreign = None
+        if self.receipts:
+            op_idx, ops = _coded(batch, set(batch.schema.names), "op")
+            publish = np.append(np.asarray(ops.to_pylist(), dtype=object) == "publish", False)[op_idx]
+            foreign = publish & ~keep
+            keep = keep | foreign
+        copies.append(copied)
+        return keep, foreign
+
+    def receipt_rows(self, rows: Any, receipts: Any) -> Any:
+        """The validated rows a part reads (its own, the copies, the other parts' publishes where the numpy mask
+        ``receipts`` is set), with the publishes no rule can tell from a later one left out
+        (:func:`needless_receipts`) and the rest made :data:`RECEIPT_COPY` (:func:`as_receipt_copies`), counted
+        in :attr:`receipts_kept`."""
+        import pyarrow as pa
+
+        if receipts is None or not receipts.any():
+            return rows
+        needless = needless_receipts(rows, receipts, self._excusing)
+        if needless.any():
+            keep = ~needless
+            rows, receipts = rows.filter(pa.array(keep)), receipts[keep]
+        self.receipts_kept += int(receipts.sum())
+        return as_receipt_copies(rows, receipts)
 
     def _key_hashes(self, keys: Any) -> Any:
         import numpy as np
@@ -218,6 +257,97 @@ class KeyRouter:
 def key_parts(batch: Any, parts: int) -> Any:
     """The part of every event of ``batch`` (numpy int32; see :class:`KeyRouter`)."""
     return KeyRouter(parts).parts_of(batch)
+
+
+def needless_receipts(rows: Any, receipts: Any, excusing: set[str]) -> Any:
+    """The numpy mask of the other parts' publishes (``receipts``) of validated ``rows`` that a part need not read:
+    a copy moves only its producer's highest ids, which are maxima, so one is needless when a later copy in the
+    same run — no row of the part's own reads those ids in between (its publishes and the producers' creations
+    bound the runs) — of the same producer and topic partition raises them past it.  Only plain receipts
+    are left out (stored and sent without ids), only for a later one that raises both ids (stored as an entry's
+    first message: a later message of a batch raises only the highest sequence id), and none of a
+    producer from the batch holding a duplicate receipt of the part's own on (``excusing``, updated here): each
+    of its copies may excuse that receipt by its send time (``lost_write``), not by its id alone.  A producer's
+    publishes, of every key, fall in N parts at random: a part reads about one copy per run, at most one per
+    publish of its own, instead of every other part's publishes (so the cost of a part stays its share)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = rows.num_rows
+    names = set(rows.schema.names)
+    op_idx, ops = _coded(rows, names, "op")
+    op_names = np.asarray(ops.to_pylist(), dtype=object)
+    publish = np.append(op_names == "publish", False)[op_idx]
+    opened = np.append(op_names == "producer_open", False)[op_idx]
+    own = ~receipts
+    result_idx, results = _coded(rows, names, "result")
+    ok = np.append(np.asarray(results.to_pylist(), dtype=object) == "ok", False)[result_idx]
+    stored = ok & (_integers(rows, "ledger", -1) >= 0) & (_integers(rows, "entry", -1) >= 0)
+    producer_idx, producers = _coded(rows, names, "producer")
+    duplicate = own & publish & ok & ~stored & (producer_idx >= 0)
+    if duplicate.any():
+        excusing.update(producers.take(np.unique(producer_idx[duplicate])).to_pylist())
+    out = np.zeros(n, bool)
+    if "seq" not in names:
+        return out
+    seq_column = rows.column("seq")
+    bidx = _integers(rows, "bidx", -1)
+    plain = receipts & stored & (producer_idx >= 0)
+    plain &= np.asarray(pc.is_valid(seq_column).to_numpy(zero_copy_only=False), bool)
+    if "send_seq" in names:
+        plain &= ~np.asarray(pc.is_valid(rows.column("send_seq")).to_numpy(zero_copy_only=False), bool)
+    if excusing:
+        guarded = np.isin(np.asarray(producers.to_pylist(), dtype=object), list(excusing))
+        plain &= ~np.append(guarded, False)[producer_idx]
+    at = np.flatnonzero(plain)
+    if len(at) < 2:
+        return out
+    run = np.cumsum(own & (publish | opened))[at]  # a row of the part's own that reads the ids ends a run
+    stream_idx, streams = _coded(rows, names, "stream")
+    labels = np.int64((len(producers) + 1) * (len(streams) + 1))
+    group = run.astype(np.int64) * labels + (producer_idx[at] + 1).astype(np.int64) * (len(streams) + 1)
+    group += stream_idx[at] + 1
+    seqs = np.asarray(pc.fill_null(seq_column, 0).to_numpy(zero_copy_only=False), np.int64)[at]
+    r = seqs - seqs.min()
+    if int(r.max()) >= (1 << 62) // (int(group.max()) + 2):  # ids too far apart to pack beside the group: ranks
+        r = np.unique(seqs, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    order = np.lexsort((-at, group))  # by group, the latest row first
+    g, r = group[order], r[order] + 1  # ids from 1: 0 stands for none
+    # a raiser moves both ids (an entry's first message, as stored_below_highest's evidence); a later message of a
+    # batch moves only the highest sequence id, so it may be left out but leaves no earlier copy out
+    raised = np.where(bidx[at][order] <= 0, r, 0)
+    first = np.ones(len(g), bool)
+    first[1:] = g[1:] != g[:-1]
+    gid = np.cumsum(first) - 1  # the groups numbered 0, 1, ... in this order
+    span = np.int64(int(r.max()) + 1)
+    seen = np.maximum.accumulate(gid * span + raised)  # the highest raiser so far within the group (groups ascend)
+    before = np.zeros(len(g), np.int64)
+    before[1:] = seen[:-1] - gid[1:] * span
+    before[first] = 0
+    out[at[order[r < before]]] = True  # a later copy of its group raises the ids past it
+    return out
+
+
+def as_receipt_copies(batch: Any, receipts: Any) -> Any:
+    """``batch`` with the op of the rows the numpy mask ``receipts`` sets made :data:`RECEIPT_COPY` (other parts'
+    publishes: the checker moves their producer's ids and judges nothing of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if receipts is None or not receipts.any():
+        return batch
+    at = batch.schema.get_field_index("op")
+    ops = batch.column(at)
+    if pa.types.is_dictionary(ops.type):  # the dictionary gains one value; the rows' indices point at it
+        import numpy as np
+
+        dictionary = pa.concat_arrays([ops.dictionary.cast(pa.string()), pa.array([RECEIPT_COPY], pa.string())])
+        indices = ops.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+        indices[receipts] = len(dictionary) - 1
+        ops = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), dictionary)
+    else:
+        ops = pc.if_else(pa.array(receipts), pa.scalar(RECEIPT_COPY, pa.string()), ops)
+    return batch.set_column(at, batch.schema.field(at).with_type(ops.type), ops)
 
 
 class Footprint:

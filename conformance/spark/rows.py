@@ -137,11 +137,12 @@ def routed_batches(source: TraceSource, router: Any, part: int, copies: list[int
     if isinstance(router, int):
         router = KeyRouter(router)
 
-    def choose(raw: Any, _offset: int) -> tuple[Any, None]:
-        return router.kept(raw, part, copies), None
+    def choose(raw: Any, _offset: int) -> tuple[Any, Any]:
+        keep, receipts = router.route(raw, part, copies)  # the receipts mask stands in the identity pass's place
+        return keep, receipts
 
-    for rows, _s, _i, _n in _chosen(source, choose):
-        yield rows
+    for rows, _s, receipts, _n in _chosen(source, choose):
+        yield router.receipt_rows(rows, receipts)
 
 
 def _chosen(source: TraceSource, choose: Any) -> Iterator[tuple[Any, Any, Any, int]]:

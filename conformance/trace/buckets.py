@@ -46,6 +46,7 @@ __all__ = [
     "merged_batches",
     "parse_layout",
     "read_manifest",
+    "receipts_table",
     "whole_batches",
     "write_bucketed_copy",
 ]
@@ -78,6 +79,10 @@ def identity_name(n: int) -> str:
     return f"identity-{n:04d}.parquet"
 
 
+def receipts_name(n: int) -> str:
+    return f"receipts-{n:04d}.parquet"
+
+
 @dataclass(frozen=True)
 class BucketLayout:
     """A bucketed trace directory as its manifest describes it."""
@@ -93,6 +98,14 @@ class BucketLayout:
     #: what the identity files are split by: ``producer`` (every id of a producer in one file: the rules that
     #: compare a producer's ids are decided per bucket) or ``producer_seq`` (a manifest without the field)
     identity_by: str = "producer_seq"
+    #: with deduplication on: each bucket's identity pass also reads ``receipts-NNNN.parquet``, the other buckets'
+    #: publishes it needs (:func:`conformance.spark.router.needless_receipts` left out) and every producer's
+    #: creation, so the rules comparing a producer's ids are decided per bucket (``receipt_events`` their counts)
+    receipts: bool = False
+    receipt_events: tuple[int, ...] = ()
+    #: every uid's and (producer, seq)'s evidence lies in one bucket: no identity files; each bucket's scope pass
+    #: keeps the identity fields and judges every kind (its receipts, with deduplication on, beside it)
+    one_pass: bool = False
 
     @property
     def shared_path(self) -> Path:
@@ -103,6 +116,9 @@ class BucketLayout:
 
     def identity_path(self, n: int) -> Path:
         return self.directory / identity_name(n)
+
+    def receipts_path(self, n: int) -> Path:
+        return self.directory / receipts_name(n)
 
     def scope_files(self) -> list[Path]:
         return [self.shared_path, *(self.bucket_path(n) for n in range(self.buckets))]
@@ -162,6 +178,12 @@ def read_manifest(directory: Path) -> BucketLayout:
         raise TraceFormatError(
             where, None, f"'identity_by' is {identity_by!r}, not {IDENTITY_BY_PRODUCER!r} or {IDENTITY_BY_SEQ!r}"
         )
+    receipts = obj.get("receipts", False)
+    if not isinstance(receipts, bool):
+        raise TraceFormatError(where, None, f"'receipts' is {receipts!r}, not true or false")
+    one_pass = obj.get("one_pass", False)
+    if not isinstance(one_pass, bool):
+        raise TraceFormatError(where, None, f"'one_pass' is {one_pass!r}, not true or false")
     layout = BucketLayout(
         directory,
         header,
@@ -172,21 +194,28 @@ def read_manifest(directory: Path) -> BucketLayout:
         counts("bucket_events", buckets),
         counts("identity_events", buckets),
         identity_by,
+        receipts,
+        counts("receipt_events", buckets) if receipts else (),
+        one_pass,
     )
     if layout.shared + sum(layout.bucket_events) != layout.events:
         raise TraceFormatError(where, None, "'events' is not the shared events plus every bucket's")
-    for file in [*layout.scope_files(), *(layout.identity_path(n) for n in range(buckets))]:
+    receipt_files = [layout.receipts_path(n) for n in range(buckets)] if receipts else []
+    identity_files = [] if one_pass else [layout.identity_path(n) for n in range(buckets)]
+    for file in [*layout.scope_files(), *identity_files, *receipt_files]:
         if not file.is_file():
             raise TraceFormatError(where, None, f"names {buckets} buckets but {file.name} is missing")
     return layout
 
 
-def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> BucketLayout:
+def convert_to_buckets(src: str | Path, out: str | Path, buckets: int, *, by_producer: bool = False) -> BucketLayout:
     """Write the trace ``src`` (any form :func:`~conformance.trace.reader.open_trace` reads) into the directory
     ``out`` (new or empty) in the bucketed layout of ``buckets`` buckets, by the split's plan.
 
     Reads the trace twice: once validated, for the plan (:func:`conformance.spark.split.plan_split`), once to
-    write its rows.  Memory: the plan (two bytes an event) and a row group per bucket.
+    write its rows.  Memory: the plan (two bytes an event) and a row group per bucket.  With deduplication on,
+    each bucket's receipts file is written beside its identity file (:func:`_receipts_of`); ``by_producer``
+    writes the earlier layout instead (identity files split by producer: one producer's ids all in one file).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -211,17 +240,25 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise TraceFormatError(str(target), None, "exists and is not an empty directory")
-    # deduplication on: the identity files by producer, so the rules comparing a producer's ids are decided per
-    # bucket (else the whole trace is checked again); off, by (producer, seq), spread evenly whatever the producers
-    by_producer = bool(source.header.deduplication)
+    # the identity files by (producer, seq), spread evenly whatever the producers; with deduplication on, beside
+    # each the receipts its bucket needs of the others, so the rules comparing a producer's ids are decided per
+    # bucket (else the whole trace would be checked again)
+    by_producer = by_producer and bool(source.header.deduplication)
+    receipts = bool(source.header.deduplication) and not by_producer and buckets > 1
     try:  # validated: a malformed trace fails here, in the reader's words
-        plan = plan_split(source.batches(), buckets, one_pass=False, by_producer=by_producer)
+        plan = plan_split(source.batches(), buckets, one_pass=not by_producer, by_producer=by_producer)
     except FastPathUnavailable as exc:  # valid, but beyond the columns the layout stores
         raise TraceFormatError(str(src), None, f"cannot be stored in the bucketed layout ({exc})") from None
     created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
     schema = fast_schema().with_metadata({PARQUET_HEADER_KEY: source.header.to_json().encode("utf-8")})
-    names = [SHARED, *(bucket_name(n) for n in range(buckets)), *(identity_name(n) for n in range(buckets))]
+    one_pass = plan.one_pass  # every evidence in its scope bucket: no identity files, the scope pass judges all
+    names = [SHARED, *(bucket_name(n) for n in range(buckets))]
+    if not one_pass:
+        names += [identity_name(n) for n in range(buckets)]
+    if receipts:
+        names += [receipts_name(n) for n in range(buckets)]
+    excusing: list[set[str]] = [set() for _ in range(buckets)]  # per bucket, as needless_receipts keeps it
     writers = {name: pq.ParquetWriter(target / f".{name}.tmp", schema) for name in names}
     pending: dict[str, list[Any]] = {name: [] for name in names}
     rows = dict.fromkeys(names, 0)
@@ -243,9 +280,13 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
             offset += n
             for part, held in _grouped(batch, scope):
                 put(SHARED if part == ALL else bucket_name(part), held)
-            for part, held in _grouped(batch, identity):
-                if part >= 0:
-                    put(identity_name(part), held)
+            if not one_pass:
+                for part, held in _grouped(batch, identity):
+                    if part >= 0:
+                        put(identity_name(part), held)
+            if receipts:  # the receipts of the pass that judges the identity kinds
+                for part, held in _receipts_of(batch, scope if one_pass else identity, excusing, not one_pass):
+                    put(receipts_name(part), held)
         if offset != plan.events:
             raise TraceFormatError(str(src), None, "changed while it was converted")
         for name in names:
@@ -267,14 +308,61 @@ def convert_to_buckets(src: str | Path, out: str | Path, buckets: int) -> Bucket
         "exact": not plan.mixed,
         "shared": rows[SHARED],
         "bucket_events": [rows[bucket_name(b)] for b in range(buckets)],
-        "identity_events": [rows[identity_name(b)] for b in range(buckets)],
+        "identity_events": [0 if one_pass else rows[identity_name(b)] for b in range(buckets)],
         "identity_by": IDENTITY_BY_PRODUCER if by_producer else IDENTITY_BY_SEQ,
         "header": source.header.to_dict(),
     }
+    if one_pass:
+        manifest["one_pass"] = True
+    if receipts:
+        manifest["receipts"] = True
+        manifest["receipt_events"] = [rows[receipts_name(b)] for b in range(buckets)]
     tmp = target / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, target / MANIFEST)  # written last: a directory without it is no trace
     return read_manifest(target)
+
+
+def _receipts_of(batch: Any, parts: Any, excusing: list[set[str]], creations: bool) -> Iterator[tuple[int, Any]]:
+    """``(bucket, its receipts in this batch)``: for each bucket, the publishes of the other buckets (``parts``: the
+    pass's part of each row: the identity pass's, or in a one-pass layout the scope pass's) it needs (those
+    :func:`~conformance.spark.router.needless_receipts` does not leave out, its own publishes and the creations
+    bounding the runs) and, with ``creations``, every ``producer_open``, which an identity pass does not read
+    otherwise (a scope pass reads them in the shared file) (``excusing``: per bucket, the producers with a
+    duplicate receipt of its own so far).  About one copy per run of other buckets' publishes: all buckets'
+    receipts together stay near the trace's publishes."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from conformance.spark.router import needless_receipts
+    from conformance.trace.identity import derive_message_columns_with_position
+
+    ops = batch.column("op")
+    publish = np.asarray(pc.equal(ops, "publish").fill_null(False).to_numpy(zero_copy_only=False), bool)
+    opened = np.asarray(pc.equal(ops, "producer_open").fill_null(False).to_numpy(zero_copy_only=False), bool)
+    publish &= parts >= 0
+    rows_at = np.flatnonzero(publish | opened)
+    if not len(rows_at):
+        return
+    rows = batch.take(pa.array(rows_at))
+    _mkey, stream, _canon, (ledger, entry, index) = derive_message_columns_with_position(
+        rows.column("topic"), rows.column("msg_id")
+    )
+    derived = rows
+    for name, column in (("stream", stream), ("ledger", ledger), ("entry", entry), ("bidx", index)):
+        derived = derived.append_column(name, column)
+    part_of = parts[rows_at]
+    is_publish, is_opened = publish[rows_at], opened[rows_at]
+    for n in range(len(excusing)):
+        others = is_publish & (part_of != n)
+        if not others.any() and not (creations and is_opened.any()):
+            continue
+        wanted = others & ~needless_receipts(derived, others, excusing[n])
+        if creations:
+            wanted |= is_opened
+        if wanted.any():
+            yield n, rows.filter(pa.array(wanted))
 
 
 def parse_layout(text: str) -> int | None:
@@ -387,6 +475,11 @@ def bucket_table(layout: BucketLayout, n: int) -> Any:
 def identity_table(layout: BucketLayout, n: int) -> Any:
     """The identity evidence of bucket ``n`` (a table in trace order)."""
     return _read(layout.identity_path(n))
+
+
+def receipts_table(layout: BucketLayout, n: int) -> Any:
+    """The receipts bucket ``n``'s identity pass reads beside its own evidence (a table in trace order)."""
+    return _read(layout.receipts_path(n))
 
 
 def merged_batches(paths: list[Path]) -> Iterator[Any]:

@@ -33,8 +33,7 @@ def recorded(seed: int, **config: Any) -> Any:
             "churn": 0.08,
             "keyed_acks": True,
             "mixed_batch_rate": 0.0,
-            # without deduplication: a trace with it is checked whole (stored_below_highest compares a producer's
-            # ids, which the identity pass splits apart); these tests are about the split
+            # without deduplication by default (the test below has it: every part then reads the others' receipts)
             "deduplication": False,
             **config,
         }
@@ -57,6 +56,25 @@ def test_stored_traces_whose_acks_carry_their_key_are_split_by_key(spark: Any, t
         assert routed == [0]
         same_verdicts(verdict, want)
         same_verdicts(check_with_spark(str(path), spark=spark, parts=3), want)
+
+
+def test_a_trace_with_deduplication_is_split_by_key_and_not_checked_again_whole(spark: Any, tmp_path: Path) -> None:
+    """Deduplication on, a lower id stored after a higher one of its producer under another key planted: each part
+    reads the other parts' receipts, so the split by key is the verdict (not checked again whole), the planted
+    ``stored_below_highest`` among it."""
+    cfg = SynthConfig(partitions=2, messages=80, keys=6, churn=0.08, keyed_acks=True, mixed_batch_rate=0.0)
+    for seed in range(40, 60):
+        run = synthesize(seed, cfg, plant={Kind.STORED_BELOW_HIGHEST, Kind.OUT_OF_ORDER})
+        want = check_trace(list(run.events), header=run.header)
+        if want.counts.get("stored_below_highest"):
+            break
+    assert run.header.deduplication and want.counts["stored_below_highest"]
+    path = stored_in_chunks(tmp_path / "chunks", run.header, list(run.events))
+    routed: list[int] = []
+    whole: list[int] = []
+    (verdict,) = run_tasks(spark, [(run.header, ("path", str(path)))], parts=3, routed=routed, whole=whole)
+    assert routed == [0] and whole == [] and verdict.extra["split"] == "key"
+    same_verdicts(verdict, want)
 
 
 def test_a_trace_whose_routed_split_does_not_hold_is_checked_again_with_resolved_keys(

@@ -34,6 +34,7 @@ from conformance.trace import SubscriptionSpec, TraceHeader
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.reader import open_trace
 from conformance.trace.validation import TraceFormatError
+from conformance.violations import Kind
 
 
 def table_of(events: Any) -> Any:
@@ -148,6 +149,113 @@ def test_a_routed_split_that_holds_gives_the_streaming_verdict() -> None:
     # recorder-like runs hold (those of default batches mixing keys may not): the split is not vacuous
     assert all(held.get(family, 0) >= 12 for family in ("synth", "synth-raced", "fuzz", "fuzz-raced")), held
     assert sum(unproven.values()) >= 1  # and some do not: both outcomes are exercised
+
+
+def routed_results(header: TraceHeader, events: list[Any], parts: int) -> list[Any]:
+    """Each part's result of a trace split by key (no fallback)."""
+    given = _in_memory(events)
+    return [check_routed_task(header, None, given, part, parts)[0] for part in range(parts)]
+
+
+def test_with_deduplication_every_part_reads_every_receipt_and_is_exact_alone() -> None:
+    """A trace with deduplication on: each part reads the other parts' publishes as receipts
+    (``receipt_copy``), so the rules that compare a producer's ids across keys (stored_below_highest,
+    last_sequence_id_behind, lost_write's excuse) are decided by the parts alone: no part asks for the whole
+    trace, and the merged parts give the streaming verdict, every kind planted included."""
+    found: set[Kind] = set()
+    held = 0
+    for n, (_family, header, events) in enumerate(traces(96, seed=2903)):
+        if not header.deduplication:
+            continue
+        parts = 2 + n % 7  # up to 8: the more parts, the more copies are left out as needless
+        verdict, overlapping = routed_in_parts(header, events, parts, fallback=False)
+        if overlapping is not None:
+            continue
+        held += 1
+        assert not any(needs_whole_trace(r) for r in routed_results(header, events, parts))
+        want = check_trace(events, header=header)
+        same_verdicts(verdict, want)
+        found |= {v.kind for v in want.all_violations()}
+    assert held >= 24
+    assert {Kind.STORED_BELOW_HIGHEST, Kind.LOST_WRITE} <= found, found
+
+
+def test_a_producers_ids_compared_across_parts() -> None:
+    """The minimal shapes, each id of one producer in another part: a lower id stored after a higher one
+    (stored_below_highest), a duplicate receipt excused by a higher id stored under another key (no lost_write),
+    and a producer told a last sequence id below one stored under another key (last_sequence_id_behind, found by
+    every part from the copied creation, counted once).  Their mirrors, in order, are valid."""
+    a, b = keys_in_other_parts()
+
+    def run(planted: bool) -> TraceBuilder:
+        t = TraceBuilder(header())
+        t.open("c1")
+        t.publish(a, "1:0", seq=5 if planted else 0, uid="u5")
+        t.publish(b, "1:1", seq=1, uid="u1")  # planted: 1 stored after 5 was
+        t.publish(b, "-1:-1", seq=0 if planted else 1, uid="u0")  # a duplicate receipt: 5 (or 1) excuses it
+        t.add("producer_open", topic=t.topic, producer="p", seq=2 if planted else 1, result="ok")
+        for key, mid, uid in ((a, "1:0", "u5"), (b, "1:1", "u1")):
+            t.receive("c1", key, mid, uid=uid)
+            t.ack("c1", mid, key=key)
+        t.end(drained=True)
+        return t
+
+    for planted in (True, False):
+        t = run(planted)
+        want = check_trace(t.events, header=t.header)
+        results = routed_results(t.header, t.events, 2)
+        assert not any(needs_whole_trace(r) for r in results)
+        verdict, overlapping = routed_in_parts(t.header, t.events, 2, fallback=False)
+        assert overlapping is None
+        same_verdicts(verdict, want)
+        kinds = sorted(v.kind.value for v in verdict.all_violations())
+        assert kinds == (["last_sequence_id_behind", "stored_below_highest"] if planted else []), kinds
+        # without the copies, the part holding key b sees neither 5 nor the producer's other ids
+        blind = [r for r in results if any(v.kind is Kind.STORED_BELOW_HIGHEST for v in r.found)]
+        assert len(blind) == (1 if planted else 0)
+
+
+def test_a_copy_raised_past_by_a_later_one_of_its_run_is_needless() -> None:
+    """Copies are maxima: of a run of receipts of one producer and partition with no row of the part's own
+    reading their ids in between, only those no later copy raises past are read.  A batch's later message is
+    never the reason an earlier one is left out (it raises the highest sequence id only), and every copy of a
+    producer is read from the batch holding a duplicate receipt of the part's own on (each copy may excuse it by
+    its send time)."""
+    a, b = keys_in_other_parts()
+    t = TraceBuilder(header())
+    t.open("c1")
+    t.publish(b, "1:0", seq=0)  # other part: needless (1 follows in the run)
+    t.publish(b, "1:1", seq=1)  # read: the run's highest before the part's own publish
+    t.publish(a, "1:2", seq=2)  # own: ends the run
+    t.publish(b, "1:3", seq=4)  # read: nothing later in its run is higher
+    t.publish(b, "1:4", seq=3)  # read: last of its run
+    t.publish(a, "1:5", seq=5)  # own
+    t.publish(b, "1:6", seq=6)  # read: the later copy is a batch's second message (raises one id only)
+    t.publish(b, "1:7:-1:1", seq=7)  # read: last of its run
+    t.publish(a, "1:8", seq=8)  # own
+    t.publish(a, "-1:-1", seq=5)  # own duplicate receipt (opens the second batch): every copy of p is read
+    t.publish(b, "1:9", seq=9)
+    t.publish(b, "1:10", seq=10)
+    t.end()
+    router = KeyRouter(2, receipts=True)
+    part = int(hash_strings(pa.array([a]))[0] % np.uint64(2))
+    table = table_of(t.events)
+    from conformance.trace.validation import BatchState, check_batch
+
+    copies: list[int] = []
+    read = []
+    for batch in table.to_batches(max_chunksize=10):  # the duplicate receipt opens the second batch
+        keep, receipts = router.route(batch, part, copies)
+        problem, rows = check_batch(batch.filter(pa.array(keep)), BatchState())
+        assert problem is None
+        got = router.receipt_rows(rows, receipts[keep])
+        pairs = zip(got.column("op").to_pylist(), got.column("seq").to_pylist(), strict=True)
+        read += [(op, seq) for op, seq in pairs if seq is not None]
+    copy, own = "receipt_copy", "publish"
+    want = [(copy, 1), (own, 2), (copy, 4), (copy, 3), (own, 5), (copy, 6), (copy, 7), (own, 8), (own, 5), (copy, 9)]
+    want += [(copy, 10)]
+    assert read == want, read
+    assert router.receipts_kept == 7
 
 
 def test_equal_timestamps_change_nothing() -> None:

@@ -28,10 +28,12 @@ from pytest_keyshared.cli import main
 DATA = Path(__file__).parent.parent / "quality" / "data"
 
 
-def bucketed(tmp: Path, header: TraceHeader, events: list[Any], buckets: int, name: str = "t") -> Path:
+def bucketed(
+    tmp: Path, header: TraceHeader, events: list[Any], buckets: int, name: str = "t", *, by_producer: bool = False
+) -> Path:
     flat = write_parquet(tmp / f"{name}.parquet", header, events)
-    out = tmp / f"{name}-{buckets}"
-    convert_to_buckets(flat, out, buckets)
+    out = tmp / f"{name}-{buckets}{'-p' if by_producer else ''}"
+    convert_to_buckets(flat, out, buckets, by_producer=by_producer)
     return out
 
 
@@ -90,9 +92,15 @@ def test_each_bucket_holds_its_keys_and_the_shared_part_the_cross_key_events(tmp
         for r in rows:  # every event of a message (acks too) in one bucket
             if r["msg_id"]:
                 assert seen.setdefault(r["msg_id"].split(":")[1], n) == n
-        identity = pq.read_table(layout.identity_path(n), columns=["op"]).column("op").to_pylist()
-        assert set(identity) <= {"publish", "receive"}
+        if not layout.one_pass:
+            identity = pq.read_table(layout.identity_path(n), columns=["op"]).column("op").to_pylist()
+            assert set(identity) <= {"publish", "receive"}
+        if layout.receipts:  # only other buckets' publishes (a one-pass scope pass reads the creations as shared)
+            receipts = pq.read_table(layout.receipts_path(n), columns=["op", "msg_id"]).to_pylist()
+            assert {r["op"] for r in receipts} <= ({"publish"} if layout.one_pass else {"publish", "producer_open"})
+            assert all(seen.get(r["msg_id"].split(":")[1], -1) != n for r in receipts if r["op"] == "publish")
     assert layout.shared + sum(layout.bucket_events) == len(run.events)
+    assert layout.one_pass and layout.receipts and not (out / "identity-0000.parquet").exists()
 
 
 def test_a_split_that_cannot_hold_is_checked_whole(tmp_path: Path) -> None:
@@ -176,12 +184,12 @@ def test_a_producers_answered_sequence_id_is_judged_in_buckets(tmp_path: Path, a
 
 
 def test_deduplication_traces_are_judged_bucket_by_bucket(tmp_path: Path) -> None:
-    """With deduplication on, the identity files split by producer (``identity_by: producer``) hold every id of
-    their producers: the
-    rules that compare a producer's ids (``lost_write``, ``stored_below_highest``, ``last_sequence_id_behind``,
-    whose ``producer_open`` goes with its producer's ids) are decided bucket by bucket, with the whole trace's
-    verdict, both ways; a manifest without the field (the first layouts, split by ``(producer, seq)``) is
-    checked whole, as before."""
+    """With deduplication on, each bucket's identity pass reads, beside its own evidence (split by ``(producer,
+    seq)``, spread evenly whatever the producers), its receipts file: the other buckets' publishes it needs and
+    every producer's creation.  The rules that compare a producer's ids (``lost_write``, ``stored_below_highest``,
+    ``last_sequence_id_behind``) are then decided bucket by bucket, with the whole trace's verdict, both ways;
+    the earlier layout split by producer (``identity_by: producer``) still reads so; a manifest without
+    ``identity_by`` nor receipts (the first layouts) is checked whole, as before."""
     from exemption_traces import gapped_id_stored, gapped_sequence, lost_write_above_the_highest, producer_answered
 
     dedup = [Kind.LOST_WRITE, Kind.STORED_BELOW_HIGHEST, Kind.DUPLICATE_PUBLISH]
@@ -196,26 +204,44 @@ def test_deduplication_traces_are_judged_bucket_by_bucket(tmp_path: Path) -> Non
         assert header.deduplication
         want = check_trace(events, header=header)
         found |= {v.kind for v in want.violations}
-        for buckets in (2, 3):
-            out = bucketed(tmp_path, header, events, buckets, f"d{k}")
+        for buckets, by_producer in ((2, False), (3, False), (4, False), (3, True)):
+            out = bucketed(tmp_path, header, events, buckets, f"d{k}", by_producer=by_producer)
             got = check_trace(out)
             same_verdicts(got, want)
-            assert open_trace(out).layout.identity_by == "producer"
-            if open_trace(out).layout.exact:
+            layout = open_trace(out).layout
+            assert layout.identity_by == ("producer" if by_producer else "producer_seq")
+            assert layout.receipts is not by_producer
+            if layout.exact:
                 assert got.extra["split"] == "bucket", (k, buckets)
                 by_bucket += 1
-    assert by_bucket >= len(cases)  # 26 of 34 (default batches of several keys make some splits inexact)
+    assert by_bucket >= 2 * len(cases)  # default batches of several keys make some splits inexact
     assert {Kind.LOST_WRITE, Kind.STORED_BELOW_HIGHEST, Kind.LAST_SEQUENCE_ID_BEHIND} <= found
     off = synthesize(950, SynthConfig(messages=20, keys=4, deduplication=False))  # spread by (producer, seq)
-    assert open_trace(bucketed(tmp_path, off.header, list(off.events), 2, "off")).layout.identity_by == "producer_seq"
+    layout = open_trace(bucketed(tmp_path, off.header, list(off.events), 2, "off")).layout
+    assert layout.identity_by == "producer_seq" and not layout.receipts
     b = gapped_id_stored()
     out = bucketed(tmp_path, b.header, b.events, 3, "old")
     manifest = json.loads((out / "manifest.json").read_text())
-    del manifest["identity_by"]
+    for name in ("identity_by", "receipts", "receipt_events"):
+        del manifest[name]
     (out / "manifest.json").write_text(json.dumps(manifest))
     got = check_trace(out)
     assert got.extra["split"] == "whole"
     same_verdicts(got, check_trace(b.events, header=b.header))
+
+
+def test_a_single_producers_receipts_stay_near_its_publishes(tmp_path: Path) -> None:
+    """One producer, deduplication on, 8 buckets: its identity evidence spreads over every bucket (none holds
+    more than a third of it), and all buckets' receipts together stay near the trace's publishes (about one copy
+    per run of other buckets' publishes in each topic partition) rather than every bucket reading every other's
+    (7 times as many)."""
+    run = synthesize(77, SynthConfig(producers=1, messages=400, keys=40, partitions=0))
+    events = list(run.events)
+    layout = open_trace(bucketed(tmp_path, run.header, events, 8, "one")).layout
+    publishes = sum(1 for e in events if e.op.value == "publish")
+    assert layout.receipts and max(layout.identity_events) < sum(layout.identity_events) / 3
+    assert sum(layout.receipt_events) < 1.5 * publishes, (publishes, layout.receipt_events)
+    same_verdicts(check_trace(layout.directory), check_trace(events, header=run.header))
 
 
 def test_a_conversion_that_fails_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
