@@ -3,8 +3,9 @@
 A case scenario's ``tags`` carry its metadata: ``contract:<name>`` marks the contracts it checks,
 ``requires:<capability>`` what the target must support, ``judge:<profile>`` the contract profile the trace
 is judged under whatever the target claims (a known bug fixed by PIP-379 is judged by the PIP-379 contract,
-even on a classic broker).  Each becomes a ``pytest.param`` with the matching
-``keyshared_contract`` / ``keyshared_requires`` markers and the scenario name as id, so the case id is
+even on a classic broker), ``model-release:<version>[:<implementation>]`` a release of the reference model the case
+also runs at when the target is the model (:func:`model_releases_of`).  Each becomes a ``pytest.param`` with the
+matching ``keyshared_contract`` / ``keyshared_requires`` markers and the scenario name as id, so the case id is
 ``<area>/<scenario name>``.
 """
 
@@ -36,6 +37,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 __all__ = [
     "CONTRACT_TAG",
     "JUDGE_TAG",
+    "MODEL_RELEASE_TAG",
     "NO_OWNER",
     "REQUIRES_TAG",
     "PinnedCase",
@@ -48,6 +50,7 @@ __all__ = [
     "deliveries_outside_sticky_ranges",
     "early_batch_problems",
     "event_time_problems",
+    "model_releases_of",
     "pinned_cases",
     "pinned_mismatches",
     "profile_of",
@@ -60,6 +63,7 @@ __all__ = [
 CONTRACT_TAG = "contract:"
 REQUIRES_TAG = "requires:"
 JUDGE_TAG = "judge:"
+MODEL_RELEASE_TAG = "model-release:"
 
 
 def area_scenarios(area: str) -> list[Scenario]:
@@ -212,6 +216,17 @@ def profile_of(scenario: Scenario) -> str | None:
     """The profile a ``judge:<profile>`` tag names, or None (the profile follows the target's claim)."""
     named = [t[len(JUDGE_TAG) :] for t in scenario.tags if t.startswith(JUDGE_TAG)]
     return named[0] if named else None
+
+
+def model_releases_of(scenario: Scenario) -> tuple[str, ...]:
+    """The model targets (``model:4.0.13``, ``model:3.2:classic``) a ``model-release:`` tag names.
+
+    A workload whose broker behaviour differs only on releases the model targets of a run do not claim (the mutation
+    run's targets are each line's newest patch) runs there too, on the same model target with every other option
+    kept, and is judged the same way: on the model, a case can take the dispatch code of an older release without a
+    target of its own.  A real broker is what it is: the tag changes nothing there.
+    """
+    return tuple(f"model:{t[len(MODEL_RELEASE_TAG) :]}" for t in scenario.tags if t.startswith(MODEL_RELEASE_TAG))
 
 
 def requires_of(scenario: Scenario) -> tuple[str, ...]:
@@ -1069,10 +1084,22 @@ def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = True)
 
     Every trace rule lives in ``conformance/checks/``: an accepted STICKY open that Pulsar refuses is the checker's
     ``accepted_conflicting_open`` (``conformance.checks.assignment``), judged on any trace form.
+
+    On the model target, a case with ``model-release:`` tags (:func:`model_releases_of`) runs and is judged at each
+    named release first; a broken contract there fails the case, with the release named.
     """
-    result = run(scenario)
+    for spec in model_releases_of(scenario):
+        other = run.target.at_release(spec)
+        if other is not None:
+            _judge(scenario, run(scenario, label=spec.replace(":", "-"), target=other), check, progress, spec)
+    return _judge(scenario, run(scenario), check, progress, None)
+
+
+def _judge(scenario: Scenario, result: Any, check: Any, progress: bool, release: str | None) -> Any:
+    """:func:`run_case`'s judgement of one run (``release``: the ``model-release:`` target it ran on, if one)."""
+    where = f"at {release}: " if release is not None else ""
     for contract, kind, problem in case_problems(scenario, result, progress=progress):
-        check.violation(contract, problem, kind=kind, defer=True)
+        check.violation(contract, where + problem, kind=kind, defer=True)
     profile: Any = profile_of(scenario)
     if purged_creations(scenario):
         # a producer the broker must have forgotten: the two kinds that assume none is are judged per epoch by
@@ -1085,7 +1112,7 @@ def run_case(scenario: Scenario, run: Any, check: Any, *, progress: bool = True)
             "a producer closed past the deduplication purge timeout: judged per epoch by the case",
         )
         for kind_name, problem in purge_problems(scenario, result):
-            check.violation("deduplication", problem, kind=Kind(kind_name), defer=True)
+            check.violation("deduplication", where + problem, kind=Kind(kind_name), defer=True)
     return check(result) if profile is None else check(result, profile=profile)
 
 
