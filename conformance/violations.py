@@ -116,9 +116,9 @@ class Kind(str, Enum):
     #: a message id no managed ledger gives: a ledger's receipted entries not numbered 0, 1, 2, ... (every send to
     #: the topic receipted), or a send after a broker restart stored in a ledger written before it (case-level)
     WRONG_MESSAGE_ID = "wrong_message_id"
-    #: a producer closed longer than the deduplication inactivity timeout plus one purge period (the scenario's
-    #: ``[broker]`` timeout and its sleeps) was still remembered when created again: answered a last sequence id
-    #: other than -1, or a resend of an id it stored before dropped as a duplicate (a case-level judgement)
+    #: a producer closed longer than the deduplication inactivity timeout plus one purge period (the header's
+    #: ``broker_conf`` timeout, the ``producer_close`` and the next ``producer_open``'s ``t0``) was still
+    #: remembered when created again: answered a last sequence id other than -1 (``conformance.checks.epochs``)
     NOT_PURGED = "not_purged"
 
     def __str__(self) -> str:

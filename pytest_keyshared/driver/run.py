@@ -780,6 +780,9 @@ class _Run(RunLoop):
 
     def _do_close_producer(self, step: CloseProducer) -> tuple[bool, str]:
         self.session.close_producer(step.producer)
+        # recorded after the close returned: the broker no longer had the producer from this event's t on, so a
+        # creation more than the purge timeout plus one purge period later proves it forgotten (the checker's epochs)
+        self.recorder.producer_close(step.producer)
         return True, ""
 
     def _do_restart_broker(self, step: RestartBroker) -> tuple[bool, str]:
