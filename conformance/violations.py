@@ -120,6 +120,9 @@ class Kind(str, Enum):
     #: ``broker_conf`` timeout, the ``producer_close`` and the next ``producer_open``'s ``t0``) was still
     #: remembered when created again: answered a last sequence id other than -1 (``conformance.checks.epochs``)
     NOT_PURGED = "not_purged"
+    #: the answers producers got when created again after a close fit no purge run every third of the inactivity
+    #: timeout from the broker's start (``conformance.checks.epochs.Schedule``)
+    PURGE_OFF_SCHEDULE = "purge_off_schedule"
 
     def __str__(self) -> str:
         return self.value

@@ -86,6 +86,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "wrong_sequence_id": "deduplication",
     "wrong_message_id": "message-ids",
     "not_purged": "deduplication",
+    "purge_off_schedule": "deduplication",
 }
 
 

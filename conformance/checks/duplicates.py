@@ -37,6 +37,7 @@ __all__ = [
     "make_duplicate",
     "make_lost_write",
     "make_not_purged",
+    "make_off_schedule",
     "make_stored_below",
     "send_ids",
     "top_receipt",
@@ -344,3 +345,31 @@ def explain_not_purged(facts: Mapping[str, Any]) -> str:
             f"However, E{opened[0]} shows the answer {facts['answer']}: the broker still remembered it.",
         ],
     )
+
+
+def make_off_schedule(life: int, probes: Sequence[int], period_ns: int) -> Violation:
+    """``purge_off_schedule``: the answers producers got when created again after a close (``probes``, their
+    ``producer_open`` events, in broker life ``life``: 0 before the first restart) fit no purge run at a fixed rate
+    of a third of the inactivity timeout started with the broker (:class:`conformance.checks.epochs.Schedule`).
+
+    Property (``BrokerService.startInactivityMonitor``): ``scheduleAtFixedRate(checkMessageDeduplicationInfo, T/3,
+    T/3)`` from the broker service's start, anew at each start; ``purgeInactiveProducers`` forgets a producer
+    disconnected for longer than T.  Each creation says whether some run fell between its close plus T and itself
+    (answered -1) or none did (answered its ids): together they leave no phase.  Witness: the probes."""
+    period_ms = period_ns // 1_000_000
+    facts = {"life": life, "period_ms": period_ms, "probes": list(probes)}
+    refs = [[i, "producer_open", None, None] for i in probes]
+    where = "before the first broker restart" if life == 0 else f"after broker restart {life}"
+    text = render_elle(
+        f"purge_off_schedule: the producers' answers {where} fit no purge every {period_ms} ms",
+        refs[:6],
+        [
+            f"E{', E'.join(str(i) for i in probes[:6])}{' ...' if len(probes) > 6 else ''} are creations of producers"
+            " closed past the deduplication inactivity timeout T at most by a purge period: answered -1, a purge run"
+            " came after the close plus T; answered their ids, none did.",
+            f"The broker runs the purge every T/3 ({period_ms} ms) from its start (anew after a restart, whose start"
+            " lies between the restart's fault events).",
+            "However, no phase of such a schedule fits every answer: the purge ran at another rate or phase.",
+        ],
+    )
+    return Violation(Kind.PURGE_OFF_SCHEDULE, None, (), tuple(probes), text, None, facts)

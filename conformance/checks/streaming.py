@@ -816,7 +816,14 @@ class StreamingChecker:
         rule = self.dedup_epochs
         if rule is not None:
             closed = rule.closed_at(producer)
-            if rule.opened(producer, row.t if row.t0 is None else row.t0) and answer != -1 and closed is not None:
+            before = rule.identity(producer)
+            topic = self._extras(row.n).get("topic")
+            if closed is not None and before is not None and topic is not None and self._judge_below:
+                base, named = normalize_topic(str(topic))
+                if (f"{base}|{named}", before) in self.stored_top:  # it had ids: the answer probes the purge
+                    rule.probe(i, producer, row.t if row.t0 is None else row.t0, row.t, answer == -1)
+            t0 = row.t if row.t0 is None else row.t0
+            if rule.opened(producer, t0, row.t, answer) and answer != -1 and closed is not None:
                 close_ref = (closed[1], "producer_close", None, None)
                 ref = (i, "producer_open", None, None)
                 self._emit(duplicates.make_not_purged(producer, answer, close_ref, ref, rule.bound_ms))
@@ -844,20 +851,20 @@ class StreamingChecker:
                 return
             self.dedup_epochs = epochs.Epochs(bound, off=not self.header.deduplication)
         if row.producer is not None:
-            self.dedup_epochs.closed(row.producer, row.t, row.i)
+            self.dedup_epochs.closed(row.producer, row.t, row.i, row.t0)
 
-    def _epoch_fault(self, name: str) -> None:
+    def _epoch_fault(self, name: str, t: int) -> None:
         """A broker restart (no inactivity proven across it) or a deduplication switch (the rules suspended, or
         every producer's next epoch): :mod:`conformance.checks.epochs`."""
         rule = self.dedup_epochs
+        restart = name in ("broker_restart", "broker_restarted")
         if rule is None:
-            if name == "broker_restart":
+            bound = epochs.purge_bound_ns(self.header.extra)
+            if restart and bound is None:
                 return
-            rule = self.dedup_epochs = epochs.Epochs(
-                epochs.purge_bound_ns(self.header.extra), off=not self.header.deduplication
-            )
-        if name == "broker_restart":
-            rule.restarted()
+            rule = self.dedup_epochs = epochs.Epochs(bound, off=not self.header.deduplication)
+        if restart:
+            rule.restarted(t, name == "broker_restarted")
         else:
             rule.switched(name == "deduplication_on")
 
@@ -1049,7 +1056,7 @@ class StreamingChecker:
         i = row.i
         extra = self._extras(row.n)
         if extra.get("fault") in epochs.EPOCH_FAULTS:
-            self._epoch_fault(str(extra.get("fault")))
+            self._epoch_fault(str(extra.get("fault")), row.t)
         if extra.get("fault") == expiry.EXPIRE_FAULT:
             self._expire(self._sub(extra.get("subscription")), row.t, extra.get("expire_seconds"))
             return  # the broker acknowledged; no consumer was touched, nothing about membership changed
@@ -1533,6 +1540,9 @@ class StreamingChecker:
                 found.append(lookahead.make_beyond_lookahead(self.default_sub, beyond))
         if self.dedup_epochs is not None:
             self._rehome_evidence()
+            for life, schedule in enumerate(self.dedup_epochs.schedules):
+                if schedule.broken:
+                    found.append(duplicates.make_off_schedule(life, schedule.probes, schedule.period))
         found.extend(duplicates.duplicates(self.ids))
         found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:

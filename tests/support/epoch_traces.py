@@ -8,7 +8,7 @@ from __future__ import annotations
 from conformance.trace.builder import TraceBuilder
 from conformance.trace.header import SubscriptionSpec, TraceHeader
 
-__all__ = ["BOUND_NS", "purged", "switched"]
+__all__ = ["BOUND_NS", "S", "probed", "purged", "switched"]
 
 #: a 1-minute inactivity timeout plus one purge period (20 s), in ns
 BOUND_NS = 80 * 1_000_000_000
@@ -24,8 +24,8 @@ def _builder(*, timeout_minutes: int | None = 1) -> TraceBuilder:
     return TraceBuilder(header)
 
 
-def _open_producer(b: TraceBuilder, answer: int, *, t0: int | None = None) -> None:
-    b.add("producer_open", topic=b.topic, producer="p", seq=answer, result="ok", t0=b.t if t0 is None else t0)
+def _open_producer(b: TraceBuilder, answer: int, *, t0: int | None = None, producer: str = "p") -> None:
+    b.add("producer_open", topic=b.topic, producer=producer, seq=answer, result="ok", t0=b.t if t0 is None else t0)
 
 
 def purged(
@@ -99,5 +99,42 @@ def switched(*, answer: int = 2, resend: str = "-1:-1") -> TraceBuilder:
     if not resend.startswith("-1"):
         b.receive("c1", "k", resend, uid="w2")
         b.ack("c1", resend)
+    b.end()
+    return b
+
+
+S = 1_000_000_000
+
+
+def probed(period_s: int = 20, phase_s: int = 0, *, restart_at_s: int | None = None, probes: int = 21) -> TraceBuilder:
+    """The ``dedup/purge-schedule`` workload against a broker purging every ``period_s`` seconds from ``phase_s``
+    (a correct broker with the 1-minute timeout: 20 s, from its start; after ``restart_at_s``, from the restart):
+    producers p1..pN store id 1 and close 2 s apart, each created again 68 s after its close, answered -1 when a run
+    fell after its close plus 60 s, else 1."""
+    b = _builder()
+    b.step = 0
+    b.open("c1")
+    if restart_at_s is not None:
+        b.t = restart_at_s * S
+        b.fault("broker_restart")
+        b.fault("broker_restarted")
+        phase_s = restart_at_s
+    b.t = 100 * S
+    for k in range(probes):
+        b.add("producer_open", topic=b.topic, producer=f"p{k}", seq=-1, result="ok", t0=b.t)
+        b.publish("k", f"1:{k}", producer=f"p{k}", seq=1, uid=f"u{k}")
+    closes = [b.t + 2 * S * k for k in range(probes)]
+    for k, c in enumerate(closes):
+        b.t = c
+        b.add("producer_close", topic=b.topic, producer=f"p{k}", result="ok", t0=c)
+    for k, c in enumerate(closes):
+        opened = c + 68 * S
+        runs = [phase_s * S + j * period_s * S for j in range(100)]
+        forgotten = any(c + 60 * S < r < opened for r in runs)
+        b.t = opened
+        _open_producer(b, -1 if forgotten else 1, t0=opened, producer=f"p{k}")
+    for k in range(probes):
+        b.receive("c1", "k", f"1:{k}", uid=f"u{k}")
+        b.ack("c1", f"1:{k}")
     b.end()
     return b

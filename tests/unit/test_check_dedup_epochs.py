@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from epoch_traces import BOUND_NS, purged, switched
+from epoch_traces import BOUND_NS, S, probed, purged, switched
 from part_checks import same_verdicts
 
 from conformance.checks import check_trace
@@ -50,7 +50,7 @@ def test_a_purge_the_broker_did_not_make_is_found() -> None:
 @pytest.mark.parametrize(
     "unproven",
     [
-        {"gap_ns": BOUND_NS},  # exactly the timeout plus one period: not longer
+        {"gap_ns": BOUND_NS * 3 // 4 - S},  # shorter than the timeout: no purge run can have forgotten it
         {"restart": True},  # recovery marks no producer inactive
         {"timeout_minutes": None},  # the header does not say the timeout
     ],
@@ -93,6 +93,8 @@ CASES = {
     "unproven": purged(gap_ns=BOUND_NS),
     "switched": switched(),
     "switch-forgotten": switched(answer=-1, resend="1:6"),
+    "schedule": probed(20, 7),
+    "off-schedule": probed(15, 7),
 }
 
 
@@ -105,3 +107,41 @@ def test_the_bucketed_split_gives_the_streaming_verdict(tmp_path: Path, name: st
         out = tmp_path / f"b{buckets}"
         convert_to_buckets(flat, out, buckets)
         same_verdicts(check_trace(out), want)
+
+
+def test_a_creation_answered_minus_one_past_the_timeout_may_find_its_producer_forgotten() -> None:
+    within = BOUND_NS * 3 // 4 + S  # past the timeout by a second, not by a purge period
+    assert _kinds(purged(gap_ns=within)) == []  # forgotten, as the answer says: a new epoch
+    assert _kinds(purged(gap_ns=within, answer=2, resend="-1:-1")) == []  # remembered: the same epoch
+    assert _kinds(purged(gap_ns=within, resend="-1:-1")) == ["lost_write"]  # forgotten, yet its id kept
+    # exactly the timeout plus one period is not longer: answered its ids, the producer is not not_purged
+    assert _kinds(purged(gap_ns=BOUND_NS, answer=2, resend="-1:-1")) == []
+    assert _kinds(purged(gap_ns=BOUND_NS + 1, answer=2, resend="-1:-1")) == ["lost_write", "not_purged"]
+
+
+def test_the_purge_schedule_fits_a_third_of_the_timeout() -> None:
+    for phase in (0, 3, 11, 19):
+        assert _kinds(probed(20, phase)) == [], phase
+        assert _kinds(probed(15, phase)) == ["purge_off_schedule"], phase  # every quarter: no 20-s phase fits
+    b = probed(15)
+    found = check_trace(b.events, header=b.header).violations
+    assert found[0].facts["period_ms"] == 20_000 and found[0].facts["life"] == 0
+    assert "purge_off_schedule" in found[0].explanation
+
+
+def test_the_purge_schedule_starts_anew_at_a_restart() -> None:
+    assert _kinds(probed(20, restart_at_s=10)) == []
+    # a broker that kept the schedule of its first start (phase 0), 10 s out of phase with the restart
+    kept = probed(20, 0)
+    restarted = probed(20, restart_at_s=10)
+    mixed = [*restarted.events[:3], *kept.events[1:]]
+    mixed = [replace(e, i=n) for n, e in enumerate(mixed)]
+    assert _kinds(restarted, mixed) == ["purge_off_schedule"]
+
+
+def test_equal_timestamps_probe_nothing() -> None:
+    b = probed(20, 5)
+    flat = _flat(b)
+    remembered = [e for e in flat if not (e.op.value == "producer_open" and e.seq == -1 and e.i > 5)]
+    remembered = [replace(e, i=n) for n, e in enumerate(remembered)]
+    assert _kinds(b, remembered) == []
