@@ -368,8 +368,9 @@ def program_from_moves(
     opts = options or GeneratorOptions()
     form = _Shape.of(shape if opts.dimensions else ())
     # the inactivity timeout a producer_cycle's long sleep passes (the header then carries it for the checker)
-    purge = (("brokerDeduplicationProducerInactivityTimeoutMinutes", PURGE_TIMEOUT_MINUTES),)
-    purge = purge if opts.producers and opts.dimensions and form.deduplication else ()
+    purge: tuple[tuple[str, int], ...] = ()
+    if opts.producers and opts.dimensions and form.deduplication:
+        purge = (("brokerDeduplicationProducerInactivityTimeoutMinutes", PURGE_TIMEOUT_MINUTES),)
     if form.partitions:  # what the driver does on one non-partitioned topic only (docs/scenarios.md)
         opts = replace(opts, crash=False, restart=False, expiry=False)
     kinds = opts.move_kinds()
