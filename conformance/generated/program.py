@@ -125,7 +125,8 @@ HIGHEST_MOVE_KINDS: tuple[str, ...] = ("batch_highest",)
 #: off, with an odd amount ``amount`` messages published while it is off, and on again: the broker starts afresh, so
 #: a later ``resend`` or ``restart`` meets a new epoch, ``dedup/reenable-then-restart``), ``producer_cycle`` (p1
 #: closed and created again, with an even amount after a sleep past the inactivity timeout plus one purge period:
-#: the broker must have forgotten it, ``not_purged``; the checker's deduplication epochs judge both).
+#: the broker must have forgotten it, ``not_purged``; with an amount of 3 or 7 past the timeout by less than a
+#: period: its answer locates a purge run, ``purge_off_schedule``; the checker's deduplication epochs judge all).
 PRODUCER_MOVE_KINDS: tuple[str, ...] = ("dedup_switch", "producer_cycle")
 #: ``[broker] brokerDeduplicationProducerInactivityTimeoutMinutes`` of programs drawn with ``producers`` (the least
 #: Pulsar takes), and the sleep of a ``producer_cycle`` that must find p1 forgotten: past the timeout plus a third
@@ -474,6 +475,8 @@ def program_from_moves(
             emit(CloseProducer(producer="p1"))
             if amount % 2 == 0:
                 emit(Sleep(ms=PURGE_SLEEP_MS))  # past the timeout plus one purge period: p1 must be forgotten
+            elif amount % 4 == 3:  # past the timeout by less than a period: forgotten or not, as the purge's phase
+                emit(Sleep(ms=PURGE_TIMEOUT_MINUTES * 60_000 + 2_000 * amount))  # says (the schedule is judged)
             emit(OpenProducer(producer="p1"))
         elif kind == "restart" and opts.restart and not form.non_persistent:
             emit(RestartBroker(kill=amount % 2 == 0))
