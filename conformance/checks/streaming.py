@@ -849,7 +849,7 @@ class StreamingChecker:
             bound = epochs.purge_bound_ns(self.header.extra)
             if bound is None:
                 return
-            self.dedup_epochs = epochs.Epochs(bound, off=not self.header.deduplication)
+            self.dedup_epochs = epochs.Epochs(bound)
         if row.producer is not None:
             self.dedup_epochs.closed(row.producer, row.t, row.i, row.t0)
 
@@ -862,7 +862,7 @@ class StreamingChecker:
             bound = epochs.purge_bound_ns(self.header.extra)
             if restart and bound is None:
                 return
-            rule = self.dedup_epochs = epochs.Epochs(bound, off=not self.header.deduplication)
+            rule = self.dedup_epochs = epochs.Epochs(bound)
         if restart:
             rule.restarted(t, name == "broker_restarted")
         else:
