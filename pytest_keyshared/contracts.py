@@ -89,6 +89,7 @@ KIND_CONTRACTS: Mapping[str, str] = {
     "oversized_batch": "message-ids",
     "batch_flushed_early": "message-ids",
     "not_purged": "deduplication",
+    "purge_off_schedule": "deduplication",
 }
 
 

@@ -210,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--delayed", action="store_true", help="programs may publish delayed messages (GeneratorOptions.delayed)"
     )
     parser.add_argument("--expiry", action="store_true", help="programs may expire messages (GeneratorOptions.expiry)")
+    parser.add_argument(
+        "--producers",
+        action="store_true",
+        help="programs may switch deduplication and close and create p1 again (GeneratorOptions.producers)",
+    )
     return parser
 
 
@@ -240,8 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unexplained = 0
     try:
         for target in targets or ["model"]:
+            drawn = args.delayed or args.expiry or args.producers
             options = (
-                GeneratorOptions(delayed=args.delayed, expiry=args.expiry) if args.delayed or args.expiry else None
+                GeneratorOptions(delayed=args.delayed, expiry=args.expiry, producers=args.producers) if drawn else None
             )
             report = sweep(
                 target, args.programs, first_seed=args.first_seed, length=args.length, out=args.out, options=options

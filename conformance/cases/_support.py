@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 import pytest
 
 from conformance.cases._permits import received_beyond_permits
-from conformance.cases._purge import purge_problems, purged_creations
 from conformance.cases._snapshot_metrics import snapshot_metrics_problems
 from conformance.scenarios import Open, Scenario, loads_scenario, parse_scenario
 from conformance.scenarios.model import InvalidScenario, WaitQuiet
@@ -1101,18 +1100,6 @@ def _judge(scenario: Scenario, result: Any, check: Any, progress: bool, release:
     for contract, kind, problem in case_problems(scenario, result, progress=progress):
         check.violation(contract, where + problem, kind=kind, defer=True)
     profile: Any = profile_of(scenario)
-    if purged_creations(scenario):
-        # a producer the broker must have forgotten: the two kinds that assume none is are judged per epoch by
-        # the case (conformance.cases._purge), exactly; every other kind stays the profile's
-        from conformance.profiles import resolve_profile
-        from conformance.trace.reader import open_trace
-
-        profile = resolve_profile(profile, open_trace(result.trace_path).header).permitting(
-            (Kind.DUPLICATE_PUBLISH, Kind.LAST_SEQUENCE_ID_BEHIND),
-            "a producer closed past the deduplication purge timeout: judged per epoch by the case",
-        )
-        for kind_name, problem in purge_problems(scenario, result):
-            check.violation("deduplication", where + problem, kind=Kind(kind_name), defer=True)
     return check(result) if profile is None else check(result, profile=profile)
 
 

@@ -68,6 +68,7 @@ def test_model_programs(
         expiry=capabilities.has("message_expiry"),
         gaps=True,
         highest_ids=capabilities.has("raw_send"),
+        producers=capabilities.has("dedup_switch"),
     )
     shrunk_scenario = keyshared_artifacts / "shrunk.toml"
     shrunk_trace = keyshared_artifacts / "shrunk-trace.jsonl"

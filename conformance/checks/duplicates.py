@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
+from conformance.checks.epochs import split_identity
 from conformance.violations import Kind, Violation, render_elle
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "make_behind",
     "make_duplicate",
     "make_lost_write",
+    "make_not_purged",
+    "make_off_schedule",
     "make_stored_below",
     "send_ids",
     "top_receipt",
@@ -103,7 +106,7 @@ def make_duplicate(
     second_ref: Sequence[Any],
 ) -> Violation:
     facts = {
-        "producer": producer,
+        **_named(producer),
         "seq": seq,
         "key": key,
         "first_msg": first_ref[3],
@@ -124,7 +127,7 @@ def make_duplicate(
 
 def explain(facts: Mapping[str, Any]) -> str:
     first, second = facts["refs"]
-    who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    who = f"{_who(facts)} sequence id {facts['seq']}"
     return render_elle(
         f"duplicate_publish: {who} stored as {facts['first_msg']} and {facts['msg']}",
         [first, second],
@@ -147,13 +150,13 @@ def make_lost_write(producer: str, seq: int, key: str | None, receipt_ref: Seque
     Witness: the first such receipt.  Reported when the trace ends.  The broker said "already stored" for a
     write it never stored: the message is lost, and the producer was told it is safe.
     """
-    facts = {"producer": producer, "seq": seq, "key": key, "msg": receipt_ref[3], "refs": [list(receipt_ref)]}
+    facts = {**_named(producer), "seq": seq, "key": key, "msg": receipt_ref[3], "refs": [list(receipt_ref)]}
     return Violation(Kind.LOST_WRITE, key, (), (receipt_ref[0],), explain_lost_write(facts), None, facts)
 
 
 def explain_lost_write(facts: Mapping[str, Any]) -> str:
     (receipt,) = facts["refs"]
-    who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    who = f"{_who(facts)} sequence id {facts['seq']}"
     return render_elle(
         f"lost_write: {who} was answered as a duplicate but never stored",
         [receipt],
@@ -219,7 +222,7 @@ def make_stored_below(
     ``...WithDiscontinuousSequenceId`` (the gapped id is never received).
     """
     facts = {
-        "producer": producer,
+        **_named(producer),
         "seq": seq,
         "higher": higher,
         "key": key,
@@ -236,14 +239,14 @@ def make_stored_below(
 
 def explain_stored_below(facts: Mapping[str, Any]) -> str:
     higher, got = facts["refs"]
-    who = f"producer {facts['producer']!r} sequence id {facts['seq']}"
+    who = f"{_who(facts)} sequence id {facts['seq']}"
     if "send_seq" in facts:
         who += f" (the first of a batch sent under id {facts['send_seq']})"
     return render_elle(
         f"stored_below_highest: {who} was stored after its id {facts['higher']} was",
         [higher, got],
         [
-            f"E{higher[0]} shows producer {facts['producer']!r} sequence id {facts['higher']} stored as"
+            f"E{higher[0]} shows {_who(facts)} sequence id {facts['higher']} stored as"
             f" {facts['higher_msg']}: the broker had taken it before the send of {facts['seq']} (one producer's"
             " receipts come back in the order of its sends).",
             "With deduplication on, the broker compares an id with the highest one it accepted from the producer:"
@@ -267,7 +270,7 @@ def make_behind(producer: str, answer: int, higher: int, higher_ref: Sequence[An
     id's receipt and the ``producer_open``.
     """
     facts = {
-        "producer": producer,
+        **_named(producer),
         "answer": answer,
         "higher": higher,
         "higher_msg": higher_ref[3],
@@ -280,7 +283,7 @@ def make_behind(producer: str, answer: int, higher: int, higher_ref: Sequence[An
 
 def explain_behind(facts: Mapping[str, Any]) -> str:
     higher, opened = facts["refs"]
-    who = f"producer {facts['producer']!r}"
+    who = _who(facts)
     return render_elle(
         f"last_sequence_id_behind: {who} was answered last sequence id {facts['answer']} after {facts['higher']}"
         " was stored",
@@ -294,3 +297,79 @@ def explain_behind(facts: Mapping[str, Any]) -> str:
             " would be sent again and dropped as duplicates.",
         ],
     )
+
+
+def _named(producer: str) -> dict[str, Any]:
+    """A violation's producer facts from an identity (:mod:`conformance.checks.epochs`): its name, and its
+    deduplication epoch when not the first."""
+    name, epoch = split_identity(producer)
+    return {"producer": name, "epoch": epoch} if epoch else {"producer": name}
+
+
+def _who(facts: Mapping[str, Any]) -> str:
+    epoch = facts.get("epoch")
+    suffix = f" (in its deduplication epoch {epoch}: ids before it are forgotten)" if epoch else ""
+    return f"producer {facts['producer']!r}{suffix}"
+
+
+def make_not_purged(
+    producer: str, answer: int, closed_ref: Sequence[Any], ref: Sequence[Any], bound_ms: int
+) -> Violation:
+    """``not_purged``: producer ``producer`` was created again (``ref``, its ``producer_open``) after it had been
+    closed (``closed_ref``, its ``producer_close``) for longer than the deduplication inactivity timeout plus one
+    purge period (``bound_ms``, from the header's ``broker_conf``), and was answered last sequence id ``answer``, not
+    -1: the broker did not forget it (:mod:`conformance.checks.epochs`).  Witness: the close and the creation.
+
+    Property (``MessageDeduplication.purgeInactiveProducers``, run every third of the timeout by
+    ``BrokerService.startInactivityMonitor``): a producer disconnected for longer than the timeout leaves the
+    sequence-id maps at the next purge run, so a producer of that name is answered -1 and its old ids are stored
+    again (a resend of one answered ``-1:-1`` is then ``lost_write`` in the new epoch)."""
+    name, _epoch = split_identity(producer)
+    facts = {"producer": name, "answer": answer, "bound_ms": bound_ms, "refs": [list(closed_ref), list(ref)]}
+    return Violation(Kind.NOT_PURGED, None, (), (closed_ref[0], ref[0]), explain_not_purged(facts), None, facts)
+
+
+def explain_not_purged(facts: Mapping[str, Any]) -> str:
+    closed, opened = facts["refs"]
+    who = f"producer {facts['producer']!r}"
+    return render_elle(
+        f"not_purged: {who} was answered last sequence id {facts['answer']} after being closed past the"
+        " deduplication purge timeout",
+        [closed, opened],
+        [
+            f"E{closed[0]} shows {who} closed; it was created again at E{opened[0]}, more than"
+            f" {facts['bound_ms']} ms later (the inactivity timeout plus one purge period), with no broker restart"
+            " or deduplication switch between.",
+            "With deduplication on, the broker forgets a producer disconnected for longer than the timeout at its"
+            " next purge run: a producer of that name is answered -1, and its old ids are stored again.",
+            f"However, E{opened[0]} shows the answer {facts['answer']}: the broker still remembered it.",
+        ],
+    )
+
+
+def make_off_schedule(life: int, probes: Sequence[int], period_ns: int) -> Violation:
+    """``purge_off_schedule``: the answers producers got when created again after a close (``probes``, their
+    ``producer_open`` events, in broker life ``life``: 0 before the first restart) fit no purge run at a fixed rate
+    of a third of the inactivity timeout started with the broker (:class:`conformance.checks.epochs.Schedule`).
+
+    Property (``BrokerService.startInactivityMonitor``): ``scheduleAtFixedRate(checkMessageDeduplicationInfo, T/3,
+    T/3)`` from the broker service's start, anew at each start; ``purgeInactiveProducers`` forgets a producer
+    disconnected for longer than T.  Each creation says whether some run fell between its close plus T and itself
+    (answered -1) or none did (answered its ids): together they leave no phase.  Witness: the probes."""
+    period_ms = period_ns // 1_000_000
+    facts = {"life": life, "period_ms": period_ms, "probes": list(probes)}
+    refs = [[i, "producer_open", None, None] for i in probes]
+    where = "before the first broker restart" if life == 0 else f"after broker restart {life}"
+    text = render_elle(
+        f"purge_off_schedule: the producers' answers {where} fit no purge every {period_ms} ms",
+        refs[:6],
+        [
+            f"E{', E'.join(str(i) for i in probes[:6])}{' ...' if len(probes) > 6 else ''} are creations of producers"
+            " closed past the deduplication inactivity timeout T at most by a purge period: answered -1, a purge run"
+            " came after the close plus T; answered their ids, none did.",
+            f"The broker runs the purge every T/3 ({period_ms} ms) from its start (anew after a restart, whose start"
+            " lies between the restart's fault events).",
+            "However, no phase of such a schedule fits every answer: the purge ran at another rate or phase.",
+        ],
+    )
+    return Violation(Kind.PURGE_OFF_SCHEDULE, None, (), tuple(probes), text, None, facts)

@@ -42,6 +42,7 @@ from conformance.checks import (
     dead_letter,
     delayed,
     duplicates,
+    epochs,
     exclusivity,
     expiry,
     lookahead,
@@ -151,10 +152,10 @@ class StreamingChecker:
         "_left_topics", "_lookahead", "_loss_i", "_new", "_non_persistent", "_np_first", "_np_last_open",
         "_np_published", "_own_keys", "_published", "_receipts", "_redelivered_subs", "_refusal_noted", "_registered",
         "_replicated", "_scopes", "_sticky", "_sub_list", "_unacked", "_validator", "_watched", "_wrong_counts",
-        "default_sub", "drained", "dup_excused", "dup_receipts", "end_i", "entry_order_breaks", "events",
-        "failed_received", "failed_uids", "first_fault", "found", "header", "ids", "key_mismatches", "last_inc",
-        "live", "maybe_stored", "notes", "pending_evidence", "pending_unexpected", "profile", "stored_top", "subs",
-        "suspects", "top_seq", "uid_pub", "unexcused",
+        "dedup_epochs", "default_sub", "drained", "dup_excused", "dup_receipts", "end_i", "entry_order_breaks",
+        "events", "failed_received", "failed_uids", "first_fault", "found", "header", "ids", "key_mismatches",
+        "last_inc", "live", "maybe_stored", "notes", "pending_evidence", "pending_unexpected", "profile", "stored_top",
+        "subs", "suspects", "top_seq", "uid_pub", "unexcused",
     )  # fmt: skip
 
     def __init__(self, header: TraceHeader | None = None, profile: str | Profile | None = None) -> None:
@@ -246,6 +247,10 @@ class StreamingChecker:
         #: -> its highest id stored as an entry's first message so far, with its first receipt
         self._judge_below = self.header.deduplication and not self._replicated
         self.stored_top: dict[tuple[str, str], duplicates.Top] = {}
+        #: deduplication epochs (:mod:`conformance.checks.epochs`): made at the trace's first event that can start
+        #: one (a deduplication switch, a ``producer_close`` under a header giving the purge timeout); until then
+        #: every producer is in its first epoch and the rules cost nothing more
+        self.dedup_epochs: epochs.Epochs | None = None
         #: stream -> key -> scope: one shared string per scope, found without building the string again
         self._scopes: dict[str, dict[str, str]] = {}
         #: stream -> (ledger, entry) -> the sticky key of a batch entry (the key on the first event of any of its
@@ -561,6 +566,8 @@ class StreamingChecker:
         message becomes known (and free) in every subscription it reaches.  The bookkeeping every stored receipt
         does (the producer's highest ids, the scope string) is inline; a rule's own decision is called only when
         the receipt can break it."""
+        if self.dedup_epochs is not None and producer is not None:
+            producer = self.dedup_epochs.identity(producer)  # its epoch's identity; None while dedup is off
         ps = (producer, seq) if producer is not None and seq is not None else None
         first_of_uid = False
         if uid is not None and uid not in self.uid_pub:
@@ -584,6 +591,8 @@ class StreamingChecker:
         if ps is not None and producer is not None and seq is not None:
             cur = self.ids.get(ps)
             self._stored_id(i, key, mkey, stream, producer, seq, t0, ledger, entry, batch, n, cur, True)
+            if self.dedup_epochs is not None:
+                self.dedup_epochs.stored_as[mkey] = producer
             if cur is None:
                 self.ids[ps] = (mkey, i, key)  # compact: the first evidence, from a publish
             elif cur.__class__ is not tuple or cur[0] != mkey:
@@ -717,6 +726,8 @@ class StreamingChecker:
             self._failover(row)
         elif op == "producer_open":
             self._producer_open(row)
+        elif op == "producer_close":
+            self._producer_close(row)
         elif op == "dead_letter":
             self._dead_letter(row)
 
@@ -798,7 +809,27 @@ class StreamingChecker:
         """A producer was created and told its last sequence id (``seq``): ``last_sequence_id_behind`` if a higher
         id of it was stored on the topic partition before (a receipt logged before this event)."""
         i, producer, answer, result = row.i, row.producer, row.seq, row.result
-        if not self._judge_below or producer is None or answer is None or result != "ok":
+        if producer is None or answer is None or result != "ok":
+            return
+        rule = self.dedup_epochs
+        if rule is not None:
+            closed = rule.closed_at(producer)
+            before = rule.identity(producer)
+            topic = self._extras(row.n).get("topic")
+            if closed is not None and before is not None and topic is not None and self._judge_below:
+                base, named = normalize_topic(str(topic))
+                if (f"{base}|{named}", before) in self.stored_top:  # it had ids: the answer probes the purge
+                    rule.probe(i, producer, row.t if row.t0 is None else row.t0, row.t, answer == -1)
+            t0 = row.t if row.t0 is None else row.t0
+            if rule.opened(producer, t0, row.t, answer) and answer != -1 and closed is not None:
+                close_ref = (closed[1], "producer_close", None, None)
+                ref = (i, "producer_open", None, None)
+                self._emit(duplicates.make_not_purged(producer, answer, close_ref, ref, rule.bound_ms))
+            named_now = rule.identity(producer)
+            if named_now is None:
+                return  # deduplication off: the broker answers -1, and remembers nothing
+            producer = named_now
+        if not self._judge_below:
             return
         topic = self._extras(row.n).get("topic")
         if topic is None:
@@ -808,6 +839,32 @@ class StreamingChecker:
         if higher is not None:
             ref = (i, "producer_open", None, None)
             self._emit(duplicates.make_behind(producer, answer, higher[0], duplicates.top_receipt(higher), ref))
+
+    def _producer_close(self, row: EventRow) -> None:
+        """A producer's close returned: its inactivity starts (a purge is proven once it lasts past the timeout plus
+        one purge period, :mod:`conformance.checks.epochs`); without the timeout in the header it proves nothing."""
+        if self.dedup_epochs is None:
+            bound = epochs.purge_bound_ns(self.header.extra)
+            if bound is None:
+                return
+            self.dedup_epochs = epochs.Epochs(bound)
+        if row.producer is not None:
+            self.dedup_epochs.closed(row.producer, row.t, row.i, row.t0)
+
+    def _epoch_fault(self, name: str, t: int) -> None:
+        """A broker restart (no inactivity proven across it) or a deduplication switch (the rules suspended, or
+        every producer's next epoch): :mod:`conformance.checks.epochs`."""
+        rule = self.dedup_epochs
+        restart = name in ("broker_restart", "broker_restarted")
+        if rule is None:
+            bound = epochs.purge_bound_ns(self.header.extra)
+            if restart and bound is None:
+                return
+            rule = self.dedup_epochs = epochs.Epochs(bound)
+        if restart:
+            rule.restarted(t, name == "broker_restarted")
+        else:
+            rule.switched(name == "deduplication_on")
 
     def _end(self, row: EventRow) -> None:
         """The run's end: ``undelivered`` is judged at :meth:`finish` only if it says the run was drained."""
@@ -996,6 +1053,8 @@ class StreamingChecker:
         """
         i = row.i
         extra = self._extras(row.n)
+        if extra.get("fault") in epochs.EPOCH_FAULTS:
+            self._epoch_fault(str(extra.get("fault")), row.t)
         if extra.get("fault") == expiry.EXPIRE_FAULT:
             self._expire(self._sub(extra.get("subscription")), row.t, extra.get("expire_seconds"))
             return  # the broker acknowledged; no consumer was touched, nothing about membership changed
@@ -1253,6 +1312,7 @@ class StreamingChecker:
         :data:`RECEIPT_COPY`), so the first rule was decided exactly."""
         return (
             (bool(self.stored_top) and not all_receipts)
+            or self.dedup_epochs is not None  # epochs start at events that are not about one message
             or (self._unacked is not None and self._unacked.judging)
             or (self._lookahead is not None and self._lookahead.judging)
         )
@@ -1362,6 +1422,10 @@ class StreamingChecker:
         if self.failed_uids and uid in self.failed_uids and uid not in self.failed_received:
             self.failed_received[uid] = (ref, key)
         ps = self.uid_pub.get(uid, _MISSING)
+        if self.dedup_epochs is not None and ps is not _MISSING:
+            home = self.dedup_epochs.stored_as.get(mkey)  # a resend stored in a later epoch evidences that one
+            if home is not None and ps is not None:
+                ps = (home, ps[1])
         if ps is _MISSING:
             if uid not in self.pending_unexpected:
                 self.pending_unexpected[uid] = (ref, key)
@@ -1516,6 +1580,11 @@ class StreamingChecker:
             beyond = self._lookahead.verdict()
             if beyond is not None:
                 found.append(lookahead.make_beyond_lookahead(self.default_sub, beyond))
+        if self.dedup_epochs is not None:
+            self._rehome_evidence()
+            for life, schedule in enumerate(self.dedup_epochs.schedules):
+                if schedule.broken:
+                    found.append(duplicates.make_off_schedule(life, schedule.probes, schedule.period))
         found.extend(duplicates.duplicates(self.ids))
         found.extend(duplicates.lost_writes(self.dup_receipts, self.ids, self.maybe_stored, self.dup_excused))
         if self.key_mismatches:
@@ -1527,6 +1596,24 @@ class StreamingChecker:
                 " which need not be the one the broker routed them by"
             )
         return build_verdict(found, self.profile, events=self.events, notes=self.notes, unjudged=unjudged)
+
+    def _rehome_evidence(self) -> None:
+        """A receive logged before the receipt that stored its message in a later epoch went to its uid's first
+        (producer, seq); move each such id to the identity whose receipt stored it."""
+        stored_as = self.dedup_epochs.stored_as if self.dedup_epochs is not None else {}
+        moved: list[tuple[tuple[str, int], str, tuple[Any, ...], str]] = []
+        for ps, value in self.ids.items():
+            if value.__class__ is dict:
+                for mkey, (ref, key) in list(value.items()):
+                    home = stored_as.get(mkey)
+                    if home is not None and home != ps[0]:
+                        del value[mkey]
+                        moved.append(((home, ps[1]), mkey, ref, key))
+                if len(value) == 1:
+                    ((mkey, (ref, key)),) = value.items()
+                    self.ids[ps] = (mkey, ref, key)
+        for ps, mkey, ref, key in moved:
+            self._evidence(ps, mkey, ref, key)
 
 
 def key_mismatch_note(count: int) -> str:

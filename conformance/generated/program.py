@@ -32,11 +32,14 @@ from conformance.scenarios import (
     AckHeld,
     Behaviour,
     Close,
+    CloseProducer,
     Crash,
+    Deduplication,
     ExpireMessages,
     KeySet,
     NackHeld,
     Open,
+    OpenProducer,
     Pause,
     Publish,
     Redeliver,
@@ -60,6 +63,8 @@ __all__ = [
     "GAP_MOVE_KINDS",
     "HIGHEST_MOVE_KINDS",
     "MOVE_KINDS",
+    "PRODUCER_MOVE_KINDS",
+    "PURGE_TIMEOUT_MINUTES",
     "SHAPE_CHOICES",
     "TAIL_KEYS",
     "GeneratorOptions",
@@ -116,6 +121,17 @@ GAP_MOVE_KINDS: tuple[str, ...] = ("gap",)
 #: its highest id; with an even amount then a batch under that highest id with one new id above it, which the
 #: broker answers ``-1:-1`` whole: ``MessageDuplicationTest.testIsDuplicate``'s ``4, highest 8``).
 HIGHEST_MOVE_KINDS: tuple[str, ...] = ("batch_highest",)
+#: With ``GeneratorOptions.producers`` (and deduplication on), drawn last: ``dedup_switch`` (deduplication switched
+#: off, with an odd amount ``amount`` messages published while it is off, and on again: the broker starts afresh, so
+#: a later ``resend`` or ``restart`` meets a new epoch, ``dedup/reenable-then-restart``), ``producer_cycle`` (p1
+#: closed and created again, with an even amount after a sleep past the inactivity timeout plus one purge period:
+#: the broker must have forgotten it, ``not_purged``; with an amount of 3 or 7 past the timeout by less than a
+#: period: its answer locates a purge run, ``purge_off_schedule``; the checker's deduplication epochs judge all).
+PRODUCER_MOVE_KINDS: tuple[str, ...] = ("dedup_switch", "producer_cycle")
+#: ``[broker] brokerDeduplicationProducerInactivityTimeoutMinutes`` of programs drawn with ``producers`` (the least
+#: Pulsar takes), and the sleep of a ``producer_cycle`` that must find p1 forgotten: past the timeout plus a third
+PURGE_TIMEOUT_MINUTES = 1
+PURGE_SLEEP_MS = PURGE_TIMEOUT_MINUTES * 60_000 * 4 // 3 + 5_000
 #: Consumer handles a program may use; ``consumer`` indexes this tuple (modulo the shape's handle count).
 CONSUMERS: tuple[str, ...] = ("c1", "c2", "c3")
 #: With the ``consumers`` dimension: five handles, so many consumers hold keys at once.
@@ -239,11 +255,16 @@ class GeneratorOptions:
     #: ``batch_highest`` moves (:data:`HIGHEST_MOVE_KINDS`, with the dimensions; a target with ``raw_send``); off by
     #: default, so the programs drawn without it stay the same
     highest_ids: bool = False
+    #: ``dedup_switch`` and ``producer_cycle`` moves (:data:`PRODUCER_MOVE_KINDS`, with the dimensions; a target that
+    #: switches deduplication and takes broker settings: the model); off by default, so the programs drawn without
+    #: it stay the same
+    producers: bool = False
 
     def move_kinds(self) -> tuple[str, ...]:
         if not self.dimensions:
             return MOVE_KINDS
         extra = (GAP_MOVE_KINDS if self.gaps else ()) + (HIGHEST_MOVE_KINDS if self.highest_ids else ())
+        extra += PRODUCER_MOVE_KINDS if self.producers else ()
         return MOVE_KINDS + DIMENSION_MOVE_KINDS + extra
 
 
@@ -367,6 +388,10 @@ def program_from_moves(
     """
     opts = options or GeneratorOptions()
     form = _Shape.of(shape if opts.dimensions else ())
+    # the inactivity timeout a producer_cycle's long sleep passes (the header then carries it for the checker)
+    purge: tuple[tuple[str, int], ...] = ()
+    if opts.producers and opts.dimensions and form.deduplication:
+        purge = (("brokerDeduplicationProducerInactivityTimeoutMinutes", PURGE_TIMEOUT_MINUTES),)
     if form.partitions:  # what the driver does on one non-partitioned topic only (docs/scenarios.md)
         opts = replace(opts, crash=False, restart=False, expiry=False)
     kinds = opts.move_kinds()
@@ -478,6 +503,18 @@ def program_from_moves(
                 again = (ids[-1], batch_next)
                 emit(Publish(count=2, keys=keys, producer="pb", sequence_ids=again, highest_sequence_id=batch_next))
                 batch_next += 1
+        elif kind == "dedup_switch" and form.deduplication:
+            emit(Deduplication(enabled=False))
+            if amount % 2:  # stored whatever its ids: the broker judges nothing while it is off
+                publish(amount, amount)
+            emit(Deduplication(enabled=True))
+        elif kind == "producer_cycle" and form.deduplication:
+            emit(CloseProducer(producer="p1"))
+            if amount % 2 == 0:
+                emit(Sleep(ms=PURGE_SLEEP_MS))  # past the timeout plus one purge period: p1 must be forgotten
+            elif amount % 4 == 3:  # past the timeout by less than a period: forgotten or not, as the purge's phase
+                emit(Sleep(ms=PURGE_TIMEOUT_MINUTES * 60_000 + 2_000 * amount))  # says (the schedule is judged)
+            emit(OpenProducer(producer="p1"))
         elif kind == "restart" and opts.restart and not form.non_persistent:
             emit(RestartBroker(kill=amount % 2 == 0))
         elif kind == "wait_quiet":
@@ -533,7 +570,7 @@ def program_from_moves(
         ),
         settings=form.settings(opts.settings) if opts.dimensions else opts.settings,
         tags=("generated",),
-        broker=form.broker(),
+        broker=form.broker() + purge,
     )
 
 

@@ -38,7 +38,18 @@ SCOPE, IDENTITY, WHOLE = 0, 1, 2  #: the passes
 
 MESSAGE_OPS = ("publish", "receive", "ack", "nack", "dead_letter")
 #: Ops copied into every part of the scope pass (what is not about one message).
-CROSS_OPS = ("open", "close", "crash", "gone", "closed", "redeliver", "fault", "end", "producer_open")
+CROSS_OPS = (
+    "open",
+    "close",
+    "crash",
+    "gone",
+    "closed",
+    "redeliver",
+    "fault",
+    "end",
+    "producer_open",
+    "producer_close",
+)
 _IDENTITY_FIELDS = ("uid", "producer", "seq")
 #: The event columns the checker reads (``receiver_queue`` it does not).
 _CHECKED = tuple(c for c in EVENT_COLUMNS if c != "receiver_queue")

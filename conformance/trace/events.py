@@ -51,6 +51,8 @@ class Op(str, Enum):
     #: a producer was created (result ok); ``seq``: the last sequence id the broker answered it on connect, as the
     #: client reports it right after (``producer.last_sequence_id()``); ``t0``: when the creation began
     PRODUCER_OPEN = "producer_open"
+    #: the harness closed a producer and the close returned: the broker no longer has it (``t``: by then)
+    PRODUCER_CLOSE = "producer_close"
     #: a reader of a dead-letter topic saw the message the client routed there (``topic``/``msg_id``: the original)
     DEAD_LETTER = "dead_letter"
 

@@ -55,6 +55,7 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "gone": ("consumer",),
     "closed": ("consumer",),
     "producer_open": ("topic", "producer", "seq"),
+    "producer_close": ("topic", "producer"),
     "dead_letter": ("topic", "msg_id"),
 }
 

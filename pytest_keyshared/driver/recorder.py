@@ -316,6 +316,11 @@ class Recorder:
             Op.PRODUCER_OPEN, topic=self.topic, producer=producer, seq=answered, result="ok", t0=t0
         )
 
+    def producer_close(self, producer: str, t0: int) -> Event:
+        """Producer ``producer``'s close, called at ``t0``, returned: the broker no longer has it (the deduplication
+        purge's clock)."""
+        return self.writer.record(Op.PRODUCER_CLOSE, topic=self.topic, producer=producer, result="ok", t0=t0)
+
     def dead_letter(self, topic: str, msg_id: str, d: Delivery, dead_letter_topic: str) -> Event:
         """The reader of the dead-letter topic got ``d``, the copy of ``msg_id`` of ``topic`` (the original)."""
         return self.writer.record(

@@ -818,7 +818,11 @@ class _Run(RunLoop):
         return True, ""
 
     def _do_close_producer(self, step: CloseProducer) -> tuple[bool, str]:
+        t0 = self.session.clock()
         self.session.close_producer(step.producer)
+        # recorded after the close returned: the broker no longer had the producer from this event's t on, so a
+        # creation more than the purge timeout plus one purge period later proves it forgotten (the checker's epochs)
+        self.recorder.producer_close(step.producer, t0)
         return True, ""
 
     def _do_restart_broker(self, step: RestartBroker) -> tuple[bool, str]:

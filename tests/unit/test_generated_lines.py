@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.generated.attribution import attribute, later_specs
+from conformance.generated.program import GeneratorOptions
 from pytest_keyshared.generated_sweep import release_line_targets, sweep
 from reference_model.versions import (
     CONSISTENT_HASHING_REMOVE_BY_IDENTITY,
@@ -36,6 +37,18 @@ def test_generated_programs_fail_only_as_known_bugs_explain(target: str) -> None
     assert set(unexplained) == {k for k in OPEN_FINDINGS if k[0] == target}, unexplained
     for failure in report.expected:
         assert failure.attribution.bugs and failure.attribution.passes_on
+
+
+#: a seed whose program (``GeneratorOptions.producers``) closes and creates p1 again and switches deduplication
+PRODUCER_SEEDS = (29,)
+
+
+@pytest.mark.parametrize("target", release_line_targets())
+def test_producer_lifecycles_and_deduplication_switches_fail_only_as_known_bugs_explain(target: str) -> None:
+    options = GeneratorOptions(producers=True)
+    for seed in PRODUCER_SEEDS:
+        report = sweep(target, 1, first_seed=seed, options=options)
+        assert report.programs == 1 and not report.unexplained, [f.attribution.render() for f in report.unexplained]
 
 
 def test_every_release_line_is_swept() -> None:
