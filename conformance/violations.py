@@ -117,6 +117,13 @@ class Kind(str, Enum):
     #: a message id no managed ledger gives: a ledger's receipted entries not numbered 0, 1, 2, ... (every send to
     #: the topic receipted), or a send after a broker restart stored in a ledger written before it (case-level)
     WRONG_MESSAGE_ID = "wrong_message_id"
+    #: a producer closed longer than the deduplication inactivity timeout plus one purge period (the header's
+    #: ``broker_conf`` timeout, the ``producer_close`` and the next ``producer_open``'s ``t0``) was still
+    #: remembered when created again: answered a last sequence id other than -1 (``conformance.checks.epochs``)
+    NOT_PURGED = "not_purged"
+    #: the answers producers got when created again after a close fit no purge run every third of the inactivity
+    #: timeout from the broker's start (``conformance.checks.epochs.Schedule``)
+    PURGE_OFF_SCHEDULE = "purge_off_schedule"
     #: a message was received with an event time other than the one it was published with (none: 0), as the
     #: client reports it (``Message.event_timestamp()``; a case-level judgement)
     WRONG_EVENT_TIME = "wrong_event_time"
@@ -127,13 +134,6 @@ class Kind(str, Enum):
     #: a client's batch was sent before its publish delay had passed though it had room for the message sent next,
     #: added before the delay could have passed (spaced sends of one publish step; a case-level judgement)
     BATCH_FLUSHED_EARLY = "batch_flushed_early"
-    #: a producer closed longer than the deduplication inactivity timeout plus one purge period (the header's
-    #: ``broker_conf`` timeout, the ``producer_close`` and the next ``producer_open``'s ``t0``) was still
-    #: remembered when created again: answered a last sequence id other than -1 (``conformance.checks.epochs``)
-    NOT_PURGED = "not_purged"
-    #: the answers producers got when created again after a close fit no purge run every third of the inactivity
-    #: timeout from the broker's start (``conformance.checks.epochs.Schedule``)
-    PURGE_OFF_SCHEDULE = "purge_off_schedule"
 
     def __str__(self) -> str:
         return self.value

@@ -26,7 +26,8 @@ def test_kind_values_are_the_format_names() -> None:
         "superseded_after_compaction", "wrong_redelivery_count",
         "received_after_dead_letter", "dead_lettered_early", "not_dead_lettered",
         "received_beyond_unacked_limit", "stats_mismatch", "dedup_snapshot_behind", "received_beyond_lookahead",
-        "wrong_sequence_id", "wrong_message_id", "not_purged", "purge_off_schedule",
+        "wrong_sequence_id", "wrong_message_id", "not_purged", "purge_off_schedule", "wrong_event_time",
+        "oversized_batch", "batch_flushed_early",
     ]  # fmt: skip
     assert f"{Kind.KEY_OVERLAP}" == str(Kind.KEY_OVERLAP) == "key_overlap"
     assert {"key_overlap": 1}[Kind.KEY_OVERLAP] == 1
