@@ -183,6 +183,7 @@ def test_the_suite_passes_on_the_model_with_nothing_expected(pytester: pytest.Py
     contracts = {contract for c in data["cases"].values() for contract in c["contracts"]}
     assert contracts == {
         "ordering", "key-exclusivity", "delivery", "redelivery", "deduplication", "assignment", "replication",
+        "message-ids",
     }  # fmt: skip
 
 
