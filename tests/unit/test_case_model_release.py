@@ -72,7 +72,6 @@ def stalls_at_the_old_release(monkeypatch: pytest.MonkeyPatch) -> None:
         return [("delivery", Kind.STALLED, "stalled: step 7")] if result.on == "model:4.0.13" else []
 
     monkeypatch.setattr(_support, "case_problems", problems)
-    monkeypatch.setattr(_support, "purged_creations", lambda scenario: {})
 
 
 @pytest.mark.usefixtures("stalls_at_the_old_release")
