@@ -721,46 +721,37 @@ def case_problems(scenario: Scenario, result: Any, *, progress: bool = True) -> 
     ):
         outside = deliveries_outside_sticky_ranges(result.trace_path)
         if outside:
-            more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
-            problems.append(("assignment", Kind.OUTSIDE_STICKY_RANGES, outside[0] + more))
+            problems.append(("assignment", Kind.OUTSIDE_STICKY_RANGES, _first_of(outside)))
     beyond = received_beyond_permits(scenario, result)
     if beyond:
-        more = f" (and {len(beyond) - 1} more)" if len(beyond) > 1 else ""
-        problems.append(("delivery", Kind.RECEIVED_BEYOND_PERMITS, beyond[0] + more))
+        problems.append(("delivery", Kind.RECEIVED_BEYOND_PERMITS, _first_of(beyond)))
     if any(isinstance(s, Open) and s.ack_timeout_ms for s in scenario.steps):
         reordered = redeliveries_out_of_order(result.trace_path)
         if reordered:
-            more = f" (and {len(reordered) - 1} more)" if len(reordered) > 1 else ""
-            problems.append(("ordering", Kind.OUT_OF_ORDER, reordered[0] + more))
+            problems.append(("ordering", Kind.OUT_OF_ORDER, _first_of(reordered)))
     shared = deliveries_in_shared_published_ranges(result.trace_path)
     if shared:
-        more = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""
-        problems.append(("assignment", Kind.MISASSIGNED, shared[0] + more))
+        problems.append(("assignment", Kind.MISASSIGNED, _first_of(shared)))
     inconsistent = subscription_stats_problems(result.trace_path)
     if inconsistent:
-        more = f" (and {len(inconsistent) - 1} more)" if len(inconsistent) > 1 else ""
-        problems.append(("key-exclusivity", Kind.STATS_MISMATCH, inconsistent[0] + more))
+        problems.append(("key-exclusivity", Kind.STATS_MISMATCH, _first_of(inconsistent)))
     behind = dedup_snapshot_problems(result.trace_path)
     if behind:
         problems.append(("deduplication", Kind.DEDUP_SNAPSHOT_BEHIND, behind[0]))
     counters = snapshot_metrics_problems(result.trace_path)
     if counters:
-        more = f" (and {len(counters) - 1} more)" if len(counters) > 1 else ""
-        problems.append(("replication", Kind.STATS_MISMATCH, counters[0] + more))
+        problems.append(("replication", Kind.STATS_MISMATCH, _first_of(counters)))
     misplaced = message_id_problems(result.trace_path)
     if misplaced:
-        more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
-        problems.append(("message-ids", Kind.WRONG_MESSAGE_ID, misplaced[0] + more))
+        problems.append(("message-ids", Kind.WRONG_MESSAGE_ID, _first_of(misplaced)))
     renumbered = sequence_id_problems(result.trace_path)
     if renumbered:
-        more = f" (and {len(renumbered) - 1} more)" if len(renumbered) > 1 else ""
-        problems.append(("deduplication", Kind.WRONG_SEQUENCE_ID, renumbered[0] + more))
+        problems.append(("deduplication", Kind.WRONG_SEQUENCE_ID, _first_of(renumbered)))
     problems.extend(client_view_problems(result.trace_path))
     if scenario.settings.dead_letter:
         late = receives_past_dead_letter(result.trace_path, scenario.settings.dead_letter)
         if late:
-            more = f" (and {len(late) - 1} more)" if len(late) > 1 else ""
-            problems.append(("redelivery", Kind.NOT_DEAD_LETTERED, late[0] + more))
+            problems.append(("redelivery", Kind.NOT_DEAD_LETTERED, _first_of(late)))
     if progress:
         problems.extend(progress_problems(result, scenario))
     return problems
@@ -871,9 +862,13 @@ def client_view_problems(trace_path: str | Path) -> list[tuple[str, Kind, str]]:
     for contract, kind, judge in CLIENT_VIEW_JUDGEMENTS:
         found = judge(trace_path)
         if found:
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            problems.append((contract, kind, found[0] + more))
+            problems.append((contract, kind, _first_of(found)))
     return problems
+
+
+def _first_of(found: list[str]) -> str:
+    """The first of a judgement's explanations, with a count of the rest: what a case reports of each kind."""
+    return found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
 
 
 class _SpacedSend(NamedTuple):
