@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from generated_moves import dedup_program
 
-from conformance.generated.program import SHAPE_DIMENSIONS, GeneratorOptions, Move, program_from_moves
-from conformance.scenarios import Publish, dump_scenario, load_scenario
+from conformance.generated.program import GeneratorOptions, Move, program_from_moves
+from conformance.scenarios import Publish
 from pytest_keyshared.driver import run_scenario
 from pytest_keyshared.targets import open_target
 
@@ -23,14 +24,10 @@ MOVES = [
     Move(KINDS.index("batch_highest"), 0, 2),
     Move(KINDS.index("publish"), 0, 1),
 ]
-DEDUP_ON = tuple(1 if d == "dedup" else 0 for d in SHAPE_DIMENSIONS)
 
 
 def _program(tmp_path: Path):  # type: ignore[no-untyped-def]
-    program = program_from_moves(MOVES, name="generated", options=OPTIONS, shape=DEDUP_ON)
-    loaded = load_scenario(dump_scenario(program, tmp_path / "program.toml"))
-    assert loaded == program
-    return loaded
+    return dedup_program(MOVES, OPTIONS, tmp_path)
 
 
 def test_the_move_sends_a_batch_then_one_under_its_highest_id(tmp_path: Path) -> None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from generated_moves import dedup_program
 
 from conformance.generated.program import (
     PURGE_SLEEP_MS,
-    SHAPE_DIMENSIONS,
     GeneratorOptions,
     Move,
     program_from_moves,
 )
-from conformance.scenarios import CloseProducer, Deduplication, OpenProducer, Sleep, dump_scenario, load_scenario
+from conformance.scenarios import CloseProducer, Deduplication, OpenProducer, Sleep
 from pytest_keyshared.driver import run_scenario
 from pytest_keyshared.targets import open_target
 
@@ -29,14 +29,10 @@ MOVES = [
     Move(KINDS.index("dedup_switch"), 0, 1),  # odd: one message while it is off
     Move(KINDS.index("resend"), 0, 2),
 ]
-DEDUP_ON = tuple(1 if d == "dedup" else 0 for d in SHAPE_DIMENSIONS)
 
 
 def _program(tmp_path: Path):  # type: ignore[no-untyped-def]
-    program = program_from_moves(MOVES, name="generated", options=OPTIONS, shape=DEDUP_ON)
-    loaded = load_scenario(dump_scenario(program, tmp_path / "program.toml"))
-    assert loaded == program
-    return loaded
+    return dedup_program(MOVES, OPTIONS, tmp_path)
 
 
 def test_the_moves_close_and_create_p1_and_switch_deduplication(tmp_path: Path) -> None:
